@@ -1,0 +1,164 @@
+"""Reading and parsing source files with tree-sitter-cuda.
+
+Every dialect is parsed by the CUDA grammar. BANG C keywords the grammar does not know are masked to
+blanks of the same length first, so every byte offset in the tree is an offset in the user's file.
+Bad input (binary, invalid UTF-8, huge, deeply nested) produces diagnostics, never exceptions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import tree_sitter_cuda
+from tree_sitter import Language, Node, Parser, Point, Tree
+
+from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
+from xpiler_core.frontend.dialect import Dialect, detect_dialect
+
+MAX_SOURCE_BYTES = 32 * 1024 * 1024
+# tree-sitter parses pathological nesting fine but recursive walks over it do not; beyond this depth
+# the model builder stops descending and reports an "unsupported" diagnostic instead.
+MAX_NESTING_DEPTH = 400
+
+_BANG_KEYWORDS = re.compile(
+    rb"\b(__mlu_global__|__mlu_func__|__mlu_entry__|__mlu_device__|__mlu_host__|__nram__|__wram__|"
+    rb"__ldram__|__mlu_shared__|__mlu_const__)\b"
+)
+
+
+@lru_cache(maxsize=1)
+def cuda_language() -> Language:
+    return Language(tree_sitter_cuda.language())
+
+
+def new_parser() -> Parser:
+    return Parser(cuda_language())
+
+
+def mask_bang_keywords(data: bytes) -> bytes:
+    """Replace BANG C qualifiers by spaces of equal length so the CUDA grammar parses the file."""
+    return _BANG_KEYWORDS.sub(lambda m: b" " * len(m.group(0)), data)
+
+
+@dataclass
+class ParsedSource:
+    """A parsed file: the text, the tree and the syntax diagnostics of this version."""
+
+    path: str
+    text: str
+    data: bytes
+    dialect: Dialect
+    tree: Tree
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def root(self) -> Node:
+        return self.tree.root_node
+
+    def node_text(self, node: Node) -> str:
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+
+    def edit(self, start_byte: int, old_end_byte: int, new_text: str) -> ParsedSource:
+        """A new version with ``data[start_byte:old_end_byte]`` replaced, reparsed incrementally."""
+        new_bytes = new_text.encode("utf-8")
+        data = self.data[:start_byte] + new_bytes + self.data[old_end_byte:]
+        new_end_byte = start_byte + len(new_bytes)
+        old_tree = self.tree.copy()
+        old_tree.edit(
+            start_byte=start_byte,
+            old_end_byte=old_end_byte,
+            new_end_byte=new_end_byte,
+            start_point=_point_at(self.data, start_byte),
+            old_end_point=_point_at(self.data, old_end_byte),
+            new_end_point=_point_at(data, new_end_byte),
+        )
+        parse_input = mask_bang_keywords(data) if self.dialect is Dialect.BANG else data
+        tree = new_parser().parse(parse_input, old_tree)
+        text = data.decode("utf-8", errors="replace")
+        return ParsedSource(self.path, text, data, self.dialect, tree, syntax_diagnostics(tree, self.path))
+
+
+def _point_at(data: bytes, offset: int) -> Point:
+    line = data.count(b"\n", 0, offset)
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return Point(line, offset - line_start)
+
+
+def decode_source(data: bytes, path: str = "<input>") -> str:
+    """Decode a source file, refusing binary and oversized input with a located error."""
+    if len(data) > MAX_SOURCE_BYTES:
+        raise XpilerError(f"file is {len(data)} bytes; the limit is {MAX_SOURCE_BYTES} bytes", path)
+    nul = data.find(b"\x00", 0, 65536)
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul)
+        col = nul - (data.rfind(b"\n", 0, nul) + 1)
+        raise XpilerError("binary file (NUL byte): not a source file", path, line, col)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start)
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+        raise XpilerError(f"invalid UTF-8 (byte 0x{data[exc.start]:02x})", path, line, col) from None
+
+
+def parse_text(text: str, path: str = "<input>", dialect: Dialect | None = None) -> ParsedSource:
+    """Parse source text; the dialect is detected from suffix and content when not given."""
+    data = text.encode("utf-8", errors="surrogatepass")
+    dialect = dialect or detect_dialect(text, path)
+    parse_input = mask_bang_keywords(data) if dialect is Dialect.BANG else data
+    tree = new_parser().parse(parse_input)
+    return ParsedSource(path, text, data, dialect, tree, syntax_diagnostics(tree, path))
+
+
+def parse_file(path: str | Path, dialect: Dialect | None = None) -> ParsedSource:
+    """Read and parse a file. Raises :class:`XpilerError` (with file:line:col) on unreadable input."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise XpilerError(f"cannot read file: {exc.strerror}", str(path)) from None
+    text = decode_source(data, str(path))
+    return parse_text(text, str(path), dialect)
+
+
+def syntax_diagnostics(tree: Tree, path: str, limit: int = 100) -> list[Diagnostic]:
+    """ERROR and MISSING nodes as diagnostics (iterative walk: safe on arbitrarily deep trees)."""
+    out: list[Diagnostic] = []
+    if not tree.root_node.has_error:
+        return out
+    cursor = tree.walk()
+    visited_children = False
+    while len(out) < limit:
+        node = cursor.node
+        if node is None:
+            break
+        if not visited_children:
+            if node.is_missing:
+                out.append(
+                    Diagnostic(Severity.ERROR, "syntax.missing", f"missing '{node.type}'", Span.of(node), path)
+                )
+            elif node.is_error:
+                snippet = (node.text or b"")[:40].decode("utf-8", errors="replace").split("\n")[0]
+                out.append(
+                    Diagnostic(
+                        Severity.ERROR, "syntax.error", f"syntax error near '{snippet}'", Span.of(node), path
+                    )
+                )
+                # Do not descend into an ERROR node: one message per broken region.
+                visited_children = True
+                continue
+            if node.has_error and cursor.goto_first_child():
+                continue
+            visited_children = True
+        if cursor.goto_next_sibling():
+            visited_children = False
+        elif not cursor.goto_parent():
+            break
+    if len(out) >= limit:
+        out.append(
+            Diagnostic(Severity.INFO, "syntax.truncated", f"more than {limit} syntax errors; stopped", Span.empty(), path)
+        )
+    return out
