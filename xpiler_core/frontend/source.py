@@ -18,7 +18,9 @@ from tree_sitter import Language, Node, Parser, Point, Tree
 from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
 from xpiler_core.frontend.dialect import Dialect, detect_dialect
 
-MAX_SOURCE_BYTES = 32 * 1024 * 1024
+# Kernel sources are kilobytes; generated ones reach a few megabytes. Beyond this the file is refused
+# (parse + model of 8 MiB takes a few seconds; larger inputs would stall the editor).
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
 # tree-sitter parses pathological nesting fine but recursive walks over it do not; beyond this depth
 # the model builder stops descending and reports an "unsupported" diagnostic instead.
 MAX_NESTING_DEPTH = 400
@@ -27,6 +29,9 @@ _BANG_KEYWORDS = re.compile(
     rb"\b(__mlu_global__|__mlu_func__|__mlu_entry__|__mlu_device__|__mlu_host__|__nram__|__wram__|"
     rb"__ldram__|__mlu_shared__|__mlu_const__)\b"
 )
+
+# Public name for the model builder, which reads the masked keywords back from the original bytes.
+BANG_KEYWORD_PATTERN = _BANG_KEYWORDS
 
 
 @lru_cache(maxsize=1)
@@ -66,6 +71,8 @@ class ParsedSource:
         new_bytes = new_text.encode("utf-8")
         data = self.data[:start_byte] + new_bytes + self.data[old_end_byte:]
         new_end_byte = start_byte + len(new_bytes)
+        if len(data) > MAX_SOURCE_BYTES or len(self.data) > MAX_SOURCE_BYTES:
+            return parse_text(data.decode("utf-8", errors="replace"), self.path, self.dialect)
         old_tree = self.tree.copy()
         old_tree.edit(
             start_byte=start_byte,
@@ -108,6 +115,11 @@ def parse_text(text: str, path: str = "<input>", dialect: Dialect | None = None)
     """Parse source text; the dialect is detected from suffix and content when not given."""
     data = text.encode("utf-8", errors="surrogatepass")
     dialect = dialect or detect_dialect(text, path)
+    if len(data) > MAX_SOURCE_BYTES:
+        # Never raise here (the server parses every document): an empty tree plus one diagnostic.
+        message = f"file is {len(data)} bytes; the limit is {MAX_SOURCE_BYTES} bytes: not parsed"
+        too_large = Diagnostic(Severity.ERROR, "input.too-large", message, Span.empty(), path)
+        return ParsedSource(path, text, data, dialect, new_parser().parse(b""), [too_large])
     parse_input = mask_bang_keywords(data) if dialect is Dialect.BANG else data
     tree = new_parser().parse(parse_input)
     return ParsedSource(path, text, data, dialect, tree, syntax_diagnostics(tree, path))

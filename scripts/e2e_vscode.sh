@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# End-to-end test of the VS Code extension in a real VS Code: code-server 4.100.3 (VS Code 1.100.3) driven
+# by Debian Chromium through playwright-core. Loads vscode-client/ as a development extension, opens
+# examples/vector_add.cu, runs "Translate to HIP" from the code action menu, waits for the .hip editor
+# beside the source, compiles the created file with hipcc and saves screenshots.
+#
+#   scripts/e2e_vscode.sh                       run it (screenshots in vscode-client/e2e/out/)
+#   scripts/e2e_vscode.sh --update-screenshots  also copy them to vscode-client/media/ (the README's)
+#
+# Environment: PYTHON (interpreter with xpiler installed; default python3), XPILER_E2E_CACHE (install cache,
+# default ~/.cache/xpiler-e2e), XPILER_E2E_TIMEOUT (whole run, seconds; default 900), XPILER_E2E_OUT.
+# Exits 0 on success; otherwise non-zero with a line "e2e_vscode: FAIL: <why>".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+fail() {
+  echo "e2e_vscode: FAIL: $*" >&2
+  exit 1
+}
+
+# Bound the whole run in time: re-run this script under timeout once.
+if [ -z "${XPILER_E2E_BOUNDED:-}" ]; then
+  limit=${XPILER_E2E_TIMEOUT:-900}
+  rc=0
+  XPILER_E2E_BOUNDED=1 timeout --kill-after=15 "$limit" "$0" "$@" || rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "e2e_vscode: FAIL: did not finish within ${limit} s (XPILER_E2E_TIMEOUT)" >&2
+  fi
+  exit "$rc"
+fi
+
+update_screenshots=0
+for arg in "$@"; do
+  case $arg in
+    --update-screenshots) update_screenshots=1 ;;
+    *) fail "unknown argument: $arg" ;;
+  esac
+done
+
+CODE_SERVER_VERSION=4.100.3
+cache=${XPILER_E2E_CACHE:-$HOME/.cache/xpiler-e2e}
+out=${XPILER_E2E_OUT:-$root/vscode-client/e2e/out}
+source_name=vector_add.cu
+started=$(date +%s)
+elapsed() { echo $(($(date +%s) - started)); }
+say() { echo "== [$(elapsed) s] $*"; }
+
+# ---------------------------------------------------------------- prerequisites
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v rg >/dev/null 2>&1 || missing+=(ripgrep)
+[ -e /usr/include/gssapi/gssapi_krb5.h ] || missing+=(libkrb5-dev) # code-server's kerberos module builds against it
+command -v hipcc >/dev/null 2>&1 || missing+=(hipcc)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing apt packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    fail "missing system packages: ${missing[*]} (apt-get install ${missing[*]})"
+  fi
+fi
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || fail "node and npm are required"
+
+PY=${PYTHON:-python3}
+PY=$(command -v "$PY") || fail "Python interpreter '${PYTHON:-python3}' not found"
+"$PY" -c "import xpiler_server.__main__" 2>/dev/null ||
+  fail "$PY cannot run the server (python -m xpiler_server); install it with: $PY -m pip install -e $root"
+
+# ---------------------------------------------------------------- cached installs
+say "code-server $CODE_SERVER_VERSION (cached in $cache)"
+timeout 600 bash vscode-client/e2e/install_code_server.sh "$cache/code-server-$CODE_SERVER_VERSION" "$CODE_SERVER_VERSION" ||
+  fail "installing code-server $CODE_SERVER_VERSION failed (see above)"
+code_server=$cache/code-server-$CODE_SERVER_VERSION/node_modules/.bin/code-server
+
+npm_ci() { # npm ci when node_modules is missing or older than the lock file
+  local dir=$1
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    (cd "$dir" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in $dir failed"
+  fi
+}
+say "extension and test-driver npm packages"
+npm_ci vscode-client
+npm_ci vscode-client/e2e
+(cd vscode-client && npm run --silent check && npm run --silent bundle >/dev/null 2>&1) || fail "building the extension failed"
+
+# ---------------------------------------------------------------- a fresh VS Code
+work=$(mktemp -d /tmp/xpiler-e2e.XXXXXX)
+cs_pid=
+cleanup() {
+  if [ -n "$cs_pid" ]; then
+    kill -- "-$cs_pid" 2>/dev/null || true # code-server and its extension host run in their own group
+    sleep 1
+    kill -9 -- "-$cs_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+ws=$work/workspace
+mkdir -p "$ws" "$work/user/User" "$work/extensions" "$work/xdg" "$out"
+rm -f "$out"/*.png
+cp -r examples/. "$ws/"
+cat >"$work/user/User/settings.json" <<JSON
+{
+  "xpiler.server.python": "$PY",
+  "xpiler.trace.server": "messages",
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.enableExperiments": false,
+  "security.workspace.trust.enabled": false,
+  "telemetry.telemetryLevel": "off",
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "update.mode": "none",
+  "files.autoSave": "off",
+  "editor.minimap.enabled": false,
+  "window.commandCenter": false
+}
+JSON
+
+port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+say "starting code-server on 127.0.0.1:$port"
+XDG_CONFIG_HOME=$work/xdg XDG_DATA_HOME=$work/xdg XDG_CACHE_HOME=$work/xdg \
+  setsid "$code_server" --auth none --bind-addr "127.0.0.1:$port" --user-data-dir "$work/user" \
+  --extensions-dir "$work/extensions" --disable-telemetry --disable-update-check --disable-workspace-trust \
+  "$ws" >"$work/code-server.log" 2>&1 &
+cs_pid=$!
+for _ in $(seq 60); do
+  curl -fs -o /dev/null "http://127.0.0.1:$port/healthz" && break
+  kill -0 "$cs_pid" 2>/dev/null || { cat "$work/code-server.log" >&2; fail "code-server exited at start"; }
+  sleep 0.5
+done
+curl -fs -o /dev/null "http://127.0.0.1:$port/healthz" || fail "code-server did not answer within 30 s"
+
+payload=$(EXT="vscode-remote://127.0.0.1:$port$root/vscode-client" node -e \
+  'console.log(encodeURIComponent(JSON.stringify([["extensionDevelopmentPath", process.env.EXT]])))')
+
+say "driving VS Code: Translate to HIP through the code action menu"
+flow_rc=0
+XPILER_E2E_URL="http://127.0.0.1:$port/?folder=$ws&payload=$payload" \
+  XPILER_E2E_SOURCE=$source_name XPILER_E2E_SHOTS=$out XPILER_E2E_STEP_MS=60000 \
+  timeout 420 node vscode-client/e2e/translate_to_hip.mjs || flow_rc=$?
+if [ "$flow_rc" != 0 ]; then
+  log=$(find "$work/user/logs" -name '*Xpiler*.log' 2>/dev/null | head -1)
+  if [ -n "$log" ]; then
+    echo "---- last lines of the Xpiler output ($log)" >&2
+    tail -n 40 "$log" >&2
+  fi
+  [ "$flow_rc" = 124 ] && fail "the browser flow did not finish within 420 s"
+  fail "the browser flow failed (exit $flow_rc); screenshots in $out"
+fi
+
+# ---------------------------------------------------------------- the created file compiles
+hip_file=$ws/${source_name%.cu}.hip
+[ -s "$hip_file" ] || fail "the translated file $hip_file was not written to disk"
+say "compiling $(basename "$hip_file") with hipcc"
+compile_log=$work/hipcc.log
+if ! (cd "$work" && HIP_PLATFORM=amd timeout 300 hipcc --offload-arch=gfx90a -c "$hip_file" -o "$work/translated.o") >"$compile_log" 2>&1; then
+  cat "$compile_log" >&2
+  fail "the translated file does not compile with HIP_PLATFORM=amd hipcc --offload-arch=gfx90a -c"
+fi
+cp "$hip_file" "$out/"
+
+if [ "$update_screenshots" = 1 ]; then
+  mkdir -p vscode-client/media
+  cp "$out/code-action-menu.png" "$out/translated-beside.png" vscode-client/media/
+  say "screenshots copied to vscode-client/media/"
+fi
+say "PASS: Translate to HIP in VS Code $CODE_SERVER_VERSION; hipcc compiled the result; screenshots: $out/translated-beside.png $out/code-action-menu.png"

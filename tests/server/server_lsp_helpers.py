@@ -1,0 +1,141 @@
+"""pytest-lsp helpers: the real server over stdio, and a client that behaves like an editor where the
+tests need one (it creates files for ``workspace/applyEdit`` and structures code actions correctly)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+from pytest_lsp.client import make_test_lsp_client
+
+HERE = Path(__file__).parent
+REPO = HERE.parent.parent
+
+CAPABILITIES = types.ClientCapabilities(
+    window=types.WindowClientCapabilities(
+        work_done_progress=True, show_document=types.ShowDocumentClientCapabilities(support=True)
+    ),
+    workspace=types.WorkspaceClientCapabilities(
+        apply_edit=True,
+        configuration=True,
+        workspace_edit=types.WorkspaceEditClientCapabilities(
+            document_changes=True, resource_operations=[types.ResourceOperationKind.Create]
+        ),
+        code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True),
+        inlay_hint=types.InlayHintWorkspaceClientCapabilities(refresh_support=True),
+    ),
+    text_document=types.TextDocumentClientCapabilities(
+        publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True),
+        code_action=types.CodeActionClientCapabilities(
+            code_action_literal_support=types.ClientCodeActionLiteralOptions(
+                code_action_kind=types.ClientCodeActionKindOptions(
+                    value_set=["source", "refactor", "quickfix"]
+                )
+            )
+        ),
+    ),
+)
+
+
+def _structure_code_action_or_command(converter: Any) -> None:
+    """lsprotocol 2025.0.0 structures a CodeAction that carries a command as a Command in Python clients."""
+    union = typing.Union[types.Command, types.CodeAction]  # noqa: UP007 (the exact type lsprotocol uses)
+
+    def hook(obj: Any, _: Any) -> Any:
+        if isinstance(obj, dict) and (isinstance(obj.get("command"), dict) or {"kind", "edit", "diagnostics"} & obj.keys()):
+            return converter.structure(obj, types.CodeAction)
+        return converter.structure(obj, types.Command)
+
+    converter.register_structure_hook(union, hook)
+
+
+def make_editor_client() -> LanguageClient:
+    client = make_test_lsp_client()
+    _structure_code_action_or_command(client.protocol._converter)
+    client.applied_edits = []  # type: ignore[attr-defined]
+    client.custom_notifications = []  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        """Apply CreateFile + TextDocumentEdit on disk, as an editor would (refusing to overwrite)."""
+        client.applied_edits.append(params)  # type: ignore[attr-defined]
+        for change in params.edit.document_changes or []:
+            if isinstance(change, types.CreateFile):
+                path = Path(change.uri.removeprefix("file://"))
+                overwrite = bool(change.options and change.options.overwrite)
+                if path.exists() and not overwrite:
+                    return types.ApplyWorkspaceEditResult(applied=False, failure_reason=f"{path} exists")
+                path.write_text("", encoding="utf-8")
+            elif isinstance(change, types.TextDocumentEdit):
+                path = Path(change.text_document.uri.removeprefix("file://"))
+                text = path.read_text(encoding="utf-8") if path.exists() else ""
+                for edit in change.edits:
+                    if edit.range.start.line == 0 and edit.range.start.character == 0 and edit.range.end == edit.range.start:
+                        text = edit.new_text + text
+                    else:
+                        return types.ApplyWorkspaceEditResult(applied=False, failure_reason="test client: only inserts at 0:0")
+                path.write_text(text, encoding="utf-8")
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    for method in ("xpiler/jobProgress", "xpiler/jobFinished", "xpiler/tuningProgress"):
+
+        def record(params: Any, method: str = method) -> None:
+            client.custom_notifications.append((method, params))  # type: ignore[attr-defined]
+
+        client.feature(method)(record)
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def code_lens_refresh(params: Any) -> None:
+        return None
+
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def inlay_hint_refresh(params: Any) -> None:
+        return None
+
+    return client
+
+
+def server_command(script: str | None = None) -> list[str]:
+    if script is None:
+        return [sys.executable, "-m", "xpiler_server"]
+    return [sys.executable, str(HERE / script)]
+
+
+SERVER_ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+async def initialize(client: LanguageClient, options: dict[str, Any] | None = None) -> None:
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=CAPABILITIES,
+            initialization_options=options or {"diagnostics": {"debounceMs": 10}},
+        )
+    )
+
+
+
+
+async def wait_for_version(client: LanguageClient, uri: str, version: int, timeout: float = 10.0) -> list[types.Diagnostic]:
+    """The diagnostics the server publishes for ``uri`` at ``version``."""
+
+    async def poll() -> list[types.Diagnostic]:
+        while True:
+            params = await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            if params.uri == uri and params.version == version:
+                return list(params.diagnostics)
+
+    return await asyncio.wait_for(poll(), timeout)
+
+
+def open_doc(client: LanguageClient, uri: str, text: str, version: int = 1, language_id: str = "cuda") -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id=language_id, version=version, text=text)
+        )
+    )

@@ -1,0 +1,79 @@
+"""Document sync without a client: random incremental edits (UTF-16 positions, non-ASCII text) must give the
+same text as applying them to a plain string, and the incrementally reparsed tree must equal a fresh parse."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lsprotocol import types
+
+from xpiler_core.frontend.source import parse_text
+from xpiler_server.config import XpilerConfig
+from xpiler_server.documents import Document
+from xpiler_server.positions import LineIndex
+
+BASE = """\
+// ünïcode comment 😀
+__global__ void k(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * 2.0f;  // ∑
+}
+"""
+
+UTF16 = types.PositionEncodingKind.Utf16
+
+
+def utf16_position(text: str, offset: int) -> types.Position:
+    """Reference: line and UTF-16 column of a str offset, computed by brute force."""
+    before = text[:offset]
+    line = before.count("\n")
+    column_text = before[before.rfind("\n") + 1 :]
+    return types.Position(line=line, character=len(column_text.encode("utf-16-le")) // 2)
+
+
+fragments = st.sampled_from(["", "x", "(", ")", "{", "}", "\n", "😀", "é", " int j = 0;", "__syncthreads();\n", "/*", "*/"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), fragments), min_size=1, max_size=8))
+def test_incremental_edits_match_string_edits_and_fresh_parse(edits: list[tuple[float, float, str]]) -> None:
+    doc = Document("file:///t/k.cu", "/t/k.cu", "cuda", 1, BASE)
+    doc.analyze()
+    expected = BASE
+    version = 1
+    for a, b, new in edits:
+        start, end = sorted((int(a * len(expected)), int(b * len(expected))))
+        change = types.TextDocumentContentChangePartial(
+            range=types.Range(start=utf16_position(expected, start), end=utf16_position(expected, end)), text=new
+        )
+        expected = expected[:start] + new + expected[end:]
+        version += 1
+        doc.apply_changes([change], version, UTF16)
+        assert doc.text == expected
+    analysis = doc.analyze()
+    assert analysis.version == version
+    assert analysis.parsed is not None
+    fresh = parse_text(expected, "/t/k.cu")
+    assert str(analysis.parsed.root) == str(fresh.root)
+    assert [d.message for d in analysis.parsed.diagnostics] == [d.message for d in fresh.diagnostics]
+
+
+@given(st.text(alphabet=st.sampled_from("ab\n😀é"), max_size=40), st.data())
+def test_position_round_trip(text: str, data: st.DataObject) -> None:
+    offset = data.draw(st.integers(0, len(text)))
+    index = LineIndex.of(text)
+    position = utf16_position(text, offset)
+    assert index.position(offset, UTF16) == position
+    assert index.offset(position, UTF16) == offset
+
+
+def test_settings_ignore_wrong_types() -> None:
+    config = XpilerConfig().merged(
+        {"target": "cpu", "hipWarpSize": True, "testBudget": {"cases": "3"}, "llm": {"enabled": 1}, "tuning": [1]}
+    )
+    assert config.target == "cpu"
+    assert config.hip_warp_size == 64
+    assert config.test_cases is None
+    assert config.llm_enabled is False
+    nested = XpilerConfig().merged({"xpiler": {"hipWarpSize": 32, "diagnostics": {"debounceMs": 0}}})
+    assert nested.hip_warp_size == 32 and nested.debounce_ms == 0

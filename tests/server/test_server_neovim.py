@@ -1,0 +1,74 @@
+"""A real editor as the client: headless Neovim (Debian 0.7.2) opens a .cu, gets diagnostics, runs the
+"Translate to HIP" code action through its own code-action flow, and the .hip file the server created via
+``workspace/applyEdit`` compiles with hipcc."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+REPO = HERE.parents[1]
+SCRIPT = HERE / "nvim" / "translate_to_hip.lua"
+KERNEL = """\
+// y = a * x + y over n elements, one thread per element.
+__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = a * x[i] + y[i];
+    }
+}
+"""
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("nvim") is None, reason="neovim is not installed (apt-get install neovim)"),
+    pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc is not installed"),
+]
+
+
+def run_neovim(source: Path, home: Path) -> dict:
+    report = home / "report.json"
+    env = {
+        **os.environ,
+        "XPILER_PYTHON": sys.executable,
+        "XPILER_SOURCE": str(source),
+        "XPILER_REPORT": str(report),
+        "PYTHONPATH": str(REPO),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+    }
+    subprocess.run(
+        ["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {SCRIPT}"],
+        env=env, cwd=source.parent, timeout=240, check=False, stdin=subprocess.DEVNULL, capture_output=True,
+    )
+    assert report.exists(), "neovim wrote no report"
+    return json.loads(report.read_text())
+
+
+def test_neovim_translates_to_hip_and_hipcc_compiles_it(tmp_path: Path) -> None:
+    source = tmp_path / "ws" / "saxpy.cu"
+    source.parent.mkdir()
+    source.write_text(KERNEL)
+    report = run_neovim(source, tmp_path / "home")
+    assert report["ok"], report.get("error")
+    assert report["diagnostics_received"]
+    assert "Translate to HIP" in report["actions"]
+    assert report["job"]["state"] == "done", report["job"]
+    hip = Path(report["hip_path"])
+    assert hip.suffix == ".hip" and hip.parent == source.parent
+    assert source.read_text() == KERNEL, "the source must not change"
+    compiled = subprocess.run(
+        ["hipcc", "--offload-arch=gfx90a", "-c", str(hip), "-o", str(tmp_path / "saxpy.o")],
+        env={**os.environ, "HIP_PLATFORM": "amd"}, capture_output=True, text=True, timeout=180,
+    )
+    assert compiled.returncode == 0, compiled.stderr[-2000:]

@@ -1,0 +1,178 @@
+// Drives a real VS Code (code-server in Chromium) through the "Translate to HIP" flow:
+// open a CUDA file, wait for the Xpiler server, open the code action menu on the kernel, pick
+// "Translate to HIP", wait for the .hip editor to open beside the source, take screenshots.
+// Inputs (environment): XPILER_E2E_URL (workbench URL with the extension payload), XPILER_E2E_SOURCE
+// (file name to open), XPILER_E2E_SHOTS (folder for PNGs), XPILER_E2E_STEP_MS (per-step limit).
+// Prints one line per step; exits 1 with the failing step's name and the reason.
+import { chromium } from 'playwright-core';
+
+const url = required('XPILER_E2E_URL');
+const source = required('XPILER_E2E_SOURCE');
+const shots = required('XPILER_E2E_SHOTS');
+const stepMs = Number(process.env.XPILER_E2E_STEP_MS ?? 60000);
+const started = Date.now();
+const STATUS = '[id="xpiler.xpiler.xpiler.status"]';
+const translated = source.replace(/\.cu$/, '.hip');
+
+function required(name) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`e2e: missing environment variable ${name}`);
+    process.exit(2);
+  }
+  return value;
+}
+
+let page;
+let browser;
+async function step(name, body) {
+  const t0 = Date.now();
+  try {
+    const result = await body();
+    console.log(`  ok  ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    return result;
+  } catch (error) {
+    console.error(`  FAIL ${name}: ${String(error?.message ?? error).split('\n')[0]}`);
+    if (page) {
+      await page.screenshot({ path: `${shots}/failure.png` }).catch(() => undefined);
+      console.error(`  screenshot of the failure: ${shots}/failure.png`);
+      const status = await page.locator(STATUS).getAttribute('aria-label', { timeout: 1000 }).catch(() => null);
+      if (status) console.error(`  Xpiler status bar: ${status}`);
+      const notes = await page.locator('.notifications-toasts .notification-list-item-message').allInnerTexts().catch(() => []);
+      for (const note of notes) console.error(`  notification: ${note}`);
+    }
+    await browser?.close().catch(() => undefined);
+    process.exit(1);
+  }
+}
+
+/** The code action menu rows currently shown, as text. */
+async function menuRows() {
+  return page.locator('.action-widget .monaco-list-row').allInnerTexts();
+}
+
+async function openMenuWith(title) {
+  // The lightbulb / Ctrl+. menu first; source actions may only be listed under "Source Action…".
+  await page.keyboard.press('Control+.');
+  const quickFix = await page.locator('.action-widget .monaco-list-row', { hasText: title }).first()
+    .waitFor({ timeout: 8000 }).then(() => true, () => false);
+  if (quickFix) return 'Ctrl+.';
+  console.log(`      Ctrl+. menu: ${JSON.stringify(await menuRows())}; trying Source Action…`);
+  await page.keyboard.press('Escape');
+  await runCommand('Source Action');
+  await page.locator('.action-widget .monaco-list-row', { hasText: title }).first().waitFor({ timeout: stepMs });
+  return 'Source Action…';
+}
+
+async function runCommand(label) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ timeout: stepMs });
+  await input.fill(`>${label}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor({ timeout: stepMs });
+  await page.keyboard.press('Enter');
+}
+
+browser = await step('launch Chromium', () =>
+  chromium.launch({ executablePath: process.env.XPILER_E2E_CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] }));
+page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+page.setDefaultTimeout(stepMs);
+
+await step('open VS Code with the extension loaded from its folder', async () => {
+  await page.goto(url, { timeout: stepMs });
+  await page.locator('.monaco-workbench').waitFor();
+});
+
+await step(`open ${source}`, async () => {
+  // Quick Open sometimes misses keys typed while the workbench is still restoring: retry once.
+  for (let attempt = 0; ; attempt++) {
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor();
+    await input.fill(source);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: source }).first();
+    if (await row.waitFor({ timeout: 15000 }).then(() => true, () => false)) {
+      await page.keyboard.press('Enter');
+      break;
+    }
+    if (attempt > 0) throw new Error(`Quick Open does not find ${source}`);
+    await page.keyboard.press('Escape');
+  }
+  await page.locator('.tab.active', { hasText: source }).waitFor();
+  await page.locator('.monaco-editor .view-lines').first().waitFor();
+});
+
+await step('the Xpiler server is running', async () => {
+  await page.locator(STATUS).waitFor();
+  await page.waitForFunction(
+    (selector) => (document.querySelector(selector)?.getAttribute('aria-label') ?? '').includes('server: running'),
+    STATUS,
+    { timeout: stepMs },
+  );
+});
+
+await step('diagnostics or a clean file are reported', async () => {
+  // The server publishes diagnostics for every opened file (possibly none for a correct kernel); the
+  // Problems entry in the status bar reflects them. Read it for the log.
+  await page.waitForTimeout(1000);
+  const problems = await page.locator('[id="status.problems"]').getAttribute('aria-label');
+  console.log(`      problems: ${problems}`);
+});
+
+await step('put the cursor inside the kernel', async () => {
+  await page.locator('.monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+G');
+  await page.locator('.quick-input-widget input').fill(':5');
+  await page.keyboard.press('Enter');
+  await page.locator('[id="status.editor.selection"]', { hasText: 'Ln 5' }).waitFor();
+});
+
+const via = await step('open the code action menu with "Translate to HIP"', async () => {
+  const how = await openMenuWith('Translate to HIP');
+  await page.waitForTimeout(300); // let the menu finish its fade-in before the screenshot
+  await page.screenshot({ path: `${shots}/code-action-menu.png` });
+  return how;
+});
+console.log(`      menu: ${via}`);
+
+await step('pick "Translate to HIP"', async () => {
+  // With the keyboard, as a user would: move the focus down to the entry, then Enter.
+  const focused = page.locator('.action-widget .monaco-list-row.focused');
+  for (let moves = 0; ; moves++) {
+    const text = await focused.innerText({ timeout: 2000 }).catch(() => '');
+    if (text.includes('Translate to HIP')) break;
+    if (moves >= 30) throw new Error(`cannot focus "Translate to HIP" in ${JSON.stringify(await menuRows())}`);
+    await page.keyboard.press('ArrowDown');
+  }
+  await page.keyboard.press('Enter');
+});
+
+await step(`the ${translated} editor opens beside the source`, async () => {
+  const groups = page.locator('.editor-group-container');
+  await page.locator('.tab', { hasText: translated }).first().waitFor({ timeout: Math.max(stepMs, 180000) });
+  await page.waitForFunction(() => document.querySelectorAll('.editor-group-container').length >= 2);
+  const first = await groups.nth(0).locator('.tab').allInnerTexts();
+  const second = await groups.nth(1).locator('.tab').allInnerTexts();
+  if (!first.some((t) => t.includes(source)) || !second.some((t) => t.includes(translated))) {
+    throw new Error(`expected ${source} left and ${translated} right, got ${JSON.stringify([first, second])}`);
+  }
+  // Saved to disk: the tab of a created file is dirty until the client saves it.
+  await page.waitForFunction(
+    (name) => ![...document.querySelectorAll('.tab.dirty')].some((tab) => tab.textContent.includes(name)),
+    translated,
+  );
+});
+
+await step('the job ends and the screenshot is taken', async () => {
+  await page.waitForFunction(
+    (selector) => !(document.querySelector(selector)?.textContent ?? '').includes('Translate'),
+    STATUS,
+    { timeout: stepMs },
+  ).catch(() => undefined); // a still-spinning status item is not a failure of the flow
+  await page.mouse.move(640, 700);
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: `${shots}/translated-beside.png` });
+});
+
+await browser.close();
+console.log(`  browser flow done in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { JobBoard } from '../jobs';
+
+test('idle board shows the server state', () => {
+  const board = new JobBoard();
+  board.setServerState('running');
+  assert.deepEqual(board.view(), { text: '$(circuit-board) Xpiler', tooltip: 'Xpiler server: running', busy: false });
+});
+
+test('a job goes begin → report → end and the item follows it', () => {
+  const board = new JobBoard();
+  assert.equal(board.progress('t1', { kind: 'begin', title: 'Translate to HIP', percentage: 0, cancellable: true }), true);
+  assert.equal(board.progress('t1', { kind: 'report', message: 'compiling', percentage: 40 }), true);
+  const busy = board.view();
+  assert.equal(busy.text, '$(sync~spin) Translate to HIP 40% · compiling');
+  assert.equal(busy.busy, true);
+  assert.deepEqual(board.activeTokens(), ['t1']);
+  assert.equal(board.progress('t1', { kind: 'end' }), true);
+  assert.equal(board.view().busy, false);
+  assert.deepEqual(board.activeTokens(), []);
+});
+
+test('reports for unknown tokens are ignored; percentages are clamped', () => {
+  const board = new JobBoard();
+  assert.equal(board.progress('ghost', { kind: 'report', percentage: 10 }), false);
+  board.progress(7, { kind: 'begin', title: 'Verify' });
+  board.progress('7', { kind: 'report', percentage: 250 });
+  assert.equal(board.view().text, '$(sync~spin) Verify 100%');
+  assert.equal(board.view().busy, false, 'a job that is not cancellable does not make the item a cancel button');
+});
+
+test('two jobs: the first is shown with a count of the others', () => {
+  const board = new JobBoard();
+  board.progress('a', { kind: 'begin', title: 'Translate to HIP' });
+  board.progress('b', { kind: 'begin', title: 'Verify' });
+  assert.equal(board.view().text, '$(sync~spin) Translate to HIP (+1)');
+});
+
+test('tuning updates merge per kernel and show trials and speedup', () => {
+  const board = new JobBoard();
+  board.tuningUpdate({ uri: 'file:///k.cu', kernel: 'softmax', trials: 3, budget: 64 });
+  board.tuningUpdate({ uri: 'file:///k.cu', kernel: 'softmax', trials: 12, speedup: 1.8734, best_latency_ms: 0.25 });
+  const view = board.view();
+  assert.equal(view.text, '$(pulse) tune softmax 12/64 · best 1.87×');
+  assert.match(view.tooltip, /0\.250 ms/);
+  board.tuningUpdate({ uri: 'file:///k.cu', kernel: 'softmax', done: true });
+  assert.equal(board.view().text, '$(circuit-board) Xpiler');
+  assert.match(board.view().tooltip, /tune softmax 12\/64 · best 1\.87× · 0\.250 ms \(done\)/);
+});

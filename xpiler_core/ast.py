@@ -1,0 +1,973 @@
+"""The kernel AST: a typed C-subset syntax tree that structural passes read and rebuild.
+
+Where it sits
+-------------
+``frontend/lower.py`` lowers a tree-sitter CST (``frontend.source.parse_text``) into a :class:`Module`;
+passes (loop recovery, binding, split/fuse/reorder, ...) transform it; ``printer`` prints it in any
+dialect (CUDA, HIP, C, BANG C). ``print_module(lower(parse_text(src)))`` compiles wherever ``src`` does.
+
+Design
+------
+* **Immutable.** Every node is a frozen dataclass. Change a node with :func:`dataclasses.replace` (re-exported
+  here as :func:`replace`); sequences are tuples. Nodes are hashable and compare **structurally**: the
+  ``span`` field is excluded from equality, so a re-parsed tree equals the original.
+* **Spans.** Every node has ``span: Span | None`` (keyword-only, last): the source range it was lowered from,
+  ``None`` for nodes a pass built. Diagnostics about a node use its span (or its nearest ancestor's).
+* **Nothing is lost.** Text the AST does not model (switch statements, structs, namespaces, macros,
+  lambdas, ``#if`` blocks, anything with a syntax error, nesting deeper than the lowering bound) becomes an
+  :class:`Opaque` node holding the exact source text. ``Opaque`` is an expression, a statement and a
+  top-level item at once; the printer emits its text verbatim. Comments between statements are kept as
+  :class:`Comment`; comments *inside* a modeled expression or declaration are dropped.
+* **Qualifiers are strings as spelled in the source** (``"__global__"``, ``"__shared__"``, ``"static"``,
+  ``"__restrict__"``, ``"__mlu_global__"``, ``"__nram__"`` ...). Passes that build nodes may use any
+  dialect's spelling; the printer maps spellings to the target dialect from a data table
+  (``printer/styles.toml``). Use :data:`KERNEL_QUALIFIERS`, :data:`SHARED_QUALIFIERS` etc. to test meaning.
+
+Node families
+-------------
+Types and declarations: :class:`Type` (base name, qualifiers, pointer levels, reference), :class:`VarDecl`
+(one declarator: name, type, array dims, initializer, storage qualifiers), :class:`Param`.
+
+Expressions (:class:`Expr`): :class:`Name` (identifiers, ``std::max``, ``k<T, 4>``, ``this``),
+:class:`Literal` (text kept exactly: ``1.0f``, ``0x10u``, ``"s"``), :class:`Unary` (prefix/postfix
+``- + ! ~ * & ++ --``), :class:`Binary` (including ``,``), :class:`Assign` (``=`` and compound ops),
+:class:`Ternary`, :class:`Call` (barriers are calls: ``__syncthreads()``; see :func:`is_barrier`),
+:class:`Launch` (``k<<<grid, block, smem, stream>>>(args)``), :class:`Index` (``a[i]``; ``a[i][j]`` is
+nested), :class:`Member` (``threadIdx.x``, ``p->f``), :class:`Cast` (C-style), :class:`SizeOf`,
+:class:`InitList` (``{a, b}``), :class:`Opaque`. Parentheses are not nodes: grouping is the tree's shape and
+the printer inserts parentheses from operator precedence.
+
+Statements (:class:`Stmt`): :class:`Block`, :class:`DeclStmt` (one declaration statement, one or more
+:class:`VarDecl`), :class:`ExprStmt`, :class:`If`, :class:`For` (``init``/``cond``/``step``/``body``;
+:meth:`For.canonical` gives a :class:`LoopView` ``(var, start, stop, step)`` when recognizable),
+:class:`While`, :class:`DoWhile`, :class:`Return`, :class:`Break`, :class:`Continue`, :class:`Pragma`
+(``#pragma unroll``, ``#pragma omp parallel for``), :class:`Comment`, :class:`Empty`, :class:`Opaque`.
+
+Top level: :class:`Module` (items, dialect, path, lowering diagnostics) holding :class:`Function`
+(qualifiers, optional ``template`` header text, return type, params, ``launch_bounds``, ``linkage`` for
+``extern "C"``, body), :class:`DeclStmt` (globals, ``__constant__``/``__device__`` variables),
+:class:`Include`, :class:`Pragma`, :class:`Comment`, :class:`Opaque`.
+
+Utilities for passes
+--------------------
+* Traversal: :func:`children`, :func:`walk` (iterative pre-order), :class:`Visitor`, :class:`Transformer`
+  (``visit_<ClassName>`` methods; in a tuple field a visit may return a list to splice, or ``None`` to
+  delete), :func:`rewrite` (top-down replace-by-function), :func:`substitute` (names → expressions).
+* Analysis: :func:`read_write` (:class:`ReadWrite`: scalar reads/writes, memory bases read/written, calls),
+  :func:`free_names` (names used but not declared inside), :func:`array_accesses`,
+  :func:`declared_types`, :func:`builtin_ref` (``threadIdx.x`` → ``("threadIdx", "x")``).
+* Building: :func:`name`, :func:`lit`, :func:`binop`, :func:`assign`, :func:`call`, :func:`index`,
+  :func:`member`, :func:`var`, :func:`decl`, :func:`expr_stmt`, :func:`block`, :func:`pragma`,
+  :func:`for_range` (``for (int i = start; i < stop; i += step)``), :func:`if_`.
+
+Example::
+
+    from xpiler_core import ast as A
+    loop = A.for_range("i", A.lit(0), A.name("n"),
+                       A.block(A.expr_stmt(A.assign(A.index(A.name("c"), A.name("i")),
+                                                    A.binop("+", A.index(A.name("a"), A.name("i")),
+                                                            A.index(A.name("b"), A.name("i")))))))
+    body = A.block(A.pragma("omp parallel for"), loop)
+    assert loop.canonical().var == "i"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+import typing as t
+from typing import Any, TypeVar, Union
+
+from xpiler_core.diagnostics import Diagnostic, Span
+from xpiler_core.frontend.dialect import Dialect
+
+N = TypeVar("N", bound="Node")
+
+#: Function qualifiers that make a function a kernel entry (any dialect's spelling).
+KERNEL_QUALIFIERS = frozenset({"__global__", "__mlu_global__", "__mlu_entry__"})
+#: Function qualifiers for device-side helper functions.
+DEVICE_QUALIFIERS = frozenset({"__device__", "__mlu_func__", "__mlu_device__"})
+#: Storage qualifiers of block-shared memory.
+SHARED_QUALIFIERS = frozenset({"__shared__", "__mlu_shared__"})
+#: Storage qualifiers of per-core scratch memories (BANG C).
+SCRATCH_QUALIFIERS = frozenset({"__nram__", "__wram__", "__ldram__"})
+#: Qualifiers that belong to a type (and to pointer levels) rather than to the declaration.
+TYPE_QUALIFIERS = frozenset({"const", "volatile", "__restrict__", "__restrict", "restrict"})
+#: Calls that are block-level barriers.
+BARRIER_FUNCTIONS = frozenset({"__syncthreads", "__sync_all", "__sync_cluster", "__sync_all_ipu", "__sync"})
+#: Builtin index variables that appear as ``X.x``/``X.y``/``X.z``.
+BUILTIN_VECTORS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
+
+
+# --------------------------------------------------------------------------------------------- nodes
+@dataclass(frozen=True, kw_only=True)
+class Node:
+    """Base of every AST node. ``span`` is where it came from (``None`` if built by a pass)."""
+
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Expr(Node):
+    """Base of expressions."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stmt(Node):
+    """Base of statements (also used for top-level items that are statements: globals, pragmas)."""
+
+
+@dataclass(frozen=True)
+class Opaque(Expr, Stmt):
+    """Source text the AST does not model, kept verbatim. ``reason`` says why (not compared)."""
+
+    text: str
+    reason: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Type(Node):
+    """A C type as written: ``const float* __restrict__`` is ``Type("float", ("const",), (("__restrict__",),))``.
+
+    ``base`` is the specifier text (``"unsigned int"``, ``"half2"``, ``"T"``, ``"std::size_t"``; for a cast
+    to an unusual abstract declarator it holds the whole type text). ``pointers`` has one entry per ``*``,
+    left to right, each holding the qualifiers written after that star. ``reference`` is ``""``, ``"&"`` or
+    ``"&&"``.
+    """
+
+    base: str
+    quals: tuple[str, ...] = ()
+    pointers: tuple[tuple[str, ...], ...] = ()
+    reference: str = ""
+
+    @property
+    def is_pointer(self) -> bool:
+        return bool(self.pointers)
+
+    @property
+    def is_const(self) -> bool:
+        return "const" in self.quals
+
+    @property
+    def is_restrict(self) -> bool:
+        return any(q in ("__restrict__", "__restrict", "restrict") for q in (self.pointers[-1] if self.pointers else ()))
+
+    def pointee(self) -> Type:
+        """The type one ``*`` less (``float*`` → ``float``)."""
+        return dataclasses.replace(self, pointers=self.pointers[:-1], span=None)
+
+
+@dataclass(frozen=True)
+class Name(Expr):
+    """An identifier or other name-like primary: ``i``, ``std::max``, ``k<float, 4>``, ``this``."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class Literal(Expr):
+    """A literal, its text kept exactly (``1.0f``, ``0x10u``, ``'a'``, ``"s"``, ``true``)."""
+
+    text: str
+    kind: t.Literal["number", "char", "string", "bool"] = "number"
+
+    @property
+    def int_value(self) -> int | None:
+        """The value of an integer literal (suffixes ``u``/``l`` allowed), else ``None``."""
+        if self.kind != "number":
+            return None
+        t = self.text.lower().rstrip("ul").replace("'", "")
+        try:
+            if t.startswith("0x"):
+                return int(t, 16)
+            if t.startswith("0b"):
+                return int(t, 2)
+            if len(t) > 1 and t.startswith("0") and t.isdigit():
+                return int(t, 8)
+            return int(t, 10)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class Unary(Expr):
+    """Prefix ``- + ! ~ * & ++ --`` or postfix ``++ --`` (``postfix=True``)."""
+
+    op: str
+    operand: Expr
+    postfix: bool = False
+
+
+@dataclass(frozen=True)
+class Binary(Expr):
+    """A binary operator, including ``&&``, ``||`` and the comma operator ``,``."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class Assign(Expr):
+    """``target op value`` with ``op`` one of ``= += -= *= /= %= &= |= ^= <<= >>=``."""
+
+    op: str
+    target: Expr
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Ternary(Expr):
+    cond: Expr
+    then: Expr
+    else_: Expr
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """A call; ``func`` is usually a :class:`Name` (``__syncthreads``, ``atomicAdd``, ``static_cast<int>``)."""
+
+    func: Expr
+    args: tuple[Expr, ...] = ()
+
+    @property
+    def callee(self) -> str | None:
+        return self.func.id if isinstance(self.func, Name) else None
+
+
+@dataclass(frozen=True)
+class Launch(Expr):
+    """A kernel launch ``kernel<<<config...>>>(args)``: config is (grid, block[, smem[, stream]])."""
+
+    kernel: Expr
+    config: tuple[Expr, ...]
+    args: tuple[Expr, ...] = ()
+
+
+@dataclass(frozen=True)
+class Index(Expr):
+    """``base[index]``; multi-dimensional access is nested: ``a[i][j]`` = ``Index(Index(a, i), j)``."""
+
+    base: Expr
+    index: Expr
+
+
+@dataclass(frozen=True)
+class Member(Expr):
+    """``base.field`` or ``base->field`` (``arrow=True``); ``threadIdx.x`` is ``Member(Name("threadIdx"), "x")``."""
+
+    base: Expr
+    field: str
+    arrow: bool = False
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    """A C-style cast ``(type)operand``."""
+
+    type: Type
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class SizeOf(Expr):
+    """``sizeof(type)`` or ``sizeof expr``."""
+
+    arg: Type | Expr
+
+
+@dataclass(frozen=True)
+class InitList(Expr):
+    """A braced initializer ``{a, b, c}`` (also the argument list of a ``T x(a, b)`` declaration)."""
+
+    items: tuple[Expr, ...] = ()
+
+
+@dataclass(frozen=True)
+class VarDecl(Node):
+    """One declared variable. ``dims`` are array extents left to right (``None`` for ``[]``).
+
+    ``storage`` holds declaration qualifiers in source order (``static``, ``extern``, ``__shared__``,
+    ``__constant__``, ``__device__``, ``__nram__`` ...). ``init_style`` is ``"="`` (``int x = e``),
+    ``"()"`` (``dim3 g(a, b)``; ``init`` is an :class:`InitList` of the arguments) or ``"{}"``
+    (``dim3 g{a}``; ``init`` is an :class:`InitList`).
+    """
+
+    name: str
+    type: Type
+    dims: tuple[Expr | None, ...] = ()
+    init: Expr | None = None
+    storage: tuple[str, ...] = ()
+    init_style: t.Literal["=", "()", "{}"] = "="
+
+    @property
+    def is_shared(self) -> bool:
+        return any(q in SHARED_QUALIFIERS for q in self.storage)
+
+    @property
+    def is_dynamic_shared(self) -> bool:
+        """``extern __shared__ T buf[];``"""
+        return self.is_shared and "extern" in self.storage
+
+
+@dataclass(frozen=True)
+class Param(Node):
+    """A function parameter; ``name`` is ``None`` for unnamed ones (``void f(int)``)."""
+
+    name: str | None
+    type: Type
+    dims: tuple[Expr | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class Block(Stmt):
+    stmts: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeclStmt(Stmt):
+    """A declaration statement. Declarators that share base type and storage print as one declaration."""
+
+    decls: tuple[VarDecl, ...]
+
+
+@dataclass(frozen=True)
+class ExprStmt(Stmt):
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Empty(Stmt):
+    """The empty statement ``;``."""
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    then: Stmt
+    else_: Stmt | None = None
+
+
+@dataclass(frozen=True)
+class LoopView:
+    """A ``for`` loop recognized as ``for (var = start; var < stop; var += step)`` (increasing).
+
+    ``stop`` is exclusive (``i <= n`` gives ``n + 1``); ``step`` is an expression (``1``, ``4``,
+    ``blockDim.x * gridDim.x``); ``var_type`` is the declared type when the loop declares the variable.
+    Only returned when the body neither assigns ``var`` nor any name in ``stop``/``step``.
+    """
+
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr
+    var_type: Type | None = None
+
+    @property
+    def step_value(self) -> int | None:
+        return self.step.int_value if isinstance(self.step, Literal) else None
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    """``for (init; cond; step) body``; ``init`` is a :class:`DeclStmt`, an :class:`ExprStmt` or ``None``."""
+
+    init: Stmt | None
+    cond: Expr | None
+    step: Expr | None
+    body: Stmt
+
+    def canonical(self) -> LoopView | None:
+        return loop_view(self)
+
+
+@dataclass(frozen=True)
+class While(Stmt):
+    cond: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True)
+class DoWhile(Stmt):
+    body: Stmt
+    cond: Expr
+
+
+@dataclass(frozen=True)
+class Return(Stmt):
+    value: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Break(Stmt):
+    pass
+
+
+@dataclass(frozen=True)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(frozen=True)
+class Pragma(Stmt):
+    """``#pragma <text>`` (``text`` is e.g. ``"unroll"``, ``"unroll 4"``, ``"omp parallel for"``)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Comment(Stmt):
+    """A comment between statements or items, text including ``//`` or ``/* */``."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Include(Stmt):
+    """``#include <path>`` (``system=True``) or ``#include "path"``."""
+
+    path: str
+    system: bool = True
+
+
+@dataclass(frozen=True)
+class Function(Node):
+    """A function definition (kernel, device function, host function).
+
+    ``qualifiers`` are the specifiers before the return type as spelled (``__global__``, ``static``,
+    ``__device__``, ``__forceinline__``, ``inline``, ``__attribute__((...))``); ``template`` is the template
+    parameter list text (``"<typename T, int BS>"``) or ``None``; ``linkage`` is ``"C"`` for
+    ``extern "C"`` definitions; ``launch_bounds`` are the ``__launch_bounds__`` arguments.
+    """
+
+    name: str
+    ret: Type
+    params: tuple[Param | Opaque, ...]
+    body: Block
+    qualifiers: tuple[str, ...] = ()
+    template: str | None = None
+    linkage: str | None = None
+    launch_bounds: tuple[Expr, ...] = ()
+
+    @property
+    def is_kernel(self) -> bool:
+        return any(q in KERNEL_QUALIFIERS for q in self.qualifiers)
+
+    @property
+    def is_device(self) -> bool:
+        return any(q in DEVICE_QUALIFIERS for q in self.qualifiers) and not self.is_kernel
+
+    def param_names(self) -> list[str]:
+        return [p.name for p in self.params if isinstance(p, Param) and p.name]
+
+
+TopItem = Union[Function, DeclStmt, Include, Pragma, Comment, Opaque]
+
+
+@dataclass(frozen=True)
+class Module(Node):
+    """A lowered translation unit. ``diagnostics`` are the lowering's (unsupported constructs, depth)."""
+
+    items: tuple[TopItem, ...]
+    dialect: Dialect = Dialect.CUDA
+    path: str = "<input>"
+    diagnostics: tuple[Diagnostic, ...] = field(default=(), compare=False)
+
+    def functions(self) -> list[Function]:
+        return [i for i in self.items if isinstance(i, Function)]
+
+    def kernels(self) -> list[Function]:
+        return [f for f in self.functions() if f.is_kernel]
+
+    def function(self, name: str) -> Function | None:
+        return next((f for f in self.functions() if f.name == name), None)
+
+    def replace_function(self, name: str, new: Function) -> Module:
+        """A module with the function called ``name`` replaced by ``new``."""
+        items = tuple(new if isinstance(i, Function) and i.name == name else i for i in self.items)
+        return dataclasses.replace(self, items=items)
+
+
+replace = dataclasses.replace
+
+
+# ----------------------------------------------------------------------------------------- traversal
+@cache
+def _node_fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
+
+
+def children(node: Node) -> Iterator[Node]:
+    """The direct child nodes of ``node``, in field order."""
+    for fname in _node_fields(type(node)):
+        value = getattr(node, fname)
+        if isinstance(value, Node):
+            yield value
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, Node):
+                    yield item
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node under ``node`` (itself included), pre-order, without recursion."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(children(current))))
+
+
+class Visitor:
+    """Read-only traversal: define ``visit_<ClassName>(node)``; call :meth:`generic_visit` to descend."""
+
+    def visit(self, node: Node) -> Any:
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)
+        return self.generic_visit(node)
+
+    def generic_visit(self, node: Node) -> None:
+        for child in children(node):
+            self.visit(child)
+
+
+class Transformer:
+    """Rebuilding traversal: ``visit_<ClassName>(node)`` returns the replacement node.
+
+    The default (:meth:`generic_visit`) transforms the children and rebuilds the node with ``replace`` only
+    when something changed. In a tuple field (block statements, arguments, items) a visit may return a
+    ``list`` of nodes to splice in its place, or ``None`` to delete the element.
+    """
+
+    def visit(self, node: Node) -> Any:
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)
+        return self.generic_visit(node)
+
+    def generic_visit(self, node: N) -> N:
+        changes: dict[str, Any] = {}
+        for fname in _node_fields(type(node)):
+            value = getattr(node, fname)
+            if isinstance(value, Node):
+                new = self.visit(value)
+                if new is not value:
+                    changes[fname] = new
+            elif isinstance(value, tuple) and any(isinstance(v, Node) for v in value):
+                out: list[Any] = []
+                changed = False
+                for item in value:
+                    if not isinstance(item, Node):
+                        out.append(item)
+                        continue
+                    new = self.visit(item)
+                    if new is item:
+                        out.append(item)
+                        continue
+                    changed = True
+                    if new is None:
+                        continue
+                    if isinstance(new, list):
+                        out.extend(new)
+                    else:
+                        out.append(new)
+                if changed:
+                    changes[fname] = tuple(out)
+        return dataclasses.replace(node, **changes) if changes else node
+
+
+def rewrite(node: N, fn: Callable[[Node], Node | None]) -> N:
+    """Top-down rewrite: where ``fn(n)`` returns a node it replaces ``n`` (not descended); ``None`` descends."""
+
+    class _Rewriter(Transformer):
+        def visit(self, n: Node) -> Any:
+            replacement = fn(n)
+            if replacement is not None:
+                return replacement
+            return self.generic_visit(n)
+
+    result: N = _Rewriter().visit(node)
+    return result
+
+
+def substitute(node: N, mapping: Mapping[str, Expr]) -> N:
+    """Replace every :class:`Name` whose id is a key of ``mapping`` (member names are not names)."""
+    return rewrite(node, lambda n: mapping.get(n.id) if isinstance(n, Name) else None)
+
+
+# ------------------------------------------------------------------------------------------ analysis
+@dataclass(frozen=True)
+class ReadWrite:
+    """What a piece of code touches, by name.
+
+    ``reads``/``writes``: names whose *value* is read or assigned (``x = ...``, ``x++``). ``mem_reads``/
+    ``mem_writes``: base names of memory read or written through ``a[i]``, ``*p``, ``p->f``, ``s.f``.
+    ``calls``: names of called functions (a call may read or write anything reachable from its arguments;
+    passes decide how conservative to be). ``address_taken``: names whose address escapes (``&x``).
+    """
+
+    reads: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset()
+    mem_reads: frozenset[str] = frozenset()
+    mem_writes: frozenset[str] = frozenset()
+    calls: frozenset[str] = frozenset()
+    address_taken: frozenset[str] = frozenset()
+
+
+def _base_name(expr: Expr) -> str | None:
+    """The variable at the root of an lvalue path: ``a[i][j]`` → a, ``*(p + 1)`` → p, ``s.f`` → s."""
+    while True:
+        if isinstance(expr, Name):
+            return expr.id
+        if isinstance(expr, Index):
+            expr = expr.base
+        elif isinstance(expr, Member):
+            expr = expr.base
+        elif isinstance(expr, Unary) and expr.op == "*":
+            expr = expr.operand
+        elif isinstance(expr, Binary) and expr.op in ("+", "-"):
+            expr = expr.left
+        elif isinstance(expr, Cast):
+            expr = expr.operand
+        else:
+            return None
+
+
+def read_write(node: Node) -> ReadWrite:
+    """Read/write sets of an expression or statement (declared initializers count as writes)."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    mem_reads: set[str] = set()
+    mem_writes: set[str] = set()
+    calls: set[str] = set()
+    addr: set[str] = set()
+
+    def target(expr: Expr, also_read: bool) -> None:
+        # An assignment target: a plain name is a scalar write; otherwise a memory write to its base,
+        # and every sub-expression that computes the address is read.
+        if isinstance(expr, Name):
+            writes.add(expr.id)
+            if also_read:
+                reads.add(expr.id)
+            return
+        base = _base_name(expr)
+        if base is not None:
+            mem_writes.add(base)
+            if also_read:
+                mem_reads.add(base)
+        stack.extend(_address_parts(expr))
+
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Assign):
+            target(n.target, n.op != "=")
+            stack.append(n.value)
+        elif isinstance(n, Unary) and n.op in ("++", "--"):
+            target(n.operand, True)
+        elif isinstance(n, Unary) and n.op == "&":
+            base = _base_name(n.operand)
+            if base is not None:
+                addr.add(base)
+            if isinstance(n.operand, Name):
+                continue
+            stack.extend(_address_parts(n.operand))
+        elif isinstance(n, VarDecl):
+            writes.add(n.name)
+            stack.extend(children(n))
+        elif isinstance(n, (Index, Member)) or (isinstance(n, Unary) and n.op == "*"):
+            base = _base_name(n)  # type: ignore[arg-type]
+            if base is not None:
+                mem_reads.add(base)
+            stack.extend(_address_parts(n))  # type: ignore[arg-type]
+        elif isinstance(n, Call):
+            if isinstance(n.func, Name):
+                calls.add(n.func.id)
+            else:
+                stack.append(n.func)
+            stack.extend(n.args)
+        elif isinstance(n, Name):
+            reads.add(n.id)
+        else:
+            stack.extend(children(n))
+    return ReadWrite(
+        frozenset(reads), frozenset(writes), frozenset(mem_reads), frozenset(mem_writes), frozenset(calls),
+        frozenset(addr),
+    )
+
+
+def _address_parts(expr: Expr) -> list[Node]:
+    """Sub-expressions evaluated to compute the address of an lvalue path (indices, pointer arithmetic)."""
+    out: list[Node] = []
+    while True:
+        if isinstance(expr, Index):
+            out.append(expr.index)
+            expr = expr.base
+        elif isinstance(expr, Member):
+            if expr.arrow and isinstance(expr.base, Name):
+                out.append(expr.base)
+            expr = expr.base
+        elif isinstance(expr, Unary) and expr.op == "*":
+            if isinstance(expr.operand, Name):
+                out.append(expr.operand)
+            expr = expr.operand
+        elif isinstance(expr, Binary) and expr.op in ("+", "-"):
+            out.append(expr.right)
+            expr = expr.left
+        elif isinstance(expr, Cast):
+            expr = expr.operand
+        elif isinstance(expr, Name):
+            # Array/pointer bases are read as values only when they are pointers being dereferenced;
+            # record the name as read so free_names sees it.
+            out.append(expr)
+            return out
+        else:
+            out.append(expr)
+            return out
+
+
+def free_names(node: Node) -> frozenset[str]:
+    """Names used in ``node`` that are not declared inside it (variables, functions, builtins)."""
+    declared: set[str] = set()
+    used: set[str] = set()
+    for n in walk(node):
+        if isinstance(n, VarDecl):
+            declared.add(n.name)
+        elif isinstance(n, Param) and n.name:
+            declared.add(n.name)
+        elif isinstance(n, Name):
+            used.add(n.id)
+    return frozenset(used - declared)
+
+
+@dataclass(frozen=True)
+class ArrayAccess:
+    """One ``base[i][j]...`` access: ``indices`` outermost first; ``write`` if it is an assignment target."""
+
+    base: str
+    indices: tuple[Expr, ...]
+    write: bool
+    node: Index
+
+
+def array_accesses(node: Node) -> list[ArrayAccess]:
+    """Every maximal index chain on a named base, in pre-order (compound assignment yields read + write)."""
+    out: list[ArrayAccess] = []
+    written: dict[int, bool] = {}  # id(Index) → also read (compound op / ++)
+    for n in walk(node):
+        if isinstance(n, Assign) and isinstance(n.target, Index):
+            written[id(n.target)] = n.op != "="
+        elif isinstance(n, Unary) and n.op in ("++", "--") and isinstance(n.operand, Index):
+            written[id(n.operand)] = True
+    inner: set[int] = set()
+    for n in walk(node):
+        if not isinstance(n, Index) or id(n) in inner:
+            continue
+        indices: list[Expr] = []
+        cur: Expr = n
+        while isinstance(cur, Index):
+            inner.add(id(cur))
+            indices.append(cur.index)
+            cur = cur.base
+        if not isinstance(cur, Name):
+            continue
+        idx = tuple(reversed(indices))
+        if id(n) in written:
+            if written[id(n)]:
+                out.append(ArrayAccess(cur.id, idx, False, n))
+            out.append(ArrayAccess(cur.id, idx, True, n))
+        else:
+            out.append(ArrayAccess(cur.id, idx, False, n))
+    return out
+
+
+def declared_types(node: Node) -> dict[str, Type]:
+    """Declared type of every parameter and variable under ``node`` (later declarations win)."""
+    out: dict[str, Type] = {}
+    for n in walk(node):
+        if isinstance(n, (VarDecl, Param)) and n.name:
+            out[n.name] = n.type
+    return out
+
+
+def builtin_ref(expr: Node) -> tuple[str, str] | None:
+    """``threadIdx.x`` → ``("threadIdx", "x")``; ``None`` for anything else."""
+    if (
+        isinstance(expr, Member)
+        and not expr.arrow
+        and isinstance(expr.base, Name)
+        and expr.base.id in BUILTIN_VECTORS
+        and expr.field in ("x", "y", "z")
+    ):
+        return expr.base.id, expr.field
+    return None
+
+
+def is_barrier(node: Node) -> bool:
+    """A barrier call statement or expression (``__syncthreads()``, BANG ``__sync_all()``...)."""
+    if isinstance(node, ExprStmt):
+        node = node.expr
+    return isinstance(node, Call) and node.callee in BARRIER_FUNCTIONS
+
+
+def _loop_var_and_start(init: Stmt | None) -> tuple[str, Expr, Type | None] | None:
+    if isinstance(init, DeclStmt) and len(init.decls) == 1:
+        d = init.decls[0]
+        if d.init is not None and d.init_style == "=" and not d.dims and not d.type.pointers:
+            return d.name, d.init, d.type
+    if isinstance(init, ExprStmt) and isinstance(init.expr, Assign) and init.expr.op == "=":
+        if isinstance(init.expr.target, Name):
+            return init.expr.target.id, init.expr.value, None
+    return None
+
+
+def _loop_step(step: Expr | None, var: str) -> Expr | None:
+    one = Literal("1")
+    if isinstance(step, Unary) and step.op == "++" and step.operand == Name(var):
+        return one
+    if isinstance(step, Assign) and step.target == Name(var):
+        if step.op == "+=":
+            return step.value
+        if step.op == "=" and isinstance(step.value, Binary) and step.value.op == "+":
+            if step.value.left == Name(var):
+                return step.value.right
+            if step.value.right == Name(var):
+                return step.value.left
+    return None
+
+
+def loop_view(loop: For) -> LoopView | None:
+    """Recognize an increasing counted loop; see :class:`LoopView`. ``None`` when not recognizable."""
+    head = _loop_var_and_start(loop.init)
+    if head is None or not isinstance(loop.cond, Binary):
+        return None
+    var, start, var_type = head
+    cond = loop.cond
+    if cond.op in ("<", "<=") and cond.left == Name(var):
+        bound, inclusive = cond.right, cond.op == "<="
+    elif cond.op in (">", ">=") and cond.right == Name(var):
+        bound, inclusive = cond.left, cond.op == ">="
+    else:
+        return None
+    step = _loop_step(loop.step, var)
+    if step is None:
+        return None
+    if isinstance(step, Literal) and (step.int_value is None or step.int_value <= 0):
+        return None
+    if var in read_write(bound).reads | read_write(step).reads:
+        return None
+    body_rw = read_write(loop.body)
+    touched = body_rw.writes | body_rw.address_taken
+    if var in touched or (free_names(bound) | free_names(step)) & touched:
+        return None
+    stop = binop("+", bound, Literal("1")) if inclusive else bound
+    return LoopView(var, start, stop, step, var_type)
+
+
+# ------------------------------------------------------------------------------------------- builders
+def name(identifier: str) -> Name:
+    return Name(identifier)
+
+
+def lit(value: int | float | str | bool) -> Expr:
+    """A literal from a Python value: ``lit(0)``, ``lit(1.5)`` (``1.5f`` only if you pass ``"1.5f"``).
+
+    Negative numbers become ``Unary("-", ...)`` as C has no negative literals.
+    """
+    if isinstance(value, bool):
+        return Literal("true" if value else "false", "bool")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            return Unary("-", lit(-value))
+        text = repr(value) if isinstance(value, float) else str(value)
+        return Literal(text)
+    return Literal(value)
+
+
+def binop(op: str, left: Expr, right: Expr) -> Binary:
+    return Binary(op, left, right)
+
+
+def assign(target: Expr, value: Expr, op: str = "=") -> Assign:
+    return Assign(op, target, value)
+
+
+def call(func: str | Expr, *args: Expr) -> Call:
+    return Call(Name(func) if isinstance(func, str) else func, tuple(args))
+
+
+def index(base: Expr, *indices: Expr) -> Expr:
+    """``index(a, i, j)`` is ``a[i][j]``."""
+    out = base
+    for i in indices:
+        out = Index(out, i)
+    return out
+
+
+def member(base: Expr, field_name: str, arrow: bool = False) -> Member:
+    return Member(base, field_name, arrow)
+
+
+def ctype(text: str, pointers: int = 0, quals: tuple[str, ...] = ()) -> Type:
+    """``ctype("float", 1, ("const",))`` is ``const float*``."""
+    return Type(text, quals, tuple(() for _ in range(pointers)))
+
+
+def var(
+    var_name: str,
+    var_type: Type | str,
+    init: Expr | None = None,
+    dims: tuple[Expr | None, ...] = (),
+    storage: tuple[str, ...] = (),
+) -> VarDecl:
+    return VarDecl(var_name, ctype(var_type) if isinstance(var_type, str) else var_type, dims, init, storage)
+
+
+def decl(
+    var_name: str,
+    var_type: Type | str,
+    init: Expr | None = None,
+    dims: tuple[Expr | None, ...] = (),
+    storage: tuple[str, ...] = (),
+) -> DeclStmt:
+    """A one-variable declaration statement: ``decl("acc", "float", lit(0))`` is ``float acc = 0;``."""
+    return DeclStmt((var(var_name, var_type, init, dims, storage),))
+
+
+def expr_stmt(expr: Expr) -> ExprStmt:
+    return ExprStmt(expr)
+
+
+def block(*stmts: Stmt) -> Block:
+    """A block; nested :class:`Block` arguments are kept as nested blocks (scopes matter)."""
+    return Block(tuple(stmts))
+
+
+def pragma(text: str) -> Pragma:
+    return Pragma(text)
+
+
+def if_(cond: Expr, then: Stmt, else_: Stmt | None = None) -> If:
+    return If(cond, then, else_)
+
+
+def for_range(
+    var_name: str,
+    start: Expr,
+    stop: Expr,
+    body: Stmt,
+    step: Expr | None = None,
+    var_type: Type | str = "int",
+) -> For:
+    """``for (int var = start; var < stop; ++var / var += step) body``."""
+    v = Name(var_name)
+    step_expr: Expr = Unary("++", v) if step is None else Assign("+=", v, step)
+    return For(decl(var_name, var_type, start), binop("<", v, stop), step_expr, body)
+
+
+def stmts_of(stmt: Stmt) -> tuple[Stmt, ...]:
+    """The statements of a body: a block's list, or the single statement."""
+    return stmt.stmts if isinstance(stmt, Block) else (stmt,)

@@ -1,0 +1,156 @@
+"""Helpers shared by the CST passes: tree walks, declared names and format-preserving text edits.
+
+A CST pass collects :class:`Edit` objects (byte ranges of the original text and their replacement) and
+applies them all at once with :func:`apply_edits`; everything outside the edited ranges — comments, layout,
+the user's names — is left byte-for-byte as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from xpiler_core.diagnostics import Span
+from xpiler_core.frontend.source import ParsedSource
+
+
+@dataclass(frozen=True)
+class Edit:
+    start_byte: int
+    end_byte: int
+    text: str
+
+
+def walk(node: Node, skip: frozenset[str] = frozenset()) -> Iterator[Node]:
+    """Pre-order walk without recursion (safe on deep trees); subtrees of types in ``skip`` are not entered."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current.type in skip:
+            continue
+        stack.extend(reversed(current.children))
+
+
+def apply_edits(data: bytes, edits: list[Edit]) -> tuple[bytes, list[Edit]]:
+    """Apply non-overlapping edits; an edit overlapping an earlier-starting one is dropped and returned."""
+    dropped: list[Edit] = []
+    kept: list[Edit] = []
+    last_end = -1
+    for edit in sorted(edits, key=lambda e: (e.start_byte, e.end_byte)):
+        if edit.start_byte < last_end or (kept and edit.start_byte == last_end == kept[-1].start_byte):
+            if edit != kept[-1]:
+                dropped.append(edit)
+            continue
+        kept.append(edit)
+        last_end = max(last_end, edit.end_byte)
+    out = bytearray()
+    cursor = 0
+    for edit in kept:
+        out += data[cursor : edit.start_byte]
+        out += edit.text.encode("utf-8")
+        cursor = edit.end_byte
+    out += data[cursor:]
+    return bytes(out), dropped
+
+
+def text_of(src: ParsedSource, node: Node | None) -> str:
+    return "" if node is None else src.node_text(node)
+
+
+def span_of(node: Node) -> Span:
+    return Span.of(node)
+
+
+_DECLARATOR_PARENTS = frozenset(
+    {
+        "function_declarator",
+        "init_declarator",
+        "declaration",
+        "parameter_declaration",
+        "pointer_declarator",
+        "reference_declarator",
+        "array_declarator",
+        "field_declaration",
+        "preproc_def",
+        "preproc_function_def",
+        "type_definition",
+        "struct_specifier",
+        "class_specifier",
+        "enum_specifier",
+        "enumerator",
+        "namespace_definition",
+        "alias_declaration",
+    }
+)
+
+
+def declared_names(src: ParsedSource) -> set[str]:
+    """Names the file itself declares (functions, variables, macros, types): passes never rename these."""
+    names: set[str] = set()
+    for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
+        if node.type not in ("identifier", "type_identifier", "field_identifier", "namespace_identifier"):
+            continue
+        parent = node.parent
+        if parent is None or parent.type not in _DECLARATOR_PARENTS:
+            continue
+        # In `declaration` the declared name is the `declarator` field, never the type.
+        field = _field_name(parent, node)
+        if parent.type in ("declaration", "parameter_declaration", "field_declaration") and field != "declarator":
+            continue
+        if parent.type == "init_declarator" and field != "declarator":
+            continue
+        if parent.type in ("struct_specifier", "class_specifier", "enum_specifier") and field != "name":
+            continue
+        if parent.type == "type_definition" and field != "declarator":
+            continue
+        names.add(src.node_text(node))
+    return names
+
+
+def _field_name(parent: Node, child: Node) -> str | None:
+    for i, c in enumerate(parent.children):
+        if c.id == child.id:
+            return parent.field_name_for_child(i)
+    return None
+
+
+def call_arguments(call: Node) -> list[Node]:
+    """The argument expressions of a call_expression (comments excluded)."""
+    args = call.child_by_field_name("arguments")
+    if args is None:
+        return []
+    return [c for c in args.named_children if c.type != "comment"]
+
+
+def call_name(src: ParsedSource, call: Node) -> str | None:
+    func = call.child_by_field_name("function")
+    if func is None or func.type not in ("identifier", "qualified_identifier", "template_function"):
+        return None
+    return src.node_text(func)
+
+
+def is_launch(call: Node) -> bool:
+    return any(c.type == "kernel_call_syntax" for c in call.children)
+
+
+def top_insertion_point(src: ParsedSource) -> int:
+    """Byte offset just after the last top-level #include (or 0): where passes insert helper code."""
+    offset = 0
+    for child in src.root.children:
+        if child.type == "preproc_include":
+            offset = child.end_byte
+    return offset
+
+
+def line_col(data: bytes, offset: int) -> tuple[int, int]:
+    line = data.count(b"\n", 0, offset)
+    return line, offset - (data.rfind(b"\n", 0, offset) + 1)
+
+
+def span_at(data: bytes, start: int, end: int) -> Span:
+    sl, sc = line_col(data, start)
+    el, ec = line_col(data, end)
+    return Span(start, end, sl, sc, el, ec)

@@ -1,0 +1,37 @@
+"""CUDA → HIP: semantic passes for AMD, then the table-driven API mapping, then hipcc + runtime at warp 64."""
+
+from __future__ import annotations
+
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.pipeline import TranslateOptions, TranslationResult
+from xpiler_core.plans._gpu import GpuDirection, gpu_plan
+from xpiler_core.progress import CancelToken, ProgressFn
+
+# Order matters: inline PTX first (it may produce shuffles), then warp semantics on CUDA spellings, then
+# the constructs with AMD-specific meaning, and the renames last.
+DEFAULT_PASSES = [
+    "inline_ptx",
+    "warp_size",
+    "tensor_cores",
+    "cooperative_groups",
+    "launch_bounds",
+    "api_map",
+]
+
+DIRECTION = GpuDirection(
+    source=Dialect.CUDA,
+    target=Dialect.HIP,
+    default_passes=DEFAULT_PASSES,
+    source_warp=32,
+    target_warp=64,
+)
+
+
+def plan(
+    text: str,
+    path: str,
+    options: TranslateOptions,
+    progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+) -> TranslationResult:
+    return gpu_plan(DIRECTION, text, path, options, progress, cancel)

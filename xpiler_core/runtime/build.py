@@ -1,0 +1,142 @@
+"""Build CUDA/HIP/C source into a CPU shared library (cached).
+
+CUDA and HIP go through :func:`rewrite_for_cpu` and g++ -O2 -std=c++17 against ``runtime/include``; C goes
+through gcc -O2 -fopenmp unchanged. The shared object is cached in the ``runtime-build`` diskcache under a
+key of source hash, header hash, flags and compiler version, and copied into the caller's directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import resource
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from xpiler_core.cache import caching_disabled, get_cache, stable_key
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.runtime.rewrite import rewrite_for_cpu
+
+INCLUDE_DIR = Path(__file__).resolve().parent / "include"
+COMPILE_TIMEOUT_S = 180.0
+COMPILE_MEMORY_BYTES = 4 * 1024**3
+
+
+@dataclass
+class BuildResult:
+    ok: bool
+    library: Path | None
+    log: str
+    command: list[str]
+    cached: bool
+    seconds: float
+
+
+@lru_cache(maxsize=8)
+def compiler_version(compiler: str) -> str:
+    try:
+        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unavailable"
+    return out.stdout.splitlines()[0] if out.stdout else "unknown"
+
+
+def header_hash() -> str:
+    """Hash of every runtime header (a header edit invalidates every cached build)."""
+    h = hashlib.sha256()
+    for path in sorted(INCLUDE_DIR.rglob("*")):
+        if path.is_file():
+            h.update(str(path.relative_to(INCLUDE_DIR)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _limit_compiler() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (COMPILE_MEMORY_BYTES, COMPILE_MEMORY_BYTES))
+
+
+def prepare_source(text: str, dialect: Dialect, display_name: str, extra: str = "") -> str:
+    """The translation unit g++ sees: ``#line`` pragma, rewritten source, then generated glue."""
+    body = rewrite_for_cpu(text, dialect).text if dialect in (Dialect.CUDA, Dialect.HIP) else text
+    return f'#line 1 "{display_name}"\n{body}\n#line 1 "<xpiler-glue>"\n{extra}\n'
+
+
+def build_flags(dialect: Dialect, warp_size: int, fibers: str = "fcontext") -> list[str]:
+    if dialect is Dialect.C:
+        return ["-O2", "-fopenmp", "-fPIC", "-shared", "-lm"]
+    flags = ["-O2", "-std=c++17", "-fPIC", "-shared", "-pthread", f"-I{INCLUDE_DIR}", f"-DXPILER_WARP_SIZE={warp_size}",
+             "-w"]
+    if dialect is Dialect.HIP:
+        flags += ["-DXPILER_DIALECT_HIP=1", "-D__HIPCC__", "-D__HIP_PLATFORM_AMD__", "-include", "hip/hip_runtime.h"]
+    else:
+        flags += ["-D__CUDACC__", "-include", "cuda_runtime.h"]
+    if fibers == "ucontext":
+        flags.append("-DXPILER_UCONTEXT")
+    return flags
+
+
+def build_library(
+    text: str,
+    dialect: Dialect,
+    out_dir: Path,
+    *,
+    warp_size: int = 32,
+    display_name: str = "kernel.cu",
+    extra: str = "",
+    fibers: str = "fcontext",
+    cplusplus_c: bool = False,
+) -> BuildResult:
+    """Compile to ``out_dir/lib<hash>.so``; failures come back as a log, never as an exception."""
+    started = time.monotonic()
+    is_c = dialect is Dialect.C
+    compiler = ("g++" if cplusplus_c else "gcc") if is_c else "g++"
+    source = prepare_source(text, dialect, display_name, extra)
+    flags = build_flags(dialect, warp_size, fibers)
+    libs = [] if is_c else ["-lboost_context"] if fibers == "fcontext" else []
+    key = stable_key("runtime-build", source, "" if is_c else header_hash(), flags, libs, compiler,
+                     compiler_version(compiler))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    library = out_dir / f"lib{key[:16]}.so"
+    cache = get_cache("runtime-build")
+    suffix = (".cpp" if cplusplus_c else ".c") if is_c else ".cpp"
+    src_path = out_dir / f"src{key[:16]}{suffix}"
+    command = [compiler, *flags, str(src_path), "-o", str(library), *libs]
+    if not caching_disabled():
+        hit = cache.get(key)
+        if isinstance(hit, dict):
+            if hit.get("ok"):
+                library.write_bytes(hit["library"])
+                return BuildResult(True, library, hit.get("log", ""), command, True, time.monotonic() - started)
+            return BuildResult(False, None, hit.get("log", ""), command, True, time.monotonic() - started)
+    src_path.write_text(source, encoding="utf-8")
+    try:
+        proc = subprocess.run(
+            command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=out_dir,
+            preexec_fn=_limit_compiler,
+        )
+        ok = proc.returncode == 0 and library.exists()
+        log = (proc.stderr + proc.stdout).replace(str(src_path), display_name)
+    except subprocess.TimeoutExpired:
+        ok, log = False, f"{display_name}:1:1: error: compilation timed out after {COMPILE_TIMEOUT_S:.0f} s"
+    except OSError as exc:
+        ok, log = False, f"{display_name}:1:1: error: cannot run {compiler}: {exc.strerror}"
+    entry: dict[str, object] = {"ok": ok, "log": log}
+    if ok:
+        entry["library"] = library.read_bytes()
+    cache.set(key, entry)
+    return BuildResult(ok, library if ok else None, log, command, False, time.monotonic() - started)
+
+
+def copy_library(result: BuildResult, dest: Path) -> Path:
+    """Copy a built library somewhere else (e.g. a per-run temp dir)."""
+    assert result.library is not None
+    shutil.copy2(result.library, dest)
+    return dest
+
+
+def default_threads() -> int:
+    return os.cpu_count() or 1

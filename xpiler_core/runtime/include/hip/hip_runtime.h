@@ -1,0 +1,33 @@
+// HIP on the CPU: the xpiler runtime's hip_runtime.h (warp size 64 by default, as on CDNA).
+#pragma once
+#ifndef XPILER_DIALECT_HIP
+#define XPILER_DIALECT_HIP 1
+#endif
+#include "../xpiler/device.h"
+#include "../xpiler/api.h"
+XPILER_RUNTIME_API(hip)
+#define hipLaunchKernelGGL(K, G, B, S, ST, ...) ::xpiler::launch(K, G, B, S, ST)(__VA_ARGS__)
+#define HIP_KERNEL_NAME(...) __VA_ARGS__
+#define HIP_DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(::xpiler::dynamic_shared_memory());
+#define HIP_DYNAMIC_SHARED_ATTRIBUTE
+#define __AMDGCN_WAVEFRONT_SIZE XPILER_WARP_SIZE
+#define hipThreadIdx_x (threadIdx.x)
+#define hipThreadIdx_y (threadIdx.y)
+#define hipThreadIdx_z (threadIdx.z)
+#define hipBlockIdx_x (blockIdx.x)
+#define hipBlockIdx_y (blockIdx.y)
+#define hipBlockIdx_z (blockIdx.z)
+#define hipBlockDim_x (blockDim.x)
+#define hipBlockDim_y (blockDim.y)
+#define hipBlockDim_z (blockDim.z)
+#define hipGridDim_x (gridDim.x)
+#define hipGridDim_y (gridDim.y)
+#define hipGridDim_z (gridDim.z)
+#define hipStreamNonBlocking 1
+#define hipStreamDefault 0
+#define hipEventDefault 0
+#define hipMemAttachGlobal 1
+#define hipHostMallocDefault 0
+#define hipHostMalloc hipHostAlloc
+#define hipHostFree hipFreeHost
+inline hipError_t hipLaunchKernel(...) { return hipErrorInvalidValue; }

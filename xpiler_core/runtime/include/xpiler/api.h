@@ -1,0 +1,156 @@
+// The host runtime API (device memory is host memory; streams and events are synchronous).
+// XPILER_RUNTIME_API(P) spells the whole API with prefix P, so `cuda*` and `hip*` are the same code.
+#pragma once
+#include <cstdlib>
+#include <cstring>
+#include <chrono>
+
+#include "simt.h"
+
+namespace xpiler {
+struct EventRecord { double ms; };
+struct StreamRecord { int unused; };
+inline double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+inline int take_last_error() { int e = g_last_error; g_last_error = 0; return e; }
+inline const char* error_name(int e) {
+  switch (e) {
+    case 0: return "Success";
+    case 1: return "ErrorInvalidValue";
+    case 2: return "ErrorMemoryAllocation";
+    case 9: return "ErrorInvalidConfiguration";
+    default: return "ErrorUnknown";
+  }
+}
+inline const char* error_string(int e) {
+  switch (e) {
+    case 0: return "no error";
+    case 1: return "invalid argument";
+    case 2: return "out of memory";
+    case 9: return "invalid configuration argument";
+    default: return "unknown error";
+  }
+}
+}  // namespace xpiler
+
+#define XPILER_RUNTIME_API(P)                                                                             \
+  enum P##Error_t { P##Success = 0, P##ErrorInvalidValue = 1, P##ErrorMemoryAllocation = 2,              \
+                    P##ErrorOutOfMemory = 2, P##ErrorInvalidConfiguration = 9, P##ErrorUnknown = 999 };  \
+  typedef P##Error_t P##Error;                                                                            \
+  enum P##MemcpyKind { P##MemcpyHostToHost = 0, P##MemcpyHostToDevice = 1, P##MemcpyDeviceToHost = 2,    \
+                       P##MemcpyDeviceToDevice = 3, P##MemcpyDefault = 4 };                               \
+  typedef ::xpiler::StreamRecord* P##Stream_t;                                                            \
+  typedef ::xpiler::EventRecord* P##Event_t;                                                              \
+  struct P##DeviceProp {                                                                                  \
+    char name[256]; size_t totalGlobalMem; size_t sharedMemPerBlock; int regsPerBlock; int warpSize;      \
+    int maxThreadsPerBlock; int maxThreadsDim[3]; int maxGridSize[3]; int clockRate;                      \
+    int multiProcessorCount; int major; int minor; size_t totalConstMem; int maxThreadsPerMultiProcessor; \
+    size_t sharedMemPerMultiprocessor; int l2CacheSize; char gcnArchName[256];                            \
+  };                                                                                                      \
+  inline P##Error_t P##Malloc(void** p, size_t n) {                                                       \
+    *p = aligned_alloc(256, (n + 255) / 256 * 256 + 256);                                                 \
+    return *p ? P##Success : P##ErrorMemoryAllocation;                                                    \
+  }                                                                                                       \
+  template <class T> inline P##Error_t P##Malloc(T** p, size_t n) {                                       \
+    return P##Malloc(reinterpret_cast<void**>(p), n);                                                     \
+  }                                                                                                       \
+  template <class T> inline P##Error_t P##MallocManaged(T** p, size_t n, unsigned = 1) {                  \
+    return P##Malloc(reinterpret_cast<void**>(p), n);                                                     \
+  }                                                                                                       \
+  template <class T> inline P##Error_t P##MallocHost(T** p, size_t n, unsigned = 0) {                     \
+    return P##Malloc(reinterpret_cast<void**>(p), n);                                                     \
+  }                                                                                                       \
+  template <class T> inline P##Error_t P##HostAlloc(T** p, size_t n, unsigned = 0) {                      \
+    return P##Malloc(reinterpret_cast<void**>(p), n);                                                     \
+  }                                                                                                       \
+  inline P##Error_t P##Free(void* p) { free(p); return P##Success; }                                      \
+  inline P##Error_t P##FreeHost(void* p) { free(p); return P##Success; }                                  \
+  inline P##Error_t P##Memcpy(void* d, const void* s, size_t n, P##MemcpyKind = P##MemcpyDefault) {       \
+    if (n && (!d || !s)) return P##ErrorInvalidValue;                                                     \
+    memmove(d, s, n); return P##Success;                                                                  \
+  }                                                                                                       \
+  template <class S = int>                                                                                \
+  inline P##Error_t P##MemcpyAsync(void* d, const void* s, size_t n, P##MemcpyKind k = P##MemcpyDefault,  \
+                                   S = S()) { return P##Memcpy(d, s, n, k); }                             \
+  inline P##Error_t P##Memcpy2D(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h,         \
+                                P##MemcpyKind = P##MemcpyDefault) {                                       \
+    for (size_t r = 0; r < h; ++r) memmove(static_cast<char*>(d) + r * dp, static_cast<const char*>(s) + r * sp, w); \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  inline P##Error_t P##Memset(void* d, int v, size_t n) {                                                 \
+    if (n && !d) return P##ErrorInvalidValue;                                                             \
+    memset(d, v, n); return P##Success;                                                                   \
+  }                                                                                                       \
+  template <class S = int> inline P##Error_t P##MemsetAsync(void* d, int v, size_t n, S = S()) {          \
+    return P##Memset(d, v, n);                                                                            \
+  }                                                                                                       \
+  template <class T>                                                                                      \
+  inline P##Error_t P##MemcpyToSymbol(T& sym, const void* s, size_t n = sizeof(T), size_t off = 0,        \
+                                      P##MemcpyKind = P##MemcpyHostToDevice) {                            \
+    if (off + n > sizeof(T)) return P##ErrorInvalidValue;                                                 \
+    memcpy(reinterpret_cast<char*>(&sym) + off, s, n); return P##Success;                                 \
+  }                                                                                                       \
+  template <class T, class S = int>                                                                       \
+  inline P##Error_t P##MemcpyToSymbolAsync(T& sym, const void* s, size_t n, size_t off = 0,               \
+                                           P##MemcpyKind k = P##MemcpyHostToDevice, S = S()) {            \
+    return P##MemcpyToSymbol(sym, s, n, off, k);                                                          \
+  }                                                                                                       \
+  template <class T>                                                                                      \
+  inline P##Error_t P##MemcpyFromSymbol(void* d, const T& sym, size_t n = sizeof(T), size_t off = 0,      \
+                                        P##MemcpyKind = P##MemcpyDeviceToHost) {                          \
+    if (off + n > sizeof(T)) return P##ErrorInvalidValue;                                                \
+    memcpy(d, reinterpret_cast<const char*>(&sym) + off, n); return P##Success;                           \
+  }                                                                                                       \
+  template <class T> inline P##Error_t P##GetSymbolAddress(void** p, const T& sym) {                      \
+    *p = const_cast<void*>(static_cast<const void*>(&sym)); return P##Success;                            \
+  }                                                                                                       \
+  inline P##Error_t P##DeviceSynchronize() { return P##Success; }                                         \
+  inline P##Error_t P##ThreadSynchronize() { return P##Success; }                                         \
+  inline P##Error_t P##DeviceReset() { return P##Success; }                                               \
+  inline P##Error_t P##GetLastError() { return static_cast<P##Error_t>(::xpiler::take_last_error()); }    \
+  inline P##Error_t P##PeekAtLastError() { return static_cast<P##Error_t>(::xpiler::g_last_error); }      \
+  inline const char* P##GetErrorString(P##Error_t e) { return ::xpiler::error_string(e); }                \
+  inline const char* P##GetErrorName(P##Error_t e) {                                                      \
+    static thread_local char buf[64];                                                                     \
+    snprintf(buf, sizeof buf, "%s%s", #P, ::xpiler::error_name(e)); return buf;                           \
+  }                                                                                                       \
+  inline P##Error_t P##SetDevice(int) { return P##Success; }                                              \
+  inline P##Error_t P##GetDevice(int* d) { *d = 0; return P##Success; }                                   \
+  inline P##Error_t P##GetDeviceCount(int* n) { *n = 1; return P##Success; }                              \
+  inline P##Error_t P##GetDeviceProperties(P##DeviceProp* p, int) {                                       \
+    memset(p, 0, sizeof *p); snprintf(p->name, sizeof p->name, "xpiler CPU runtime");                     \
+    snprintf(p->gcnArchName, sizeof p->gcnArchName, "gfx90a");                                            \
+    p->totalGlobalMem = 1ull << 34; p->sharedMemPerBlock = 48 * 1024; p->regsPerBlock = 65536;            \
+    p->warpSize = XPILER_WARP_SIZE; p->maxThreadsPerBlock = 1024; p->maxThreadsDim[0] = 1024;              \
+    p->maxThreadsDim[1] = 1024; p->maxThreadsDim[2] = 64; p->maxGridSize[0] = 2147483647;                 \
+    p->maxGridSize[1] = 65535; p->maxGridSize[2] = 65535; p->clockRate = 1000000;                         \
+    p->multiProcessorCount = static_cast<int>(::xpiler::os_threads()); p->major = 8; p->minor = 0;        \
+    p->totalConstMem = 65536; p->maxThreadsPerMultiProcessor = 2048;                                      \
+    p->sharedMemPerMultiprocessor = 164 * 1024; p->l2CacheSize = 1 << 22;                                 \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  inline P##Error_t P##DeviceGetAttribute(int* v, int, int) { *v = 0; return P##Success; }                \
+  template <class... A> inline P##Error_t P##FuncSetAttribute(A...) { return P##Success; }                \
+  template <class... A> inline P##Error_t P##FuncSetCacheConfig(A...) { return P##Success; }              \
+  template <class... A> inline P##Error_t P##DeviceSetCacheConfig(A...) { return P##Success; }            \
+  template <class... A> inline P##Error_t P##DeviceSetSharedMemConfig(A...) { return P##Success; }        \
+  template <class... A> inline P##Error_t P##OccupancyMaxActiveBlocksPerMultiprocessor(int* n, A...) {    \
+    *n = 1; return P##Success;                                                                            \
+  }                                                                                                       \
+  inline P##Error_t P##StreamCreate(P##Stream_t* s) { *s = new ::xpiler::StreamRecord{0}; return P##Success; } \
+  inline P##Error_t P##StreamCreateWithFlags(P##Stream_t* s, unsigned) { return P##StreamCreate(s); }     \
+  inline P##Error_t P##StreamDestroy(P##Stream_t s) { delete s; return P##Success; }                      \
+  inline P##Error_t P##StreamSynchronize(P##Stream_t) { return P##Success; }                              \
+  inline P##Error_t P##StreamWaitEvent(P##Stream_t, P##Event_t, unsigned = 0) { return P##Success; }      \
+  inline P##Error_t P##EventCreate(P##Event_t* e) { *e = new ::xpiler::EventRecord{0}; return P##Success; } \
+  inline P##Error_t P##EventCreateWithFlags(P##Event_t* e, unsigned) { return P##EventCreate(e); }        \
+  template <class S = int> inline P##Error_t P##EventRecord(P##Event_t e, S = S()) {                      \
+    e->ms = ::xpiler::now_ms(); return P##Success;                                                        \
+  }                                                                                                       \
+  inline P##Error_t P##EventSynchronize(P##Event_t) { return P##Success; }                                \
+  inline P##Error_t P##EventQuery(P##Event_t) { return P##Success; }                                      \
+  inline P##Error_t P##EventElapsedTime(float* ms, P##Event_t a, P##Event_t b) {                          \
+    *ms = static_cast<float>(b->ms - a->ms); return P##Success;                                           \
+  }                                                                                                       \
+  inline P##Error_t P##EventDestroy(P##Event_t e) { delete e; return P##Success; }

@@ -1,0 +1,347 @@
+// SIMT-on-CPU execution engine: blocks over OS threads, threads of a block as fibers.
+//
+// Every block starts on the fast path: one "driver" fiber calls the kernel for each thread in turn, a plain
+// loop. The first barrier or warp collective any thread reaches promotes the block: the driver fiber becomes
+// that thread's fiber, the remaining threads get fibers of their own, and a round-robin scheduler runs them.
+// Threads that finished before the promotion never reached a barrier, which is a legal interleaving.
+// After each scheduler sweep every live thread is blocked; warp rounds complete first (each lane reads the
+// values deposited by lanes at the same call site), then the block barrier releases when every live thread
+// waits on it at the same site. Anything else is a deadlock, reported with the kernel name.
+#pragma once
+#include <sys/mman.h>
+#include <signal.h>
+#include <unistd.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <cxxabi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#ifdef XPILER_UCONTEXT
+#include <ucontext.h>
+#else
+#include <boost/context/detail/fcontext.hpp>
+#endif
+
+#include "types.h"
+
+#ifndef XPILER_WARP_SIZE
+#define XPILER_WARP_SIZE 32
+#endif
+#ifndef XPILER_STACK_BYTES
+#define XPILER_STACK_BYTES (128 * 1024)
+#endif
+
+namespace xpiler {
+
+constexpr int kWarpSize = XPILER_WARP_SIZE;
+static_assert(kWarpSize == 32 || kWarpSize == 64, "warp size must be 32 or 64");
+using lanemask_t = unsigned long long;
+constexpr lanemask_t kFullWarp = kWarpSize == 64 ? ~0ull : 0xffffffffull;
+
+constexpr int kExitDeadlock = 86;
+constexpr int kExitFault = 87;
+constexpr int kExitLaunch = 88;
+
+enum LaneState : uint8_t { kNotStarted, kRunnable, kAtBarrier, kAtWarp, kDone };
+
+struct Context {
+#ifdef XPILER_UCONTEXT
+  ucontext_t uc;
+#else
+  boost::context::detail::fcontext_t fc = nullptr;
+#endif
+};
+
+struct Lane {
+  uint3 idx;
+  unsigned linear;
+  uint8_t state;
+  int site;
+  int pred;
+  unsigned round;
+  int stack;
+  Context ctx;
+};
+
+struct WarpRound {
+  lanemask_t arrived;
+  uint64_t value[kWarpSize];
+  lanemask_t mask[kWarpSize];
+  int site[kWarpSize];
+};
+
+struct WarpState {
+  unsigned round;
+  WarpRound buf[2];
+};
+
+struct KernelCall {
+  void (*invoke)(const void*);
+  const void* data;
+};
+
+struct Worker;
+inline thread_local Worker* tls_worker __attribute__((tls_model("initial-exec"))) = nullptr;
+
+struct LaunchInfo {
+  char name[256];
+  dim3 grid, block;
+  size_t shared_bytes;
+};
+inline LaunchInfo g_launch;  // the kernel running now (fault/deadlock reports)
+inline int g_status_fd = -2;
+
+[[noreturn]] inline void die(int code, const char* msg) {
+  fflush(stdout);
+  (void)!write(2, msg, strlen(msg));
+  _exit(code);
+}
+
+struct Worker {
+  Lane* cur = nullptr;
+  uint3 block_idx{0, 0, 0};
+  dim3 block_dim, grid_dim;
+  unsigned nthreads = 0;
+  std::vector<Lane> lanes;
+  std::vector<WarpState> warps;
+  std::vector<char*> stacks;     // all stacks this worker owns
+  std::vector<int> free_stacks;  // indices into stacks
+  char* dyn_smem = nullptr;
+  std::vector<max_align_t> dyn_smem_store;
+  bool fiber_mode = false;
+  bool driver_done = false;
+  int driver_stack = -1;
+  Context sched;
+  const KernelCall* call = nullptr;
+  int bar_count = 0, bar_and = 0, bar_or = 0;
+  char* altstack = nullptr;
+
+  ~Worker() {
+    for (char* s : stacks) munmap(s, XPILER_STACK_BYTES + 4096);
+    free(altstack);
+  }
+
+  int take_stack() {
+    if (free_stacks.empty()) {
+      // One guard page below each stack turns an overflow into a reported fault.
+      char* base = static_cast<char*>(
+          mmap(nullptr, XPILER_STACK_BYTES + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+      if (base == MAP_FAILED) die(kExitFault, "xpiler: out of memory for thread stacks\n");
+      mprotect(base, 4096, PROT_NONE);
+      stacks.push_back(base);
+      return static_cast<int>(stacks.size() - 1);
+    }
+    int s = free_stacks.back();
+    free_stacks.pop_back();
+    return s;
+  }
+  void give_stack(int s) { free_stacks.push_back(s); }
+  char* stack_top(int s) { return stacks[s] + 4096 + XPILER_STACK_BYTES; }
+};
+
+// ---- context switching -------------------------------------------------------------------------------
+#ifdef XPILER_UCONTEXT
+inline void make_context(Context& c, Worker* w, int stack, void (*entry)()) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = w->stacks[stack] + 4096;
+  c.uc.uc_stack.ss_size = XPILER_STACK_BYTES;
+  c.uc.uc_link = nullptr;
+  makecontext(&c.uc, entry, 0);
+}
+inline void resume(Worker* w, Context& c) { swapcontext(&w->sched.uc, &c.uc); }
+inline void yield_to_scheduler(Worker* w) { swapcontext(&w->cur->ctx.uc, &w->sched.uc); }
+[[noreturn]] inline void leave_forever(Worker* w) {
+  setcontext(&w->sched.uc);
+  __builtin_unreachable();
+}
+#define XPILER_ENTRY(name) void name()
+#define XPILER_ENTRY_PROLOGUE(w) (void)0
+#else
+namespace bctx = boost::context::detail;
+inline void make_context(Context& c, Worker* w, int stack, void (*entry)(bctx::transfer_t)) {
+  c.fc = bctx::make_fcontext(w->stack_top(stack), XPILER_STACK_BYTES, entry);
+}
+inline void resume(Worker* w, Context& c) {
+  bctx::transfer_t t = bctx::jump_fcontext(c.fc, nullptr);
+  // Whoever jumped back is the lane that was running (after a promotion: the driver, now that lane).
+  w->cur->ctx.fc = t.fctx;
+}
+inline void yield_to_scheduler(Worker* w) {
+  bctx::transfer_t t = bctx::jump_fcontext(w->sched.fc, nullptr);
+  w->sched.fc = t.fctx;
+}
+[[noreturn]] inline void leave_forever(Worker* w) {
+  bctx::jump_fcontext(w->sched.fc, nullptr);
+  __builtin_unreachable();
+}
+#define XPILER_ENTRY(name) void name(::xpiler::bctx::transfer_t xpiler_t)
+#define XPILER_ENTRY_PROLOGUE(w) ((w)->sched.fc = xpiler_t.fctx)
+#endif
+
+// ---- fiber entries ------------------------------------------------------------------------------------
+inline XPILER_ENTRY(lane_entry) {
+  Worker* w = tls_worker;
+  XPILER_ENTRY_PROLOGUE(w);
+  w->call->invoke(w->call->data);
+  w = tls_worker;
+  w->cur->state = kDone;
+  w->give_stack(w->cur->stack);
+  leave_forever(w);
+}
+
+inline XPILER_ENTRY(driver_entry) {
+  Worker* w = tls_worker;
+  XPILER_ENTRY_PROLOGUE(w);
+  for (unsigned i = 0; i < w->nthreads; ++i) {
+    w->cur = &w->lanes[i];
+    w->cur->state = kRunnable;
+    w->call->invoke(w->call->data);
+    w = tls_worker;
+    w->cur->state = kDone;
+    if (w->fiber_mode) {  // promoted: this fiber belonged to lane i, which has finished now
+      w->give_stack(w->cur->stack);
+      leave_forever(w);
+    }
+  }
+  w->driver_done = true;
+  leave_forever(w);
+}
+
+inline bool force_fibers() {
+  static const bool v = [] {
+    const char* e = getenv("XPILER_FORCE_FIBERS");
+    return e && *e && *e != '0';
+  }();
+  return v;
+}
+
+[[noreturn]] inline void report_deadlock(Worker* w, const char* why) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "xpiler: deadlock in kernel %s: block (%u,%u,%u): %s\n", g_launch.name,
+           w->block_idx.x, w->block_idx.y, w->block_idx.z, why);
+  die(kExitDeadlock, msg);
+}
+
+// Called by a lane before any collective: on the fast path, turn the block into fibers first.
+inline void ensure_fiber_mode(Worker* w) {
+  if (!w->fiber_mode) {
+    w->fiber_mode = true;
+    w->cur->stack = w->driver_stack;  // the driver fiber is this lane's fiber from now on
+  }
+}
+
+inline void complete_barrier(Worker* w) {
+  int site = -1, count = 0, all = 1, any = 0;
+  unsigned waiting = 0, done = 0;
+  int other_site = -1;
+  unsigned at_site = 0;
+  for (unsigned i = 0; i < w->nthreads; ++i) {
+    Lane& l = w->lanes[i];
+    if (l.state == kDone) {
+      ++done;
+      continue;
+    }
+    ++waiting;
+    if (site < 0) site = l.site;
+    if (l.site == site) {
+      ++at_site;
+    } else {
+      other_site = l.site;
+    }
+    count += l.pred != 0;
+    all &= l.pred != 0;
+    any |= l.pred != 0;
+  }
+  if (other_site >= 0) {
+    char why[256];
+    snprintf(why, sizeof why,
+             "__syncthreads in divergent code: %u threads wait at line %d, %u at line %d (%u exited)", at_site,
+             site, waiting - at_site, other_site, done);
+    report_deadlock(w, why);
+  }
+  w->bar_count = count;
+  w->bar_and = all;
+  w->bar_or = any;
+  for (unsigned i = 0; i < w->nthreads; ++i)
+    if (w->lanes[i].state == kAtBarrier) w->lanes[i].state = kRunnable;
+}
+
+inline void run_sweeps(Worker* w) {
+  for (;;) {
+    bool alive = false;
+    for (unsigned i = 0; i < w->nthreads; ++i) {
+      Lane& l = w->lanes[i];
+      if (l.state == kNotStarted) {
+        l.stack = w->take_stack();
+        make_context(l.ctx, w, l.stack, lane_entry);
+        l.state = kRunnable;
+      }
+      if (l.state == kRunnable) {
+        w->cur = &l;
+        resume(w, l.ctx);
+      }
+      alive |= l.state != kDone;
+    }
+    if (!alive) return;
+    bool released = false;
+    for (WarpState& ws : w->warps) {
+      WarpRound& r = ws.buf[ws.round & 1];
+      if (!r.arrived) continue;
+      unsigned first = static_cast<unsigned>(&ws - w->warps.data()) * kWarpSize;
+      for (int lane = 0; lane < kWarpSize; ++lane)
+        if (r.arrived >> lane & 1) w->lanes[first + lane].state = kRunnable;
+      ++ws.round;
+      ws.buf[ws.round & 1].arrived = 0;
+      released = true;
+    }
+    if (!released) complete_barrier(w);
+  }
+}
+
+inline void run_block(Worker* w, const KernelCall* call, uint3 bidx) {
+  w->block_idx = bidx;
+  w->call = call;
+  const dim3 b = w->block_dim;
+  unsigned n = w->nthreads;
+  for (unsigned i = 0; i < n; ++i) {
+    Lane& l = w->lanes[i];
+    l.idx = uint3{i % b.x, (i / b.x) % b.y, i / (b.x * b.y)};
+    l.linear = i;
+    l.state = kNotStarted;
+    l.stack = -1;
+  }
+  for (WarpState& ws : w->warps) {
+    ws.round = 0;
+    ws.buf[0].arrived = 0;
+    ws.buf[1].arrived = 0;
+  }
+  if (force_fibers()) {
+    w->fiber_mode = true;
+    run_sweeps(w);
+    return;
+  }
+  w->fiber_mode = false;
+  w->driver_done = false;
+  w->driver_stack = w->take_stack();
+  Context driver;
+  make_context(driver, w, w->driver_stack, driver_entry);
+  w->cur = &w->lanes[0];
+  resume(w, driver);
+  if (w->driver_done) {
+    w->give_stack(w->driver_stack);
+    return;
+  }
+  run_sweeps(w);
+}
+
+}  // namespace xpiler

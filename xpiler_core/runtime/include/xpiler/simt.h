@@ -1,0 +1,336 @@
+// The SIMT programming model on the CPU: builtins, barriers, warp collectives, launches.
+#pragma once
+#include "engine.h"
+
+namespace xpiler {
+
+// ---- builtins ---------------------------------------------------------------------------------------------
+inline const uint3& thread_idx() { return tls_worker->cur->idx; }
+inline const uint3& block_idx() { return tls_worker->block_idx; }
+inline const dim3& block_dim() { return tls_worker->block_dim; }
+inline const dim3& grid_dim() { return tls_worker->grid_dim; }
+inline unsigned linear_tid() { return tls_worker->cur->linear; }
+inline int lane_id() { return static_cast<int>(tls_worker->cur->linear % kWarpSize); }
+inline void* dynamic_shared_memory() { return tls_worker->dyn_smem; }
+
+// ---- block barrier ----------------------------------------------------------------------------------------
+inline int block_barrier(int site, int pred) {
+  Worker* w = tls_worker;
+  ensure_fiber_mode(w);
+  Lane* me = w->cur;
+  me->state = kAtBarrier;
+  me->site = site;
+  me->pred = pred;
+  yield_to_scheduler(w);
+  return tls_worker->bar_count;
+}
+
+// ---- warp collectives -------------------------------------------------------------------------------------
+struct Arrival {
+  const WarpRound* round;
+  int lane;
+  int site;
+  // lanes that took part in this collective at the same call site
+  lanemask_t peers() const {
+    lanemask_t m = 0;
+    for (int l = 0; l < kWarpSize; ++l)
+      if ((round->arrived >> l & 1) && round->site[l] == site) m |= 1ull << l;
+    return m;
+  }
+};
+
+inline Arrival warp_arrive(lanemask_t mask, uint64_t value, int site) {
+  Worker* w = tls_worker;
+  ensure_fiber_mode(w);
+  Lane* me = w->cur;
+  WarpState& ws = w->warps[me->linear / kWarpSize];
+  const int lane = static_cast<int>(me->linear % kWarpSize);
+  WarpRound& r = ws.buf[ws.round & 1];
+  r.value[lane] = value;
+  r.mask[lane] = mask;
+  r.site[lane] = site;
+  r.arrived |= 1ull << lane;
+  me->state = kAtWarp;
+  yield_to_scheduler(w);
+  return Arrival{&r, lane, site};
+}
+
+enum ShuffleKind { kShflIdx, kShflUp, kShflDown, kShflXor };
+
+template <class T>
+inline T shuffle(lanemask_t mask, T var, ShuffleKind kind, int arg, int width, int site) {
+  static_assert(sizeof(T) <= 8, "shuffles move at most 64 bits");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &var, sizeof(T));
+  const Arrival a = warp_arrive(mask, bits, site);
+  const int lane = a.lane;
+  const int w = (width <= 0 || width > kWarpSize) ? kWarpSize : width;
+  const int base = lane & ~(w - 1);
+  int src = lane;
+  switch (kind) {
+    case kShflIdx: src = base + (arg & (w - 1)); break;
+    case kShflUp: src = (lane - base) < arg ? lane : lane - arg; break;
+    case kShflDown: src = (lane - base) + arg >= w ? lane : lane + arg; break;
+    case kShflXor: src = lane ^ arg; if (src >= base + w) src = lane; break;
+  }
+  if (src < 0 || src >= kWarpSize) src = lane;
+  T out = var;
+  if ((a.round->arrived >> src & 1) && a.round->site[src] == a.site) {
+    uint64_t v = a.round->value[src];
+    std::memcpy(&out, &v, sizeof(T));
+  }
+  return out;
+}
+
+inline lanemask_t ballot(lanemask_t mask, int pred, int site) {
+  const Arrival a = warp_arrive(mask, pred != 0, site);
+  lanemask_t m = 0;
+  const lanemask_t peers = a.peers();
+  for (int l = 0; l < kWarpSize; ++l)
+    if ((peers >> l & 1) && a.round->value[l]) m |= 1ull << l;
+  return m & mask;
+}
+
+inline lanemask_t peers_in(lanemask_t mask, const Arrival& a) { return (a.peers() & mask) | (1ull << a.lane); }
+
+inline int vote_any(lanemask_t mask, int pred, int site) {
+  const Arrival a = warp_arrive(mask, pred != 0, site);
+  const lanemask_t p = peers_in(mask, a);
+  for (int l = 0; l < kWarpSize; ++l)
+    if ((p >> l & 1) && a.round->value[l]) return 1;
+  return 0;
+}
+
+inline int vote_all(lanemask_t mask, int pred, int site) {
+  const Arrival a = warp_arrive(mask, pred != 0, site);
+  const lanemask_t p = peers_in(mask, a);
+  for (int l = 0; l < kWarpSize; ++l)
+    if ((p >> l & 1) && !a.round->value[l]) return 0;
+  return 1;
+}
+
+inline lanemask_t active_mask(int site) { return warp_arrive(kFullWarp, 0, site).peers(); }
+inline void sync_warp(lanemask_t mask, int site) { (void)warp_arrive(mask, 0, site); }
+
+template <class T>
+inline lanemask_t match_any(lanemask_t mask, T value, int site) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  const Arrival a = warp_arrive(mask, bits, site);
+  const lanemask_t p = peers_in(mask, a);
+  lanemask_t m = 0;
+  for (int l = 0; l < kWarpSize; ++l)
+    if ((p >> l & 1) && a.round->value[l] == bits) m |= 1ull << l;
+  return m;
+}
+
+template <class T, class Op>
+inline T warp_reduce_values(lanemask_t mask, T value, Op op, int site) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  const Arrival a = warp_arrive(mask, bits, site);
+  const lanemask_t p = peers_in(mask, a);
+  bool first = true;
+  T acc = value;
+  for (int l = 0; l < kWarpSize; ++l) {
+    if (!(p >> l & 1)) continue;
+    T v;
+    uint64_t b = a.round->value[l];
+    std::memcpy(&v, &b, sizeof(T));
+    acc = first ? v : op(acc, v);
+    first = false;
+  }
+  return acc;
+}
+
+// ---- launches ---------------------------------------------------------------------------------------------
+inline int g_last_error = 0;  // 0 = success, 9 = invalid configuration (CUDA numbering)
+inline char g_next_name[256] = {0};
+
+inline void set_next_kernel_name(const char* name) {
+  strncpy(g_next_name, name, sizeof g_next_name - 1);
+}
+
+inline void kernel_name_of(const void* fn, char* out, size_t cap) {
+  if (g_next_name[0]) {
+    strncpy(out, g_next_name, cap - 1);
+    out[cap - 1] = 0;
+    g_next_name[0] = 0;
+    return;
+  }
+  Dl_info info;
+  if (dladdr(fn, &info) && info.dli_sname) {
+    int status = 0;
+    char* dem = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+    const char* s = (status == 0 && dem) ? dem : info.dli_sname;
+    // "void ns::k<float>(float*)" -> "ns::k<float>": cut at the argument list, drop the return type.
+    size_t n = strlen(s), end = n, start = 0;
+    int depth = 0;
+    for (size_t i = 0; i < n; ++i) {
+      char c = s[i];
+      if (c == '<') ++depth;
+      else if (c == '>') --depth;
+      else if (c == '(' && depth == 0) { end = i; break; }
+      else if (c == ' ' && depth == 0) start = i + 1;
+    }
+    size_t len = end > start ? end - start : 0;
+    if (len >= cap) len = cap - 1;
+    memcpy(out, s + start, len);
+    out[len] = 0;
+    free(dem);
+    return;
+  }
+  snprintf(out, cap, "kernel@%p", fn);
+}
+
+[[noreturn]] inline void report_fault(int sig, siginfo_t* si) {
+  const char* what = sig == SIGSEGV ? "segmentation fault" : sig == SIGBUS ? "bus error"
+                   : sig == SIGFPE ? "arithmetic exception" : sig == SIGILL ? "illegal instruction" : "abort";
+  char msg[768];
+  Worker* w = tls_worker;
+  if (w && w->cur && g_launch.name[0]) {
+    const uint3 b = w->block_idx, t = w->cur->idx;
+    snprintf(msg, sizeof msg, "xpiler: %s in kernel %s (block (%u,%u,%u), thread (%u,%u,%u), address %p)\n", what,
+             g_launch.name, b.x, b.y, b.z, t.x, t.y, t.z, si ? si->si_addr : nullptr);
+  } else {
+    snprintf(msg, sizeof msg, "xpiler: %s in host code (address %p)\n", what, si ? si->si_addr : nullptr);
+  }
+  die(kExitFault, msg);
+}
+
+inline void fault_handler(int sig, siginfo_t* si, void*) { report_fault(sig, si); }
+
+inline void install_altstack(Worker* w) {
+  const size_t size = 64 * 1024;
+  w->altstack = static_cast<char*>(malloc(size));
+  stack_t ss{};
+  ss.ss_sp = w->altstack;
+  ss.ss_size = size;
+  sigaltstack(&ss, nullptr);
+}
+
+inline void install_fault_handlers() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  struct sigaction sa{};
+  sa.sa_sigaction = fault_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(sig, &sa, nullptr);
+}
+
+inline unsigned os_threads() {
+  static const unsigned n = [] {
+    const char* e = getenv("XPILER_THREADS");
+    int v = e ? atoi(e) : 0;
+    if (v <= 0) v = static_cast<int>(std::thread::hardware_concurrency());
+    return static_cast<unsigned>(v > 0 ? v : 1);
+  }();
+  return n;
+}
+
+inline void write_status(const char* name) {
+  if (g_status_fd == -2) {
+    const char* p = getenv("XPILER_STATUS_FILE");
+    g_status_fd = p ? open(p, O_WRONLY | O_CREAT, 0600) : -1;
+  }
+  if (g_status_fd >= 0) {
+    char line[300];
+    int n = snprintf(line, sizeof line, "%s\n", name);
+    (void)!ftruncate(g_status_fd, 0);
+    (void)!pwrite(g_status_fd, line, static_cast<size_t>(n), 0);
+  }
+}
+
+inline void prepare_worker(Worker& w, dim3 grid, dim3 block, size_t smem) {
+  w.grid_dim = grid;
+  w.block_dim = block;
+  w.nthreads = block.x * block.y * block.z;
+  w.lanes.resize(w.nthreads);
+  w.warps.resize((w.nthreads + kWarpSize - 1) / kWarpSize);
+  w.dyn_smem_store.assign(smem / sizeof(max_align_t) + 1, max_align_t{});
+  w.dyn_smem = reinterpret_cast<char*>(w.dyn_smem_store.data());
+  install_altstack(&w);
+}
+
+inline void run_kernel(const void* fn, const KernelCall& call, dim3 grid, dim3 block, size_t smem) {
+  const unsigned long long threads = 1ull * block.x * block.y * block.z;
+  if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
+      grid.y > 65535 || grid.z > 65535) {
+    g_last_error = 9;
+    g_next_name[0] = 0;
+    return;
+  }
+  install_fault_handlers();
+  kernel_name_of(fn, g_launch.name, sizeof g_launch.name);
+  g_launch.grid = grid;
+  g_launch.block = block;
+  g_launch.shared_bytes = smem;
+  write_status(g_launch.name);
+  const unsigned long long nblocks = 1ull * grid.x * grid.y * grid.z;
+  std::atomic<unsigned long long> next{0};
+  auto work = [&]() {
+    Worker w;
+    prepare_worker(w, grid, block, smem);
+    Worker* saved = tls_worker;
+    tls_worker = &w;
+    for (;;) {
+      unsigned long long b = next.fetch_add(1, std::memory_order_relaxed);
+      if (b >= nblocks) break;
+      uint3 bidx{static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
+                 static_cast<unsigned>(b / (1ull * grid.x * grid.y))};
+      run_block(&w, &call, bidx);
+    }
+    tls_worker = saved;
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    sigaltstack(&off, nullptr);
+  };
+  unsigned nt = static_cast<unsigned>(std::min<unsigned long long>(os_threads(), nblocks));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < nt; ++i) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+template <class... P>
+struct KernelArgs {
+  void (*fn)(P...);
+  std::tuple<P...> params;
+};
+
+template <class... P>
+void invoke_kernel(const void* d) {
+  const auto* a = static_cast<const KernelArgs<P...>*>(d);
+  std::apply(a->fn, a->params);
+}
+
+template <class... P>
+struct Launcher {
+  void (*fn)(P...);
+  dim3 grid, block;
+  size_t smem;
+  template <class... A>
+  void operator()(A&&... a) const {
+    static_assert(sizeof...(A) == sizeof...(P), "kernel launched with the wrong number of arguments");
+    KernelArgs<P...> args{fn, std::tuple<P...>(static_cast<P>(std::forward<A>(a))...)};
+    KernelCall call{&invoke_kernel<P...>, &args};
+    run_kernel(reinterpret_cast<const void*>(fn), call, grid, block, smem);
+  }
+};
+
+// `K<<<grid, block, smem, stream>>>(args)` is rewritten to `::xpiler::launch(K, grid, block, smem, stream)(args)`.
+template <class... P, class S = int>
+Launcher<P...> launch(void (*fn)(P...), dim3 grid, dim3 block, size_t smem = 0, S = S()) {
+  return Launcher<P...>{fn, grid, block, smem};
+}
+
+// A pointer argument of any type: the generated entry wrapper passes buffers as these.
+struct AnyPtr {
+  void* p;
+  template <class T>
+  operator T*() const { return static_cast<T*>(p); }
+};
+
+}  // namespace xpiler

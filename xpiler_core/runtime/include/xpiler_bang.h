@@ -1,0 +1,1400 @@
+// xpiler_bang.h — a CPU model of the Cambricon BANG C programming interface.
+//
+// BANG C source compiles with g++ -std=c++17 against this header and runs on the host CPU:
+//  * the qualifiers are macros (g++ sees them; nothing is masked);
+//  * __nram__/__wram__/__mlu_shared__/__ldram__ variables live in linker sections xpiler_nram,
+//    xpiler_wram, xpiler_sram, xpiler_ldram, so their address ranges are known at run time
+//    (__start_/__stop_ symbols) and their sizes can be checked per MLU generation after linking;
+//  * every task of a launch is a fiber (ucontext) on the launching thread; the section contents
+//    are swapped in and out when another core (NRAM/WRAM/LDRAM) or cluster (SRAM) is scheduled, so
+//    each core sees its own on-chip memories; __sync_cluster/__sync_all are real barriers;
+//  * unqualified locals of a kernel live on the fiber stack, which the model counts as NRAM (the
+//    MLU compiler keeps the stack in NRAM);
+//  * vector intrinsics check that their operands lie inside NRAM (or WRAM for filters) and the
+//    alignment rules of the selected generation; a violation stops the launch with a message
+//    "file:line: error: <intrinsic>: ..." available from xpiler_bang_last_error().
+// Semantics, layouts and alignment rules are written down in manuals/bang/.
+#pragma once
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+#include <chrono>
+
+// ---------------------------------------------------------------------------------------------
+// Generation (bang_build.py passes these from xpiler_core/runtime/bang_generations.json; the
+// defaults are the MLU370 row of that table).
+#ifndef __BANG_ARCH__
+#define __BANG_ARCH__ 372
+#endif
+#ifndef __MLU_NRAM_SIZE__
+#define __MLU_NRAM_SIZE__ 768
+#endif
+#ifndef __MLU_WRAM_SIZE__
+#define __MLU_WRAM_SIZE__ 1024
+#endif
+#ifndef __MLU_SRAM_SIZE__
+#define __MLU_SRAM_SIZE__ 4096
+#endif
+#ifndef XPILER_BANG_LDRAM_KIB
+#define XPILER_BANG_LDRAM_KIB 65536
+#endif
+#ifndef XPILER_BANG_STRICT_ALIGN
+#if __BANG_ARCH__ < 300
+#define XPILER_BANG_STRICT_ALIGN 1
+#else
+#define XPILER_BANG_STRICT_ALIGN 0
+#endif
+#endif
+#ifndef XPILER_BANG_CORES_PER_CLUSTER
+#define XPILER_BANG_CORES_PER_CLUSTER 4
+#endif
+#ifndef XPILER_BANG_STACK_BYTES
+#define XPILER_BANG_STACK_BYTES (1 << 20)
+#endif
+#ifndef __BANG__
+#define __BANG__ 1
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Qualifiers.
+#define __mlu_global__
+#define __mlu_entry__
+#define __mlu_host__
+#define __mlu_func__ inline
+#define __mlu_device__ inline
+#define __mlu_builtin__ inline
+#define XPILER_BANG_ONCHIP(section_name) __attribute__((section(section_name), aligned(64))) static
+#define __nram__ XPILER_BANG_ONCHIP("xpiler_nram")
+#define __wram__ XPILER_BANG_ONCHIP("xpiler_wram")
+#define __mlu_shared__ XPILER_BANG_ONCHIP("xpiler_sram")
+#define __ldram__ XPILER_BANG_ONCHIP("xpiler_ldram")
+
+typedef _Float16 half;
+typedef int8_t int8;
+typedef int16_t int16;
+typedef int32_t int32;
+typedef int64_t int64;
+typedef uint8_t uint8;
+typedef uint16_t uint16;
+typedef uint32_t uint32;
+typedef uint64_t uint64;
+
+// Section bounds: hidden weak references resolve inside this shared object only, and to null when
+// the program declares nothing in that space.
+extern "C" {
+extern char __start_xpiler_nram[] __attribute__((weak, visibility("hidden")));
+extern char __stop_xpiler_nram[] __attribute__((weak, visibility("hidden")));
+extern char __start_xpiler_wram[] __attribute__((weak, visibility("hidden")));
+extern char __stop_xpiler_wram[] __attribute__((weak, visibility("hidden")));
+extern char __start_xpiler_sram[] __attribute__((weak, visibility("hidden")));
+extern char __stop_xpiler_sram[] __attribute__((weak, visibility("hidden")));
+extern char __start_xpiler_ldram[] __attribute__((weak, visibility("hidden")));
+extern char __stop_xpiler_ldram[] __attribute__((weak, visibility("hidden")));
+}
+
+// Task coordinates: ordinary variables, updated whenever the scheduler resumes a task.
+inline thread_local int taskId = 0, taskIdX = 0, taskIdY = 0, taskIdZ = 0;
+inline thread_local int taskDim = 1, taskDimX = 1, taskDimY = 1, taskDimZ = 1;
+inline thread_local int clusterId = 0, clusterDim = 1, coreId = 0, coreDim = 1;
+
+enum mluMemcpyDirection_t {
+  GDRAM2NRAM, NRAM2GDRAM, GDRAM2WRAM, WRAM2GDRAM, NRAM2WRAM, WRAM2NRAM, NRAM2NRAM, WRAM2WRAM,
+  GDRAM2SRAM, SRAM2GDRAM, SRAM2NRAM, NRAM2SRAM, SRAM2WRAM, WRAM2SRAM, SRAM2SRAM, GDRAM2GDRAM,
+  GDRAM2LDRAM, LDRAM2GDRAM, LDRAM2NRAM, NRAM2LDRAM, LDRAM2LDRAM
+};
+
+namespace xpiler {
+namespace bang {
+
+enum class Space { GDRAM, NRAM, WRAM, SRAM, LDRAM };
+
+inline const char* space_name(Space s) {
+  switch (s) {
+    case Space::GDRAM: return "GDRAM";
+    case Space::NRAM: return "NRAM";
+    case Space::WRAM: return "WRAM";
+    case Space::SRAM: return "SRAM";
+    case Space::LDRAM: return "LDRAM";
+  }
+  return "?";
+}
+
+// Call-site location, captured through default arguments so messages name the user's line.
+struct SrcLoc {
+  const char* file;
+  int line;
+  static SrcLoc here(const char* f = __builtin_FILE(), int l = __builtin_LINE()) { return {f, l}; }
+};
+#define XPILER_BANG_LOC ::xpiler::bang::SrcLoc loc = ::xpiler::bang::SrcLoc::here()
+
+struct Region {
+  char* lo;
+  char* hi;
+  size_t size() const { return static_cast<size_t>(hi - lo); }
+  bool contains(const void* p, size_t bytes) const {
+    const char* c = static_cast<const char*>(p);
+    return lo != nullptr && c >= lo && c + bytes <= hi && c + bytes >= c;
+  }
+  bool touches(const void* p) const {
+    const char* c = static_cast<const char*>(p);
+    return lo != nullptr && c >= lo && c < hi;
+  }
+};
+
+inline Region nram_section() { return {__start_xpiler_nram, __stop_xpiler_nram}; }
+inline Region wram_section() { return {__start_xpiler_wram, __stop_xpiler_wram}; }
+inline Region sram_section() { return {__start_xpiler_sram, __stop_xpiler_sram}; }
+inline Region ldram_section() { return {__start_xpiler_ldram, __stop_xpiler_ldram}; }
+
+struct PendingCopy {
+  void* dst;
+  std::vector<char> data;
+};
+
+struct Task {
+  int id = 0;
+  int cluster = 0;
+  int state = 0;  // 0 not started, 1 runnable, 2 waiting at a barrier, 3 finished
+  const int* wait_gen = nullptr;
+  int wait_value = 0;
+  const char* wait_what = "";
+  ucontext_t ctx{};
+  char* stack = nullptr;
+  std::vector<char> nram, wram, ldram;  // saved images while not resident
+  bool has_image = false;
+  std::vector<PendingCopy> pending;  // __memcpy_async not yet completed by a __sync_*
+};
+
+struct Barrier {
+  int size = 0;
+  int arrived = 0;
+  int gen = 0;
+};
+
+struct Launch {
+  const char* kernel = "kernel";
+  std::vector<Task> tasks;
+  std::vector<Barrier> cluster_barriers;
+  Barrier all_barrier;
+  std::vector<std::vector<char>> sram_images;
+  std::vector<bool> sram_has_image;
+  int resident_task = -1;
+  int resident_cluster = -1;
+  int current = -1;
+  int dim[3] = {1, 1, 1};
+  int cores_per_task_cluster = 1;
+  bool aborted = false;
+  ucontext_t main_ctx{};
+  void (*body)(void*) = nullptr;
+  void* body_arg = nullptr;
+};
+
+struct State {
+  std::string last_error;
+  int error_count = 0;
+  Launch* launch = nullptr;
+  std::vector<char*> stack_pool;
+};
+
+inline State& state() {
+  static thread_local State s;
+  return s;
+}
+
+inline bool env_flag(const char* name, bool dflt) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return dflt;
+  return !(v[0] == '0' && v[1] == '\0');
+}
+
+inline Task* current_task() {
+  Launch* l = state().launch;
+  if (l == nullptr || l->current < 0) return nullptr;
+  return &l->tasks[static_cast<size_t>(l->current)];
+}
+
+// Records a model error. Inside a kernel the launch is abandoned (the fiber never resumes);
+// outside one (host code) the call returns after recording.
+inline void fail(const SrcLoc& loc, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+inline void fail(const SrcLoc& loc, const char* fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  State& st = state();
+  // Launch-level problems (deadlock, bad dimensions) have no source line: plain "error: ...".
+  std::string text = loc.line > 0 ? std::string(loc.file ? loc.file : "<kernel>") + ":" + std::to_string(loc.line) +
+                                        ": error: " + msg
+                                  : std::string("error: ") + msg;
+  Launch* l = st.launch;
+  if (l != nullptr && l->current >= 0) {
+    Task& t = l->tasks[static_cast<size_t>(l->current)];
+    text += " (kernel " + std::string(l->kernel) + ", taskId " + std::to_string(t.id) + ")";
+  }
+  if (st.error_count == 0) st.last_error = text;
+  ++st.error_count;
+  std::fprintf(stderr, "%s\n", text.c_str());
+  if (env_flag("XPILER_BANG_ABORT_ON_ERROR", false)) {
+    std::fflush(stderr);
+    std::_Exit(86);
+  }
+  if (l != nullptr && l->current >= 0) {
+    l->aborted = true;
+    Task& t = l->tasks[static_cast<size_t>(l->current)];
+    swapcontext(&t.ctx, &l->main_ctx);  // never resumed
+    std::abort();
+  }
+}
+
+// ----- address spaces ------------------------------------------------------------------------
+inline Region current_stack() {
+  Task* t = current_task();
+  if (t == nullptr || t->stack == nullptr) return {nullptr, nullptr};
+  return {t->stack, t->stack + XPILER_BANG_STACK_BYTES};
+}
+
+inline Space space_of(const void* p) {
+  if (nram_section().touches(p) || current_stack().touches(p)) return Space::NRAM;
+  if (wram_section().touches(p)) return Space::WRAM;
+  if (sram_section().touches(p)) return Space::SRAM;
+  if (ldram_section().touches(p)) return Space::LDRAM;
+  return Space::GDRAM;
+}
+
+inline Region region_of(Space s, const void* p) {
+  switch (s) {
+    case Space::NRAM: return nram_section().touches(p) ? nram_section() : current_stack();
+    case Space::WRAM: return wram_section();
+    case Space::SRAM: return sram_section();
+    case Space::LDRAM: return ldram_section();
+    case Space::GDRAM: break;
+  }
+  return {nullptr, nullptr};
+}
+
+// Checks that [p, p + bytes) lies inside memory space `want`; false after reporting otherwise.
+inline bool require_space(const SrcLoc& loc, const char* intrinsic, const char* operand, const void* p,
+                          size_t bytes, Space want) {
+  if (p == nullptr) {
+    fail(loc, "%s: %s is a null pointer", intrinsic, operand);
+    return false;
+  }
+  Space got = space_of(p);
+  if (got != want) {
+    if (got == Space::GDRAM && want != Space::GDRAM)
+      fail(loc, "%s: %s points to GDRAM (%p); this intrinsic only accepts %s operands (copy it on chip with __memcpy first)",
+           intrinsic, operand, p, space_name(want));
+    else
+      fail(loc, "%s: %s is in %s, expected %s", intrinsic, operand, space_name(got), space_name(want));
+    return false;
+  }
+  if (want != Space::GDRAM) {
+    Region r = region_of(want, p);
+    if (!r.contains(p, bytes)) {
+      fail(loc, "%s: %s [%p, +%zu bytes) runs past the end of %s", intrinsic, operand, p, bytes,
+           space_name(want));
+      return false;
+    }
+  }
+  return true;
+}
+
+inline bool require(bool ok, const SrcLoc& loc, const char* intrinsic, const char* what) {
+  if (!ok) fail(loc, "%s: %s", intrinsic, what);
+  return ok;
+}
+
+// Alignment rules (manuals/bang/alignment.md). Strict generations (MLU200 series) need 64-byte
+// aligned on-chip operands and operand byte sizes that are multiples of `strict_bytes`; relaxed
+// ones need natural alignment only.
+inline bool check_vector(const SrcLoc& loc, const char* intrinsic, const void* p, const char* operand,
+                         long long count, size_t elem, size_t strict_bytes = 128) {
+  if (count <= 0) {
+    fail(loc, "%s: element count %lld must be positive", intrinsic, count);
+    return false;
+  }
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (a % elem != 0) {
+    fail(loc, "%s: %s (%p) is not aligned to its element size %zu", intrinsic, operand, p, elem);
+    return false;
+  }
+#if XPILER_BANG_STRICT_ALIGN
+  if (a % 64 != 0) {
+    fail(loc, "%s: %s (%p) must be 64-byte aligned on this MLU generation (__BANG_ARCH__ %d)", intrinsic,
+         operand, p, __BANG_ARCH__);
+    return false;
+  }
+  if ((static_cast<size_t>(count) * elem) % strict_bytes != 0) {
+    fail(loc, "%s: %lld elements x %zu bytes is not a multiple of %zu bytes (required on __BANG_ARCH__ %d)",
+         intrinsic, count, elem, strict_bytes, __BANG_ARCH__);
+    return false;
+  }
+#else
+  (void)strict_bytes;
+#endif
+  return true;
+}
+
+inline bool strict_multiple(const SrcLoc& loc, const char* intrinsic, const char* what, long long value,
+                            long long multiple) {
+#if XPILER_BANG_STRICT_ALIGN
+  if (value % multiple != 0) {
+    fail(loc, "%s: %s = %lld must be a multiple of %lld on __BANG_ARCH__ %d", intrinsic, what, value,
+         multiple, __BANG_ARCH__);
+    return false;
+  }
+#else
+  (void)loc; (void)intrinsic; (void)what; (void)value; (void)multiple;
+#endif
+  return true;
+}
+
+template <typename T> inline float to_f(T v) { return static_cast<float>(v); }
+template <typename T> inline T from_f(double v) { return static_cast<T>(v); }
+
+template <typename T>
+inline std::vector<T> snapshot(const T* p, long long n) {
+  return std::vector<T>(p, p + n);
+}
+
+template <typename T> struct Id { using type = T; };
+
+// ----- memcpy ------------------------------------------------------------------------------------
+struct DirInfo {
+  const char* name;
+  Space dst;
+  Space src;
+};
+
+inline DirInfo direction_info(mluMemcpyDirection_t d) {
+  switch (d) {
+    case GDRAM2NRAM: return {"GDRAM2NRAM", Space::NRAM, Space::GDRAM};
+    case NRAM2GDRAM: return {"NRAM2GDRAM", Space::GDRAM, Space::NRAM};
+    case GDRAM2WRAM: return {"GDRAM2WRAM", Space::WRAM, Space::GDRAM};
+    case WRAM2GDRAM: return {"WRAM2GDRAM", Space::GDRAM, Space::WRAM};
+    case NRAM2WRAM: return {"NRAM2WRAM", Space::WRAM, Space::NRAM};
+    case WRAM2NRAM: return {"WRAM2NRAM", Space::NRAM, Space::WRAM};
+    case NRAM2NRAM: return {"NRAM2NRAM", Space::NRAM, Space::NRAM};
+    case WRAM2WRAM: return {"WRAM2WRAM", Space::WRAM, Space::WRAM};
+    case GDRAM2SRAM: return {"GDRAM2SRAM", Space::SRAM, Space::GDRAM};
+    case SRAM2GDRAM: return {"SRAM2GDRAM", Space::GDRAM, Space::SRAM};
+    case SRAM2NRAM: return {"SRAM2NRAM", Space::NRAM, Space::SRAM};
+    case NRAM2SRAM: return {"NRAM2SRAM", Space::SRAM, Space::NRAM};
+    case SRAM2WRAM: return {"SRAM2WRAM", Space::WRAM, Space::SRAM};
+    case WRAM2SRAM: return {"WRAM2SRAM", Space::SRAM, Space::WRAM};
+    case SRAM2SRAM: return {"SRAM2SRAM", Space::SRAM, Space::SRAM};
+    case GDRAM2GDRAM: return {"GDRAM2GDRAM", Space::GDRAM, Space::GDRAM};
+    case GDRAM2LDRAM: return {"GDRAM2LDRAM", Space::LDRAM, Space::GDRAM};
+    case LDRAM2GDRAM: return {"LDRAM2GDRAM", Space::GDRAM, Space::LDRAM};
+    case LDRAM2NRAM: return {"LDRAM2NRAM", Space::NRAM, Space::LDRAM};
+    case NRAM2LDRAM: return {"NRAM2LDRAM", Space::LDRAM, Space::NRAM};
+    case LDRAM2LDRAM: return {"LDRAM2LDRAM", Space::LDRAM, Space::LDRAM};
+  }
+  return {"?", Space::GDRAM, Space::GDRAM};
+}
+
+// One strided transfer: segnum + 1 segments of `size` bytes; segment i goes from src + i*src_stride
+// to dst + i*dst_stride. Returns false after reporting a violation.
+inline bool copy_checked(const SrcLoc& loc, const char* api, void* dst, const void* src, long long size,
+                         mluMemcpyDirection_t dir, long long dst_stride, long long src_stride,
+                         long long segnum, bool async) {
+  DirInfo d = direction_info(dir);
+  char name[64];
+  std::snprintf(name, sizeof name, "%s(%s)", api, d.name);
+  if (size <= 0) {
+    fail(loc, "%s: size %lld must be positive", name, size);
+    return false;
+  }
+  if (segnum < 0) {
+    fail(loc, "%s: segnum %lld must be >= 0 (it counts the segments after the first)", name, segnum);
+    return false;
+  }
+  if (segnum > 0 && (dst_stride < size || src_stride < 0)) {
+    if (dst_stride < size) {
+      fail(loc, "%s: dst_stride %lld is smaller than the segment size %lld (segments would overlap)", name,
+           dst_stride, size);
+      return false;
+    }
+  }
+  for (long long i = 0; i <= segnum; ++i) {
+    char* dp = static_cast<char*>(dst) + i * dst_stride;
+    const char* sp = static_cast<const char*>(src) + i * src_stride;
+    if (!require_space(loc, name, "dst", dp, static_cast<size_t>(size), d.dst)) return false;
+    if (!require_space(loc, name, "src", sp, static_cast<size_t>(size), d.src)) return false;
+  }
+  Task* t = current_task();
+  for (long long i = 0; i <= segnum; ++i) {
+    char* dp = static_cast<char*>(dst) + i * dst_stride;
+    const char* sp = static_cast<const char*>(src) + i * src_stride;
+    if (async && t != nullptr) {
+      t->pending.push_back(PendingCopy{dp, std::vector<char>(sp, sp + size)});
+    } else {
+      std::memmove(dp, sp, static_cast<size_t>(size));
+    }
+  }
+  return true;
+}
+
+inline void complete_pending(Task* t) {
+  if (t == nullptr) return;
+  for (PendingCopy& c : t->pending) std::memcpy(c.dst, c.data.data(), c.data.size());
+  t->pending.clear();
+}
+
+// ----- scheduler ---------------------------------------------------------------------------------
+inline char* take_stack() {
+  State& st = state();
+  if (!st.stack_pool.empty()) {
+    char* s = st.stack_pool.back();
+    st.stack_pool.pop_back();
+    return s;
+  }
+  void* p = mmap(nullptr, XPILER_BANG_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+}
+
+inline void give_stack(char* s) {
+  if (s != nullptr) state().stack_pool.push_back(s);
+}
+
+inline bool poison_enabled() { return env_flag("XPILER_BANG_POISON", true); }
+
+inline void save_region(const Region& r, std::vector<char>& image) {
+  image.assign(r.lo, r.lo + r.size());
+}
+
+inline void load_region(const Region& r, const std::vector<char>& image, bool has_image) {
+  if (r.size() == 0) return;
+  if (has_image)
+    std::memcpy(r.lo, image.data(), r.size());
+  else if (poison_enabled())
+    std::memset(r.lo, 0xFF, r.size());  // on-chip memory starts undefined: NaN / -1 patterns
+}
+
+// Makes task i's per-core memories (and its cluster's SRAM) the ones in the sections.
+inline void make_resident(Launch& l, int i) {
+  Task& t = l.tasks[static_cast<size_t>(i)];
+  if (l.resident_task != i) {
+    if (l.resident_task >= 0) {
+      Task& old = l.tasks[static_cast<size_t>(l.resident_task)];
+      if (old.state != 3) {
+        save_region(nram_section(), old.nram);
+        save_region(wram_section(), old.wram);
+        save_region(ldram_section(), old.ldram);
+        old.has_image = true;
+      }
+    }
+    load_region(nram_section(), t.nram, t.has_image);
+    load_region(wram_section(), t.wram, t.has_image);
+    load_region(ldram_section(), t.ldram, t.has_image);
+    l.resident_task = i;
+  }
+  if (l.resident_cluster != t.cluster) {
+    if (l.resident_cluster >= 0) {
+      save_region(sram_section(), l.sram_images[static_cast<size_t>(l.resident_cluster)]);
+      l.sram_has_image[static_cast<size_t>(l.resident_cluster)] = true;
+    }
+    load_region(sram_section(), l.sram_images[static_cast<size_t>(t.cluster)],
+                l.sram_has_image[static_cast<size_t>(t.cluster)]);
+    l.resident_cluster = t.cluster;
+  }
+}
+
+inline void set_coordinates(const Launch& l, const Task& t) {
+  taskId = t.id;
+  taskDimX = l.dim[0];
+  taskDimY = l.dim[1];
+  taskDimZ = l.dim[2];
+  taskDim = l.dim[0] * l.dim[1] * l.dim[2];
+  taskIdX = t.id % l.dim[0];
+  taskIdY = (t.id / l.dim[0]) % l.dim[1];
+  taskIdZ = t.id / (l.dim[0] * l.dim[1]);
+  coreDim = l.cores_per_task_cluster;
+  coreId = t.id % l.cores_per_task_cluster;
+  clusterId = t.cluster;
+  clusterDim = taskDim / l.cores_per_task_cluster;
+}
+
+inline void task_entry() {
+  Launch* l = state().launch;
+  l->body(l->body_arg);
+  Task& t = l->tasks[static_cast<size_t>(l->current)];
+  complete_pending(&t);
+  t.state = 3;
+  swapcontext(&t.ctx, &l->main_ctx);
+}
+
+// Blocks the current task at barrier b until all of its members arrived.
+inline void barrier_wait(Barrier& b, const char* what) {
+  Launch* l = state().launch;
+  Task* t = current_task();
+  if (l == nullptr || t == nullptr) return;
+  complete_pending(t);
+  if (b.size <= 1) return;
+  int my_gen = b.gen;
+  if (++b.arrived == b.size) {
+    b.arrived = 0;
+    ++b.gen;
+    return;
+  }
+  t->state = 2;
+  t->wait_gen = &b.gen;
+  t->wait_value = my_gen;
+  t->wait_what = what;
+  swapcontext(&t->ctx, &l->main_ctx);
+  t->state = 1;
+}
+
+// Runs all tasks of one launch; returns false when the launch stopped on an error or deadlock.
+inline bool run_launch(Launch& l) {
+  State& st = state();
+  Launch* outer = st.launch;
+  if (outer != nullptr) {
+    fail(SrcLoc{"<launch>", 0}, "a kernel launch from inside a kernel is not supported");
+    return false;
+  }
+  st.launch = &l;
+  size_t done = 0;
+  bool ok = true;
+  while (done < l.tasks.size()) {
+    bool progressed = false;
+    for (size_t i = 0; i < l.tasks.size(); ++i) {
+      Task& t = l.tasks[i];
+      if (t.state == 3) continue;
+      if (t.state == 2 && *t.wait_gen == t.wait_value) continue;
+      progressed = true;
+      make_resident(l, static_cast<int>(i));
+      set_coordinates(l, t);
+      l.current = static_cast<int>(i);
+      if (t.state == 0) {
+        t.stack = take_stack();
+        if (t.stack == nullptr) {
+          l.current = -1;
+          fail(SrcLoc{"<launch>", 0}, "out of memory for the stack of task %d", t.id);
+          ok = false;
+          break;
+        }
+        getcontext(&t.ctx);
+        t.ctx.uc_stack.ss_sp = t.stack;
+        t.ctx.uc_stack.ss_size = XPILER_BANG_STACK_BYTES;
+        t.ctx.uc_link = nullptr;
+        makecontext(&t.ctx, task_entry, 0);
+        t.state = 1;
+      }
+      swapcontext(&l.main_ctx, &t.ctx);
+      l.current = -1;
+      if (l.aborted) {
+        ok = false;
+        break;
+      }
+      if (t.state == 3) {
+        give_stack(t.stack);
+        t.stack = nullptr;
+        t.nram.clear();
+        t.wram.clear();
+        t.ldram.clear();
+        if (l.resident_task == static_cast<int>(i)) l.resident_task = -1;
+        ++done;
+      }
+    }
+    if (!ok) break;
+    if (!progressed) {
+      // Every unfinished task waits on a barrier that can no longer complete.
+      std::string who;
+      for (const Task& t : l.tasks) {
+        if (t.state == 2) {
+          who = "task " + std::to_string(t.id) + " waits at " + t.wait_what;
+          break;
+        }
+      }
+      fail(SrcLoc{"<launch>", 0}, "deadlock in kernel %s: %s, but other tasks of its group finished without reaching it",
+           l.kernel, who.c_str());
+      ok = false;
+      break;
+    }
+  }
+  // Abandoned fibers (after an error) keep no resources except their stacks.
+  for (Task& t : l.tasks) {
+    if (t.stack != nullptr) give_stack(t.stack);
+    t.stack = nullptr;
+  }
+  st.launch = nullptr;
+  taskId = 0; taskIdX = taskIdY = taskIdZ = 0;
+  taskDim = taskDimX = taskDimY = taskDimZ = 1;
+  clusterId = coreId = 0;
+  clusterDim = coreDim = 1;
+  return ok;
+}
+
+}  // namespace bang
+}  // namespace xpiler
+
+// ---------------------------------------------------------------------------------------------
+// Host runtime (CNRT) shims: device memory is host memory; queues are synchronous.
+typedef enum {
+  cnrtSuccess = 0,
+  cnrtErrorArgsInvalid = 1,
+  cnrtErrorNoMem = 2,
+  cnrtErrorSys = 3,
+  cnrtErrorKernelFailed = 632,
+} cnrtRet_t;
+typedef cnrtRet_t cnrtError_t;
+#define CNRT_RET_SUCCESS cnrtSuccess
+
+typedef struct {
+  unsigned int x;
+  unsigned int y;
+  unsigned int z;
+} cnrtDim3_t;
+
+// Values are the number of cores one task unit occupies, as in the CNRT headers' naming.
+typedef enum {
+  cnrtFuncTypeBlock = 1,
+  cnrtFuncTypeUnion1 = 4,
+  cnrtFuncTypeUnion2 = 8,
+  cnrtFuncTypeUnion4 = 16,
+  cnrtFuncTypeUnion8 = 32,
+  cnrtFuncTypeUnion16 = 64,
+} cnrtFunctionType_t;
+#define CNRT_FUNC_TYPE_BLOCK cnrtFuncTypeBlock
+#define CNRT_FUNC_TYPE_UNION1 cnrtFuncTypeUnion1
+#define CNRT_FUNC_TYPE_UNION2 cnrtFuncTypeUnion2
+#define CNRT_FUNC_TYPE_UNION4 cnrtFuncTypeUnion4
+#define CNRT_FUNC_TYPE_UNION8 cnrtFuncTypeUnion8
+#define CNRT_FUNC_TYPE_UNION16 cnrtFuncTypeUnion16
+typedef cnrtFunctionType_t cnrtFunctionType;
+
+typedef enum {
+  cnrtMemcpyHostToDev = 0,
+  cnrtMemcpyDevToDev = 1,
+  cnrtMemcpyDevToHost = 2,
+  cnrtMemcpyHostToHost = 3,
+  cnrtMemcpyNoDirection = 4,
+} cnrtMemTransDir_t;
+#define CNRT_MEM_TRANS_DIR_HOST2DEV cnrtMemcpyHostToDev
+#define CNRT_MEM_TRANS_DIR_DEV2DEV cnrtMemcpyDevToDev
+#define CNRT_MEM_TRANS_DIR_DEV2HOST cnrtMemcpyDevToHost
+#define CNRT_MEM_TRANS_DIR_HOST2HOST cnrtMemcpyHostToHost
+
+struct xpiler_cnrt_queue {
+  int id;
+};
+typedef xpiler_cnrt_queue* cnrtQueue_t;
+struct xpiler_cnrt_notifier {
+  std::chrono::steady_clock::time_point when;
+};
+typedef xpiler_cnrt_notifier* cnrtNotifier_t;
+
+inline cnrtRet_t xpiler_cnrt_status() {
+  return xpiler::bang::state().error_count == 0 ? cnrtSuccess : cnrtErrorKernelFailed;
+}
+inline cnrtRet_t cnrtInit(unsigned int = 0) { return cnrtSuccess; }
+inline void cnrtDestroy() {}
+inline cnrtRet_t cnrtSetDevice(int) { return cnrtSuccess; }
+inline cnrtRet_t cnrtGetDevice(int* dev) { if (dev) *dev = 0; return cnrtSuccess; }
+inline cnrtRet_t cnrtGetDeviceCount(unsigned int* n) { if (n) *n = 1; return cnrtSuccess; }
+inline cnrtRet_t cnrtQueueCreate(cnrtQueue_t* q) {
+  static xpiler_cnrt_queue the_queue{0};
+  if (q) *q = &the_queue;
+  return cnrtSuccess;
+}
+inline cnrtRet_t cnrtQueueDestroy(cnrtQueue_t) { return cnrtSuccess; }
+inline cnrtRet_t cnrtQueueSync(cnrtQueue_t) { return xpiler_cnrt_status(); }
+inline cnrtRet_t cnrtSyncQueue(cnrtQueue_t q) { return cnrtQueueSync(q); }
+inline cnrtRet_t cnrtSyncDevice() { return xpiler_cnrt_status(); }
+inline cnrtRet_t cnrtMalloc(void** p, size_t bytes) {
+  if (p == nullptr) return cnrtErrorArgsInvalid;
+  *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+  return *p ? cnrtSuccess : cnrtErrorNoMem;
+}
+inline cnrtRet_t cnrtFree(void* p) { std::free(p); return cnrtSuccess; }
+inline cnrtRet_t cnrtMemcpy(void* dst, void* src, size_t bytes, cnrtMemTransDir_t) {
+  std::memmove(dst, src, bytes);
+  return cnrtSuccess;
+}
+inline cnrtRet_t cnrtMemcpyAsync(void* dst, void* src, size_t bytes, cnrtQueue_t, cnrtMemTransDir_t dir) {
+  return cnrtMemcpy(dst, src, bytes, dir);
+}
+inline cnrtRet_t cnrtMemset(void* p, int value, size_t bytes) {
+  std::memset(p, value, bytes);
+  return cnrtSuccess;
+}
+inline cnrtRet_t cnrtNotifierCreate(cnrtNotifier_t* n) {
+  if (n) *n = new xpiler_cnrt_notifier{};
+  return cnrtSuccess;
+}
+inline cnrtRet_t cnrtNotifierDestroy(cnrtNotifier_t n) { delete n; return cnrtSuccess; }
+inline cnrtRet_t cnrtPlaceNotifier(cnrtNotifier_t n, cnrtQueue_t) {
+  if (n) n->when = std::chrono::steady_clock::now();
+  return cnrtSuccess;
+}
+inline cnrtRet_t cnrtNotifierDuration(cnrtNotifier_t a, cnrtNotifier_t b, float* us) {
+  if (us) *us = std::chrono::duration<float, std::micro>(b->when - a->when).count();
+  return cnrtSuccess;
+}
+inline const char* cnrtGetErrorStr(cnrtRet_t r) { return r == cnrtSuccess ? "success" : "kernel failed"; }
+inline cnrtRet_t cnrtGetLastError() { return xpiler_cnrt_status(); }
+
+// Error access for harnesses that load the built library with ctypes.
+extern "C" __attribute__((used, visibility("default"))) inline const char* xpiler_bang_last_error() {
+  return xpiler::bang::state().last_error.c_str();
+}
+extern "C" __attribute__((used, visibility("default"))) inline int xpiler_bang_error_count() {
+  return xpiler::bang::state().error_count;
+}
+extern "C" __attribute__((used, visibility("default"))) inline void xpiler_bang_clear_error() {
+  xpiler::bang::state().last_error.clear();
+  xpiler::bang::state().error_count = 0;
+}
+
+namespace xpiler {
+namespace bang {
+
+template <typename F, typename Tuple, size_t... I>
+inline void apply_tuple(F f, Tuple& t, std::index_sequence<I...>) {
+  f(std::get<I>(t)...);
+}
+
+// The callable returned by launch(): invoking it runs every task to completion.
+template <typename F>
+struct Launcher {
+  F* kernel;
+  cnrtDim3_t dim;
+  cnrtFunctionType_t type;
+  const char* name;
+
+  template <typename... Args>
+  void operator()(Args&&... args) const {
+    // Kernel arguments are copied by value like a real launch.
+    auto packed = std::make_tuple(static_cast<std::decay_t<Args>>(args)...);
+    using Packed = decltype(packed);
+    struct Call {
+      F* kernel;
+      Packed* args;
+    } call{kernel, &packed};
+    Launch l;
+    l.kernel = name;
+    long long dx = dim.x, dy = dim.y, dz = dim.z;
+    SrcLoc where{"<launch>", 0};
+    if (dx <= 0 || dy <= 0 || dz <= 0) {
+      fail(where, "launch of %s: every dimension of {%lld, %lld, %lld} must be positive", name, dx, dy, dz);
+      return;
+    }
+    int cores = 1;
+    switch (type) {
+      case cnrtFuncTypeBlock: cores = 1; break;
+      case cnrtFuncTypeUnion1: cores = XPILER_BANG_CORES_PER_CLUSTER; break;
+      case cnrtFuncTypeUnion2: cores = XPILER_BANG_CORES_PER_CLUSTER; break;
+      case cnrtFuncTypeUnion4: cores = XPILER_BANG_CORES_PER_CLUSTER; break;
+      case cnrtFuncTypeUnion8: cores = XPILER_BANG_CORES_PER_CLUSTER; break;
+      case cnrtFuncTypeUnion16: cores = XPILER_BANG_CORES_PER_CLUSTER; break;
+      default:
+        fail(where, "launch of %s: unknown task type %d", name, static_cast<int>(type));
+        return;
+    }
+    long long unit = type == cnrtFuncTypeBlock ? 1 : static_cast<long long>(type);  // cores per union job
+    if (type != cnrtFuncTypeBlock && (dx % unit) != 0) {
+      fail(where, "launch of %s: a Union%lld task needs dim.x to be a multiple of %lld, got {%lld, %lld, %lld}",
+           name, unit / XPILER_BANG_CORES_PER_CLUSTER, unit, dx, dy, dz);
+      return;
+    }
+    long long total = dx * dy * dz;
+    if (total > (1LL << 20)) {
+      fail(where, "launch of %s: %lld tasks is more than the model runs", name, total);
+      return;
+    }
+    l.dim[0] = static_cast<int>(dx);
+    l.dim[1] = static_cast<int>(dy);
+    l.dim[2] = static_cast<int>(dz);
+    l.cores_per_task_cluster = cores;
+    int clusters = static_cast<int>(total / cores);
+    l.tasks.resize(static_cast<size_t>(total));
+    for (long long i = 0; i < total; ++i) {
+      l.tasks[static_cast<size_t>(i)].id = static_cast<int>(i);
+      l.tasks[static_cast<size_t>(i)].cluster = static_cast<int>(i / cores);
+    }
+    l.cluster_barriers.assign(static_cast<size_t>(clusters), Barrier{cores, 0, 0});
+    l.all_barrier = Barrier{static_cast<int>(total), 0, 0};
+    l.sram_images.assign(static_cast<size_t>(clusters), {});
+    l.sram_has_image.assign(static_cast<size_t>(clusters), false);
+    l.body = [](void* p) {
+      Call* c = static_cast<Call*>(p);
+      apply_tuple(*c->kernel, *c->args, std::make_index_sequence<std::tuple_size<Packed>::value>{});
+    };
+    l.body_arg = &call;
+    run_launch(l);
+  }
+};
+
+inline Launch* current_launch() { return state().launch; }
+
+// The kernel's symbol name for messages (dladdr sees exported symbols), or "kernel".
+inline const char* kernel_name(void* fn) {
+  Dl_info info;
+  if (dladdr(fn, &info) == 0 || info.dli_sname == nullptr || info.dli_saddr != fn) return "kernel";
+  int status = 0;
+  char* plain = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+  if (status != 0 || plain == nullptr) return info.dli_sname;
+  static thread_local std::string keep;
+  keep.assign(plain);
+  std::free(plain);
+  std::string::size_type paren = keep.find('(');
+  if (paren != std::string::npos) keep.resize(paren);  // "name(args)" -> "name"
+  return keep.c_str();
+}
+
+}  // namespace bang
+
+// Target of the runtime's launch rewrite: K<<<dim, type, queue>>>(args) becomes
+// ::xpiler::launch(K, dim, type, queue)(args).
+template <typename F>
+inline bang::Launcher<F> launch(F* kernel, cnrtDim3_t dim, cnrtFunctionType_t type, cnrtQueue_t = nullptr) {
+  return bang::Launcher<F>{kernel, dim, type, bang::kernel_name(reinterpret_cast<void*>(kernel))};
+}
+
+}  // namespace xpiler
+
+// Named launches give better messages; the build helper's rewrite uses this form when it can.
+#define XPILER_BANG_LAUNCH(K, dim, type, queue) \
+  (::xpiler::bang::Launcher<std::remove_pointer_t<std::decay_t<decltype(K)>>>{&(K), (dim), (type), #K})
+
+// ---------------------------------------------------------------------------------------------
+// Synchronisation.
+inline void __sync_io(XPILER_BANG_LOC) { (void)loc; xpiler::bang::complete_pending(xpiler::bang::current_task()); }
+inline void __sync_compute(XPILER_BANG_LOC) { (void)loc; xpiler::bang::complete_pending(xpiler::bang::current_task()); }
+inline void __sync(XPILER_BANG_LOC) { (void)loc; xpiler::bang::complete_pending(xpiler::bang::current_task()); }
+inline void __sync_io_move_compute(XPILER_BANG_LOC) { (void)loc; xpiler::bang::complete_pending(xpiler::bang::current_task()); }
+inline void __sync_cluster(XPILER_BANG_LOC) {
+  (void)loc;
+  xpiler::bang::Launch* l = xpiler::bang::current_launch();
+  xpiler::bang::Task* t = xpiler::bang::current_task();
+  if (l == nullptr || t == nullptr) return;
+  xpiler::bang::barrier_wait(l->cluster_barriers[static_cast<size_t>(t->cluster)], "__sync_cluster");
+}
+inline void __sync_all(XPILER_BANG_LOC) {
+  (void)loc;
+  xpiler::bang::Launch* l = xpiler::bang::current_launch();
+  if (l == nullptr) return;
+  xpiler::bang::barrier_wait(l->all_barrier, "__sync_all");
+}
+inline void __sync_all_ipu(XPILER_BANG_LOC) { __sync_all(loc); }
+
+// ---------------------------------------------------------------------------------------------
+// Data movement.
+inline void __memcpy(void* dst, const void* src, int size, mluMemcpyDirection_t dir, XPILER_BANG_LOC) {
+  xpiler::bang::copy_checked(loc, "__memcpy", dst, src, size, dir, 0, 0, 0, false);
+}
+inline void __memcpy(void* dst, const void* src, int size, mluMemcpyDirection_t dir, int dst_stride,
+                     int src_stride, int segnum, XPILER_BANG_LOC) {
+  xpiler::bang::copy_checked(loc, "__memcpy", dst, src, size, dir, dst_stride, src_stride, segnum, false);
+}
+inline void __memcpy_async(void* dst, const void* src, int size, mluMemcpyDirection_t dir, XPILER_BANG_LOC) {
+  xpiler::bang::copy_checked(loc, "__memcpy_async", dst, src, size, dir, 0, 0, 0, true);
+}
+inline void __memcpy_async(void* dst, const void* src, int size, mluMemcpyDirection_t dir, int dst_stride,
+                           int src_stride, int segnum, XPILER_BANG_LOC) {
+  xpiler::bang::copy_checked(loc, "__memcpy_async", dst, src, size, dir, dst_stride, src_stride, segnum, true);
+}
+
+template <typename T>
+inline void __memset_nram(T* dst, int count, typename xpiler::bang::Id<T>::type value, XPILER_BANG_LOC) {
+  using namespace xpiler::bang;
+  if (!check_vector(loc, "__memset_nram", dst, "dst", count, sizeof(T), 64)) return;
+  if (!require_space(loc, "__memset_nram", "dst", dst, sizeof(T) * static_cast<size_t>(count), Space::NRAM)) return;
+  for (int i = 0; i < count; ++i) dst[i] = value;
+}
+
+template <typename T>
+inline void __bang_write_value(T* dst, int count, typename xpiler::bang::Id<T>::type value, XPILER_BANG_LOC) {
+  using namespace xpiler::bang;
+  if (!check_vector(loc, "__bang_write_value", dst, "dst", count, sizeof(T))) return;
+  if (!require_space(loc, "__bang_write_value", "dst", dst, sizeof(T) * static_cast<size_t>(count), Space::NRAM)) return;
+  for (int i = 0; i < count; ++i) dst[i] = value;
+}
+
+template <typename T>
+inline void __bang_write_zero(T* dst, int count, XPILER_BANG_LOC) {
+  using namespace xpiler::bang;
+  if (!check_vector(loc, "__bang_write_zero", dst, "dst", count, sizeof(T))) return;
+  if (!require_space(loc, "__bang_write_zero", "dst", dst, sizeof(T) * static_cast<size_t>(count), Space::NRAM)) return;
+  for (int i = 0; i < count; ++i) dst[i] = T(0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise families. Inputs are read completely before dst is written, so in-place and
+// overlapping operands behave like a vector unit reading whole operands.
+namespace xpiler {
+namespace bang {
+
+template <typename T, typename Op>
+inline void binary(const char* name, T* dst, const T* a, const T* b, int n, Op op, const SrcLoc& loc) {
+  size_t bytes = sizeof(T) * static_cast<size_t>(n > 0 ? n : 0);
+  if (!check_vector(loc, name, dst, "dst", n, sizeof(T))) return;
+  if (!check_vector(loc, name, a, "src0", n, sizeof(T))) return;
+  if (!check_vector(loc, name, b, "src1", n, sizeof(T))) return;
+  if (!require_space(loc, name, "dst", dst, bytes, Space::NRAM)) return;
+  if (!require_space(loc, name, "src0", a, bytes, Space::NRAM)) return;
+  if (!require_space(loc, name, "src1", b, bytes, Space::NRAM)) return;
+  std::vector<T> x = snapshot(a, n), y = snapshot(b, n);
+  for (int i = 0; i < n; ++i) dst[i] = static_cast<T>(op(to_f(x[static_cast<size_t>(i)]), to_f(y[static_cast<size_t>(i)])));
+}
+
+template <typename T, typename Op>
+inline void scalar_op(const char* name, T* dst, const T* a, float s, int n, Op op, const SrcLoc& loc) {
+  size_t bytes = sizeof(T) * static_cast<size_t>(n > 0 ? n : 0);
+  if (!check_vector(loc, name, dst, "dst", n, sizeof(T))) return;
+  if (!check_vector(loc, name, a, "src", n, sizeof(T))) return;
+  if (!require_space(loc, name, "dst", dst, bytes, Space::NRAM)) return;
+  if (!require_space(loc, name, "src", a, bytes, Space::NRAM)) return;
+  std::vector<T> x = snapshot(a, n);
+  for (int i = 0; i < n; ++i) dst[i] = static_cast<T>(op(to_f(x[static_cast<size_t>(i)]), s));
+}
+
+template <typename T, typename Op>
+inline void unary(const char* name, T* dst, const T* a, int n, Op op, const SrcLoc& loc) {
+  size_t bytes = sizeof(T) * static_cast<size_t>(n > 0 ? n : 0);
+  if (!check_vector(loc, name, dst, "dst", n, sizeof(T))) return;
+  if (!check_vector(loc, name, a, "src", n, sizeof(T))) return;
+  if (!require_space(loc, name, "dst", dst, bytes, Space::NRAM)) return;
+  if (!require_space(loc, name, "src", a, bytes, Space::NRAM)) return;
+  std::vector<T> x = snapshot(a, n);
+  for (int i = 0; i < n; ++i) dst[i] = static_cast<T>(op(to_f(x[static_cast<size_t>(i)])));
+}
+
+// dst[i] = op(src[i], seg[i % seg_n]) : a short vector applied cyclically along a long one.
+template <typename T, typename Op>
+inline void cycle(const char* name, T* dst, const T* src, const T* seg, int src_n, int seg_n, Op op,
+                  const SrcLoc& loc) {
+  if (!check_vector(loc, name, dst, "dst", src_n, sizeof(T))) return;
+  if (!check_vector(loc, name, src, "src", src_n, sizeof(T))) return;
+  if (!check_vector(loc, name, seg, "seg", seg_n, sizeof(T))) return;
+  if (!require(src_n % seg_n == 0, loc, name, "the source length must be a multiple of the segment length")) return;
+  size_t bytes = sizeof(T) * static_cast<size_t>(src_n);
+  if (!require_space(loc, name, "dst", dst, bytes, Space::NRAM)) return;
+  if (!require_space(loc, name, "src", src, bytes, Space::NRAM)) return;
+  if (!require_space(loc, name, "seg", seg, sizeof(T) * static_cast<size_t>(seg_n), Space::NRAM)) return;
+  std::vector<T> x = snapshot(src, src_n), s = snapshot(seg, seg_n);
+  for (int i = 0; i < src_n; ++i)
+    dst[i] = static_cast<T>(op(to_f(x[static_cast<size_t>(i)]), to_f(s[static_cast<size_t>(i % seg_n)])));
+}
+
+inline float gelu_tanh(float x) {
+  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+  return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+}
+inline float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); }
+inline float sign_of(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace bang
+}  // namespace xpiler
+
+#define XPILER_BANG_BINARY(NAME, EXPR)                                                          \
+  template <typename T>                                                                         \
+  inline void NAME(T* dst, const T* src0, const T* src1, int elem_count, XPILER_BANG_LOC) {      \
+    xpiler::bang::binary(#NAME, dst, src0, src1, elem_count, [](float a, float b) { return EXPR; }, loc); \
+  }
+XPILER_BANG_BINARY(__bang_add, a + b)
+XPILER_BANG_BINARY(__bang_sub, a - b)
+XPILER_BANG_BINARY(__bang_mul, a * b)
+XPILER_BANG_BINARY(__bang_maxequal, std::max(a, b))
+XPILER_BANG_BINARY(__bang_minequal, std::min(a, b))
+XPILER_BANG_BINARY(__bang_maximum, std::max(a, b))
+XPILER_BANG_BINARY(__bang_minimum, std::min(a, b))
+XPILER_BANG_BINARY(__bang_eq, a == b ? 1.0f : 0.0f)
+XPILER_BANG_BINARY(__bang_ne, a != b ? 1.0f : 0.0f)
+XPILER_BANG_BINARY(__bang_lt, a < b ? 1.0f : 0.0f)
+XPILER_BANG_BINARY(__bang_le, a <= b ? 1.0f : 0.0f)
+XPILER_BANG_BINARY(__bang_gt, a > b ? 1.0f : 0.0f)
+XPILER_BANG_BINARY(__bang_ge, a >= b ? 1.0f : 0.0f)
+XPILER_BANG_BINARY(__bang_and, (a != 0.0f && b != 0.0f) ? 1.0f : 0.0f)
+XPILER_BANG_BINARY(__bang_or, (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f)
+XPILER_BANG_BINARY(__bang_pow, std::pow(a, b))
+#undef XPILER_BANG_BINARY
+
+// Division: the 4-argument form, and the older 5-argument form whose extra NRAM operand is a
+// scratch buffer of elem_count elements (checked for space, otherwise unused by the model).
+template <typename T>
+inline void __bang_div(T* dst, const T* src0, const T* src1, int elem_count, XPILER_BANG_LOC) {
+  xpiler::bang::binary("__bang_div", dst, src0, src1, elem_count, [](float a, float b) { return a / b; }, loc);
+}
+template <typename T>
+inline void __bang_div(T* dst, const T* src0, const T* src1, T* scratch, int elem_count, XPILER_BANG_LOC) {
+  using namespace xpiler::bang;
+  if (!require_space(loc, "__bang_div", "scratch", scratch, sizeof(T) * static_cast<size_t>(elem_count > 0 ? elem_count : 1), Space::NRAM)) return;
+  binary("__bang_div", dst, src0, src1, elem_count, [](float a, float b) { return a / b; }, loc);
+}
+
+#define XPILER_BANG_SCALAR(NAME, EXPR)                                                                     \
+  template <typename T>                                                                                    \
+  inline void NAME(T* dst, const T* src, typename xpiler::bang::Id<T>::type value, int elem_count, XPILER_BANG_LOC) { \
+    xpiler::bang::scalar_op(#NAME, dst, src, xpiler::bang::to_f(value), elem_count,                        \
+                            [](float a, float s) { return EXPR; }, loc);                                  \
+  }
+XPILER_BANG_SCALAR(__bang_add_scalar, a + s)
+XPILER_BANG_SCALAR(__bang_sub_scalar, a - s)
+XPILER_BANG_SCALAR(__bang_mul_scalar, a * s)
+XPILER_BANG_SCALAR(__bang_div_scalar, a / s)
+XPILER_BANG_SCALAR(__bang_add_const, a + s)
+XPILER_BANG_SCALAR(__bang_sub_const, a - s)
+XPILER_BANG_SCALAR(__bang_mul_const, a * s)
+XPILER_BANG_SCALAR(__bang_maxeq_scalar, std::max(a, s))
+XPILER_BANG_SCALAR(__bang_mineq_scalar, std::min(a, s))
+XPILER_BANG_SCALAR(__bang_eq_scalar, a == s ? 1.0f : 0.0f)
+XPILER_BANG_SCALAR(__bang_ne_scalar, a != s ? 1.0f : 0.0f)
+XPILER_BANG_SCALAR(__bang_lt_scalar, a < s ? 1.0f : 0.0f)
+XPILER_BANG_SCALAR(__bang_le_scalar, a <= s ? 1.0f : 0.0f)
+XPILER_BANG_SCALAR(__bang_gt_scalar, a > s ? 1.0f : 0.0f)
+XPILER_BANG_SCALAR(__bang_ge_scalar, a >= s ? 1.0f : 0.0f)
+#undef XPILER_BANG_SCALAR
+
+#define XPILER_BANG_CYCLE(NAME, EXPR)                                                                        \
+  template <typename T>                                                                                      \
+  inline void NAME(T* dst, const T* src, const T* seg, int src_elem_count, int seg_elem_count, XPILER_BANG_LOC) { \
+    xpiler::bang::cycle(#NAME, dst, src, seg, src_elem_count, seg_elem_count, [](float a, float b) { return EXPR; }, loc); \
+  }
+XPILER_BANG_CYCLE(__bang_cycle_add, a + b)
+XPILER_BANG_CYCLE(__bang_cycle_sub, a - b)
+XPILER_BANG_CYCLE(__bang_cycle_mul, a * b)
+XPILER_BANG_CYCLE(__bang_cycle_maxequal, std::max(a, b))
+XPILER_BANG_CYCLE(__bang_cycle_minequal, std::min(a, b))
+#undef XPILER_BANG_CYCLE
+
+#define XPILER_BANG_UNARY(NAME, EXPR)                                                      \
+  template <typename T>                                                                    \
+  inline void NAME(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {                  \
+    xpiler::bang::unary(#NAME, dst, src, elem_count, [](float x) { return EXPR; }, loc);    \
+  }
+XPILER_BANG_UNARY(__bang_active_relu, x > 0.0f ? x : 0.0f)
+XPILER_BANG_UNARY(__bang_relu, x > 0.0f ? x : 0.0f)
+XPILER_BANG_UNARY(__bang_active_sigmoid, xpiler::bang::sigmoid(x))
+XPILER_BANG_UNARY(__bang_sigmoid, xpiler::bang::sigmoid(x))
+XPILER_BANG_UNARY(__bang_active_exp, std::exp(x))
+XPILER_BANG_UNARY(__bang_active_exphp, std::exp(x))
+XPILER_BANG_UNARY(__bang_exp, std::exp(x))
+XPILER_BANG_UNARY(__bang_active_log, std::log(x))
+XPILER_BANG_UNARY(__bang_active_loghp, std::log(x))
+XPILER_BANG_UNARY(__bang_log, std::log(x))
+XPILER_BANG_UNARY(__bang_active_sqrt, std::sqrt(x))
+XPILER_BANG_UNARY(__bang_active_sqrthp, std::sqrt(x))
+XPILER_BANG_UNARY(__bang_sqrt, std::sqrt(x))
+XPILER_BANG_UNARY(__bang_active_rsqrt, 1.0f / std::sqrt(x))
+XPILER_BANG_UNARY(__bang_active_rsqrthp, 1.0f / std::sqrt(x))
+XPILER_BANG_UNARY(__bang_rsqrt, 1.0f / std::sqrt(x))
+XPILER_BANG_UNARY(__bang_active_recip, 1.0f / x)
+XPILER_BANG_UNARY(__bang_active_reciphp, 1.0f / x)
+XPILER_BANG_UNARY(__bang_recip, 1.0f / x)
+XPILER_BANG_UNARY(__bang_active_tanh, std::tanh(x))
+XPILER_BANG_UNARY(__bang_tanh, std::tanh(x))
+XPILER_BANG_UNARY(__bang_active_gelu, xpiler::bang::gelu_tanh(x))
+XPILER_BANG_UNARY(__bang_gelu, xpiler::bang::gelu_tanh(x))
+XPILER_BANG_UNARY(__bang_active_gelup, xpiler::bang::gelu_erf(x))
+XPILER_BANG_UNARY(__bang_active_abs, std::fabs(x))
+XPILER_BANG_UNARY(__bang_abs, std::fabs(x))
+XPILER_BANG_UNARY(__bang_active_sign, xpiler::bang::sign_of(x))
+XPILER_BANG_UNARY(__bang_sign, xpiler::bang::sign_of(x))
+XPILER_BANG_UNARY(__bang_active_sin, std::sin(x))
+XPILER_BANG_UNARY(__bang_sin, std::sin(x))
+XPILER_BANG_UNARY(__bang_active_cos, std::cos(x))
+XPILER_BANG_UNARY(__bang_cos, std::cos(x))
+XPILER_BANG_UNARY(__bang_square, x * x)
+XPILER_BANG_UNARY(__bang_active_square, x * x)
+XPILER_BANG_UNARY(__bang_neg, -x)
+XPILER_BANG_UNARY(__bang_floor, std::floor(x))
+XPILER_BANG_UNARY(__bang_not, x == 0.0f ? 1.0f : 0.0f)
+#undef XPILER_BANG_UNARY
+
+// ---------------------------------------------------------------------------------------------
+// Reductions.
+namespace xpiler {
+namespace bang {
+
+// Per 128-byte block of src: one result per block, written compactly to dst[0], dst[1], ...
+template <typename T, typename Op>
+inline void block_reduce(const char* name, T* dst, const T* src, int n, Op op, const SrcLoc& loc) {
+  if (!check_vector(loc, name, src, "src", n, sizeof(T))) return;
+  if (!check_vector(loc, name, dst, "dst", n, sizeof(T))) return;
+  const int block = static_cast<int>(128 / sizeof(T));
+  if (n % block != 0) {
+    fail(loc, "%s: element count %d must be a multiple of %d (128 bytes of %zu-byte elements)", name, n, block,
+         sizeof(T));
+    return;
+  }
+  if (!require_space(loc, name, "src", src, sizeof(T) * static_cast<size_t>(n), Space::NRAM)) return;
+  if (!require_space(loc, name, "dst", dst, sizeof(T) * static_cast<size_t>(n / block), Space::NRAM)) return;
+  std::vector<T> x = snapshot(src, n);
+  for (int b = 0; b < n / block; ++b) {
+    float acc = to_f(x[static_cast<size_t>(b * block)]);
+    for (int i = 1; i < block; ++i) acc = op(acc, to_f(x[static_cast<size_t>(b * block + i)]));
+    dst[b] = static_cast<T>(acc);
+  }
+}
+
+// dst[0] = extreme value, dst[1] holds the index of its first occurrence as uint32 bits.
+template <typename T, typename Better>
+inline void extreme_index(const char* name, T* dst, const T* src, int n, Better better, const SrcLoc& loc) {
+  if (!check_vector(loc, name, src, "src", n, sizeof(T))) return;
+  if (!require_space(loc, name, "src", src, sizeof(T) * static_cast<size_t>(n), Space::NRAM)) return;
+  static_assert(sizeof(T) >= 2, "index needs at least 16 bits");
+  if (!require_space(loc, name, "dst", dst, sizeof(T) * 2, Space::NRAM)) return;
+  int best = 0;
+  for (int i = 1; i < n; ++i)
+    if (better(to_f(src[i]), to_f(src[best]))) best = i;
+  T value = src[best];
+  dst[0] = value;
+  if (sizeof(T) >= 4) {
+    uint32_t idx = static_cast<uint32_t>(best);
+    std::memcpy(&dst[1], &idx, sizeof(idx));
+  } else {
+    uint16_t idx = static_cast<uint16_t>(best);
+    std::memcpy(&dst[1], &idx, sizeof(idx));
+  }
+}
+
+}  // namespace bang
+}  // namespace xpiler
+
+template <typename T>
+inline void __bang_reduce_sum(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
+  xpiler::bang::block_reduce("__bang_reduce_sum", dst, src, elem_count, [](float a, float b) { return a + b; }, loc);
+}
+template <typename T>
+inline void __bang_reduce_max(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
+  xpiler::bang::block_reduce("__bang_reduce_max", dst, src, elem_count, [](float a, float b) { return std::max(a, b); }, loc);
+}
+template <typename T>
+inline void __bang_reduce_min(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
+  xpiler::bang::block_reduce("__bang_reduce_min", dst, src, elem_count, [](float a, float b) { return std::min(a, b); }, loc);
+}
+template <typename T>
+inline void __bang_max(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
+  xpiler::bang::extreme_index("__bang_max", dst, src, elem_count, [](float a, float b) { return a > b; }, loc);
+}
+template <typename T>
+inline void __bang_min(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
+  xpiler::bang::extreme_index("__bang_min", dst, src, elem_count, [](float a, float b) { return a < b; }, loc);
+}
+template <typename T>
+inline void __bang_argmax(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
+  xpiler::bang::extreme_index("__bang_argmax", dst, src, elem_count, [](float a, float b) { return a > b; }, loc);
+}
+template <typename T>
+inline void __bang_argmin(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
+  xpiler::bang::extreme_index("__bang_argmin", dst, src, elem_count, [](float a, float b) { return a < b; }, loc);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pooling over an HWC tile: src [height][width][channel], window kernel_height x kernel_width,
+// strides given width first, then height; no padding. dst [out_h][out_w][channel] with
+// out_h = (height - kernel_height) / stride_height + 1, out_w likewise.
+namespace xpiler {
+namespace bang {
+
+template <typename T, typename Init, typename Acc, typename Fin>
+inline void pool(const char* name, T* dst, const T* src, int channel, int height, int width, int kh, int kw,
+                 int sw, int sh, Init init, Acc acc, Fin fin, const SrcLoc& loc) {
+  if (!require(channel > 0 && height > 0 && width > 0 && kh > 0 && kw > 0 && sw > 0 && sh > 0, loc, name,
+               "channel, height, width, kernel sizes and strides must be positive"))
+    return;
+  if (!require(kh <= height && kw <= width, loc, name, "the window is larger than the input tile")) return;
+  if (!strict_multiple(loc, name, "channel * sizeof(T) (bytes)", static_cast<long long>(channel) * static_cast<long long>(sizeof(T)), 64)) return;
+  int oh = (height - kh) / sh + 1, ow = (width - kw) / sw + 1;
+  size_t in_bytes = sizeof(T) * static_cast<size_t>(channel) * static_cast<size_t>(height) * static_cast<size_t>(width);
+  size_t out_bytes = sizeof(T) * static_cast<size_t>(channel) * static_cast<size_t>(oh) * static_cast<size_t>(ow);
+  if (!check_vector(loc, name, src, "src", 1, sizeof(T), 1)) return;
+  if (!check_vector(loc, name, dst, "dst", 1, sizeof(T), 1)) return;
+  if (!require_space(loc, name, "src", src, in_bytes, Space::NRAM)) return;
+  if (!require_space(loc, name, "dst", dst, out_bytes, Space::NRAM)) return;
+  std::vector<T> x(src, src + in_bytes / sizeof(T));
+  for (int y = 0; y < oh; ++y)
+    for (int xo = 0; xo < ow; ++xo)
+      for (int c = 0; c < channel; ++c) {
+        float a = init();
+        for (int i = 0; i < kh; ++i)
+          for (int j = 0; j < kw; ++j)
+            a = acc(a, to_f(x[(static_cast<size_t>(y * sh + i) * static_cast<size_t>(width) + static_cast<size_t>(xo * sw + j)) * static_cast<size_t>(channel) + static_cast<size_t>(c)]));
+        dst[(static_cast<size_t>(y) * static_cast<size_t>(ow) + static_cast<size_t>(xo)) * static_cast<size_t>(channel) + static_cast<size_t>(c)] = static_cast<T>(fin(a, kh * kw));
+      }
+}
+
+}  // namespace bang
+}  // namespace xpiler
+
+#define XPILER_BANG_POOL(NAME, INIT, ACC, FIN)                                                                     \
+  template <typename T>                                                                                           \
+  inline void NAME(T* dst, const T* src, int channel, int height, int width, int kernel_height, int kernel_width, \
+                   int stride_width, int stride_height, XPILER_BANG_LOC) {                                        \
+    xpiler::bang::pool(#NAME, dst, src, channel, height, width, kernel_height, kernel_width, stride_width,       \
+                       stride_height, [] { return INIT; }, [](float a, float v) { return ACC; },                  \
+                       [](float a, int k) { (void)k; return FIN; }, loc);                                         \
+  }
+XPILER_BANG_POOL(__bang_sumpool, 0.0f, a + v, a)
+XPILER_BANG_POOL(__bang_avgpool, 0.0f, a + v, a / static_cast<float>(k))
+XPILER_BANG_POOL(__bang_maxpool, -INFINITY, std::max(a, v), a)
+XPILER_BANG_POOL(__bang_minpool, INFINITY, std::min(a, v), a)
+#undef XPILER_BANG_POOL
+
+// ---------------------------------------------------------------------------------------------
+// Matrix multiply, MLP and convolution. Filters live in WRAM in "filter layout": output-channel
+// major, [N][K] for matmul/mlp and [Co][Kh][Kw][Ci] for conv (see manuals/bang/matmul.md).
+namespace xpiler {
+namespace bang {
+
+template <typename D, typename A, typename B>
+inline void matmul(const char* name, D* dst, const A* src0, const B* src1, int m, int k, int n, const SrcLoc& loc) {
+  if (!require(m > 0 && k > 0 && n > 0, loc, name, "M, K and N must be positive")) return;
+  if (!strict_multiple(loc, name, "K * sizeof(src0 element) (bytes)", static_cast<long long>(k) * static_cast<long long>(sizeof(A)), 64)) return;
+  if (!strict_multiple(loc, name, "N", n, 64)) return;
+  if (!check_vector(loc, name, dst, "dst", 1, sizeof(D), 1)) return;
+  if (!check_vector(loc, name, src0, "src0", 1, sizeof(A), 1)) return;
+  if (!check_vector(loc, name, src1, "src1", 1, sizeof(B), 1)) return;
+  if (!require_space(loc, name, "dst", dst, sizeof(D) * static_cast<size_t>(m) * static_cast<size_t>(n), Space::NRAM)) return;
+  if (!require_space(loc, name, "src0", src0, sizeof(A) * static_cast<size_t>(m) * static_cast<size_t>(k), Space::NRAM)) return;
+  if (!require_space(loc, name, "src1", src1, sizeof(B) * static_cast<size_t>(k) * static_cast<size_t>(n), Space::WRAM)) return;
+  std::vector<double> out(static_cast<size_t>(m) * static_cast<size_t>(n), 0.0);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double acc = 0.0;
+      for (int p = 0; p < k; ++p)
+        acc += static_cast<double>(to_f(src0[static_cast<size_t>(i) * static_cast<size_t>(k) + static_cast<size_t>(p)])) *
+               static_cast<double>(to_f(src1[static_cast<size_t>(j) * static_cast<size_t>(k) + static_cast<size_t>(p)]));
+      out[static_cast<size_t>(i) * static_cast<size_t>(n) + static_cast<size_t>(j)] = acc;
+    }
+  for (size_t i = 0; i < out.size(); ++i) dst[i] = static_cast<D>(out[i]);
+}
+
+template <typename D, typename S, typename W>
+inline void conv(const char* name, D* dst, const S* src, const W* kernel, int ci, int h, int w, int kh, int kw,
+                 int sw, int sh, int co, const SrcLoc& loc) {
+  if (!require(ci > 0 && h > 0 && w > 0 && kh > 0 && kw > 0 && sw > 0 && sh > 0 && co > 0, loc, name,
+               "channels, sizes and strides must be positive"))
+    return;
+  if (!require(kh <= h && kw <= w, loc, name, "the kernel window is larger than the input tile")) return;
+  if (!strict_multiple(loc, name, "channel_input * sizeof(src element) (bytes)", static_cast<long long>(ci) * static_cast<long long>(sizeof(S)), 64)) return;
+  if (!strict_multiple(loc, name, "channel_output", co, 64)) return;
+  int oh = (h - kh) / sh + 1, ow = (w - kw) / sw + 1;
+  if (!check_vector(loc, name, dst, "dst", 1, sizeof(D), 1)) return;
+  if (!check_vector(loc, name, src, "src", 1, sizeof(S), 1)) return;
+  if (!check_vector(loc, name, kernel, "kernel", 1, sizeof(W), 1)) return;
+  if (!require_space(loc, name, "dst", dst, sizeof(D) * static_cast<size_t>(oh * ow) * static_cast<size_t>(co), Space::NRAM)) return;
+  if (!require_space(loc, name, "src", src, sizeof(S) * static_cast<size_t>(h * w) * static_cast<size_t>(ci), Space::NRAM)) return;
+  if (!require_space(loc, name, "kernel", kernel, sizeof(W) * static_cast<size_t>(co * kh * kw) * static_cast<size_t>(ci), Space::WRAM)) return;
+  std::vector<double> out(static_cast<size_t>(oh * ow) * static_cast<size_t>(co), 0.0);
+  for (int y = 0; y < oh; ++y)
+    for (int x = 0; x < ow; ++x)
+      for (int o = 0; o < co; ++o) {
+        double acc = 0.0;
+        for (int i = 0; i < kh; ++i)
+          for (int j = 0; j < kw; ++j)
+            for (int c = 0; c < ci; ++c)
+              acc += static_cast<double>(to_f(src[(static_cast<size_t>(y * sh + i) * static_cast<size_t>(w) + static_cast<size_t>(x * sw + j)) * static_cast<size_t>(ci) + static_cast<size_t>(c)])) *
+                     static_cast<double>(to_f(kernel[((static_cast<size_t>(o) * static_cast<size_t>(kh) + static_cast<size_t>(i)) * static_cast<size_t>(kw) + static_cast<size_t>(j)) * static_cast<size_t>(ci) + static_cast<size_t>(c)]));
+        out[(static_cast<size_t>(y) * static_cast<size_t>(ow) + static_cast<size_t>(x)) * static_cast<size_t>(co) + static_cast<size_t>(o)] = acc;
+      }
+  for (size_t i = 0; i < out.size(); ++i) dst[i] = static_cast<D>(out[i]);
+}
+
+}  // namespace bang
+}  // namespace xpiler
+
+template <typename D, typename A, typename B>
+inline void __bang_matmul(D* dst, const A* src0, const B* src1, int m, int k, int n, XPILER_BANG_LOC) {
+  xpiler::bang::matmul("__bang_matmul", dst, src0, src1, m, k, n, loc);
+}
+template <typename D, typename A, typename B>
+inline void __bang_matmul(D* dst, const A* src0, const B* src1, int m, int k, int n, int fix_position, XPILER_BANG_LOC) {
+  (void)fix_position;  // fixed-point scaling is not modelled: inputs are used as their numeric values
+  xpiler::bang::matmul("__bang_matmul", dst, src0, src1, m, k, n, loc);
+}
+// Matrix-vector: dst[height] = filter[height][width] . src[width].
+template <typename D, typename A, typename B>
+inline void __bang_mlp(D* dst, const A* src, const B* filter, int height, int width, XPILER_BANG_LOC) {
+  xpiler::bang::matmul("__bang_mlp", dst, src, filter, 1, width, height, loc);
+}
+template <typename D, typename A, typename B>
+inline void __bang_mlp(D* dst, const A* src, const B* filter, int height, int width, int fix_position, XPILER_BANG_LOC) {
+  (void)fix_position;
+  xpiler::bang::matmul("__bang_mlp", dst, src, filter, 1, width, height, loc);
+}
+template <typename D, typename S, typename W>
+inline void __bang_conv(D* dst, const S* src, const W* kernel, int channel_input, int height, int width,
+                        int kernel_height, int kernel_width, int stride_width, int stride_height,
+                        int channel_output, XPILER_BANG_LOC) {
+  xpiler::bang::conv("__bang_conv", dst, src, kernel, channel_input, height, width, kernel_height, kernel_width,
+                     stride_width, stride_height, channel_output, loc);
+}
+template <typename D, typename S, typename W>
+inline void __bang_conv(D* dst, const S* src, const W* kernel, int channel_input, int height, int width,
+                        int kernel_height, int kernel_width, int stride_width, int stride_height,
+                        int channel_output, int fix_position, XPILER_BANG_LOC) {
+  (void)fix_position;
+  xpiler::bang::conv("__bang_conv", dst, src, kernel, channel_input, height, width, kernel_height, kernel_width,
+                     stride_width, stride_height, channel_output, loc);
+}
+
+// Filter re-layout before NRAM2WRAM. The hardware interleaves filter data in a way the model does
+// not reproduce; in the model the logical [n][h][w][c] order is kept, so this is a checked copy.
+template <typename T>
+inline void __bang_reshape_filter(T* dst, const T* src, int n, int h, int w, int c, XPILER_BANG_LOC) {
+  using namespace xpiler::bang;
+  size_t count = static_cast<size_t>(n) * static_cast<size_t>(h) * static_cast<size_t>(w) * static_cast<size_t>(c);
+  if (!require(n > 0 && h > 0 && w > 0 && c > 0, loc, "__bang_reshape_filter", "n, h, w and c must be positive")) return;
+  if (!require_space(loc, "__bang_reshape_filter", "dst", dst, sizeof(T) * count, Space::NRAM)) return;
+  if (!require_space(loc, "__bang_reshape_filter", "src", src, sizeof(T) * count, Space::NRAM)) return;
+  std::memmove(dst, src, sizeof(T) * count);
+}
+
+// Transpose of a row-major [height][width] tile into [width][height].
+template <typename T>
+inline void __bang_transpose(T* dst, const T* src, int height, int width, XPILER_BANG_LOC) {
+  using namespace xpiler::bang;
+  const char* name = "__bang_transpose";
+  if (!require(height > 0 && width > 0, loc, name, "height and width must be positive")) return;
+  if (!strict_multiple(loc, name, "height * sizeof(T) (bytes)", static_cast<long long>(height) * static_cast<long long>(sizeof(T)), 64)) return;
+  if (!strict_multiple(loc, name, "width * sizeof(T) (bytes)", static_cast<long long>(width) * static_cast<long long>(sizeof(T)), 64)) return;
+  size_t bytes = sizeof(T) * static_cast<size_t>(height) * static_cast<size_t>(width);
+  if (!check_vector(loc, name, dst, "dst", 1, sizeof(T), 1)) return;
+  if (!check_vector(loc, name, src, "src", 1, sizeof(T), 1)) return;
+  if (!require_space(loc, name, "dst", dst, bytes, Space::NRAM)) return;
+  if (!require_space(loc, name, "src", src, bytes, Space::NRAM)) return;
+  std::vector<T> x(src, src + static_cast<size_t>(height) * static_cast<size_t>(width));
+  for (int i = 0; i < height; ++i)
+    for (int j = 0; j < width; ++j)
+      dst[static_cast<size_t>(j) * static_cast<size_t>(height) + static_cast<size_t>(i)] =
+          x[static_cast<size_t>(i) * static_cast<size_t>(width) + static_cast<size_t>(j)];
+}
+
+// Type conversions between NRAM buffers (round to nearest).
+inline void __bang_float2half_rn(half* dst, const float* src, int elem_count, XPILER_BANG_LOC) {
+  using namespace xpiler::bang;
+  if (!check_vector(loc, "__bang_float2half_rn", src, "src", elem_count, sizeof(float))) return;
+  if (!require_space(loc, "__bang_float2half_rn", "src", src, sizeof(float) * static_cast<size_t>(elem_count), Space::NRAM)) return;
+  if (!require_space(loc, "__bang_float2half_rn", "dst", dst, sizeof(half) * static_cast<size_t>(elem_count), Space::NRAM)) return;
+  std::vector<float> x = snapshot(src, elem_count);
+  for (int i = 0; i < elem_count; ++i) dst[i] = static_cast<half>(x[static_cast<size_t>(i)]);
+}
+inline void __bang_half2float(float* dst, const half* src, int elem_count, XPILER_BANG_LOC) {
+  using namespace xpiler::bang;
+  if (!check_vector(loc, "__bang_half2float", src, "src", elem_count, sizeof(half))) return;
+  if (!require_space(loc, "__bang_half2float", "src", src, sizeof(half) * static_cast<size_t>(elem_count), Space::NRAM)) return;
+  if (!require_space(loc, "__bang_half2float", "dst", dst, sizeof(float) * static_cast<size_t>(elem_count), Space::NRAM)) return;
+  std::vector<half> x = snapshot(src, elem_count);
+  for (int i = 0; i < elem_count; ++i) dst[i] = static_cast<float>(x[static_cast<size_t>(i)]);
+}

@@ -1,0 +1,127 @@
+"""The mechanical source rewrite that lets g++ compile CUDA/HIP source against the runtime headers.
+
+Only two constructs need it, because C++ cannot express them:
+
+* ``K<<<c0, c1[, c2[, c3]]>>>(args)`` becomes ``::xpiler::launch(K, c0, c1[, c2[, c3]])(args)``;
+* ``extern __shared__ T name[];`` becomes a pointer to the launch's dynamic shared memory (a local
+  ``T* const name`` inside functions, a macro at file scope).
+
+Launches are found on the tree-sitter CST (``call_expression`` with a ``kernel_call_syntax`` child), so
+strings, comments and ``<<``/``>>`` operators are never touched. Every replacement keeps the number of
+newlines of the text it replaces, so compiler diagnostics keep the user's line numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.frontend.source import parse_text
+
+_EXTERN_SHARED = re.compile(
+    r"^extern\s+(?P<quals>(?:(?:__shared__|volatile|const|__align__\s*\(\s*\d+\s*\)|"
+    r"__attribute__\s*\(\(.*?\)\)|HIP_DYNAMIC_SHARED_ATTRIBUTE)\s*)*)"
+    r"(?P<type>[\w:<>,\s*]+?)\s*(?P<name>\w+)\s*\[\s*\]\s*(?P<dims>(?:\[[^\]]*\]\s*)*);$",
+    re.S,
+)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One ``<<<...>>>`` launch site (0-based line) and the text of its kernel expression."""
+
+    kernel: str
+    line: int
+    config: tuple[str, ...]
+
+
+@dataclass
+class RewriteResult:
+    text: str
+    launches: list[Launch] = field(default_factory=list)
+    dynamic_shared: list[str] = field(default_factory=list)
+
+
+def _same_lines(replacement: str, original: str) -> str:
+    """Pad a replacement with newlines so it spans as many lines as the original text."""
+    missing = original.count("\n") - replacement.count("\n")
+    return replacement + "\n" * missing if missing > 0 else replacement
+
+
+def _walk(node: Node) -> list[Node]:
+    """All nodes, iteratively (deeply nested input must not hit Python's recursion limit)."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(n.children))
+    return out
+
+
+def _inside_function(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("compound_statement", "function_definition"):
+            return True
+        parent = parent.parent
+    return False
+
+
+def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult:
+    """Rewrite launches and dynamic shared arrays; everything else is left byte-for-byte as it was."""
+    parsed = parse_text(text, "<rewrite>", dialect)
+    data = parsed.data
+    edits: list[tuple[int, int, str]] = []
+    result = RewriteResult(text)
+    for node in _walk(parsed.root):
+        if node.type == "call_expression":
+            config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+            if config is None or not node.children or node.children[0].type == "kernel_call_syntax":
+                continue
+            function = node.children[0]
+            parts = [
+                data[c.start_byte : c.end_byte].decode("utf-8", "replace")
+                for c in config.children
+                if c.type not in ("<<<", ">>>", ",") and c.is_named
+            ]
+            kernel = data[function.start_byte : function.end_byte].decode("utf-8", "replace")
+            original = data[function.start_byte : config.end_byte].decode("utf-8", "replace")
+            replacement = f"::xpiler::launch({kernel}, {', '.join(parts)})"
+            edits.append((function.start_byte, config.end_byte, _same_lines(replacement, original)))
+            result.launches.append(Launch(kernel, node.start_point[0], tuple(parts)))
+        elif node.type == "declaration":
+            decl = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+            if not decl.startswith("extern") or "__shared__" not in decl:
+                continue
+            m = _EXTERN_SHARED.match(decl)
+            if m is None:
+                continue
+            ctype = " ".join(m.group("type").split())
+            name = m.group("name")
+            dims = "".join(m.group("dims").split())
+            volatile = "volatile " if "volatile" in m.group("quals") else ""
+            pointee = f"{volatile}{ctype}"
+            if _inside_function(node):
+                pointer_type = f"{pointee} (*)" + dims if dims else f"{pointee}*"
+                declarator = f"(* const {name}){dims}" if dims else f"* const {name}"
+                replacement = (
+                    f"{pointee} {declarator} = reinterpret_cast<{pointer_type}>(::xpiler::dynamic_shared_memory());"
+                )
+            else:
+                pointer_type = f"{pointee} (*)" + dims if dims else f"{pointee}*"
+                replacement = f"#define {name} (reinterpret_cast<{pointer_type}>(::xpiler::dynamic_shared_memory()))"
+                # A #define must stand on a line of its own.
+                if node.start_point[1] != 0:
+                    replacement = "\n" + replacement
+            edits.append((node.start_byte, node.end_byte, _same_lines(replacement, decl)))
+            result.dynamic_shared.append(name)
+    out = bytearray(data)
+    for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
+        out[start:end] = replacement.encode("utf-8")
+    result.text = out.decode("utf-8", "replace")
+    result.launches.sort(key=lambda launch: launch.line)
+    return result

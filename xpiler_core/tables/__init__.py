@@ -1,0 +1,148 @@
+"""The CUDA ⇄ HIP mapping tables: data files in this package, loaded once, usable in both directions.
+
+Each ``*.toml`` file holds one category (runtime API, types, enums, error codes, driver API, headers,
+intrinsics, complex numbers, libraries) with ``[pairs]`` (CUDA name = HIP name) and optional ``[reverse]``
+entries that choose the CUDA name where several CUDA names share one HIP name. ``intrinsics.toml`` adds
+``[[calls]]`` whose argument lists change; ``libraries.toml`` adds ``[unsupported]`` calls (reported, never
+renamed blindly) and ``[namespaces]``; ``headers.toml`` adds ``[[prefix]]`` rules for header families.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Literal
+
+Direction = Literal["cuda->hip", "hip->cuda"]
+
+
+@dataclass(frozen=True)
+class CallRewrite:
+    """A call whose name and leading arguments change between CUDA and HIP."""
+
+    cuda: str
+    hip: str
+    drop_leading: int = 0
+    drop_all: bool = False
+    reverse_prepend: tuple[str, ...] = ()
+    # index of an argument HIP declares as `const void*` (a kernel): cast with reinterpret_cast, -1 = none
+    void_ptr_arg: int = -1
+
+
+@dataclass(frozen=True)
+class HeaderPrefix:
+    cuda: str
+    hip: str
+    cuda_suffix: str = ""
+    hip_suffix: str = ""
+
+
+@dataclass
+class MappingTable:
+    """One direction's view of every table: names, calls, headers, namespaces, refusals."""
+
+    direction: Direction
+    names: dict[str, str] = field(default_factory=dict)
+    # name -> the table category it came from (for diagnostics and the manifest)
+    categories: dict[str, str] = field(default_factory=dict)
+    calls: dict[str, CallRewrite] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    header_prefixes: list[HeaderPrefix] = field(default_factory=list)
+    namespaces: dict[str, str] = field(default_factory=dict)
+    unsupported: dict[str, str] = field(default_factory=dict)
+    # every name of the source API the tables know, mapped or not (to tell "unknown API" from "user name")
+    known_source_names: frozenset[str] = frozenset()
+
+    def map_header(self, path: str) -> str | None:
+        if path in self.headers:
+            return self.headers[path]
+        for rule in self.header_prefixes:
+            src_prefix, dst_prefix, src_suffix, dst_suffix = (
+                (rule.cuda, rule.hip, rule.cuda_suffix, rule.hip_suffix)
+                if self.direction == "cuda->hip"
+                else (rule.hip, rule.cuda, rule.hip_suffix, rule.cuda_suffix)
+            )
+            if path.startswith(src_prefix) and path.endswith(src_suffix):
+                stem = path[len(src_prefix) : len(path) - len(src_suffix) if src_suffix else None]
+                return dst_prefix + stem + dst_suffix
+        return None
+
+
+TABLE_FILES = (
+    "runtime_api",
+    "runtime_types",
+    "runtime_enums",
+    "error_codes",
+    "driver_api",
+    "complex",
+    "intrinsics",
+    "libraries",
+    "headers",
+)
+
+
+@lru_cache(maxsize=None)
+def raw_table(name: str) -> dict:
+    """One table file parsed as TOML."""
+    text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _invert(pairs: dict[str, str], preferred: dict[str, str]) -> dict[str, str]:
+    """HIP -> CUDA: the [reverse] choice where given, else the first CUDA name (sorted) for each HIP name."""
+    out: dict[str, str] = {}
+    for cuda_name in sorted(pairs):
+        out.setdefault(pairs[cuda_name], cuda_name)
+    out.update(preferred)
+    return out
+
+
+@lru_cache(maxsize=2)
+def load_mapping(direction: Direction) -> MappingTable:
+    """All tables, oriented for ``direction``."""
+    table = MappingTable(direction)
+    source_names: set[str] = set()
+    forward = direction == "cuda->hip"
+    for name in TABLE_FILES:
+        data = raw_table(name)
+        category = str(data.get("meta", {}).get("category", name))
+        pairs: dict[str, str] = dict(data.get("pairs", {}))
+        reverse: dict[str, str] = dict(data.get("reverse", {}))
+        if name == "headers":
+            table.headers.update(pairs if forward else _invert(pairs, reverse))
+            table.header_prefixes.extend(HeaderPrefix(**rule) for rule in data.get("prefix", []))
+            continue
+        oriented = pairs if forward else _invert(pairs, reverse)
+        for src, dst in oriented.items():
+            table.names.setdefault(src, dst)
+            table.categories.setdefault(src, category)
+        source_names.update(oriented)
+        for call in data.get("calls", []):
+            rewrite = CallRewrite(
+                cuda=call["cuda"],
+                hip=call["hip"],
+                drop_leading=int(call.get("drop_leading", 0)),
+                drop_all=bool(call.get("drop_all", False)),
+                reverse_prepend=tuple(call.get("reverse_prepend", ())),
+                void_ptr_arg=int(call.get("void_ptr_arg", -1)),
+            )
+            table.calls[rewrite.cuda if forward else rewrite.hip] = rewrite
+            source_names.add(rewrite.cuda if forward else rewrite.hip)
+        namespaces: dict[str, str] = dict(data.get("namespaces", {}))
+        table.namespaces.update(namespaces if forward else {v: k for k, v in namespaces.items()})
+        if forward:
+            table.unsupported.update(data.get("unsupported", {}))
+            source_names.update(data.get("unsupported", {}))
+    table.known_source_names = frozenset(source_names)
+    return table
+
+
+def table_summary() -> dict[str, int]:
+    """Pair counts per category (for documentation and the manifest)."""
+    return {
+        str(raw_table(n).get("meta", {}).get("category", n)): len(raw_table(n).get("pairs", {}))
+        + len(raw_table(n).get("calls", []))
+        for n in TABLE_FILES
+    }

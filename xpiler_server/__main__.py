@@ -1,0 +1,5 @@
+import sys
+
+from xpiler_core.cli import main
+
+sys.exit(main(["serve", *sys.argv[1:]]))

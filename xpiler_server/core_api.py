@@ -1,0 +1,335 @@
+"""The one place where the server calls the core. Everything the server needs from ``xpiler_core`` goes
+through these functions, so the features stay thin and a core API that has not landed yet degrades to a
+clear message instead of an ImportError in a handler.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.frontend.source import ParsedSource
+from xpiler_core.progress import CancelToken, ProgressFn
+
+log = logging.getLogger(__name__)
+
+
+class CoreUnavailable(Exception):
+    """A core feature this request needs is not available in this installation."""
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What the editor shows about one kernel: where it is and what it uses."""
+
+    name: str
+    span: Span
+    name_span: Span
+    reference_spans: tuple[Span, ...] = ()
+    features: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()
+
+
+def _optional(module: str) -> Any | None:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if exc.name and module.startswith(exc.name):
+            return None  # the module itself is missing: the feature has not landed
+        raise
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Model
+
+
+def analyze_model(parsed: ParsedSource) -> tuple[Any, list[KernelInfo], list[Diagnostic]]:
+    """The kernel model of a parse, its kernels and its diagnostics (unsupported constructs…)."""
+    model_module = _optional("xpiler_core.frontend.model")
+    if model_module is None:
+        return None, _kernels_from_tree(parsed), []
+    try:
+        model = model_module.build_model(parsed)
+    except Exception as exc:  # the frontend promises not to raise; if it does, say so on line 1
+        log.exception("build_model failed on %s", parsed.path)
+        return None, _kernels_from_tree(parsed), [
+            Diagnostic(Severity.WARNING, "server.model-failed", f"kernel model failed: {exc}", Span.empty(), parsed.path)
+        ]
+    return model, _kernels_from_model(model), list(getattr(model, "diagnostics", []) or [])
+
+
+def _kernels_from_model(model: Any) -> list[KernelInfo]:
+    kernels: list[KernelInfo] = []
+    for kernel in model.kernels:
+        # A launch site's span starts at the launched name (``K<<<...>>>(...)``, ``hipLaunchKernelGGL(K, ...)``
+        # starts with the API name, so only chevron launches give a reference under the cursor).
+        references = tuple(
+            _name_prefix(launch.span, kernel.name)
+            for launch in model.launches
+            if launch.kernel == kernel.name and launch.style == "chevron"
+        )
+        params = tuple(p.name for p in kernel.params if p.name)
+        features = tuple(model.reachable_features(kernel.name))
+        kernels.append(KernelInfo(kernel.name, kernel.span, kernel.name_span, references, features, params))
+    return kernels
+
+
+def _name_prefix(span: Span, name: str) -> Span:
+    width = len(name.encode("utf-8"))
+    return Span(span.start_byte, span.start_byte + width, span.start_line, span.start_col, span.start_line, span.start_col + width)
+
+
+def _kernels_from_tree(parsed: ParsedSource) -> list[KernelInfo]:
+    """``__global__`` definitions found directly in the tree (used until/unless the model is available)."""
+    kernels: list[KernelInfo] = []
+    for node in parsed.root.children:
+        if node.type != "function_definition":
+            continue
+        if not any(child.type in ("__global__",) for child in node.children):
+            continue
+        declarator = node.child_by_field_name("declarator")
+        while declarator is not None and declarator.type not in ("identifier", "field_identifier"):
+            declarator = declarator.child_by_field_name("declarator")
+        if declarator is None:
+            continue
+        kernels.append(KernelInfo(parsed.node_text(declarator), Span.of(node), Span.of(declarator)))
+    return kernels
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Hazards on the configured target
+
+
+def target_diagnostics(parsed: ParsedSource, model: Any, target: Dialect, warp_size: int) -> list[Diagnostic]:
+    """Warp-size hazards (HIP targets) and constructs the target does not support."""
+    out: list[Diagnostic] = []
+    if target is Dialect.HIP and parsed.dialect is Dialect.CUDA:
+        out.extend(_warp_hazards(parsed, model, warp_size))
+    pipeline = _optional("xpiler_core.pipeline")
+    checker = getattr(pipeline, "unsupported_constructs", None) if pipeline is not None else None
+    if checker is not None and model is not None:
+        try:
+            out.extend(checker(model, target))
+        except Exception:
+            log.exception("unsupported-construct check failed")
+    return out
+
+
+def _warp_hazards(parsed: ParsedSource, model: Any, warp_size: int) -> list[Diagnostic]:
+    warp = _optional("xpiler_core.passes.warp_size")
+    if warp is None:
+        return []
+    finder = getattr(warp, "find_hazards", None)
+    try:
+        if finder is not None:
+            return list(finder(model, warp_size=warp_size))
+        # No finder exposed: run the pass itself (pure, text in → text out) and keep what it reports
+        # about the source: its 32-lane assumption diagnostics and the constructs it left unresolved.
+        from xpiler_core.passes.base import PassContext, SourceUnit
+
+        ctx = PassContext(Dialect.CUDA, Dialect.HIP, warp_size=warp_size, file=parsed.path)
+        warp.apply(SourceUnit(parsed.text, Dialect.CUDA, parsed.path), warp.INFO.defaults(), ctx)
+    except Exception:
+        log.exception("warp-size hazard check failed")
+        return []
+    out = [d for d in ctx.diagnostics if d.code.startswith("warp_size")]
+    for item in ctx.unresolved:
+        out.append(
+            Diagnostic(
+                Severity.WARNING,
+                "warp_size.unresolved",
+                f"warp size {warp_size}: {item.reason}",
+                item.span,
+                parsed.path,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Directions, translation, passes
+
+_PLAN_NAMES = {Dialect.CUDA: "cuda", Dialect.HIP: "hip", Dialect.C: "c", Dialect.BANG: "bang"}
+_PLAN_TARGET_NAMES = {Dialect.CUDA: "cuda", Dialect.HIP: "hip", Dialect.C: "cpu", Dialect.BANG: "bang"}
+
+
+def available_targets(source: Dialect) -> list[Dialect]:
+    """Targets the pipeline has a plan for from ``source`` (a plan is a module in ``xpiler_core.plans``)."""
+    targets = []
+    for target in (Dialect.HIP, Dialect.C, Dialect.CUDA, Dialect.BANG):
+        if target is source:
+            continue
+        name = f"xpiler_core.plans.{_PLAN_NAMES[source]}_to_{_PLAN_TARGET_NAMES[target]}"
+        try:
+            if importlib.util.find_spec(name) is not None:
+                targets.append(target)
+        except ImportError:
+            continue
+    return targets
+
+
+def translate(
+    text: str,
+    path: str,
+    target: Dialect,
+    *,
+    warp_size: int | None,
+    spec_path: str | None,
+    verify: bool,
+    proposer: str,
+    progress: ProgressFn,
+    cancel: CancelToken,
+) -> Any:
+    pipeline = _optional("xpiler_core.pipeline")
+    if pipeline is None:
+        raise CoreUnavailable("translation is not available: xpiler_core.pipeline is missing")
+    options = pipeline.TranslateOptions(
+        target=target, warp_size=warp_size, spec_path=spec_path, verify=verify, proposer=proposer
+    )
+    return pipeline.translate(text, path, options, progress=progress, cancel=cancel)
+
+
+@dataclass(frozen=True)
+class PassEntry:
+    name: str
+    summary: str
+    directions: tuple[str, ...]
+    params: tuple[str, ...]
+
+
+def passes() -> list[PassEntry]:
+    registry = _optional("xpiler_core.passes")
+    if registry is None:
+        return []
+    try:
+        found = registry.all_passes()
+    except Exception:
+        log.exception("pass discovery failed")
+        return []
+    entries = []
+    for name, module in found.items():
+        info = module.INFO
+        entries.append(PassEntry(name, info.summary, tuple(info.directions), tuple(p.name for p in info.params)))
+    return entries
+
+
+def run_pass(name: str, text: str, path: str, params: dict[str, Any], target: Dialect) -> Any:
+    pipeline = _optional("xpiler_core.pipeline")
+    if pipeline is None or not hasattr(pipeline, "run_pass"):
+        raise CoreUnavailable("running a single pass is not available: xpiler_core.pipeline.run_pass is missing")
+    return pipeline.run_pass(name, text, path, params, target)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Verification
+
+
+def find_spec(path: str) -> str | None:
+    """The kernel test spec (TOML) next to ``path`` whose ``source`` is this file, if any."""
+    source = Path(path)
+    folder = source.parent
+    if not folder.is_dir():
+        return None
+    candidates = [folder / f"{source.stem}.toml", folder / "spec.toml", *sorted(folder.glob("*.toml"))]
+    import tomllib
+
+    seen: set[Path] = set()
+    for candidate in candidates:
+        if candidate in seen or not candidate.is_file():
+            continue
+        seen.add(candidate)
+        try:
+            data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        named = data.get("source")
+        if isinstance(named, str) and (folder / named).resolve() == source.resolve():
+            return str(candidate)
+    return None
+
+
+@dataclass
+class VerifyStep:
+    """One verification step's outcome, for the job's live state."""
+
+    case_index: int
+    sizes: dict[str, int]
+    passed: bool
+    max_abs_err: float
+    detail: str
+
+
+@dataclass
+class SourceVerification:
+    """The evidence of one verification of a source file against its spec."""
+
+    spec_path: str
+    toolchain: str = ""
+    compile_ok: bool | None = None
+    compile_diagnostics: list[Diagnostic] = field(default_factory=list)
+    cases_total: int = 0
+    steps: list[VerifyStep] = field(default_factory=list)
+    failing: Any = None  # the first failing CaseResult
+    tolerance: dict[str, float] = field(default_factory=dict)
+    passed: bool | None = None
+    error: str | None = None
+
+
+def load_spec(spec_path: str) -> Any:
+    spec_module = _optional("xpiler_core.verify.spec")
+    if spec_module is None:
+        raise CoreUnavailable("verification is not available: xpiler_core.verify.spec is missing")
+    return spec_module.load_spec(spec_path)
+
+
+def compile_check(text: str, dialect: Dialect) -> Any:
+    toolchains = _optional("xpiler_core.verify.toolchains")
+    if toolchains is None:
+        raise CoreUnavailable("compile checks are not available: xpiler_core.verify.toolchains is missing")
+    return toolchains.compile_check(text, dialect)
+
+
+def run_spec_case(spec: Any, text: str, dialect: Dialect, case: int, warp_size: int, cancel: CancelToken) -> Any:
+    harness = _optional("xpiler_core.verify.harness")
+    if harness is None:
+        raise CoreUnavailable("verification is not available: xpiler_core.verify.harness is missing")
+    return harness.run_spec(
+        spec,
+        candidate_text=text,
+        candidate_dialect=dialect,
+        warp_size=warp_size,
+        cases=[case],
+        cancel=cancel,
+    )
+
+
+def localize_failure(parsed: ParsedSource | None, model: Any, kernel: str, case: Any) -> Span | None:
+    """The statement a failing case points at, when the core can localize it."""
+    repair = _optional("xpiler_core.repair.localize")
+    finder = getattr(repair, "localize_statement", None) if repair is not None else None
+    if finder is None or parsed is None:
+        return None
+    try:
+        span = finder(parsed, model, kernel, case)
+    except Exception:
+        log.exception("localization failed")
+        return None
+    return span if isinstance(span, Span) else None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tuning
+
+
+def tuning_entry() -> Any | None:
+    """The core's streaming tuning entry point, or None when tuning is not available."""
+    tune = _optional("xpiler_core.tune")
+    if tune is None:
+        return None
+    return getattr(tune, "tune_stream", None) or getattr(tune, "tune", None)

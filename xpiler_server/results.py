@@ -1,0 +1,82 @@
+"""Landing a job's output in the editor: a new file through ``workspace/applyEdit`` (CreateFile + content,
+never over an existing file), then ``window/showDocument``."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+log = logging.getLogger(__name__)
+
+
+def fresh_path(suggested: Path, taken: set[str]) -> Path:
+    """``suggested`` if no file or open document has that name, else ``stem-2.ext``, ``stem-3.ext``…"""
+    candidate = suggested
+    counter = 2
+    while candidate.exists() or str(candidate) in taken:
+        candidate = suggested.with_name(f"{suggested.stem}-{counter}{suggested.suffix}")
+        counter += 1
+    return candidate
+
+
+def client_can_create_files(caps: types.ClientCapabilities | None) -> bool:
+    workspace = getattr(caps, "workspace", None)
+    edit = getattr(workspace, "workspace_edit", None)
+    ops = getattr(edit, "resource_operations", None) or []
+    # Resource operations only exist inside documentChanges, so a client listing "create" handles them
+    # (Neovim 0.7 lists it without declaring documentChanges, and applies them).
+    return types.ResourceOperationKind.Create in ops
+
+
+def client_can_show_documents(caps: types.ClientCapabilities | None) -> bool:
+    window = getattr(caps, "window", None)
+    show = getattr(window, "show_document", None)
+    return bool(getattr(show, "support", False))
+
+
+async def create_file(server: Any, path: Path, content: str) -> tuple[bool, str]:
+    """Create ``path`` with ``content`` in the client; (applied, failure reason)."""
+    uri = from_fs_path(str(path)) or path.as_uri()
+    if not client_can_create_files(server.client_capabilities):
+        # The client cannot create files through an edit: create it here, exclusively (never overwrite).
+        try:
+            with open(path, "x", encoding="utf-8") as handle:
+                handle.write(content)
+        except OSError as exc:
+            return False, f"cannot create {path}: {exc.strerror}"
+        return True, ""
+    edit = types.WorkspaceEdit(
+        document_changes=[
+            types.CreateFile(uri=uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False)),
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
+                edits=[
+                    types.TextEdit(
+                        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+                        new_text=content,
+                    )
+                ],
+            ),
+        ]
+    )
+    response = await server.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(edit=edit, label=f"xpiler: create {path.name}")
+    )
+    if not getattr(response, "applied", False):
+        return False, getattr(response, "failure_reason", None) or "the client did not apply the edit"
+    return True, ""
+
+
+async def show_file(server: Any, path: Path) -> None:
+    uri = from_fs_path(str(path)) or path.as_uri()
+    if client_can_show_documents(server.client_capabilities):
+        try:
+            await server.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
+            return
+        except Exception:
+            log.warning("showDocument failed for %s", uri, exc_info=True)
+    server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=f"xpiler: wrote {path}"))

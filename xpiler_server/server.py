@@ -1,0 +1,197 @@
+"""The Xpiler language server: documents, diagnostics, code actions, jobs and hover over the core API.
+
+No translation logic lives here: every analysis, translation, pass, verification and tuning step is a call
+into ``xpiler_core`` through :mod:`xpiler_server.core_api`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.lsp.server import LanguageServer
+
+from xpiler_core import __version__
+from xpiler_server import core_api
+from xpiler_server.config import SECTION, XpilerConfig
+from xpiler_server.documents import Analysis, Document, DocumentStore
+from xpiler_server.jobs import JobManager
+from xpiler_server.lsp_diagnostics import to_lsp
+from xpiler_server.protocol import GuardedProtocol
+
+log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+
+COMMANDS = (
+    "xpiler.translate",
+    "xpiler.runPass",
+    "xpiler.verify",
+    "xpiler.cancel",
+    "xpiler.showManifest",
+    "xpiler.tune",
+)
+
+
+def guarded(name: str) -> Callable[[F], F]:
+    """Log a handler's unexpected exception with its traceback and answer with a one-line error.
+
+    pygls would answer too, but with the traceback in the error data; users get ``xpiler: <what>: <why>``.
+    """
+
+    def decorate(handler: F) -> F:
+        if inspect.iscoroutinefunction(handler):
+
+            @functools.wraps(handler)
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await handler(*args, **kwargs)
+                except JsonRpcException:
+                    raise
+                except Exception as exc:
+                    log.exception("handler %s failed", name)
+                    raise JsonRpcInternalError(f"xpiler: {name} failed: {exc}") from None
+
+            return run_async  # type: ignore[return-value]
+
+        @functools.wraps(handler)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return handler(*args, **kwargs)
+            except JsonRpcException:
+                raise
+            except Exception as exc:
+                log.exception("handler %s failed", name)
+                raise JsonRpcInternalError(f"xpiler: {name} failed: {exc}") from None
+
+        return run  # type: ignore[return-value]
+
+    return decorate
+
+
+class XpilerServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("xpiler", __version__, protocol_cls=GuardedProtocol, max_workers=4)
+        self.config = XpilerConfig()
+        self.documents = DocumentStore()
+        self.jobs = JobManager(self)
+        # One analysis thread: analyses of a document replay edits in order; the parse holds the GIL anyway.
+        self.analysis_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xpiler-analysis")
+        self._debounce: dict[str, asyncio.TimerHandle] = {}
+        # Diagnostics from the last verification/translation of a document, valid for one version.
+        self.job_diagnostics: dict[str, tuple[int, list[Any]]] = {}
+        # uri → the last TranslationResult (for manifests and hover).
+        self.translations: dict[str, Any] = {}
+        # Quick-fix providers (the SMT repair room plugs in here): (document, lsp diagnostic) → actions.
+        self.quick_fix_providers: list[Callable[[Document, types.Diagnostic], list[types.CodeAction]]] = []
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def encoding(self) -> str:
+        try:
+            return str(self.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+        except RuntimeError:
+            return types.PositionEncodingKind.Utf16
+
+    async def analysis_of(self, doc: Document) -> Analysis:
+        """The analysis of the document's current version (computed now if the debounced one is behind)."""
+        current = doc.analysis
+        if current is not None and current.version == doc.version and not doc.pending and not doc.full_reparse:
+            return current
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.analysis_executor, doc.analyze)
+
+    def log_to_client(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
+        try:
+            self.window_log_message(types.LogMessageParams(type=kind, message=message))
+        except Exception:
+            log.debug("could not send log message", exc_info=True)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # Out-of-band errors (a notification handler raised, a message did not parse): log, do not pop up.
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        self.log_to_client(f"xpiler: internal error: {error}", types.MessageType.Error)
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def schedule_diagnostics(self, uri: str, delay_s: float | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        previous = self._debounce.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+        delay = self.config.debounce_ms / 1000 if delay_s is None else delay_s
+        self._debounce[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self.publish_diagnostics(uri)))
+
+    async def publish_diagnostics(self, uri: str) -> None:
+        self._debounce.pop(uri, None)
+        doc = self.documents.get(uri)
+        if doc is None:
+            return
+        try:
+            analysis = await self.analysis_of(doc)
+            loop = asyncio.get_running_loop()
+            target_diags = await loop.run_in_executor(self.analysis_executor, self._target_diagnostics, doc, analysis)
+        except Exception:
+            log.exception("analysis of %s failed", uri)
+            return
+        if self.documents.get(uri) is not doc or doc.version != analysis.version:
+            return  # a newer version is on its way; its own run publishes
+        encoding = self.encoding
+        items = [to_lsp(d, analysis.lines, encoding, analysis.version) for d in analysis.diagnostics + target_diags]
+        job_version, job_items = self.job_diagnostics.get(uri, (-1, []))
+        if job_version == analysis.version:
+            items.extend(job_items)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=analysis.version)
+        )
+
+    def _target_diagnostics(self, doc: Document, analysis: Analysis) -> list[Any]:
+        if analysis.parsed is None:
+            return []
+        target = self.config.target_dialect
+        if target is analysis.parsed.dialect:
+            return []
+        return core_api.target_diagnostics(
+            analysis.parsed, analysis.model, target, self.config.warp_size_for(target)
+        )
+
+    def set_job_diagnostics(self, uri: str, version: int, diagnostics: list[types.Diagnostic]) -> None:
+        self.job_diagnostics[uri] = (version, diagnostics)
+        self.schedule_diagnostics(uri, 0)
+
+    # ------------------------------------------------------------------ configuration
+
+    async def refresh_configuration(self) -> None:
+        caps = self.client_capabilities
+        if not getattr(getattr(caps, "workspace", None), "configuration", False):
+            return
+        try:
+            values = await asyncio.wait_for(
+                self.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+                ),
+                timeout=5,
+            )
+        except Exception:
+            log.warning("workspace/configuration failed; keeping current settings", exc_info=True)
+            return
+        if values:
+            self.config = self.config.merged(values[0])
+        for doc in self.documents:
+            self.schedule_diagnostics(doc.uri)
+
+
+def create_server() -> XpilerServer:
+    """A server with every feature registered."""
+    from xpiler_server import features
+
+    server = XpilerServer()
+    features.register(server)
+    return server
