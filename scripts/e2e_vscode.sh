@@ -65,7 +65,8 @@ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || fail "node 
 
 PY=${PYTHON:-python3}
 PY=$(command -v "$PY") || fail "Python interpreter '${PYTHON:-python3}' not found"
-"$PY" -c "import xpiler_server.__main__" 2>/dev/null ||
+# From / so that the check does not pass only thanks to the checkout being the current directory.
+(cd / && "$PY" -c "import importlib.util, sys; sys.exit(not importlib.util.find_spec('xpiler_server.__main__'))") 2>/dev/null ||
   fail "$PY cannot run the server (python -m xpiler_server); install it with: $PY -m pip install -e $root"
 
 # ---------------------------------------------------------------- cached installs

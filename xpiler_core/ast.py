@@ -55,7 +55,9 @@ Utilities for passes
   delete), :func:`rewrite` (top-down replace-by-function), :func:`substitute` (names → expressions).
 * Analysis: :func:`read_write` (:class:`ReadWrite`: scalar reads/writes, memory bases read/written, calls),
   :func:`free_names` (names used but not declared inside), :func:`array_accesses`,
-  :func:`declared_types`, :func:`builtin_ref` (``threadIdx.x`` → ``("threadIdx", "x")``).
+  :func:`declared_types`, :func:`builtin_ref` (``threadIdx.x`` → ``("threadIdx", "x")``), :func:`is_barrier`,
+  :func:`const_int` (fold constant integer expressions, C division), :func:`fresh_name` (collision-free
+  names for new loop variables), :meth:`LoopView.trip_count`.
 * Building: :func:`name`, :func:`lit`, :func:`binop`, :func:`assign`, :func:`call`, :func:`index`,
   :func:`member`, :func:`var`, :func:`decl`, :func:`expr_stmt`, :func:`block`, :func:`pragma`,
   :func:`for_range` (``for (int i = start; i < stop; i += step)``), :func:`if_`.
@@ -74,11 +76,10 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import typing as t
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
-import typing as t
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from xpiler_core.diagnostics import Diagnostic, Span
 from xpiler_core.frontend.dialect import Dialect
@@ -356,7 +357,8 @@ class LoopView:
 
     ``stop`` is exclusive (``i <= n`` gives ``n + 1``); ``step`` is an expression (``1``, ``4``,
     ``blockDim.x * gridDim.x``); ``var_type`` is the declared type when the loop declares the variable.
-    Only returned when the body neither assigns ``var`` nor any name in ``stop``/``step``.
+    Only returned when the body neither assigns ``var`` nor any name in ``stop``/``step`` (nor takes their
+    address), and contains no :class:`Opaque` text (which might).
     """
 
     var: str
@@ -367,7 +369,14 @@ class LoopView:
 
     @property
     def step_value(self) -> int | None:
-        return self.step.int_value if isinstance(self.step, Literal) else None
+        return const_int(self.step)
+
+    def trip_count(self, env: Mapping[str, int] | None = None) -> int | None:
+        """Iterations when start, stop and step are constant (names bound in ``env``), else ``None``."""
+        start, stop, step = const_int(self.start, env), const_int(self.stop, env), const_int(self.step, env)
+        if start is None or stop is None or step is None or step <= 0:
+            return None
+        return max(0, -(-(stop - start) // step))
 
 
 @dataclass(frozen=True)
@@ -463,7 +472,7 @@ class Function(Node):
         return [p.name for p in self.params if isinstance(p, Param) and p.name]
 
 
-TopItem = Union[Function, DeclStmt, Include, Pragma, Comment, Opaque]
+TopItem = Function | DeclStmt | Include | Pragma | Comment | Opaque
 
 
 @dataclass(frozen=True)
@@ -494,9 +503,14 @@ replace = dataclasses.replace
 
 
 # ----------------------------------------------------------------------------------------- traversal
-@cache
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _node_fields(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
+    return names
 
 
 def children(node: Node) -> Iterator[Node]:
@@ -607,6 +621,8 @@ class ReadWrite:
     ``mem_writes``: base names of memory read or written through ``a[i]``, ``*p``, ``p->f``, ``s.f``.
     ``calls``: names of called functions (a call may read or write anything reachable from its arguments;
     passes decide how conservative to be). ``address_taken``: names whose address escapes (``&x``).
+    ``opaque``: the code contains :class:`Opaque` text, which may read or write anything — a pass that
+    needs exact sets must refuse when it is set.
     """
 
     reads: frozenset[str] = frozenset()
@@ -615,6 +631,7 @@ class ReadWrite:
     mem_writes: frozenset[str] = frozenset()
     calls: frozenset[str] = frozenset()
     address_taken: frozenset[str] = frozenset()
+    opaque: bool = False
 
 
 def _base_name(expr: Expr) -> str | None:
@@ -644,6 +661,7 @@ def read_write(node: Node) -> ReadWrite:
     mem_writes: set[str] = set()
     calls: set[str] = set()
     addr: set[str] = set()
+    opaque = False
 
     def target(expr: Expr, also_read: bool) -> None:
         # An assignment target: a plain name is a scalar write; otherwise a memory write to its base,
@@ -679,10 +697,10 @@ def read_write(node: Node) -> ReadWrite:
             writes.add(n.name)
             stack.extend(children(n))
         elif isinstance(n, (Index, Member)) or (isinstance(n, Unary) and n.op == "*"):
-            base = _base_name(n)  # type: ignore[arg-type]
+            base = _base_name(n)
             if base is not None:
                 mem_reads.add(base)
-            stack.extend(_address_parts(n))  # type: ignore[arg-type]
+            stack.extend(_address_parts(n))
         elif isinstance(n, Call):
             if isinstance(n.func, Name):
                 calls.add(n.func.id)
@@ -691,11 +709,13 @@ def read_write(node: Node) -> ReadWrite:
             stack.extend(n.args)
         elif isinstance(n, Name):
             reads.add(n.id)
+        elif isinstance(n, Opaque):
+            opaque = True
         else:
             stack.extend(children(n))
     return ReadWrite(
         frozenset(reads), frozenset(writes), frozenset(mem_reads), frozenset(mem_writes), frozenset(calls),
-        frozenset(addr),
+        frozenset(addr), opaque,
     )
 
 
@@ -813,6 +833,54 @@ def is_barrier(node: Node) -> bool:
     return isinstance(node, Call) and node.callee in BARRIER_FUNCTIONS
 
 
+_FOLD: dict[str, Callable[[int, int], int | None]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    # C division and remainder truncate toward zero.
+    "/": lambda a, b: None if b == 0 else abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1),
+    "%": lambda a, b: None if b == 0 else a - b * (abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)),
+    "<<": lambda a, b: a << b if 0 <= b < 64 else None,
+    ">>": lambda a, b: a >> b if 0 <= b < 64 else None,
+    "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b,
+}
+
+
+def const_int(expr: Expr, env: Mapping[str, int] | None = None) -> int | None:
+    """The integer value of a constant expression (literals, ``+ - * / % << >> & | ^``, unary ``-``, names
+    bound in ``env``), with C's truncating division; ``None`` when not constant. Overflow is not modeled."""
+    if isinstance(expr, Literal):
+        return expr.int_value
+    if isinstance(expr, Name):
+        return None if env is None else env.get(expr.id)
+    if isinstance(expr, Unary) and not expr.postfix and expr.op in ("-", "+", "~"):
+        v = const_int(expr.operand, env)
+        if v is None:
+            return None
+        return -v if expr.op == "-" else (v if expr.op == "+" else ~v)
+    if isinstance(expr, Binary) and expr.op in _FOLD:
+        a, b = const_int(expr.left, env), const_int(expr.right, env)
+        if a is None or b is None:
+            return None
+        return _FOLD[expr.op](a, b)
+    if isinstance(expr, Cast) and expr.type.base in ("int", "unsigned", "unsigned int", "long", "size_t") and not expr.type.pointers:
+        return const_int(expr.operand, env)
+    return None
+
+
+def fresh_name(scope: Node, base: str) -> str:
+    """A name not used anywhere in ``scope`` (variables, functions, members): ``base``, ``base_1``, ..."""
+    used = {n.id for n in walk(scope) if isinstance(n, Name)}
+    used |= {n.name for n in walk(scope) if isinstance(n, (VarDecl, Param, Function)) and n.name}
+    candidate, k = base, 0
+    while candidate in used:
+        k += 1
+        candidate = f"{base}_{k}"
+    return candidate
+
+
 def _loop_var_and_start(init: Stmt | None) -> tuple[str, Expr, Type | None] | None:
     if isinstance(init, DeclStmt) and len(init.decls) == 1:
         d = init.decls[0]
@@ -855,11 +923,14 @@ def loop_view(loop: For) -> LoopView | None:
     step = _loop_step(loop.step, var)
     if step is None:
         return None
-    if isinstance(step, Literal) and (step.int_value is None or step.int_value <= 0):
+    known_step = const_int(step)
+    if known_step is not None and known_step <= 0:
         return None
     if var in read_write(bound).reads | read_write(step).reads:
         return None
     body_rw = read_write(loop.body)
+    if body_rw.opaque or read_write(bound).opaque or read_write(step).opaque:
+        return None  # unmodeled text might assign the loop variable or the bound
     touched = body_rw.writes | body_rw.address_taken
     if var in touched or (free_names(bound) | free_names(step)) & touched:
         return None

@@ -155,17 +155,16 @@ def _warp_hazards(parsed: ParsedSource, model: Any, warp_size: int) -> list[Diag
 # ---------------------------------------------------------------------------------------------------------
 # Directions, translation, passes
 
-_PLAN_NAMES = {Dialect.CUDA: "cuda", Dialect.HIP: "hip", Dialect.C: "c", Dialect.BANG: "bang"}
-_PLAN_TARGET_NAMES = {Dialect.CUDA: "cuda", Dialect.HIP: "hip", Dialect.C: "cpu", Dialect.BANG: "bang"}
-
-
 def available_targets(source: Dialect) -> list[Dialect]:
     """Targets the pipeline has a plan for from ``source`` (a plan is a module in ``xpiler_core.plans``)."""
+    pipeline = _optional("xpiler_core.pipeline")
+    if pipeline is None:
+        return []
     targets = []
     for target in (Dialect.HIP, Dialect.C, Dialect.CUDA, Dialect.BANG):
         if target is source:
             continue
-        name = f"xpiler_core.plans.{_PLAN_NAMES[source]}_to_{_PLAN_TARGET_NAMES[target]}"
+        name = f"xpiler_core.plans.{pipeline.direction_name(source, target)}"
         try:
             if importlib.util.find_spec(name) is not None:
                 targets.append(target)

@@ -28,34 +28,39 @@ BINARY = [
     ("__bang_or", 13, lambda a, b: ((a != 0) | (b != 0)).astype(np.float64)),
     ("__bang_div(5-arg)", 14, lambda a, b: a / b),
     ("__bang_add(in-place)", 15, lambda a, b: a + b),
+    ("__bang_maximum", 16, np.maximum),
+    ("__bang_minimum", 17, np.minimum),
+    ("__bang_pow", 18, lambda a, b: np.abs(a) ** b),
 ]
 
 
-def _operands(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _operands(rng: np.random.Generator, n: int, positive_base: bool = False) -> tuple[np.ndarray, np.ndarray]:
     a = rng.normal(size=n).astype(np.float32)
     b = rng.normal(size=n).astype(np.float32)
     b[np.abs(b) < 0.05] = 0.5  # keep divisors away from zero
     # Comparisons and logic need ties and zeros too.
     a[::7] = b[::7]
     a[::11] = 0.0
+    if positive_base:  # pow: a non-negative base keeps the reference real
+        a = np.abs(a) + 0.1
     return a, b
 
 
 @pytest.mark.parametrize("name,op,ref", BINARY, ids=[b[0] for b in BINARY])
 @pytest.mark.parametrize("n", [1, 5, 64, 1000, 32768])
 def test_binary_matches_numpy(bang: BangLib, rng: np.random.Generator, name: str, op: int, ref, n: int) -> None:
-    a, b = _operands(rng, n)
+    a, b = _operands(rng, n, positive_base=name == "__bang_pow")
     out = bang.ok("t_binary", op, np.zeros(n, np.float32), a, b, n).arrays[1]
     expected = ref(a.astype(np.float64), b.astype(np.float64))
-    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(out, expected, rtol=2e-6, atol=1e-7)
 
 
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(1, 4096), op=st.sampled_from(BINARY), seed=st.integers(0, 2**16))
 def test_binary_any_length(bang: BangLib, n: int, op, seed: int) -> None:
-    a, b = _operands(np.random.default_rng(seed), n)
+    a, b = _operands(np.random.default_rng(seed), n, positive_base=op[0] == "__bang_pow")
     out = bang.ok("t_binary", op[1], np.zeros(n, np.float32), a, b, n).arrays[1]
-    np.testing.assert_allclose(out, op[2](a.astype(np.float64), b.astype(np.float64)), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(out, op[2](a.astype(np.float64), b.astype(np.float64)), rtol=2e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("n", [1, 64, 777])
@@ -134,6 +139,21 @@ UNARY = [
     ("__bang_active_reciphp", 19, lambda x: 1 / x, "pos"),
     ("__bang_active_loghp", 20, np.log, "pos"),
     ("__bang_neg", 21, np.negative, "any"),
+    ("__bang_sigmoid", 22, lambda x: 1 / (1 + np.exp(-x)), "any"),
+    ("__bang_log", 23, np.log, "pos"),
+    ("__bang_sqrt", 24, np.sqrt, "pos"),
+    ("__bang_rsqrt", 25, lambda x: 1 / np.sqrt(x), "pos"),
+    ("__bang_recip", 26, lambda x: 1 / x, "pos"),
+    ("__bang_tanh", 27, np.tanh, "any"),
+    ("__bang_gelu", 28, lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))), "any"),
+    ("__bang_abs", 29, np.abs, "any"),
+    ("__bang_sign", 30, np.sign, "any"),
+    ("__bang_active_sin", 31, np.sin, "any"),
+    ("__bang_active_cos", 32, np.cos, "any"),
+    ("__bang_active_square", 33, np.square, "any"),
+    ("__bang_active_rsqrthp", 34, lambda x: 1 / np.sqrt(x), "pos"),
+    ("__bang_floor", 35, np.floor, "any"),
+    ("__bang_not", 36, lambda x: (x == 0).astype(np.float64), "any"),
 ]
 
 
@@ -186,3 +206,10 @@ def test_cycle_broadcasts_segment(bang: BangLib, rng: np.random.Generator, name:
 def test_cycle_rejects_ragged_length(bang: BangLib) -> None:
     r = bang.call("t_cycle", 0, np.zeros(100, np.float32), np.ones(100, np.float32), np.ones(30, np.float32), 100, 30)
     assert r.error is not None and "__bang_cycle_add" in r.error and "multiple of the segment length" in r.error
+
+
+@pytest.mark.parametrize("n", [1, 100, 5000])
+def test_float2half_rn_then_half2float(bang: BangLib, rng: np.random.Generator, n: int) -> None:
+    x = (rng.normal(size=n) * 100).astype(np.float32)
+    out = bang.ok("t_half_round_trip", np.zeros(n, np.float32), x, n).arrays[0]
+    np.testing.assert_array_equal(out, x.astype(np.float16).astype(np.float32))  # numpy rounds to nearest even

@@ -17,21 +17,24 @@ BLOCK_REDUCE = [("__bang_reduce_sum", 0, np.sum), ("__bang_reduce_max", 1, np.ma
 
 @pytest.mark.parametrize("name,op,ref", BLOCK_REDUCE, ids=[r[0] for r in BLOCK_REDUCE])
 @pytest.mark.parametrize("blocks", [1, 2, 7, 64])
-def test_block_reduce_one_result_per_128_bytes(bang: BangLib, rng: np.random.Generator, name: str, op: int, ref,
-                                               blocks: int) -> None:
+def test_block_reduce_result_at_start_of_each_128_byte_block(bang: BangLib, rng: np.random.Generator, name: str,
+                                                             op: int, ref, blocks: int) -> None:
     n = blocks * BLOCK
     x = rng.normal(size=n).astype(np.float32)
-    out = bang.ok("t_reduce", op, np.zeros(blocks, np.float32), x, n, blocks).arrays[1]
-    np.testing.assert_allclose(out, ref(x.astype(np.float64).reshape(blocks, BLOCK), axis=1), rtol=1e-5, atol=1e-5)
+    out = bang.ok("t_reduce", op, np.full(n, 5.0, np.float32), x, n, n).arrays[1].reshape(blocks, BLOCK)
+    np.testing.assert_allclose(out[:, 0], ref(x.astype(np.float64).reshape(blocks, BLOCK), axis=1), rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_array_equal(out[:, 1:], 0.0)
 
 
 @pytest.mark.parametrize("name,op", [(r[0], r[1]) for r in BLOCK_REDUCE], ids=[r[0] for r in BLOCK_REDUCE])
 def test_block_reduce_rejects_partial_block(bang: BangLib, name: str, op: int) -> None:
-    r = bang.call("t_reduce", op, np.zeros(4, np.float32), np.ones(40, np.float32), 40, 2)
+    r = bang.call("t_reduce", op, np.zeros(40, np.float32), np.ones(40, np.float32), 40, 40)
     assert r.error is not None and name in r.error and "multiple of 32" in r.error
 
 
-EXTREME = [("__bang_max", 3, np.argmax), ("__bang_min", 4, np.argmin), ("__bang_argmax", 5, np.argmax)]
+EXTREME = [("__bang_max", 3, np.argmax), ("__bang_min", 4, np.argmin), ("__bang_argmax", 5, np.argmax),
+           ("__bang_argmin", 6, np.argmin)]
 
 
 @pytest.mark.parametrize("name,op,arg", EXTREME, ids=[e[0] for e in EXTREME])
@@ -109,3 +112,11 @@ def test_pool_stride_order_is_width_then_height(bang: BangLib) -> None:
 def test_pool_window_larger_than_tile_is_reported(bang: BangLib) -> None:
     r = bang.call("t_pool", 0, np.zeros(4, np.float32), np.ones(4, np.float32), 1, 2, 2, 3, 1, 1, 1)
     assert r.error is not None and "__bang_sumpool" in r.error and "window" in r.error
+
+
+@pytest.mark.parametrize("n", [1, 64, 1000])
+def test_count_nonzero(bang: BangLib, rng: np.random.Generator, n: int) -> None:
+    x = rng.normal(size=n).astype(np.float32)
+    x[rng.random(n) < 0.4] = 0.0
+    out = bang.ok("t_reduce", 7, np.zeros(2, np.float32), x, n, 2).arrays[1]
+    assert out[0] == np.count_nonzero(x)

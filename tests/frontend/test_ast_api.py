@@ -63,6 +63,10 @@ def test_canonical_loops() -> None:
     assert grid_stride is not None and grid_stride.start == A.Name("i")
     assert print_node(grid_stride.step) == "blockDim.x * gridDim.x"
     assert modified is None  # the body assigns the loop variable
+    hidden = lower_text("void f(int n){ for (int i = 0; i < n; ++i) { switch (i) { case 0: i++; } } }", "a.c")
+    loop = hidden.functions()[0].body.stmts[0]
+    assert isinstance(loop, A.For) and A.read_write(loop).opaque
+    assert loop.canonical() is None  # the switch is Opaque and does write i
     inclusive = A.For(A.decl("i", "int", A.lit(0)), A.binop("<=", A.name("i"), A.name("m")),
                       A.Unary("++", A.name("i"), postfix=True), A.block())
     view = inclusive.canonical()
@@ -154,3 +158,34 @@ def test_bang_qualifiers_are_kept() -> None:
     decl = fn.body.stmts[0]
     assert isinstance(decl, A.DeclStmt) and decl.decls[0].storage == ("__nram__",)
     assert print_module(module) == src
+
+
+def test_const_int_matches_c_semantics() -> None:
+    # Reference values: C99 6.5.5 (division truncates toward zero, (a/b)*b + a%b == a).
+    cases = {"-7 / 2": -3, "-7 % 2": -1, "7 / -2": -3, "7 % -2": 1, "(1 << 4) | 3": 19, "2 + 3 * 4": 14,
+             "~0 & 0xff": 255, "(int)10 / 4": 2}
+    for text, expected in cases.items():
+        stmt = lower_text(f"void f() {{ x = {text}; }}", "c.c").functions()[0].body.stmts[0]
+        assert isinstance(stmt, A.ExprStmt) and isinstance(stmt.expr, A.Assign)
+        assert A.const_int(stmt.expr.value) == expected, text
+    assert A.const_int(A.binop("/", A.name("n"), A.lit(0))) is None
+    assert A.const_int(A.binop("*", A.name("n"), A.lit(4)), {"n": 3}) == 12
+
+
+def test_trip_count_and_fresh_name() -> None:
+    loops = [s for s in _kernel().body.stmts if isinstance(s, A.For)]
+    view = loops[0].canonical()
+    assert view is not None
+    # for (t = 0; t < n; t += 2) with n = 7 runs t = 0, 2, 4, 6
+    assert view.trip_count({"n": 7}) == len(range(0, 7, 2))
+    assert view.trip_count() is None
+    fn = _kernel()
+    assert fresh_name_is_new(fn, "t") and A.fresh_name(fn, "t") == "t_1"
+    assert A.fresh_name(fn, "brand_new") == "brand_new"
+
+
+def fresh_name_is_new(scope: A.Node, base: str) -> bool:
+    name = A.fresh_name(scope, base)
+    return name not in {n.id for n in A.walk(scope) if isinstance(n, A.Name)} | {
+        n.name for n in A.walk(scope) if isinstance(n, A.VarDecl)
+    }

@@ -160,7 +160,9 @@ int main(void) {
     int r5 = (a, b, c) + (a = 2, a * 3);
     long r6 = (long)(a * b) * sizeof(int) + sizeof a;
     double r7 = (double)a / 2 + (float)c * 0.5f;
-    printf("%d %d %d %d %d %ld %.3f\n", r1, r2, r3, r4, r5, r6, r7);
+    int q = 4;
+    int r8 = -q++ + !q-- * 10 + ~q++;  /* tree-sitter reads -q++ as (-q)++; C as -(q++) */
+    printf("%d %d %d %d %d %ld %.3f %d %d\n", r1, r2, r3, r4, r5, r6, r7, r8, q);
     return 0;
 }
 """,

@@ -396,3 +396,30 @@ def test_load_model_accepts_text_and_paths(tmp_path: object) -> None:
     by_text = load_model(HIP)
     assert by_path.dialect is Dialect.HIP and by_name.path == str(path)
     assert [f.name for f in by_text.functions] == ["relu", "launch"]
+
+
+def test_namespaced_and_cast_launches_resolve() -> None:
+    text = (
+        "namespace ops {\n"
+        "__global__ __launch_bounds__(256) void fill(float* x) { x[threadIdx.x] = 0; }\n"
+        "}\n"
+        "void h(void** args) {\n"
+        "  ops::fill<<<1, 32>>>(nullptr);\n"
+        "  cudaLaunchKernel((void*)ops::fill, dim3(1), dim3(32), args, 0, 0);\n"
+        "}\n"
+    )
+    model = model_of(text)
+    kernel = model.functions[0]
+    assert (kernel.name, kernel.kind) == ("fill", FunctionKind.KERNEL)
+    assert kernel.launch_bounds is not None and kernel.launch_bounds.max_threads.text == "256"
+    chevron, api = model.launches
+    assert (chevron.kernel, chevron.style, chevron.resolved) == ("ops::fill", "chevron", True)
+    assert (api.kernel, api.style, api.resolved) == ("ops::fill", "cudaLaunchKernel", True)
+    assert [(c.role, c.expr.text) for c in api.config] == [
+        ("grid", "dim3(1)"),
+        ("block", "dim3(32)"),
+        ("args", "args"),
+        ("smem", "0"),
+        ("stream", "0"),
+    ]
+    assert api.args == ()

@@ -55,6 +55,17 @@ def _structure_code_action_or_command(converter: Any) -> None:
     converter.register_structure_hook(union, hook)
 
 
+def plain(value: Any) -> Any:
+    """pygls hands unknown notifications' params over as namedtuples: turn them back into dicts/lists."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
 def make_editor_client() -> LanguageClient:
     client = make_test_lsp_client()
     _structure_code_action_or_command(client.protocol._converter)
@@ -86,9 +97,19 @@ def make_editor_client() -> LanguageClient:
     for method in ("xpiler/jobProgress", "xpiler/jobFinished", "xpiler/tuningProgress"):
 
         def record(params: Any, method: str = method) -> None:
-            client.custom_notifications.append((method, params))  # type: ignore[attr-defined]
+            client.custom_notifications.append((method, plain(params)))  # type: ignore[attr-defined]
 
         client.feature(method)(record)
+
+    client.message_requests = []  # type: ignore[attr-defined]
+    client.message_request_answer = None  # type: ignore[attr-defined]
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def show_message_request(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+        """Record the prompt; answer with ``client.message_request_answer`` (None: the user dismissed it)."""
+        client.message_requests.append(params)  # type: ignore[attr-defined]
+        answer = client.message_request_answer  # type: ignore[attr-defined]
+        return types.MessageActionItem(title=answer) if answer else None
 
     @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def code_lens_refresh(params: Any) -> None:

@@ -40,9 +40,8 @@ async def wait_notification(client: LanguageClient, method: str, job_id: str, ti
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for seen_method, params in list(client.custom_notifications):  # type: ignore[attr-defined]
-            data = params if isinstance(params, dict) else getattr(params, "__dict__", {})
-            if seen_method == method and data.get("jobId") == job_id:
-                return data
+            if seen_method == method and params.get("jobId") == job_id:
+                return params
         await asyncio.sleep(0.02)
     raise TimeoutError(f"no {method} for {job_id}")
 
@@ -163,8 +162,8 @@ async def test_hover_follows_a_streaming_job_and_requests_are_answered(client: L
     waiting = asyncio.ensure_future(wait_for_version(client, uri, 1))
     open_doc(client, uri, text)
     await waiting
-    kernel_line = next(i for i, line in enumerate(text.splitlines()) if "__global__" in line)
-    name_col = text.splitlines()[kernel_line].index("(") - 1
+    kernel_line = next(i for i, line in enumerate(text.splitlines()) if "default_function_kernel(" in line)
+    name_col = text.splitlines()[kernel_line].index("default_function_kernel(") + 3
     at_name = types.Position(line=kernel_line, character=name_col)
     before = await hover_text(client, uri, at_name)
     assert "verification" not in before
@@ -200,3 +199,6 @@ async def test_result_for_an_old_version_is_not_applied(client: LanguageClient, 
     finished = await wait_notification(client, "xpiler/jobFinished", started["jobId"])
     assert finished["stale"] is True
     assert created_files(client) == []
+    await asyncio.sleep(0.2)
+    [prompt] = client.message_requests  # type: ignore[attr-defined]
+    assert "older version" in prompt.message and [a.title for a in prompt.actions] == ["Apply anyway", "Run again"]

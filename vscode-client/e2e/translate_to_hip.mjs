@@ -149,7 +149,15 @@ await step('pick "Translate to HIP"', async () => {
 
 await step(`the ${translated} editor opens beside the source`, async () => {
   const groups = page.locator('.editor-group-container');
-  await page.locator('.tab', { hasText: translated }).first().waitFor({ timeout: Math.max(stepMs, 180000) });
+  // The translation may take minutes (compile + tests); an error notification ends the wait early.
+  const deadline = Date.now() + Math.max(stepMs, 240000);
+  for (;;) {
+    if (await page.locator('.tab', { hasText: translated }).count() > 0) break;
+    const errors = await page.locator('.notification-toast:has(.codicon-error) .notification-list-item-message').allInnerTexts();
+    if (errors.length > 0) throw new Error(`VS Code shows an error: ${errors.join(' | ')}`);
+    if (Date.now() > deadline) throw new Error(`no editor for ${translated} after ${(Math.max(stepMs, 240000) / 1000)} s`);
+    await page.waitForTimeout(500);
+  }
   await page.waitForFunction(() => document.querySelectorAll('.editor-group-container').length >= 2);
   const first = await groups.nth(0).locator('.tab').allInnerTexts();
   const second = await groups.nth(1).locator('.tab').allInnerTexts();

@@ -9,23 +9,23 @@ export interface ActionLike {
   disabled?: { reason: string };
 }
 
-/** One client command: its id (package.json), the code action it runs and the kind to ask the server for. */
-export interface ClientAction {
-  id: string;
-  title: string;
-  kind: string;
-  /** The server command to call directly when no code action matches (it gets the document URI). */
-  fallbackCommand?: string;
-}
+/**
+ * One client command (its id is in package.json): either the server's code action with this title and kind
+ * at the cursor, or, for commands the server offers no code action for, a server command called with the
+ * document URI.
+ */
+export type ClientAction =
+  | { id: string; title: string; kind: string; serverCommand?: undefined }
+  | { id: string; title: string; serverCommand: string };
 
 export const CLIENT_ACTIONS: readonly ClientAction[] = [
   { id: 'xpiler.translateToHip', title: 'Translate to HIP', kind: 'source' },
   { id: 'xpiler.translateToCpu', title: 'Translate to CPU', kind: 'source' },
   { id: 'xpiler.translateToCuda', title: 'Translate to CUDA', kind: 'source' },
   { id: 'xpiler.translateToBang', title: 'Translate to BANG C', kind: 'source' },
-  { id: 'xpiler.verifyFile', title: 'Verify', kind: '', fallbackCommand: 'xpiler.verify' },
-  { id: 'xpiler.tuneKernel', title: 'Tune', kind: '', fallbackCommand: 'xpiler.tune' },
-  { id: 'xpiler.showManifestFile', title: 'Show manifest', kind: '', fallbackCommand: 'xpiler.showManifest' },
+  { id: 'xpiler.verifyFile', title: 'Verify', serverCommand: 'xpiler.verify' },
+  { id: 'xpiler.tuneKernel', title: 'Tune', serverCommand: 'xpiler.tune' },
+  { id: 'xpiler.showManifestFile', title: 'Show manifest', serverCommand: 'xpiler.showManifest' },
 ];
 
 export const RUN_PASS_PREFIX = 'Run pass: ';
@@ -44,7 +44,7 @@ function kindMatches(action: ActionLike, wanted: string): boolean {
  * wanted one followed by a separator ("Translate to CPU (C/OpenMP)" for "Translate to CPU"). Disabled
  * actions are skipped.
  */
-export function pickAction(actions: readonly ActionLike[], wanted: ClientAction): ActionLike | undefined {
+export function pickAction(actions: readonly ActionLike[], wanted: { title: string; kind: string }): ActionLike | undefined {
   const usable = actions.filter((a) => a.disabled === undefined && kindMatches(a, wanted.kind));
   return (
     usable.find((a) => a.title === wanted.title) ??

@@ -69,7 +69,7 @@ async function start(): Promise<void> {
   ui.setServerState('starting');
   const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
   const configured = vscode.workspace.getConfiguration('xpiler').get<string>('server.python', '');
-  const resolution = await resolveInterpreter(configured, defaultCandidates(folders), importProbe());
+  const resolution = await resolveInterpreter(configured, defaultCandidates(folders), importProbe(15000, folders[0]));
   if (!resolution.ok) {
     log.appendLine(resolution.message);
     ui.setServerState('not started: no interpreter with xpiler');
@@ -267,13 +267,25 @@ async function runClientAction(wanted: ClientAction, uri?: vscode.Uri): Promise<
   if (!serverReady()) return;
   const target = await commandTarget(uri);
   if (target === undefined) return;
+  if (wanted.serverCommand !== undefined) {
+    await runServerCommand(wanted.serverCommand, [target.uri.toString()]);
+    return;
+  }
   const action = pickAction(await codeActionsAt(target.uri, target.range, wanted.kind), wanted);
   if (action !== undefined) {
     await runAction(action);
-  } else if (wanted.fallbackCommand !== undefined) {
-    await client?.sendRequest(ExecuteCommandRequest.type, { command: wanted.fallbackCommand, arguments: [target.uri.toString()] });
   } else {
     void vscode.window.showInformationMessage(`Xpiler: "${wanted.title}" is not available for this file.`);
+  }
+}
+
+async function runServerCommand(command: string, args: unknown[]): Promise<void> {
+  try {
+    await client?.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+  } catch (error) {
+    // The server answers a refused command with a one-line reason (e.g. "tuning not available: …").
+    const reason = error instanceof ResponseError ? error.message : String(error);
+    void vscode.window.showErrorMessage(`Xpiler: ${reason}`);
   }
 }
 

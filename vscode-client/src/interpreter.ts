@@ -68,11 +68,20 @@ export async function resolveInterpreter(configured: string, candidates: string[
   };
 }
 
-/** Probes an interpreter by importing the server module in a child process, bounded in time. */
-export function importProbe(timeoutMs = 15000): Probe {
+/**
+ * The probe's Python code: the server's `__main__` must be findable (what `python -m xpiler_server` runs).
+ * find_spec imports the package but does not run `__main__`, so probing never starts a server.
+ */
+export const PROBE_CODE =
+  `import importlib.util, sys\n` +
+  `spec = importlib.util.find_spec('${SERVER_MODULE}.__main__')\n` +
+  `sys.exit(0 if spec else "No module named '${SERVER_MODULE}.__main__'")`;
+
+/** Probes an interpreter by locating the server module in a child process (in the server's cwd), bounded in time. */
+export function importProbe(timeoutMs = 15000, cwd?: string): Probe {
   return (python) =>
     new Promise((resolve) => {
-      execFile(python, ['-c', `import ${SERVER_MODULE}`], { timeout: timeoutMs, windowsHide: true }, (error, _stdout, stderr) => {
+      execFile(python, ['-c', PROBE_CODE], { timeout: timeoutMs, windowsHide: true, cwd }, (error, _stdout, stderr) => {
         if (!error) {
           resolve({ ok: true });
           return;

@@ -7,19 +7,57 @@ export interface WorkDoneReport { kind: 'report'; message?: string; percentage?:
 export interface WorkDoneEnd { kind: 'end'; message?: string }
 export type WorkDoneValue = WorkDoneBegin | WorkDoneReport | WorkDoneEnd;
 
-/** The fields of `xpiler/tuningProgress` the client reads; every one optional, unknown ones ignored. */
+/**
+ * An `xpiler/tuningProgress` notification: the server's job snapshot (jobId, kind, uri, title, state,
+ * percentage, message, elapsed, live). `live` holds what the tuner measured so far; its field names are
+ * read leniently (trials/trial, budget, speedup/best_speedup, best_latency_ms, best_config/config).
+ */
 export interface TuningProgress {
+  jobId?: string | number;
   uri?: string;
-  kernel?: string;
-  job?: string | number;
+  title?: string;
+  state?: string;
+  percentage?: number;
+  message?: string;
+  error?: string | null;
+  live?: Record<string, unknown> | null;
+}
+
+/** What the status bar shows of one tuning job. */
+export interface TuningView {
+  title: string;
+  percentage?: number;
+  message?: string;
   trials?: number;
   budget?: number;
-  best_latency_ms?: number | null;
-  baseline_latency_ms?: number | null;
-  speedup?: number | null;
-  best_config?: Record<string, unknown> | null;
-  done?: boolean;
-  message?: string;
+  speedup?: number;
+  bestLatencyMs?: number;
+  bestConfig?: unknown;
+  finished: boolean;
+  state: string;
+}
+
+const FINISHED_STATES = new Set(['done', 'failed', 'cancelled']);
+
+function num(...values: unknown[]): number | undefined {
+  return values.find((v): v is number => typeof v === 'number' && Number.isFinite(v));
+}
+
+export function tuningView(update: TuningProgress): TuningView {
+  const live = update.live && typeof update.live === 'object' ? update.live : {};
+  const state = typeof update.state === 'string' ? update.state : 'running';
+  return {
+    title: typeof update.title === 'string' && update.title !== '' ? update.title : 'Tune',
+    percentage: num(update.percentage),
+    message: typeof update.message === 'string' && update.message !== '' ? update.message : undefined,
+    trials: num(live.trials, live.trial),
+    budget: num(live.budget, live.max_trials),
+    speedup: num(live.speedup, live.best_speedup),
+    bestLatencyMs: num(live.best_latency_ms, live.latency_ms),
+    bestConfig: live.best_config ?? live.config,
+    finished: FINISHED_STATES.has(state),
+    state,
+  };
 }
 
 interface Job { title: string; message?: string; percentage?: number; cancellable: boolean }
@@ -37,7 +75,7 @@ const TUNE_ICON = '$(pulse)';
 
 export class JobBoard {
   private readonly jobs = new Map<string, Job>();
-  private readonly tuning = new Map<string, TuningProgress>();
+  private readonly tuning = new Map<string, TuningView>();
   private serverState = 'starting';
 
   setServerState(state: string): void {
@@ -65,10 +103,10 @@ export class JobBoard {
     return true;
   }
 
-  /** Records a tuning update; a finished job stays listed (its result) until the next one for that kernel. */
+  /** Records a tuning update; a finished job stays listed (its result) in the tooltip. */
   tuningUpdate(update: TuningProgress): void {
-    const key = `${update.uri ?? ''}#${update.kernel ?? String(update.job ?? '')}`;
-    this.tuning.set(key, { ...this.tuning.get(key), ...update });
+    const key = String(update.jobId ?? update.uri ?? '');
+    this.tuning.set(key, tuningView(update));
   }
 
   activeTokens(): string[] {
@@ -82,7 +120,7 @@ export class JobBoard {
 
   view(): StatusView {
     const running = [...this.jobs.values()];
-    const liveTuning = [...this.tuning.values()].filter((t) => t.done !== true);
+    const liveTuning = [...this.tuning.values()].filter((t) => !t.finished);
     const lines = [`Xpiler server: ${this.serverState}`];
     for (const job of running) lines.push(describeJob(job));
     for (const tune of this.tuning.values()) lines.push(describeTuning(tune));
@@ -112,22 +150,15 @@ function describeJob(job: Job): string {
   return `${shortJob(job)}${job.cancellable ? ' (click to cancel)' : ''}`;
 }
 
-function speedup(t: TuningProgress): string {
-  return typeof t.speedup === 'number' ? ` · best ${t.speedup.toFixed(2)}×` : '';
+function shortTuning(t: TuningView): string {
+  const progress = t.trials !== undefined ? ` ${t.trials}${t.budget !== undefined ? `/${t.budget}` : ' trials'}` : percent(t.percentage);
+  const best = t.speedup !== undefined ? ` · best ${t.speedup.toFixed(2)}×` : '';
+  return `${t.title}${progress}${best}`;
 }
 
-function trials(t: TuningProgress): string {
-  if (typeof t.trials !== 'number') return '';
-  return typeof t.budget === 'number' ? ` ${t.trials}/${t.budget}` : ` ${t.trials} trials`;
-}
-
-function shortTuning(t: TuningProgress): string {
-  return `tune ${t.kernel ?? 'kernel'}${trials(t)}${speedup(t)}`;
-}
-
-function describeTuning(t: TuningProgress): string {
-  const latency = typeof t.best_latency_ms === 'number' ? ` · ${t.best_latency_ms.toFixed(3)} ms` : '';
-  const config = t.best_config ? ` · ${JSON.stringify(t.best_config)}` : '';
-  const state = t.done === true ? ' (done)' : '';
+function describeTuning(t: TuningView): string {
+  const latency = t.bestLatencyMs !== undefined ? ` · ${t.bestLatencyMs.toFixed(3)} ms` : '';
+  const config = t.bestConfig !== undefined && t.bestConfig !== null ? ` · ${JSON.stringify(t.bestConfig)}` : '';
+  const state = t.finished ? ` (${t.state})` : '';
   return `${shortTuning(t)}${latency}${config}${state}${t.message ? ` — ${t.message}` : ''}`;
 }

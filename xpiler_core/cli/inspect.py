@@ -26,7 +26,7 @@ _KIND_TITLES = {
 }
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "inspect",
         help="print the kernel model of a source file (kernels, launch sites, features, diagnostics)",
@@ -141,8 +141,8 @@ def _function_lines(function: Function) -> list[str]:
         if uses:
             lines.append(f"  {label}: {_uses_text(uses)}")
     for asm in function.inline_asm:
-        flags = ("volatile " if asm.volatile else "") + ("tensor-core " if asm.tensor_core else "")
-        lines.append(f"  inline asm {flags}@{_at(asm.span)}: {json.dumps(asm.text)}")
+        asm_flags = ("volatile " if asm.volatile else "") + ("tensor-core " if asm.tensor_core else "")
+        lines.append(f"  inline asm {asm_flags}@{_at(asm.span)}: {json.dumps(asm.text)}")
     for pragma in function.pragmas:
         lines.append(f"  #pragma {pragma.text}  @{_at(pragma.span)}")
     if function.builtins:

@@ -37,6 +37,7 @@ _HIP_MARKERS = re.compile(
     r"|#\s*include\s*[<\"]hip/"
 )
 _BANG_MARKERS = re.compile(r"\b(__mlu_global__|__mlu_func__|__mlu_entry__|__nram__|__wram__|__bang_\w+)\b")
+_BANG_WORDS = ("__mlu_", "__nram__", "__wram__", "__bang_")
 _CUDA_MARKERS = re.compile(r"\b(__global__|__device__|__shared__|threadIdx|blockIdx|cudaMalloc)\b")
 
 
@@ -49,9 +50,10 @@ def dialect_from_suffix(path: str | None) -> Dialect | None:
 def detect_dialect(text: str, path: str | None = None) -> Dialect:
     """Dialect from content first (HIP/BANG markers are unambiguous), then suffix, then CUDA markers."""
     sample = text[:2_000_000]
-    if _BANG_MARKERS.search(sample):
+    # Substring checks first: a regex scan costs ~1 ms per 35 kB and most files have no marker at all.
+    if any(word in sample for word in _BANG_WORDS) and _BANG_MARKERS.search(sample):
         return Dialect.BANG
-    if _HIP_MARKERS.search(sample):
+    if "hip" in sample and _HIP_MARKERS.search(sample):
         return Dialect.HIP
     by_suffix = dialect_from_suffix(path)
     if by_suffix is not None:

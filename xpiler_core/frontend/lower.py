@@ -120,6 +120,16 @@ class _Lowerer:
         """Children the model cannot place: preprocessor lines, errors, missing tokens."""
         return any(c.type.startswith("preproc") or c.is_error or c.is_missing for c in node.children)
 
+    @staticmethod
+    def check_children(node: CstNode, known: set[int], tokens: frozenset[str]) -> None:
+        """Refuse a node with a child the lowering would not print (e.g. `static` in `a[static 1]`)."""
+        for c in node.children:
+            if c.id in known or c.type == "comment" or (not c.is_named and c.type in tokens):
+                continue
+            if c.type == "type_qualifier" and node.type in ("pointer_declarator", "abstract_pointer_declarator"):
+                continue
+            raise _Unsupported(f"{node.type.replace('_', ' ')} with {c.type}")
+
     def bang_prefix(self, start: int, end: int) -> tuple[str, ...] | None:
         """BANG keywords masked out of ``data[start:end]`` when that gap holds nothing else, else None."""
         gap = self.data[start:end].decode("utf-8", errors="replace")
@@ -151,7 +161,11 @@ class _Lowerer:
                 else:
                     text = gap.decode("utf-8", errors="replace").strip()
                     out.append(A.Opaque(text, "uncovered text", span=self.span_of_bytes(prev, node.start_byte)))
-            out.append(lower_one(node, prefix))
+            if node.type == ";" and not prefix and out and isinstance(out[-1], A.Opaque) and not gap.strip():
+                # `struct S {...};` at top level: the ';' is a sibling node; keep it on the struct's line.
+                out[-1] = A.replace(out[-1], text=out[-1].text + ";")
+            else:
+                out.append(lower_one(node, prefix))
             prev = node.end_byte
         tail = self.data[prev:end]
         if tail.strip():
@@ -187,7 +201,7 @@ class _Lowerer:
 
     def top_item(self, node: CstNode, prefix: tuple[str, ...]) -> A.Stmt | A.Function:
         kind = node.type
-        if node.has_error:
+        if node.has_error and not self.error_only_in_body(node):
             return self.opaque(node, "syntax error", prefix)
         if kind == "comment":
             return A.Comment(self.text(node), span=Span.of(node))
@@ -217,6 +231,29 @@ class _Lowerer:
             except _Unsupported:
                 return self.opaque(node, "declaration", prefix)
         return self.opaque(node, kind, prefix)
+
+    def error_only_in_body(self, node: CstNode) -> bool:
+        """A function (or function template) whose syntax errors all sit inside its body: the body's
+        statements with errors become Opaque one by one, the rest of the function is still modeled."""
+        if node.type == "template_declaration":
+            inner = [c for c in self.named(node) if c.type == "function_definition"]
+            if len(inner) != 1 or any(c.has_error for c in node.children if c.id != inner[0].id):
+                return False
+            node = inner[0]
+        if node.type != "function_definition":
+            return False
+        body = node.child_by_field_name("body")
+        if body is None or body.type != "compound_statement":
+            return False
+        if any(c.has_error for c in node.children if c.id != body.id):
+            return False
+        # The braces themselves must be real: a MISSING '}' means the body swallowed what follows.
+        return (
+            bool(body.children)
+            and body.children[0].type == "{"
+            and body.children[-1].type == "}"
+            and not body.children[-1].is_missing
+        )
 
     def include(self, node: CstNode) -> A.Stmt:
         path = node.child_by_field_name("path")
@@ -288,9 +325,7 @@ class _Lowerer:
         params_node = inner.child_by_field_name("parameters")
         if name_node is None or params_node is None or name_node.type not in _NAME_NODES:
             raise _Unsupported("function name")
-        others = [c for c in self.named(inner) if c.id not in (name_node.id, params_node.id)]
-        if others:
-            raise _Unsupported(f"function declarator with {others[0].type}")
+        self.check_children(inner, {name_node.id, params_node.id}, frozenset())
         ret = A.Type(base, tuple(ret_quals), pointers, reference, span=Span.of(type_node))
         return A.Function(
             self.text(name_node),
@@ -358,21 +393,14 @@ class _Lowerer:
             if node.type in ("pointer_declarator", "abstract_pointer_declarator"):
                 if reference:
                     raise _Unsupported("pointer to reference")
-                quals: list[str] = []
-                for child in self.named(node):
-                    if inner is not None and child.id == inner.id:
-                        continue
-                    if child.type == "type_qualifier":
-                        quals.append(self.text(child))
-                    else:
-                        raise _Unsupported(f"pointer declarator with {child.type}")
+                self.check_children(node, {inner.id} if inner is not None else set(), frozenset({"*"}))
+                quals = [self.text(c) for c in node.children if c.type == "type_qualifier"]
                 pointers.append(tuple(quals))
             else:
                 reference = "&&" if any(c.type == "&&" for c in node.children) else "&"
                 named = self.named(node)
                 inner = named[-1] if named else None
-                if len(named) > 1:
-                    raise _Unsupported("reference declarator")
+                self.check_children(node, {inner.id} if inner is not None else set(), frozenset({"&", "&&"}))
             if inner is None:
                 return tuple(pointers), reference, node  # abstract: no name inside
             node = inner
@@ -389,9 +417,7 @@ class _Lowerer:
         while inner.type in ("array_declarator", "abstract_array_declarator"):
             size = inner.child_by_field_name("size")
             below = inner.child_by_field_name("declarator")
-            extra = [c for c in self.named(inner) if c.id not in {getattr(size, "id", -1), getattr(below, "id", -1)}]
-            if extra:
-                raise _Unsupported(f"array declarator with {extra[0].type}")
+            self.check_children(inner, {getattr(size, "id", -1), getattr(below, "id", -1)}, frozenset({"[", "]"}))
             dims.insert(0, self.expr(size, depth + 1) if size is not None else None)
             if below is None:
                 return None, pointers, reference, tuple(dims)
@@ -463,6 +489,7 @@ class _Lowerer:
                 if target_node is None or value is None or self.has_foreign_child(d):
                     raise _Unsupported("initializer")
                 target = target_node
+                self.check_children(d, {target_node.id, value.id}, frozenset({"="}))
                 has_equals = any(c.type == "=" for c in d.children)
                 if value.type == "argument_list" and not has_equals:
                     style = "()"
@@ -652,6 +679,21 @@ class _Lowerer:
         except _Unsupported as exc:
             return self.opaque_expr(node, str(exc))
 
+    def postfix_under_unary(self, node: CstNode, op: str, arg: CstNode, depth: int) -> A.Expr:
+        """``-a++``: tree-sitter reads ``(-a)++``; C binds the postfix tighter: ``-(a++)``."""
+        prefix_ops: list[tuple[str, CstNode]] = []
+        while arg.type == "unary_expression" and not self.has_foreign_child(arg):
+            op_node = arg.child_by_field_name("operator")
+            inner = arg.child_by_field_name("argument")
+            if op_node is None or inner is None or op_node.type not in _UNARY_OPS:
+                raise _Unsupported("unary operand")
+            prefix_ops.append((op_node.type, arg))
+            arg = inner
+        out: A.Expr = A.Unary(op, self.expr(arg, depth), True, span=self.span_of_bytes(arg.start_byte, node.end_byte))
+        for prefix_op, unary_node in reversed(prefix_ops):
+            out = A.Unary(prefix_op, out, span=self.span_of_bytes(unary_node.start_byte, node.end_byte))
+        return out
+
     def expr_inner(self, node: CstNode, depth: int) -> A.Expr:
         kind = node.type
         span = Span.of(node)
@@ -684,7 +726,19 @@ class _Lowerer:
             if left is None or right is None:
                 raise _Unsupported("binary operand")
             if kind == "comma_expression":
-                op = ","
+                # tree-sitter nests `a, b, c` to the right; C's comma is left-associative.
+                items = [left]
+                while right.type == "comma_expression" and not self.has_foreign_child(right):
+                    nxt_left, nxt_right = right.child_by_field_name("left"), right.child_by_field_name("right")
+                    if nxt_left is None or nxt_right is None:
+                        break
+                    items.append(nxt_left)
+                    right = nxt_right
+                items.append(right)
+                out = self.expr(items[0], d)
+                for item in items[1:]:
+                    out = A.Binary(",", out, self.expr(item, d), span=span)
+                return out
             else:
                 op_node = node.child_by_field_name("operator")
                 op = op_node.type if op_node is not None else ""
@@ -700,7 +754,10 @@ class _Lowerer:
             if kind == "update_expression":
                 if op not in ("++", "--"):
                     raise _Unsupported(f"operator {op}")
-                return A.Unary(op, self.expr(arg, d), op_node.start_byte > arg.start_byte, span=span)
+                postfix = op_node.start_byte > arg.start_byte
+                if postfix and arg.type == "unary_expression":
+                    return self.postfix_under_unary(node, op, arg, d)
+                return A.Unary(op, self.expr(arg, d), postfix, span=span)
             if op not in _UNARY_OPS:
                 raise _Unsupported(f"operator {op}")
             return A.Unary(op, self.expr(arg, d), span=span)

@@ -12,7 +12,8 @@ import bisect
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ _MAX_LOCAL_STEPS = 64
 _SPACE = re.compile(r"\s+")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Expr:
     """A source expression kept as text, with its range."""
 
@@ -44,7 +45,7 @@ class Expr:
     span: Span
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TemplateParam:
     kind: str  # "type" | "value" | "template" | "type-pack" | "value-pack"
     name: str | None
@@ -53,7 +54,7 @@ class TemplateParam:
     span: Span
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Param:
     name: str | None
     type_text: str  # the declaration without the name, whitespace collapsed: "const float* __restrict__"
@@ -73,14 +74,14 @@ class Param:
         return self.pointer_depth > 0 or self.is_array
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LaunchBounds:
     max_threads: Expr
     min_blocks: Expr | None
     span: Span
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Buffer:
     """A variable in a named memory space: shared / constant / managed / device, or BANG NRAM/WRAM/SRAM."""
 
@@ -100,7 +101,7 @@ class Buffer:
         return " * ".join(f"({s.text})" if len(self.sizes) > 1 else s.text for s in self.sizes)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Use:
     """One occurrence of a recognized name: a barrier, warp intrinsic, atomic, API call…"""
 
@@ -109,7 +110,7 @@ class Use:
     span: Span
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class BuiltinUse:
     name: str  # canonical: threadIdx, blockIdx, blockDim, gridDim, warpSize, taskId, clusterId, ...
     component: str | None  # x / y / z when accessed as a field or spelled into the name
@@ -117,7 +118,7 @@ class BuiltinUse:
     span: Span
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class InlineAsm:
     text: str  # the assembly template, string pieces joined
     volatile: bool
@@ -125,22 +126,22 @@ class InlineAsm:
     span: Span
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Pragma:
     kind: str  # first word: "omp", "unroll", "once", ...
     text: str  # everything after `#pragma`
     span: Span
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LaunchConfig:
     role: str  # grid / block / smem / stream, BANG: dim / ktype / queue, API: args
     expr: Expr
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LaunchSite:
-    kernel: str  # the launched kernel's name, without template arguments
+    kernel: str  # the launched kernel as written (`k`, `ops::k`), without template arguments
     template_args: str | None
     style: str  # "chevron" or the launch API name, e.g. "hipLaunchKernelGGL"
     config: tuple[LaunchConfig, ...]
@@ -156,7 +157,7 @@ class LaunchSite:
         return None
 
 
-class FunctionKind(str, Enum):
+class FunctionKind(StrEnum):
     KERNEL = "kernel"  # __global__ / __mlu_global__ / __mlu_entry__
     CPU_KERNEL = "cpu_kernel"  # C dialect: extern "C" function, or any non-static function but main
     DEVICE = "device"  # __device__ / __mlu_func__ (callable from kernels)
@@ -335,8 +336,64 @@ def _to_jsonable(value: Any) -> Any:
 
 
 def build_model(parsed: ParsedSource) -> KernelModel:
-    """The kernel model of a parsed file. Never raises on any parse tree."""
+    """The kernel model of a parsed file. Never raises on any parse tree.
+
+    A file that ends inside open brackets (a kernel cut off while typing, a truncated file) is modelled
+    from a reparse with the missing closers appended, so its kernels still show; the diagnostics then
+    name the unclosed brackets instead of one syntax error covering the whole function.
+    """
+    recovered = _recover_truncated(parsed)
+    if recovered is not None:
+        return ModelBuilder(recovered[0], recovered[1]).build()
     return ModelBuilder(parsed).build()
+
+
+# Only files with a few unclosed brackets are recovered; deeper imbalance is not a truncation.
+_MAX_UNCLOSED = 64
+# A `;` ends a statement cut off inside the block before the block is closed.
+_CLOSER = {ord("("): ")", ord("["): "]", ord("{"): ";}"}
+
+
+def _recover_truncated(parsed: ParsedSource) -> tuple[ParsedSource, Diagnostic] | None:
+    if not parsed.root.has_error or not parsed.data or any(d.code == "input.too-large" for d in parsed.diagnostics):
+        return None
+    codes = np.frombuffer(parsed.data, dtype=np.uint8)
+    opener = (codes == ord("(")) | (codes == ord("[")) | (codes == ord("{"))
+    closer = (codes == ord(")")) | (codes == ord("]")) | (codes == ord("}"))
+    depth = np.cumsum(opener.astype(np.int32) - closer.astype(np.int32))
+    final = int(depth[-1])
+    if final <= 0 or final > _MAX_UNCLOSED:
+        return None
+    # An opener is unclosed when the depth never falls back below its level afterwards.
+    suffix_min = np.minimum.accumulate(depth[::-1])[::-1]
+    unclosed = np.flatnonzero(opener & (suffix_min >= depth))
+    if len(unclosed) != final:
+        return None
+    closers = "".join(_CLOSER[int(codes[i])] for i in reversed(unclosed))
+    text = parsed.text + "\n" + closers
+    recovered = parse_text(text, parsed.path, parsed.dialect)
+    if recovered.root.has_error and len(recovered.diagnostics) >= len(parsed.diagnostics):
+        return None
+    places = ", ".join(_position(parsed.data, int(i)) for i in unclosed[:4]) + (", ..." if final > 4 else "")
+    end = len(parsed.data)
+    line = parsed.data.count(b"\n")
+    col = end - (parsed.data.rfind(b"\n") + 1)
+    brackets = " ".join(f"'{chr(int(codes[i]))}'" for i in unclosed[:4])
+    truncated = Diagnostic(
+        Severity.ERROR,
+        "syntax.unexpected-eof",
+        f"unexpected end of file: {final} unclosed bracket(s) {brackets} opened at {places}",
+        Span(end, end, line, col, line, col),
+        parsed.path,
+        data={"closers": closers.replace(";", "")},
+    )
+    return recovered, truncated
+
+
+def _position(data: bytes, offset: int) -> str:
+    line = data.count(b"\n", 0, offset)
+    col = offset - (data.rfind(b"\n", 0, offset) + 1)
+    return f"{line + 1}:{col + 1}"
 
 
 def load_model(source: str | Path, dialect: Dialect | None = None) -> KernelModel:
@@ -360,14 +417,15 @@ def load_model_bytes(data: bytes, path: str = "<input>", dialect: Dialect | None
 class ModelBuilder:
     """One build of one file. Detectors in ``unsupported.py`` read its intermediate state."""
 
-    def __init__(self, parsed: ParsedSource) -> None:
+    def __init__(self, parsed: ParsedSource, truncation: Diagnostic | None = None) -> None:
         self.parsed = parsed
+        self.truncation = truncation
         self.data = parsed.data
         self.matches: Matches = Matches()
         self.functions: list[Function] = []
         self._starts: list[int] = []
         self._ends: list[int] = []
-        self.call_names: list[tuple[str, Span]] = []
+        self.call_names: list[tuple[str, Node]] = []  # every named call, for name-based detectors
         self.file_buffers: list[Buffer] = []
         self.launches: list[LaunchSite] = []
         self.diagnostics: list[Diagnostic] = []
@@ -415,6 +473,18 @@ class ModelBuilder:
             return KernelModel(parsed.path, parsed.dialect, [], [], [], [], list(parsed.diagnostics))
         self._check_nesting()
         self.matches = run_model_query(parsed.root, self.data)
+        for region in self.matches.wide_errors:
+            self.diagnostics.append(
+                Diagnostic(
+                    Severity.WARNING,
+                    "unsupported.unparseable-region",
+                    f"unsupported: a region of {region.child_count} tokens the grammar could not structure "
+                    "is not modelled",
+                    Span.of(region),
+                    parsed.path,
+                    data={"construct": "unparseable region"},
+                )
+            )
         if parsed.dialect is Dialect.BANG:
             self._index_bang_keywords()
         self._collect_functions()
@@ -429,6 +499,8 @@ class ModelBuilder:
         unsupported, explained = find_unsupported(self)
         syntax = [d for d in parsed.diagnostics if not self._is_explained(d, explained)]
         diagnostics = syntax + unsupported + self.diagnostics
+        if self.truncation is not None:
+            diagnostics.append(self.truncation)
         diagnostics.sort(key=lambda d: (d.span.start_byte, d.code))
         includes = _includes(self.data)
         return KernelModel(
@@ -649,11 +721,11 @@ class ModelBuilder:
             type_bytes = data[node.start_byte : declarator_end]
         type_text = _SPACE.sub(" ", type_bytes.decode("utf-8", errors="replace")).strip()
         shape = _declarator_shape(type_text)
-        default_node = node.child_by_field_name("default_value")
+        default_node = node.child_by_field_name("default_value") if node.type.startswith("optional") else None
         return Param(
             name=self.text(name_node) if name_node is not None else None,
             type_text=type_text,
-            base_type=self.flat(type_node),
+            base_type=self.flat(type_node) if type_node.type != "primitive_type" else self.text(type_node),
             pointer_depth=shape.pointer_depth,
             is_array=shape.is_array,
             is_reference=shape.is_reference,
@@ -700,58 +772,49 @@ class ModelBuilder:
             if self._in_deep_region(call.start_byte):
                 continue
             function = self.function_at(call.start_byte)
-            chevron = _child_of_type(call, "kernel_call_syntax")
+            # A launch `k<<<...>>>(...)` has three children; a plain call has two.
+            chevron = _child_of_type(call, "kernel_call_syntax") if call.child_count > 2 else None
             if chevron is not None:
                 self._add_chevron_launch(call, callee, chevron, function, kernels)
                 continue
             name = _callee_name(callee, self.data)
             if not name:
                 continue
-            span = Span.of(call)
-            self.call_names.append((name, span))
+            self.call_names.append((name, call))
             if name in names.LAUNCH_FUNCTIONS:
                 self._add_api_launch(call, name, function, kernels)
             if function is None:
                 continue
-            self._classify_call(function, call, callee, name, span, defined)
+            self._classify_call(function, call, callee, name, defined)
 
-    def _classify_call(
-        self, function: Function, call: Node, callee: Node, name: str, span: Span, defined: set[str]
-    ) -> None:
+    def _classify_call(self, function: Function, call: Node, callee: Node, name: str, defined: set[str]) -> None:
+        """Record a call under the first table that knows its name (spans only for recorded calls)."""
+        target: list[Use] | None = None
+        kind = ""
         if name in names.BARRIERS:
-            function.barriers.append(Use(name, names.BARRIERS[name], span))
-            return
-        if callee.type == "field_expression":
+            target, kind = function.barriers, names.BARRIERS[name]
+        elif callee.type == "field_expression":
             method = callee.child_by_field_name("field")
             if method is not None and self.text(method) in names.COOPERATIVE_SYNC_METHODS:
-                function.barriers.append(Use(name, "cooperative", span))
-            return
-        if name in names.WARP_INTRINSICS:
-            function.warp_ops.append(Use(name, names.WARP_INTRINSICS[name], span))
-            return
-        if name in names.POPCOUNTS and self._counts_ballot(call):
-            function.warp_ops.append(Use(name, "ballot-count", span))
-            return
-        if name in names.ATOMICS:
-            function.atomics.append(Use(name, names.ATOMICS[name], span))
-            return
-        tensor = names.TENSOR_CORE_MATCHER.lookup(name)
-        if tensor is not None:
-            function.tensor_core.append(Use(name, tensor, span))
-            return
-        base = name.rsplit("::", 1)[-1]
-        if name in defined or base in defined:
-            resolved = name if name in defined else base
+                target, kind = function.barriers, "cooperative"
+        elif name in names.WARP_INTRINSICS:
+            target, kind = function.warp_ops, names.WARP_INTRINSICS[name]
+        elif name in names.POPCOUNTS and self._counts_ballot(call):
+            target, kind = function.warp_ops, "ballot-count"
+        elif name in names.ATOMICS:
+            target, kind = function.atomics, names.ATOMICS[name]
+        elif (tensor := names.TENSOR_CORE_MATCHER.lookup(name)) is not None:
+            target, kind = function.tensor_core, tensor
+        elif name in defined or name.rsplit("::", 1)[-1] in defined:
+            resolved = name if name in defined else name.rsplit("::", 1)[-1]
             if resolved not in function.calls:
                 function.calls.append(resolved)
-            return
-        library = names.api_library(name)
-        if library is not None:
-            function.api_calls.append(Use(name, library, span))
-            return
-        intrinsic = names.INTRINSIC_NAMES.get(name) or names.INTRINSIC_MATCHER.lookup(name)
-        if intrinsic is not None:
-            function.intrinsics.append(Use(name, intrinsic, span))
+        elif (library := names.api_library(name)) is not None:
+            target, kind = function.api_calls, library
+        elif (intrinsic := names.INTRINSIC_NAMES.get(name) or names.INTRINSIC_MATCHER.lookup(name)) is not None:
+            target, kind = function.intrinsics, intrinsic
+        if target is not None:
+            target.append(Use(name, kind, Span.of(call)))
 
     def _counts_ballot(self, call: Node) -> bool:
         arguments = call.child_by_field_name("arguments")
@@ -781,7 +844,8 @@ class ModelBuilder:
         arguments = call.child_by_field_name("arguments")
         args = tuple(self.expr(a) for a in arguments.named_children if a.type != "comment") if arguments else ()
         kernel, template_args = self._kernel_name(callee)
-        self._add_launch(LaunchSite(kernel, template_args, "chevron", config, args, None, kernel in kernels, Span.of(call)), function)
+        resolved = _defined(kernel, kernels)
+        self._add_launch(LaunchSite(kernel, template_args, "chevron", config, args, None, resolved, Span.of(call)), function)
 
     def _add_api_launch(self, call: Node, api: str, function: Function | None, kernels: set[str]) -> None:
         kernel_index, roles, args_from = names.LAUNCH_FUNCTIONS[api]
@@ -792,7 +856,8 @@ class ModelBuilder:
         kernel, template_args = self._kernel_name(values[kernel_index])
         config = tuple(LaunchConfig(role, self.expr(values[i])) for i, role in sorted(roles.items()) if i < len(values))
         args = tuple(self.expr(v) for v in values[args_from:]) if args_from is not None else ()
-        self._add_launch(LaunchSite(kernel, template_args, api, config, args, None, kernel in kernels, Span.of(call)), function)
+        resolved = _defined(kernel, kernels)
+        self._add_launch(LaunchSite(kernel, template_args, api, config, args, None, resolved, Span.of(call)), function)
 
     def _add_launch(self, site: LaunchSite, function: Function | None) -> None:
         if function is not None:
@@ -821,6 +886,8 @@ class ModelBuilder:
                     break
             elif node.type in ("pointer_expression", "unary_expression") and node.named_child_count:
                 node = node.named_children[-1]  # `&kernel`
+            elif node.type == "cast_expression" and (value := node.child_by_field_name("value")) is not None:
+                node = value  # `(void*)kernel`
             else:
                 break
         if node.type == "template_function":
@@ -873,9 +940,7 @@ class ModelBuilder:
         type_node = owner.child_by_field_name("type")
         element_type = self.flat(type_node) if type_node is not None else ""
         function = self.function_at(owner.start_byte)
-        for index, child in enumerate(owner.children):
-            if owner.field_name_for_child(index) != "declarator":
-                continue
+        for child in owner.children_by_field_name("declarator"):
             buffer = self._buffer(child, memory, element_type, is_extern, function)
             if buffer is None:
                 continue
@@ -1010,7 +1075,7 @@ _DYNAMIC_SHARED_MACRO = re.compile(
 _TYPE_TOKEN = re.compile(r"[A-Za-z_]\w*|[*&\[<>(]")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Shape:
     pointer_depth: int
     is_array: bool
@@ -1020,6 +1085,7 @@ class _Shape:
     is_restrict: bool
 
 
+@lru_cache(maxsize=4096)
 def _declarator_shape(type_text: str) -> _Shape:
     """Pointer depth and qualifiers of a parameter type written as text (name removed).
 
@@ -1058,6 +1124,11 @@ _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"][^>"\n]*[>"])', re.MULT
 
 def _includes(data: bytes) -> list[str]:
     return [m.group(1).decode("utf-8", errors="replace") for m in _INCLUDE.finditer(data[:1_000_000])]
+
+
+def _defined(name: str, defined: set[str]) -> bool:
+    """Whether ``name`` (possibly namespace-qualified: `ops::k`) names a function of the file."""
+    return name in defined or name.rsplit("::", 1)[-1] in defined
 
 
 def _child_of_type(node: Node, kind: str) -> Node | None:

@@ -137,6 +137,12 @@ TENSOR_CORE_PREFIXES: Final[dict[str, str]] = {
     "__bang_matmul": "bang-matmul",
     "__bang_conv": "bang-conv",
     "__bang_mlp": "bang-mlp",
+    # wmma functions called unqualified after `using namespace nvcuda::wmma;`
+    "load_matrix_sync": "wmma",
+    "store_matrix_sync": "wmma",
+    "fill_fragment": "wmma",
+    "mma_sync": "wmma",
+    "bmma_sync": "wmma",
 }
 # Words in inline assembly that use the tensor cores (PTX mma, wgmma, ldmatrix; GCN mfma).
 TENSOR_CORE_ASM: Final = re.compile(r"\b(w?mma(\.sync)?|ldmatrix|stmatrix|v_mfma\w*|v_wmma\w*)\b")

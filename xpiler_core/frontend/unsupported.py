@@ -117,9 +117,10 @@ def _kr_definition(builder: ModelBuilder, entry: Unsupported) -> Iterator[tuple[
     # Without K&R support the grammar reads `int f(a, b) int a; { ... }` as a declaration with a
     # missing ';', parameter declarations, and a brace block at file scope (never valid C).
     root = builder.parsed.root
-    for index in range(root.named_child_count):
-        block = root.named_child(index)
-        if block is None or block.type != "compound_statement":
+    if root.type != "translation_unit":
+        return
+    for block in root.named_children:
+        if block.type != "compound_statement":
             continue
         sibling = block.prev_named_sibling
         steps = 0
@@ -151,9 +152,9 @@ def _device_launch(builder: ModelBuilder, entry: Unsupported) -> Iterator[tuple[
 
 def _call_regex(builder: ModelBuilder, entry: Unsupported) -> Iterator[tuple[Diagnostic, Node | None]]:
     pattern = re.compile(entry.pattern)
-    for name, span in builder.call_names:
+    for name, call in builder.call_names:
         if pattern.search(name):
-            yield _diagnostic(builder, entry, span), None
+            yield _diagnostic(builder, entry, Span.of(call)), None
 
 
 def _conditional_in_kernel(

@@ -137,12 +137,17 @@ def is_launch(call: Node) -> bool:
 
 
 def top_insertion_point(src: ParsedSource) -> int:
-    """Byte offset just after the last top-level #include (or 0): where passes insert helper code."""
-    offset = 0
+    """Where passes insert helper code: after the last top-level #include, else after the leading comments."""
+    offset = -1
     for child in src.root.children:
         if child.type == "preproc_include":
             offset = child.end_byte
-    return offset
+    if offset >= 0:
+        return offset
+    for child in src.root.children:
+        if child.type != "comment":
+            return child.start_byte
+    return len(src.data)
 
 
 def line_col(data: bytes, offset: int) -> tuple[int, int]:

@@ -115,6 +115,11 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         elif kind == "preproc_arg":
             _map_macro_body(src, node, table, own_names, edits, ctx, renamed)
 
+    if direction == "cuda->hip" and not _has_runtime_include(src, edits):
+        # nvcc includes cuda_runtime.h implicitly; hipcc does not include hip_runtime.h: say it explicitly
+        at = _first_code_offset(src)
+        edits.append(Edit(at, at, "#include <hip/hip_runtime.h>\n"))
+        renamed["(implicit cuda_runtime.h)"] = 1
     data, dropped = apply_edits(src.data, edits)
     for edit in dropped:
         ctx.diagnostics.append(
@@ -130,6 +135,20 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     return SourceUnit(data.decode("utf-8"), target, module.path)
 
 
+def _has_runtime_include(src: ParsedSource, edits: list[Edit]) -> bool:
+    if any(e.text in ("hip/hip_runtime.h", "hip/hip_runtime_api.h") for e in edits):
+        return True
+    return re.search(rb"#\s*include\s*[<\"]hip/hip_runtime(_api)?\.h[>\"]", src.data) is not None
+
+
+def _first_code_offset(src: ParsedSource) -> int:
+    """Offset of the first top-level node that is not a comment (leading file comments stay first)."""
+    for child in src.root.children:
+        if child.type != "comment" or src.node_text(child).startswith("// xpiler("):
+            return child.start_byte
+    return len(src.data)
+
+
 def _target_of(name: str, table: MappingTable, direction: Direction) -> str:
     if name in table.names:
         return table.names[name]
@@ -138,6 +157,8 @@ def _target_of(name: str, table: MappingTable, direction: Direction) -> str:
         return rw.hip if direction == "cuda->hip" else rw.cuda
     if name in table.namespaces:
         return table.namespaces[name]
+    if name.startswith("(implicit"):
+        return "hip/hip_runtime.h"
     return table.map_header(name) or "?"
 
 

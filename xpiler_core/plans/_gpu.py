@@ -147,11 +147,8 @@ def verify_candidate(
     with tempfile.TemporaryDirectory(prefix="xpiler-spec-") as tmp:
         if options.spec_path:
             spec = load_spec(options.spec_path)
-            evidence.spec_info = {"path": str(options.spec_path), "auto": False,
+            evidence.spec_info = {"path": str(Path(options.spec_path).resolve()), "auto": False,
                                   "sha256": sha256_text(Path(options.spec_path).read_text(encoding="utf-8"))}
-            if getattr(spec, "reference", None):
-                # the source must pass its own reference first, or the comparison means nothing
-                evidence.baseline = run_spec(spec, warp_size=direction.source_warp, seed=options.seed, cancel=cancel)
         else:
             built = autospec.build_spec(text, path, direction.source, Path(tmp))
             if built.spec_path is None:
@@ -173,25 +170,42 @@ def verify_candidate(
             seed=options.seed,
             cancel=cancel,
         )
+        if not evidence.tests.passed and not evidence.spec_info.get("auto"):
+            # does the source itself match the reference? If not, the comparison means nothing
+            evidence.baseline = run_spec(spec, warp_size=direction.source_warp, seed=options.seed, cancel=cancel)
         evidence.spec_info["tolerance"] = _tolerance_of(spec)
+        evidence.spec_info["case_shapes"] = _case_shapes(spec)
+        evidence.spec_info["args"] = [
+            {"name": a.name, "dtype": a.dtype, "role": a.role, "shape": [str(x) for x in a.shape],
+             "init": a.init} for a in getattr(spec, "args", [])
+        ]
         evidence.spec_info["cases"] = [dict(c.sizes) for c in evidence.tests.cases]
     evidence.seconds_tests = time.perf_counter() - t0
     return evidence
 
 
-def _tolerance_of(spec: Any) -> Any:
-    tol = getattr(spec, "tolerance", None)
-    if tol is None:
-        return None
-    if isinstance(tol, dict):
-        return tol
-    return {k: getattr(tol, k) for k in ("atol", "rtol") if hasattr(tol, k)} or str(tol)
+def _case_shapes(spec: Any) -> list[dict[str, list[int]]]:
+    """Each case's buffer shapes, evaluated (the manifest's record of the inputs' shapes)."""
+    from xpiler_core.verify.expr import evaluate_int
+
+    shapes: list[dict[str, list[int]]] = []
+    for case in getattr(spec, "cases", []):
+        try:
+            shapes.append({a.name: [evaluate_int(d, case) for d in a.shape] for a in spec.args if a.role != "scalar"})
+        except Exception:  # noqa: BLE001 - a shape the evaluator rejects is recorded as unknown
+            shapes.append({})
+    return shapes
+
+
+def _tolerance_of(spec: Any) -> dict[str, Any]:
+    return {"atol": getattr(spec, "atol", None), "rtol": getattr(spec, "rtol", None)}
 
 
 def decide_status(options: TranslateOptions, ev: Evidence, unresolved: list[Unresolved]) -> tuple[Status, str]:
     """Verified only with a passing compile and passing tests and nothing left unresolved."""
     if not options.verify:
-        return "unresolved" if unresolved else "compiled-not-executed", "verification was turned off"
+        # nothing was compiled or run: not even "compiled-not-executed" would be true
+        return "unresolved", "verification was turned off: not compiled, not executed"
     if ev.compile is None:
         return "unresolved", ev.note or "no compile verdict"
     if not ev.compile.ok:

@@ -31,8 +31,8 @@ BINARY_PRECEDENCE: dict[str, int] = {
 _CLARIFY = {
     "<": {"<", ">", "<=", ">=", "<<", ">>"}, ">": {"<", ">", "<=", ">=", "<<", ">>"},
     "<=": {"<", ">", "<=", ">=", "<<", ">>"}, ">=": {"<", ">", "<=", ">=", "<<", ">>"},
-    "||": {"&&"}, "|": {"&", "^", "+", "-", "==", "!="}, "^": {"&", "+", "-", "==", "!="},
-    "&": {"+", "-", "==", "!="}, "<<": {"+", "-"}, ">>": {"+", "-"},
+    "||": {"&&"}, "|": {"&", "^", "+", "-", "==", "!=", "<<", ">>"}, "^": {"&", "+", "-", "==", "!=", "<<", ">>"},
+    "&": {"+", "-", "==", "!=", "<<", ">>"}, "<<": {"+", "-"}, ">>": {"+", "-"},
     "==": {"==", "!="}, "!=": {"==", "!="},
 }
 INDENT = "    "
@@ -192,16 +192,16 @@ class Printer:
                 init = self.expr(s.init.expr, COMMA)
             elif s.init is not None:
                 raise TypeError(f"for-init cannot be {type(s.init).__name__}")
-            cond = self.expr(s.cond, COMMA) if s.cond is not None else ""
+            cond = self.condition(s.cond) if s.cond is not None else ""
             step = self.expr(s.step, COMMA) if s.step is not None else ""
-            head = f"for ({init}; {cond}; {step})".replace("; )", ";)").replace("( ;", "(;")
+            head = f"for ({init}; {cond}; {step})".replace("; ;", ";;").replace("; )", ";)")
             return self.with_body(head, s.body, level)
         if isinstance(s, A.While):
-            return self.with_body(f"while ({self.expr(s.cond, COMMA)})", s.body, level)
+            return self.with_body(f"while ({self.condition(s.cond)})", s.body, level)
         if isinstance(s, A.DoWhile):
-            tail = f"while ({self.expr(s.cond, COMMA)});"
+            tail = f"while ({self.condition(s.cond)});"
             lines = self.with_body("do", s.body, level)
-            if isinstance(s.body, A.Block):
+            if lines[-1] == ind + "}":
                 lines[-1] += " " + tail
             else:
                 lines.append(ind + tail)
@@ -231,9 +231,14 @@ class Printer:
             return [ind + head + " {", *self.stmt(body, level + 1), ind + "}"]
         return [ind + head, *self.stmt(body, level + 1)]
 
+    def condition(self, cond: A.Expr) -> str:
+        """A condition; an assignment gets the extra parentheses that tell compilers it is meant."""
+        text = self.expr(cond, COMMA)
+        return f"({text})" if isinstance(cond, A.Assign) else text
+
     def if_stmt(self, s: A.If, level: int) -> list[str]:
         ind = INDENT * level
-        head = f"if ({self.expr(s.cond, COMMA)})"
+        head = f"if ({self.condition(s.cond)})"
         if s.else_ is None:
             return self.with_body(head, s.then, level)
         # Braces around a then-branch that could capture the else (dangling else).
@@ -255,7 +260,13 @@ class Printer:
     def expr(self, e: A.Expr, min_prec: int = COMMA) -> str:
         """``e`` as text, parenthesized if it binds looser than ``min_prec``."""
         text, prec = self.expr_prec(e)
-        return f"({text})" if prec < min_prec else text
+        if prec >= min_prec:
+            return text
+        if isinstance(e, A.Binary) and e.op == ",":
+            # tree-sitter cannot parse `(b = c, a)`; `((b = c), a)` means the same and parses.
+            return "(" + ", ".join(self.expr(x, TERNARY) if isinstance(x, A.Assign) else self.expr(x, ASSIGN)
+                                   for x in _comma_items(e)) + ")"
+        return f"({text})"
 
     def expr_prec(self, e: A.Expr) -> tuple[str, int]:
         if isinstance(e, A.Name):
@@ -275,11 +286,17 @@ class Printer:
         if isinstance(e, A.Unary):
             if e.postfix:
                 return self.expr(e.operand, POSTFIX) + e.op, POSTFIX
-            operand = self.expr(e.operand, UNARY)
+            # `-(a++)`: C needs no parentheses, but tree-sitter would read `-a++` as `(-a)++`.
+            postfix_operand = isinstance(e.operand, A.Unary) and e.operand.postfix and e.op in "-+!~"
+            operand = self.expr(e.operand, POSTFIX + 1 if postfix_operand else UNARY)
             sep = " " if operand[:1] in ("+", "-", "&") and operand[:1] == e.op[-1] else ""
             return f"{e.op}{sep}{operand}", UNARY
         if isinstance(e, A.Assign):
-            return f"{self.expr(e.target, UNARY)} {e.op} {self.expr(e.value, ASSIGN)}", ASSIGN
+            # Only a dereference binds loosely and is still an assignable target without parentheses;
+            # tree-sitter reads `-b = a` as `-(b = a)`, so other prefix forms get parentheses.
+            plain = isinstance(e.target, A.Unary) and e.target.op == "*" and not e.target.postfix
+            target = self.expr(e.target, UNARY if plain else POSTFIX + 1 if _is_prefixish(e.target) else UNARY)
+            return f"{target} {e.op} {self.expr(e.value, ASSIGN)}", ASSIGN
         if isinstance(e, A.Ternary):
             cond = self.expr(e.cond, LOR)
             return f"{cond} ? {self.expr(e.then, TERNARY)} : {self.expr(e.else_, TERNARY)}", TERNARY
@@ -293,7 +310,8 @@ class Printer:
                 return f"::xpiler::launch({self.expr(e.kernel, ASSIGN)}, {config})({args})", POSTFIX
             return f"{self.expr(e.kernel, POSTFIX)}<<<{config}>>>({args})", POSTFIX
         if isinstance(e, A.Index):
-            return f"{self.expr(e.base, POSTFIX)}[{self.expr(e.index, COMMA)}]", POSTFIX
+            # `a[b, c]` is a C++23 multi-index; a comma expression as an index needs parentheses.
+            return f"{self.expr(e.base, POSTFIX)}[{self.expr(e.index, ASSIGN)}]", POSTFIX
         if isinstance(e, A.Member):
             return f"{self.expr(e.base, POSTFIX)}{'->' if e.arrow else '.'}{e.field}", POSTFIX
         if isinstance(e, A.Cast):
@@ -313,6 +331,21 @@ class Printer:
         if isinstance(e, A.Binary) and e.op in _CLARIFY.get(parent_op, ()):
             return f"({self.expr(e, COMMA)})"
         return self.expr(e, min_prec)
+
+
+def _comma_items(e: A.Expr) -> list[A.Expr]:
+    """The operands of a left-nested comma chain, in order."""
+    items: list[A.Expr] = []
+    while isinstance(e, A.Binary) and e.op == ",":
+        items.append(e.right)
+        e = e.left
+    items.append(e)
+    return items[::-1]
+
+
+def _is_prefixish(e: A.Expr) -> bool:
+    """Expressions printed with a leading operator or cast (or postfix ++/--): not plain assignment targets."""
+    return isinstance(e, (A.Unary, A.Cast, A.SizeOf))
 
 
 def _same_specifiers(a: A.VarDecl, b: A.VarDecl) -> bool:

@@ -113,23 +113,19 @@ def _local_rewrite_launches(text: str) -> str:
 
 
 def rewrite_launches(text: str) -> str:
-    """The runtime's shared launch rewrite when available (same contract), else the local one."""
+    """The runtime's shared launch rewrite (``rewrite_for_cpu``) when it is available, else the local one.
+
+    Both keep every newline in place, so line numbers survive.
+    """
     try:
-        from xpiler_core.runtime import rewrite as shared_rewrite  # type: ignore[attr-defined]
+        from xpiler_core.frontend.dialect import Dialect
+        from xpiler_core.runtime.rewrite import rewrite_for_cpu
     except ImportError:
         return _local_rewrite_launches(text)
-    func = getattr(shared_rewrite, "rewrite_launches", None)
-    if callable(func):
-        try:
-            result = func(text)
-        except Exception:  # a helper under construction must not break BANG builds
-            return _local_rewrite_launches(text)
-        if isinstance(result, str):
-            return result
-        rewritten = getattr(result, "text", None)
-        if isinstance(rewritten, str):
-            return rewritten
-    return _local_rewrite_launches(text)
+    try:
+        return rewrite_for_cpu(text, Dialect.BANG).text
+    except Exception:  # a sibling module under construction must not break BANG builds
+        return _local_rewrite_launches(text)
 
 
 def prepare_source(text: str, path: str) -> str:
@@ -311,7 +307,8 @@ def build_bang(
     """Compile BANG C ``text`` into a shared library (or an executable with ``shared=False``)."""
     gen = get_generation(generation)
     started = time.monotonic()
-    key = stable_key("bang-build-v1", text, path, gen.name, shared, list(flags), opt, _header_digest(), _compiler_version())
+    prepared = prepare_source(text, path)
+    key = stable_key("bang-build-v1", prepared, gen.name, shared, list(flags), opt, _header_digest(), _compiler_version())
     cache_dir = cache_root() / "bang_build" / key
     artefact = cache_dir / ("libkernel.so" if shared else "kernel")
     record = cache_dir / "result.json"
@@ -320,7 +317,7 @@ def build_bang(
 
     with tempfile.TemporaryDirectory(prefix="xpiler-bang-") as tmp:
         src = Path(tmp) / "kernel.mlu"
-        src.write_text(prepare_source(text, path), encoding="utf-8")
+        src.write_text(prepared, encoding="utf-8")
         out = Path(tmp) / artefact.name
         command = [
             "g++", "-std=c++17", opt, "-fno-strict-aliasing", "-I", str(INCLUDE_DIR), "-include", str(HEADER),

@@ -81,6 +81,7 @@ class BangWorker:
         except (ProcessLookupError, PermissionError):
             pass
         proc.wait(timeout=10)
+        _close_pipes(proc)
 
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
@@ -124,6 +125,8 @@ class BangWorker:
     def _crashed(self, function: str) -> CallResult:
         proc = self._proc
         code = proc.wait(timeout=10) if proc is not None else 0
+        if proc is not None:
+            _close_pipes(proc)
         self._proc = None
         if code < 0:
             what = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGABRT": "abort"}.get(
@@ -131,6 +134,15 @@ class BangWorker:
             )
             return CallResult(error=f"{what} in {function}")
         return CallResult(error=f"the worker exited with status {code} in {function}")
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:
+                pass
 
 
 def _read_exact(proc: subprocess.Popen[bytes], n: int, deadline: float) -> bytes | None:

@@ -115,8 +115,8 @@ def build_library(
     src_path.write_text(source, encoding="utf-8")
     try:
         proc = subprocess.run(
-            command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=out_dir,
-            preexec_fn=_limit_compiler,
+            command, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S, cwd=out_dir,
+            preexec_fn=_limit_compiler, env=dict(os.environ, LC_ALL="C"),  # ASCII quotes in messages
         )
         ok = proc.returncode == 0 and library.exists()
         log = (proc.stderr + proc.stdout).replace(str(src_path), display_name)

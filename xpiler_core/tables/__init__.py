@@ -3,7 +3,7 @@
 Each ``*.toml`` file holds one category (runtime API, types, enums, error codes, driver API, headers,
 intrinsics, complex numbers, libraries) with ``[pairs]`` (CUDA name = HIP name) and optional ``[reverse]``
 entries that choose the CUDA name where several CUDA names share one HIP name. ``intrinsics.toml`` adds
-``[[calls]]`` whose argument lists change; ``libraries.toml`` adds ``[unsupported]`` calls (reported, never
+``[[calls]]`` whose argument lists change; ``[legacy_pairs]`` are names current CUDA headers dropped; ``libraries.toml`` adds ``[unsupported]`` calls (reported, never
 renamed blindly) and ``[namespaces]``; ``headers.toml`` adds ``[[prefix]]`` rules for header families.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Literal
 
@@ -83,7 +83,7 @@ TABLE_FILES = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def raw_table(name: str) -> dict:
     """One table file parsed as TOML."""
     text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
@@ -108,7 +108,7 @@ def load_mapping(direction: Direction) -> MappingTable:
     for name in TABLE_FILES:
         data = raw_table(name)
         category = str(data.get("meta", {}).get("category", name))
-        pairs: dict[str, str] = dict(data.get("pairs", {}))
+        pairs: dict[str, str] = {**data.get("legacy_pairs", {}), **data.get("pairs", {})}
         reverse: dict[str, str] = dict(data.get("reverse", {}))
         if name == "headers":
             table.headers.update(pairs if forward else _invert(pairs, reverse))

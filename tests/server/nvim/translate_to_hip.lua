@@ -54,10 +54,14 @@ local function run()
       table.insert(report.actions, title)
       if title == "Translate to HIP" then chosen = item end
     end
+    report.menu_shown = true
+    report.chosen = chosen ~= nil
     on_choice(chosen)
   end
   vim.lsp.buf.code_action({ only = { "source" } })
-  assert(vim.wait(180000, function() return #report.jobs > 0 end, 100), "the translation job did not finish")
+  assert(vim.wait(20000, function() return report.menu_shown end, 50), "no code-action menu within 20 s")
+  assert(report.chosen, "no 'Translate to HIP' among the code actions")
+  assert(vim.wait(150000, function() return #report.jobs > 0 end, 100), "the translation job did not finish")
   report.job = report.jobs[1]
 
   -- The server created the file through workspace/applyEdit: find its buffer, save it.

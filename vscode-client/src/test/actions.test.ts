@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ActionLike, CLIENT_ACTIONS, columnFor, passChoices, pickAction } from '../actions';
 
-const action = (id: string) => CLIENT_ACTIONS.find((a) => a.id === id)!;
+const action = (id: string) => {
+  const found = CLIENT_ACTIONS.find((a) => a.id === id)!;
+  assert.ok(found.serverCommand === undefined, `${id} is a code action`);
+  return found;
+};
 const offered: ActionLike[] = [
   { title: 'Run pass: loop_unroll', kind: { value: 'refactor.rewrite' }, command: { command: 'xpiler.runPass', arguments: [1] } },
   { title: 'Translate to HIPIFY-like', kind: 'source', command: { command: 'other' } },
@@ -36,6 +40,13 @@ test('a shown document opens where it is visible, else beside the source', () =>
   assert.equal(columnFor(undefined, 2), 3);
   assert.equal(columnFor(undefined, undefined), 2);
   assert.equal(columnFor(undefined, 9), 9);
+});
+
+test('commands without a code action name a server command the server registers', () => {
+  const serverCommands = ['xpiler.translate', 'xpiler.runPass', 'xpiler.verify', 'xpiler.cancel', 'xpiler.showManifest', 'xpiler.tune'];
+  for (const a of CLIENT_ACTIONS) {
+    if (a.serverCommand !== undefined) assert.ok(serverCommands.includes(a.serverCommand), a.id);
+  }
 });
 
 test('every client action is contributed in package.json with a title', () => {

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { defaultCandidates, importProbe, installCommand, Probe, resolveInterpreter } from '../interpreter';
+import { defaultCandidates, importProbe, installCommand, Probe, PROBE_CODE, resolveInterpreter } from '../interpreter';
 
 const probeAccepting = (good: string[]): Probe => async (python) =>
   good.includes(python) ? { ok: true } : { ok: false, reason: "No module named 'xpiler_server'" };
@@ -45,7 +46,27 @@ test('the import probe tells a missing interpreter from a missing module', { ski
   assert.deepEqual(await probe(path.join(dir, 'missing')), { ok: false, reason: 'not found' });
   assert.deepEqual(await probe(fake), { ok: false, reason: "ModuleNotFoundError: No module named 'xpiler_server'" });
   const works = path.join(dir, 'works');
-  writeFileSync(works, '#!/bin/sh\n[ "$1" = -c ] && [ "$2" = "import xpiler_server" ]\n');
+  writeFileSync(works, '#!/bin/sh\n[ "$1" = -c ] && [ -n "$2" ]\n');
   chmodSync(works, 0o755);
   assert.deepEqual(await probe(works), { ok: true });
+});
+
+test('the probe code accepts an interpreter with the server and rejects one without', { skip: process.platform === 'win32' }, async () => {
+  // Real Python (-S: no site-packages, so an installed xpiler cannot interfere) against two package
+  // folders: one with __main__.py (runnable), one without.
+  const dir = mkdtempSync(path.join(tmpdir(), 'xpiler-pkg-'));
+  const runnable = path.join(dir, 'with');
+  const bare = path.join(dir, 'without');
+  for (const root of [runnable, bare]) mkdirSync(path.join(root, 'xpiler_server'), { recursive: true });
+  writeFileSync(path.join(runnable, 'xpiler_server', '__init__.py'), '');
+  writeFileSync(path.join(runnable, 'xpiler_server', '__main__.py'), 'raise SystemExit("must not run")\n');
+  writeFileSync(path.join(bare, 'xpiler_server', '__init__.py'), '');
+  const run = (pythonPath: string) =>
+    spawnSync('python3', ['-S', '-c', PROBE_CODE], { env: { ...process.env, PYTHONPATH: pythonPath }, cwd: dir, encoding: 'utf8' });
+  const present = run(runnable);
+  if (present.error) return; // no python3 on this machine: nothing to check against
+  assert.equal(present.status, 0, present.stderr);
+  const absent = run(bare);
+  assert.equal(absent.status, 1);
+  assert.match(absent.stderr, /No module named 'xpiler_server.__main__'/);
 });

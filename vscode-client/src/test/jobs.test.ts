@@ -37,14 +37,22 @@ test('two jobs: the first is shown with a count of the others', () => {
   assert.equal(board.view().text, '$(sync~spin) Translate to HIP (+1)');
 });
 
-test('tuning updates merge per kernel and show trials and speedup', () => {
+test('tuning snapshots show trials and the best speedup, and leave the bar when finished', () => {
   const board = new JobBoard();
-  board.tuningUpdate({ uri: 'file:///k.cu', kernel: 'softmax', trials: 3, budget: 64 });
-  board.tuningUpdate({ uri: 'file:///k.cu', kernel: 'softmax', trials: 12, speedup: 1.8734, best_latency_ms: 0.25 });
+  board.tuningUpdate({ jobId: 'j3', kind: 'tune', uri: 'file:///k.cu', title: 'Tune softmax', state: 'running', percentage: 5, live: {} } as never);
+  assert.equal(board.view().text, '$(pulse) Tune softmax 5%');
+  board.tuningUpdate({ jobId: 'j3', title: 'Tune softmax', state: 'running', percentage: 19, live: { trials: 12, budget: 64, speedup: 1.8734, best_latency_ms: 0.25, best_config: { block: 128 } } });
   const view = board.view();
-  assert.equal(view.text, '$(pulse) tune softmax 12/64 · best 1.87×');
-  assert.match(view.tooltip, /0\.250 ms/);
-  board.tuningUpdate({ uri: 'file:///k.cu', kernel: 'softmax', done: true });
+  assert.equal(view.text, '$(pulse) Tune softmax 12/64 · best 1.87×');
+  assert.match(view.tooltip, /0\.250 ms · \{"block":128\}/);
+  board.tuningUpdate({ jobId: 'j3', title: 'Tune softmax', state: 'done', percentage: 100, message: 'best of 64', live: { trials: 64, budget: 64, speedup: 2 } });
   assert.equal(board.view().text, '$(circuit-board) Xpiler');
-  assert.match(board.view().tooltip, /tune softmax 12\/64 · best 1\.87× · 0\.250 ms \(done\)/);
+  assert.match(board.view().tooltip, /Tune softmax 64\/64 · best 2\.00× \(done\) — best of 64/);
+});
+
+test('tuning snapshots with odd or missing fields never break the view', () => {
+  const board = new JobBoard();
+  board.tuningUpdate({});
+  board.tuningUpdate({ jobId: 1, live: { trials: 'many', speedup: null } as never, percentage: Number.NaN });
+  assert.equal(board.view().text, '$(pulse) Tune');
 });

@@ -78,7 +78,7 @@
 #define __mlu_func__ inline
 #define __mlu_device__ inline
 #define __mlu_builtin__ inline
-#define XPILER_BANG_ONCHIP(section_name) __attribute__((section(section_name), aligned(64))) static
+#define XPILER_BANG_ONCHIP(section_name) __attribute__((section(section_name), aligned(64), used)) static
 #define __nram__ XPILER_BANG_ONCHIP("xpiler_nram")
 #define __wram__ XPILER_BANG_ONCHIP("xpiler_wram")
 #define __mlu_shared__ XPILER_BANG_ONCHIP("xpiler_sram")
@@ -374,6 +374,13 @@ inline std::vector<T> snapshot(const T* p, long long n) {
 }
 
 template <typename T> struct Id { using type = T; };
+
+// A buffer argument from generated glue: converts to whatever pointer type the kernel takes.
+struct AnyPtr {
+  void* p;
+  template <typename T>
+  operator T*() const { return static_cast<T*>(p); }
+};
 
 // ----- memcpy ------------------------------------------------------------------------------------
 struct DirInfo {
@@ -1126,7 +1133,8 @@ XPILER_BANG_UNARY(__bang_not, x == 0.0f ? 1.0f : 0.0f)
 namespace xpiler {
 namespace bang {
 
-// Per 128-byte block of src: one result per block, written compactly to dst[0], dst[1], ...
+// Per 128-byte block of src: the block's result lands in the first element of the same block of
+// dst (dst[b * block]); the other elements of each dst block are written as zero.
 template <typename T, typename Op>
 inline void block_reduce(const char* name, T* dst, const T* src, int n, Op op, const SrcLoc& loc) {
   if (!check_vector(loc, name, src, "src", n, sizeof(T))) return;
@@ -1138,34 +1146,40 @@ inline void block_reduce(const char* name, T* dst, const T* src, int n, Op op, c
     return;
   }
   if (!require_space(loc, name, "src", src, sizeof(T) * static_cast<size_t>(n), Space::NRAM)) return;
-  if (!require_space(loc, name, "dst", dst, sizeof(T) * static_cast<size_t>(n / block), Space::NRAM)) return;
+  if (!require_space(loc, name, "dst", dst, sizeof(T) * static_cast<size_t>(n), Space::NRAM)) return;
   std::vector<T> x = snapshot(src, n);
   for (int b = 0; b < n / block; ++b) {
     float acc = to_f(x[static_cast<size_t>(b * block)]);
     for (int i = 1; i < block; ++i) acc = op(acc, to_f(x[static_cast<size_t>(b * block + i)]));
-    dst[b] = static_cast<T>(acc);
+    dst[b * block] = static_cast<T>(acc);
+    for (int i = 1; i < block; ++i) dst[b * block + i] = T(0);
   }
 }
 
-// dst[0] = extreme value, dst[1] holds the index of its first occurrence as uint32 bits.
+// dst[0] = extreme value; the index of its first occurrence is stored as a uint32 right after it
+// (bytes sizeof(T) .. sizeof(T)+3 of dst), read back as *(uint32_t*)(dst + 1).
 template <typename T, typename Better>
 inline void extreme_index(const char* name, T* dst, const T* src, int n, Better better, const SrcLoc& loc) {
   if (!check_vector(loc, name, src, "src", n, sizeof(T))) return;
   if (!require_space(loc, name, "src", src, sizeof(T) * static_cast<size_t>(n), Space::NRAM)) return;
-  static_assert(sizeof(T) >= 2, "index needs at least 16 bits");
-  if (!require_space(loc, name, "dst", dst, sizeof(T) * 2, Space::NRAM)) return;
+  if (!require_space(loc, name, "dst", dst, sizeof(T) + sizeof(uint32_t), Space::NRAM)) return;
   int best = 0;
   for (int i = 1; i < n; ++i)
     if (better(to_f(src[i]), to_f(src[best]))) best = i;
   T value = src[best];
   dst[0] = value;
-  if (sizeof(T) >= 4) {
-    uint32_t idx = static_cast<uint32_t>(best);
-    std::memcpy(&dst[1], &idx, sizeof(idx));
-  } else {
-    uint16_t idx = static_cast<uint16_t>(best);
-    std::memcpy(&dst[1], &idx, sizeof(idx));
-  }
+  uint32_t idx = static_cast<uint32_t>(best);
+  std::memcpy(reinterpret_cast<char*>(dst) + sizeof(T), &idx, sizeof(idx));
+}
+
+// Number of non-zero elements.
+template <typename T>
+inline unsigned int count_nonzero(const char* name, const T* src, int n, const SrcLoc& loc) {
+  if (!check_vector(loc, name, src, "src", n, sizeof(T))) return 0;
+  if (!require_space(loc, name, "src", src, sizeof(T) * static_cast<size_t>(n), Space::NRAM)) return 0;
+  unsigned int c = 0;
+  for (int i = 0; i < n; ++i) c += to_f(src[i]) != 0.0f ? 1u : 0u;
+  return c;
 }
 
 }  // namespace bang
@@ -1194,6 +1208,10 @@ inline void __bang_min(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
 template <typename T>
 inline void __bang_argmax(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
   xpiler::bang::extreme_index("__bang_argmax", dst, src, elem_count, [](float a, float b) { return a > b; }, loc);
+}
+template <typename T>
+inline unsigned int __bang_count(const T* src, int elem_count, XPILER_BANG_LOC) {
+  return xpiler::bang::count_nonzero("__bang_count", src, elem_count, loc);
 }
 template <typename T>
 inline void __bang_argmin(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {

@@ -91,7 +91,8 @@ struct KernelCall {
 };
 
 struct Worker;
-inline thread_local Worker* tls_worker __attribute__((tls_model("initial-exec"))) = nullptr;
+// Not initial-exec: a library with any static-TLS access must fit all its TLS (the __shared__ arrays) there.
+inline thread_local Worker* tls_worker = nullptr;
 
 struct LaunchInfo {
   char name[256];

@@ -1,0 +1,78 @@
+"""The mapping tables against the real headers: every pair names something CUDA declares and HIP declares."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from xpiler_core.tables import TABLE_FILES, load_mapping, raw_table
+
+CUDA_INCLUDE = Path("/usr/local/cuda/include")
+HIP_INCLUDE = Path("/usr/include/hip")
+# tables whose both sides are declared by headers installed on this machine
+HEADER_CHECKED = ("runtime_api", "runtime_types", "runtime_enums", "error_codes", "driver_api", "complex")
+
+
+@lru_cache(maxsize=2)
+def _identifiers(root: str) -> frozenset[str]:
+    names: set[str] = set()
+    for path in Path(root).rglob("*.h*"):
+        names.update(re.findall(r"\b[A-Za-z_]\w*\b", path.read_text(errors="ignore")))
+    return frozenset(names)
+
+
+@pytest.mark.skipif(not CUDA_INCLUDE.is_dir() or not HIP_INCLUDE.is_dir(), reason="CUDA or HIP headers not installed")
+@pytest.mark.parametrize("table", HEADER_CHECKED)
+def test_every_pair_is_declared_by_both_toolkits(table: str) -> None:
+    cuda_names = _identifiers(str(CUDA_INCLUDE))
+    hip_names = _identifiers(str(HIP_INCLUDE))
+    data = raw_table(table)
+    missing_cuda = [c for c in data["pairs"] if c not in cuda_names]
+    missing_hip = [h for h in data["pairs"].values() if h not in hip_names]
+    assert not missing_cuda, f"{table}: not in CUDA headers: {missing_cuda[:10]}"
+    assert not missing_hip, f"{table}: not in HIP headers: {missing_hip[:10]}"
+    for hip_name, cuda_name in data.get("reverse", {}).items():
+        assert hip_name in hip_names and cuda_name in cuda_names, (hip_name, cuda_name)
+
+
+@pytest.mark.skipif(not HIP_INCLUDE.is_dir(), reason="HIP headers not installed")
+def test_mapped_hip_headers_exist_where_hip_ships_them() -> None:
+    forward = load_mapping("cuda->hip")
+    for cuda_header, hip_header in forward.headers.items():
+        if hip_header.startswith("hip/") and hip_header not in ("hip/hip_bf16.h", "hip/hip_fp8.h"):
+            assert (HIP_INCLUDE.parent / hip_header).exists(), f"{cuda_header} -> {hip_header}"
+
+
+def test_reverse_direction_is_consistent_with_forward() -> None:
+    """Mapping back and forth again lands on the same HIP name (the tables run both ways)."""
+    forward = load_mapping("cuda->hip")
+    backward = load_mapping("hip->cuda")
+    checked = 0
+    for hip_name, cuda_name in backward.names.items():
+        if cuda_name in forward.names:
+            assert forward.names[cuda_name] == hip_name or hip_name in raw_table("driver_api")["pairs"].values() \
+                or hip_name.startswith("__"), (hip_name, cuda_name)
+            checked += 1
+    assert checked > 700
+    for hip_header, cuda_header in backward.headers.items():
+        if hip_header in forward.headers.values():
+            assert forward.map_header(cuda_header) == hip_header
+
+
+def test_tables_cover_the_issue_categories() -> None:
+    forward = load_mapping("cuda->hip")
+    categories = set(forward.categories.values())
+    assert {"runtime API functions", "types", "enums and constants", "error codes", "driver API", "libraries"} <= categories
+    for name, expected in {
+        "cublasSgemm": "hipblasSgemm", "curand_init": "hiprand_init", "cufftExecC2C": "hipfftExecC2C",
+        "cusparseSpMV": "hipsparseSpMV", "cudnnCreate": "miopenCreate", "cuLaunchKernel": "hipModuleLaunchKernel",
+    }.items():
+        assert forward.names[name] == expected
+    assert forward.map_header("cub/cub.cuh") == "hipcub/hipcub.hpp"
+    assert forward.map_header("cub/warp/warp_reduce.cuh") == "hipcub/warp/warp_reduce.hpp"
+    assert forward.namespaces["cub"] == "hipcub"
+    assert "cudnnConvolutionForward" in forward.unsupported
+    assert len(TABLE_FILES) == 9

@@ -1,0 +1,81 @@
+"""Deadlocks, faults and endless loops are reported with the kernel name; the Python process survives."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from xpiler_core.runtime.call import run_kernel
+
+SOURCE = r"""
+__global__ void divergent_barrier(const float* x, float* y) {
+  __shared__ float s[256];
+  int t = threadIdx.x;
+  s[t] = x[blockIdx.x * 256 + t];
+  if (t < 128) {
+    __syncthreads();
+  }
+  __syncthreads();
+  y[blockIdx.x * 256 + t] = s[255 - t];
+}
+__global__ void wild_store(const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float* p = nullptr;
+  if (i == 77) p[1 << 20] = x[i];
+  y[i] = x[i];
+}
+__global__ void spin_forever(const float* x, float* y) {
+  volatile int flag = 0;
+  while (!flag) {}
+}
+__global__ void shfl_vs_barrier(const float* x, float* y) {
+  float v = x[threadIdx.x];
+  if (threadIdx.x == 0) __syncthreads();
+  else v = __shfl_sync(0xffffffff, v, 0);
+  __syncthreads();
+  y[threadIdx.x] = v;
+}
+"""
+
+
+def _run(kernel: str, timeout_s: float = 60.0):  # type: ignore[no-untyped-def]
+    x = np.ones(512, np.float32)
+    return run_kernel(SOURCE, kernel, grid=2, block=256, args=[x, np.zeros_like(x)], timeout_s=timeout_s)
+
+
+def test_divergent_barrier_is_reported_as_deadlock() -> None:
+    res = _run("divergent_barrier")
+    assert not res.ok
+    assert res.error is not None
+    assert res.error.startswith("deadlock in kernel divergent_barrier")
+    assert "line 7" in res.error and "line 9" in res.error  # source lines of the two barriers
+    assert os.getpid() > 0  # still here
+
+
+def test_segfault_is_reported_with_kernel_and_thread() -> None:
+    res = _run("wild_store")
+    assert not res.ok
+    assert res.error is not None
+    assert res.error.startswith("segmentation fault in kernel wild_store")
+    assert "thread (77,0,0)" in res.error and "block (0,0,0)" in res.error
+
+
+def test_endless_loop_times_out_and_names_the_kernel() -> None:
+    res = _run("spin_forever", timeout_s=2.0)
+    assert not res.ok
+    assert res.error is not None
+    assert "timeout after 2 s in kernel spin_forever" in res.error
+
+
+def test_barrier_against_warp_collective_is_a_deadlock() -> None:
+    res = _run("shfl_vs_barrier")
+    assert not res.ok
+    assert res.error is not None and res.error.startswith("deadlock in kernel shfl_vs_barrier")
+
+
+def test_invalid_launch_configuration_is_an_error_not_a_run() -> None:
+    x = np.ones(4, np.float32)
+    res = run_kernel(SOURCE, "wild_store", grid=1, block=2048, args=[x, np.zeros_like(x)])
+    assert not res.ok
+    assert res.error is not None and "invalid configuration" in res.error

@@ -1,0 +1,177 @@
+"""__half/__nv_bfloat16 (+ HIP names), wmma and rocwmma fragments, and the host runtime API."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.verify.inputs import bf16_bits_to_float, float_to_bf16_bits
+
+CUDA_SOURCE = r"""
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <mma.h>
+using namespace nvcuda;
+
+__global__ void halves(const __half* a, const __half* b, __half* sum, float* f, __half2* pairs,
+                       const __nv_bfloat16* c, __nv_bfloat16* cout, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  sum[i] = __hadd(a[i], __hmul(b[i], __float2half(2.0f)));
+  f[i] = __half2float(a[i]) * 0.5f;
+  __half2 p = __halves2half2(a[i], b[i]);
+  pairs[i] = __hmul2(p, __float2half2_rn(3.0f));
+  cout[i] = __float2bfloat16(__bfloat162float(c[i]) * 2.0f + 1.0f);
+}
+extern "C" void t_halves(const __half* a, const __half* b, __half* s, float* f, __half* pairs,
+                         const __nv_bfloat16* c, __nv_bfloat16* co, int n) {
+  halves<<<(n + 127) / 128, 128>>>(a, b, s, f, (__half2*)pairs, c, co, n);
+}
+
+// One warp per 16x16 output tile; A row-major or column-major.
+template <typename LayoutA>
+__global__ void wmma_gemm(const __half* A, const __half* B, float* C, int M, int N, int K) {
+  int tile_m = blockIdx.y, tile_n = blockIdx.x;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, LayoutA> a;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+  wmma::fill_fragment(c, 0.0f);
+  const bool col = std::is_same<LayoutA, wmma::col_major>::value;
+  for (int k = 0; k < K; k += 16) {
+    const __half* pa = col ? A + k * M + tile_m * 16 : A + tile_m * 16 * K + k;
+    wmma::load_matrix_sync(a, pa, col ? M : K);
+    wmma::load_matrix_sync(b, B + k * N + tile_n * 16, N);
+    wmma::mma_sync(c, a, b, c);
+  }
+  wmma::store_matrix_sync(C + tile_m * 16 * N + tile_n * 16, c, N, wmma::mem_row_major);
+}
+extern "C" void t_wmma(const __half* A, const __half* B, float* C, int M, int N, int K, int col) {
+  dim3 grid(N / 16, M / 16);
+  if (col) wmma_gemm<wmma::col_major><<<grid, 32>>>(A, B, C, M, N, K);
+  else wmma_gemm<wmma::row_major><<<grid, 32>>>(A, B, C, M, N, K);
+}
+
+__constant__ int c_table[8];
+__global__ void use_table(int* out) { out[threadIdx.x] = c_table[threadIdx.x] * 2; }
+
+extern "C" void t_runtime_api(const int* table, int* result, int* status) {
+  int* d = nullptr;
+  status[0] = cudaMalloc(&d, 8 * sizeof(int));
+  status[1] = cudaMemset(d, 0, 8 * sizeof(int));
+  status[2] = cudaMemcpyToSymbol(c_table, table, 8 * sizeof(int));
+  cudaStream_t s;
+  cudaEvent_t e0, e1;
+  cudaStreamCreate(&s);
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  cudaEventRecord(e0, s);
+  use_table<<<1, 8, 0, s>>>(d);
+  cudaEventRecord(e1, s);
+  cudaEventSynchronize(e1);
+  float ms = -1.0f;
+  cudaEventElapsedTime(&ms, e0, e1);
+  status[3] = ms >= 0.0f;
+  status[4] = cudaGetLastError();
+  use_table<<<1, 4096>>>(d);  // too many threads: a launch error, kernel not run
+  status[5] = cudaGetLastError();
+  status[6] = cudaGetLastError();  // reading clears it
+  status[7] = strcmp(cudaGetErrorString(cudaErrorInvalidConfiguration), "invalid configuration argument") == 0;
+  status[8] = cudaMemcpy(result, d, 8 * sizeof(int), cudaMemcpyDeviceToHost);
+  status[9] = cudaDeviceSynchronize();
+  cudaStreamDestroy(s);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  status[10] = cudaFree(d);
+}
+"""
+
+HIP_SOURCE = r"""
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#include <hip/hip_bf16.h>
+#include <rocwmma/rocwmma.hpp>
+
+__global__ void rocwmma_gemm(const rocwmma::float16_t* A, const rocwmma::float16_t* B, float* C, int N, int K) {
+  rocwmma::fragment<rocwmma::matrix_a, 16, 16, 16, rocwmma::float16_t, rocwmma::row_major> a;
+  rocwmma::fragment<rocwmma::matrix_b, 16, 16, 16, rocwmma::float16_t, rocwmma::col_major> b;
+  rocwmma::fragment<rocwmma::accumulator, 16, 16, 16, float> c;
+  rocwmma::fill_fragment(c, 0.0f);
+  for (int k = 0; k < K; k += 16) {
+    rocwmma::load_matrix_sync(a, A + blockIdx.y * 16 * K + k, K);
+    rocwmma::load_matrix_sync(b, B + blockIdx.x * 16 * K + k, K);  // B stored column-major (N x K rows)
+    rocwmma::mma_sync(c, a, b, c);
+  }
+  rocwmma::store_matrix_sync(C + blockIdx.y * 16 * N + blockIdx.x * 16, c, N, rocwmma::mem_row_major);
+}
+__global__ void hip_halves(const __half* a, __hip_bfloat16* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = __float2bfloat16(__half2float(a[i]) - 1.0f);
+}
+extern "C" void t_hip(const __half* A, const __half* B, float* C, int M, int N, int K, __hip_bfloat16* out, int* status) {
+  __half* dA;
+  status[0] = hipMalloc(&dA, M * K * sizeof(__half));
+  status[1] = hipMemcpy(dA, A, M * K * sizeof(__half), hipMemcpyHostToDevice);
+  hipLaunchKernelGGL(rocwmma_gemm, dim3(N / 16, M / 16), dim3(64), 0, 0, dA, B, C, N, K);
+  status[2] = hipGetLastError();
+  hipLaunchKernelGGL(hip_halves, dim3(1), dim3(64), 0, 0, dA, out, M * K < 64 ? M * K : 64);
+  status[3] = hipDeviceSynchronize();
+  status[4] = hipFree(dA);
+}
+"""
+
+
+def test_half_and_bfloat16_arithmetic(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(CUDA_SOURCE)
+    n = 300
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal(n).astype(np.float16)
+    b = rng.standard_normal(n).astype(np.float16)
+    c_bits = float_to_bf16_bits(rng.standard_normal(n).astype(np.float32))
+    outs = lib.outputs("t_halves", [a, b, np.zeros(n, np.float16), np.zeros(n, np.float32), np.zeros(2 * n, np.float16),
+                                    c_bits, np.zeros(n, np.uint16), np.int32(n)])
+    _, _, s, f, pairs, _, cout = outs
+    prod = (b.astype(np.float32) * np.float32(2)).astype(np.float16)
+    np.testing.assert_array_equal(s, (a.astype(np.float32) + prod.astype(np.float32)).astype(np.float16))
+    np.testing.assert_array_equal(f, a.astype(np.float32) * 0.5)
+    np.testing.assert_array_equal(pairs.reshape(n, 2)[:, 0], (a.astype(np.float32) * 3).astype(np.float16))
+    np.testing.assert_array_equal(pairs.reshape(n, 2)[:, 1], (b.astype(np.float32) * 3).astype(np.float16))
+    exp_bf = float_to_bf16_bits(bf16_bits_to_float(c_bits) * np.float32(2) + np.float32(1))
+    np.testing.assert_array_equal(cout, exp_bf)
+
+
+def test_wmma_row_and_col_major(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(CUDA_SOURCE)
+    M, N, K = 32, 48, 64
+    rng = np.random.default_rng(14)
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    exp = A.astype(np.float64) @ B.astype(np.float64)
+    for col in (0, 1):
+        a_in = np.ascontiguousarray(A.T) if col else A
+        _, _, C = lib.outputs("t_wmma", [a_in.reshape(-1), B.reshape(-1), np.zeros(M * N, np.float32),
+                                         np.int32(M), np.int32(N), np.int32(K), np.int32(col)])
+        np.testing.assert_allclose(C.reshape(M, N), exp, rtol=1e-4, atol=1e-4)
+
+
+def test_runtime_api_memory_symbols_events_errors(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(CUDA_SOURCE)
+    table = np.arange(8, dtype=np.int32) * 3 - 5
+    _, result, status = lib.outputs("t_runtime_api", [table, np.zeros(8, np.int32), np.full(11, -1, np.int32)])
+    np.testing.assert_array_equal(result, table * 2)
+    # cudaSuccess = 0 everywhere, except the bad launch: cudaErrorInvalidConfiguration = 9, read once.
+    assert list(status) == [0, 0, 0, 1, 0, 9, 0, 1, 0, 0, 0]
+
+
+def test_hip_twins_rocwmma_and_hip_bfloat16(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(HIP_SOURCE, Dialect.HIP, 64)
+    M, N, K = 32, 32, 32
+    rng = np.random.default_rng(15)
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    Bt = rng.standard_normal((N, K)).astype(np.float16)  # column-major K x N
+    outs = lib.outputs("t_hip", [A.reshape(-1), Bt.reshape(-1), np.zeros(M * N, np.float32), np.int32(M), np.int32(N),
+                                 np.int32(K), np.zeros(64, np.uint16), np.full(5, -1, np.int32)])
+    _, _, C, bf, status = outs
+    np.testing.assert_allclose(C.reshape(M, N), A.astype(np.float64) @ Bt.astype(np.float64).T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(bf, float_to_bf16_bits(A.reshape(-1)[:64].astype(np.float32) - 1))
+    assert list(status) == [0, 0, 0, 0, 0]

@@ -1,0 +1,65 @@
+"""The launch / extern __shared__ rewrite, checked on text and by compiling the result with g++."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xpiler_core.runtime.rewrite import rewrite_for_cpu
+
+
+def test_launch_forms() -> None:
+    src = (
+        "void f() {\n"
+        "  k<<<g, b>>>(x);\n"
+        "  ns::k<float, 4><<<dim3(1, 2), 256, smem, stream>>>(x, y);\n"
+        "  k<<<(n + 255) / 256,\n      256>>>(a,\n b);\n"
+        '  printf("<<<not a launch>>>"); // k<<<1, 1>>>(x);\n'
+        "  int z = a << 2 >> 1;\n"
+        "}\n"
+    )
+    out = rewrite_for_cpu(src)
+    assert "::xpiler::launch(k, g, b)(x);" in out.text
+    assert "::xpiler::launch(ns::k<float, 4>, dim3(1, 2), 256, smem, stream)(x, y);" in out.text
+    assert "::xpiler::launch(k, (n + 255) / 256, 256)" in out.text
+    assert '"<<<not a launch>>>"' in out.text and "// k<<<1, 1>>>(x);" in out.text
+    assert "a << 2 >> 1" in out.text
+    assert out.text.count("\n") == src.count("\n")
+    assert [launch.line for launch in out.launches] == [1, 2, 3]
+
+
+def test_extern_shared_in_function_and_file_scope() -> None:
+    src = (
+        "extern __shared__ float gbuf[];\n"
+        "__global__ void k() {\n"
+        "  extern __shared__ __align__(16) unsigned char raw[];\n"
+        "  extern __shared__ volatile int counts[][32];\n"
+        "  __shared__ float t[4];\n"
+        "}\n"
+    )
+    out = rewrite_for_cpu(src)
+    lines = out.text.splitlines()
+    assert lines[0].startswith("#define gbuf (reinterpret_cast<float*>(")
+    assert "unsigned char * const raw = reinterpret_cast<unsigned char*>(::xpiler::dynamic_shared_memory());" in lines[2]
+    assert "volatile int (* const counts)[32] = reinterpret_cast<volatile int (*)[32]>(" in lines[3]
+    assert "__shared__ float t[4];" in lines[4]
+    assert sorted(out.dynamic_shared) == ["counts", "gbuf", "raw"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.from_regex(r"k[a-z0-9_]{0,8}", fullmatch=True),
+    config=st.lists(st.sampled_from(["1", "n", "(n+1)/2", "dim3(2, 3)", "s", "0"]), min_size=2, max_size=4),
+    args=st.lists(st.sampled_from(["x", "y + 1", "p[2]", "f(a, b)"]), max_size=4),
+    newlines=st.booleans(),
+)
+def test_rewrite_property(name: str, config: list[str], args: list[str], newlines: bool) -> None:
+    sep = ",\n  " if newlines else ", "
+    call = f"{name}<<<{sep.join(config)}>>>({', '.join(args)});"
+    src = f"void host() {{\n  {call}\n}}\n"
+    out = rewrite_for_cpu(src)
+    assert "<<<" not in out.text and ">>>" not in out.text
+    assert out.text.count("\n") == src.count("\n")
+    flat = "".join(out.text.split())
+    expected = f"::xpiler::launch({name}, {', '.join(config)})({', '.join(args)});"
+    assert "".join(expected.split()) in flat

@@ -1,0 +1,118 @@
+"""``xpiler translate FILE --to hip|cuda|c|bang [-o OUT] [--spec SPEC] [--manifest FILE]``.
+
+Translates FILE, verifies the result (the target's real compiler, then the source and the translation run
+on the same inputs), writes the translation next to the source (never over it) and a manifest under
+``.xpiler/`` next to the output, and prints a short summary. Exit status: 0 verified or compiled-not-executed,
+3 unresolved (the reasons are printed as ``file:line:col`` warnings), 1 on errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from xpiler_core.diagnostics import Severity, XpilerError
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.frontend.source import decode_source
+from xpiler_core.pipeline import TranslateOptions, TranslationResult, translate, write_outputs
+
+EXIT_UNRESOLVED = 3
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "translate",
+        help="translate a kernel file to another dialect and verify the result",
+        description="Translate FILE to the --to dialect, verify it, write it next to FILE and print a summary.",
+    )
+    parser.add_argument("file", metavar="FILE", help="source file (.cu, .hip, .c, .mlu)")
+    parser.add_argument("--to", required=True, choices=[d.value for d in Dialect], help="target dialect")
+    parser.add_argument("-o", "--output", metavar="OUT", help="output path (default: FILE with the target suffix)")
+    parser.add_argument("--spec", metavar="SPEC", help="test spec (TOML) to verify against; default: built from the code")
+    parser.add_argument("--manifest", metavar="FILE", help="also write the run's manifest (JSON) here")
+    parser.add_argument("--no-verify", action="store_true", help="skip compiling and testing (never 'verified')")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random test inputs (default 0)")
+    parser.add_argument("--warp-size", type=int, help="warp size the translation runs at (HIP default 64)")
+    parser.add_argument("--passes", help="comma-separated pass list instead of the direction's default")
+    parser.add_argument("--param", action="append", default=[], metavar="PASS.NAME=VALUE",
+                        help="a pass parameter, e.g. warp_size.strategy=lanes32 (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of the summary")
+    parser.set_defaults(func=run)
+
+
+def parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
+    params: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        pass_name, dot, name = key.partition(".")
+        if not sep or not dot or not pass_name or not name:
+            raise XpilerError(f"--param expects PASS.NAME=VALUE, got '{item}'")
+        value: Any = raw
+        if raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
+        else:
+            try:
+                value = int(raw)
+            except ValueError:
+                try:
+                    value = float(raw)
+                except ValueError:
+                    value = raw
+        params.setdefault(pass_name, {})[name] = value
+    return params
+
+
+def options_from_args(args: argparse.Namespace) -> TranslateOptions:
+    return TranslateOptions(
+        target=Dialect(args.to),
+        warp_size=args.warp_size,
+        spec_path=args.spec,
+        verify=not args.no_verify,
+        seed=args.seed,
+        passes=[p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None,
+        pass_params=parse_params(args.param),
+    )
+
+
+def read_source(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise XpilerError(f"cannot read file: {exc.strerror}", path) from None
+    return decode_source(data, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    text = read_source(args.file)
+    options = options_from_args(args)
+    result = translate(text, args.file, options)
+    out_path, manifest_path = write_outputs(result, args.output, args.manifest)
+    if args.json:
+        json.dump({"status": result.status, "output": str(out_path), "manifest": str(manifest_path),
+                   "summary": result.summary, "manifest_data": result.manifest}, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        print_summary(result, str(out_path), str(manifest_path))
+    return exit_code(result)
+
+
+def print_summary(result: TranslationResult, out_path: str, manifest_path: str) -> None:
+    print(result.summary)
+    print(f"wrote {out_path} (manifest {manifest_path})")
+    for item in result.unresolved:
+        print(f"{result.source_path}:{item.span.start_line + 1}:{item.span.start_col + 1}: warning: "
+              f"unresolved: {item.reason}", file=sys.stderr)
+    for diagnostic in result.diagnostics:
+        if diagnostic.severity in (Severity.ERROR, Severity.WARNING):
+            print(diagnostic.format(), file=sys.stderr)
+
+
+def exit_code(result: TranslationResult) -> int:
+    if result.status in ("verified", "compiled-not-executed"):
+        return 0
+    if result.status == "unresolved":
+        return EXIT_UNRESOLVED
+    return 1

@@ -1,0 +1,155 @@
+"""Run one call of a built library in a child process, with a time limit and a memory limit.
+
+The child (``xpiler_core.runtime.worker``) runs in its own process group, so a timeout kills everything it
+started. The runtime reports faults and deadlocks itself (a line ``xpiler: ... in kernel K`` on stderr and
+a distinctive exit code); a timeout is attributed to the kernel named in the status file the runtime updates
+at each launch. The calling Python process never sees a signal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MEMORY_BYTES = 16 * 1024**3
+EXIT_DEADLOCK = 86
+EXIT_FAULT = 87
+
+
+@dataclass
+class CallArg:
+    """One argument: a buffer (numpy array) or a scalar value with its dtype name."""
+
+    name: str
+    dtype: str
+    array: np.ndarray | None = None
+    value: float | int | None = None
+
+
+@dataclass
+class CallResult:
+    ok: bool
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    error: str | None = None
+    status: int = 0
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.0
+
+
+def _limits(memory_bytes: int) -> None:
+    os.setsid()
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _runtime_message(stderr: str) -> str | None:
+    for line in reversed(stderr.splitlines()):
+        if line.startswith("xpiler: "):
+            return line[len("xpiler: ") :].strip()
+    return None
+
+
+def call_library(
+    library: Path,
+    entry: str,
+    mode: str,
+    args: list[CallArg],
+    outputs: list[str],
+    workdir: Path,
+    *,
+    config: tuple[int, ...] = (1, 1, 1, 1, 1, 1, 0),
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    memory_bytes: int = DEFAULT_MEMORY_BYTES,
+    threads: int | None = None,
+    kernel_hint: str | None = None,
+    env: dict[str, str] | None = None,
+) -> CallResult:
+    """Call ``entry`` of ``library`` in a sandboxed child; outputs are the named buffers after the call."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    request_args: list[dict[str, Any]] = []
+    for i, arg in enumerate(args):
+        if arg.array is not None:
+            file = f"in{i}_{arg.name}.npy"
+            np.save(workdir / file, arg.array)
+            request_args.append({"name": arg.name, "kind": "buffer", "dtype": arg.dtype, "file": file})
+        else:
+            request_args.append({"name": arg.name, "kind": "scalar", "dtype": arg.dtype, "value": arg.value})
+    status_file = workdir / "status.txt"
+    request = {
+        "library": str(library),
+        "entry": entry,
+        "mode": mode,
+        "args": request_args,
+        "config": list(config),
+        "outputs": outputs,
+    }
+    request_path = workdir / "request.json"
+    request_path.write_text(json.dumps(request))
+    child_env = dict(os.environ)
+    child_env["XPILER_STATUS_FILE"] = str(status_file)
+    child_env.setdefault("OMP_NUM_THREADS", str(threads or os.cpu_count() or 1))
+    if threads:
+        child_env["XPILER_THREADS"] = str(threads)
+    child_env.update(env or {})
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xpiler_core.runtime.worker", str(request_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        cwd=workdir,
+        env=child_env,
+        preexec_fn=lambda: _limits(memory_bytes),
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        stdout, stderr = proc.communicate()
+        kernel = status_file.read_text().strip() if status_file.exists() else ""
+        where = f" in kernel {kernel}" if kernel else (f" in {kernel_hint}" if kernel_hint else "")
+        return CallResult(
+            False,
+            error=f"timeout after {timeout_s:g} s{where} (deadlock or endless loop); process killed",
+            stdout=stdout,
+            stderr=stderr,
+            seconds=time.monotonic() - started,
+        )
+    seconds = time.monotonic() - started
+    rc = proc.returncode
+    if rc != 0:
+        message = _runtime_message(stderr)
+        if message is None:
+            if rc < 0:
+                name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
+                where = f" in {kernel_hint}" if kernel_hint else ""
+                message = f"killed by {name}{where}"
+            elif "MemoryError" in stderr or "std::bad_alloc" in stderr:
+                message = "out of memory (limit exceeded)"
+            else:
+                tail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {rc}"
+                message = f"run failed: {tail}"
+        return CallResult(False, error=message, status=rc, stdout=stdout, stderr=stderr, seconds=seconds)
+    result = json.loads((workdir / "result.json").read_text())
+    outs = {name: np.load(workdir / f"out_{name}.npy") for name in outputs}
+    status = int(result.get("status", 0))
+    error = None
+    if status != 0:
+        error = f"launch failed with error {status} (invalid configuration)" if status == 9 else f"launch error {status}"
+    return CallResult(error is None, outs, error, status, stdout, stderr, seconds)

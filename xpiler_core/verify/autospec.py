@@ -1,0 +1,244 @@
+"""Build a test spec from the code itself when the user gives none.
+
+Two shapes of code are understood, and the spec says which assumptions were made:
+- an ``extern "C"`` host entry taking buffers and integer sizes: buffer lengths come from its
+  ``cudaMemcpy``/``hipMemcpy`` byte counts (``n * sizeof(float)`` → ``n`` elements), host→device copies
+  mark inputs and device→host copies outputs;
+- a ``__global__`` kernel taking buffers and exactly one integer size ``n``, one-dimensional: every buffer
+  gets ``n`` elements, the block size comes from the file's launch site or ``__launch_bounds__`` (else 256)
+  and the grid covers ``n``.
+Inputs are random (seeded by the harness); sizes include values that are not multiples of the block. The
+reference is the source itself (differential testing: source at its warp size vs the candidate at its own).
+Anything else gets no spec and a reason — the translation is then "compiled-not-executed", never verified.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.frontend.model import Function, FunctionKind, KernelModel, Param, build_model
+from xpiler_core.frontend.source import parse_text
+
+# Sizes the tests use for each integer size parameter (case i uses the i-th value; several parameters
+# take the values in a rotated order so that they differ from each other).
+CASE_SIZES = (257, 1000, 4099)
+_INT_TYPES = re.compile(r"^(const\s+)?(unsigned\s+)?(int|long|long long|size_t|int32_t|int64_t|uint32_t|unsigned)$")
+_FLOAT_TYPES = {"float": "float32", "double": "float64", "__half": "float16", "half": "float16",
+                "int": "int32", "unsigned int": "uint32", "unsigned": "uint32", "int32_t": "int32",
+                "uint32_t": "uint32", "int64_t": "int64", "long long": "int64", "unsigned char": "uint8",
+                "char": "int8", "int8_t": "int8", "uint8_t": "uint8", "short": "int16"}
+_MEMCPY = re.compile(
+    r"\b(?:cuda|hip)Memcpy(?:Async)?\s*\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*,\s*([^,]+?)\s*,\s*(\w+)"
+)
+_SIZEOF = re.compile(r"sizeof\s*\(\s*[\w\s\*]+\)")
+_CAST = re.compile(r"\(\s*(?:size_t|int|long|unsigned|unsigned int|long long|int64_t)\s*\)")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+@dataclass
+class AutoSpec:
+    spec_path: Path | None
+    spec_text: str
+    reason: str  # the assumptions made, or why no spec could be built
+
+
+def build_spec(text: str, path: str, dialect: Dialect, workdir: Path) -> AutoSpec:
+    """Write ``spec.toml`` and a copy of the source into ``workdir``; or say why not."""
+    model = build_model(parse_text(text, path, dialect))
+    entries = [f for f in model.host_entries if f.extern_c]
+    if entries:
+        built = _host_spec(model, entries[0], text)
+    else:
+        kernels = [k for k in model.kernels if k.kind is FunctionKind.KERNEL and not k.is_template]
+        if not kernels:
+            return AutoSpec(None, "", "no extern \"C\" host entry and no non-template __global__ kernel found")
+        if len(kernels) > 1:
+            return AutoSpec(None, "", f"{len(kernels)} kernels and no host entry: which one to launch, and how, "
+                                      "is not derivable; give --spec")
+        built = _kernel_spec(model, kernels[0], text)
+    if isinstance(built, str):
+        return AutoSpec(None, "", built)
+    body, reason = built
+    source_name = "source" + (Path(path).suffix or dialect.suffix)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / source_name).write_text(text, encoding="utf-8")
+    spec_text = body.replace("@SOURCE@", source_name)
+    spec_path = workdir / "spec.toml"
+    spec_path.write_text(spec_text, encoding="utf-8")
+    return AutoSpec(spec_path, spec_text, reason)
+
+
+def _dtype(param: Param) -> str | None:
+    base = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", "", param.base_type).strip()
+    base = re.sub(r"\s+", " ", base)
+    return _FLOAT_TYPES.get(base)
+
+
+def _is_int_scalar(param: Param) -> bool:
+    if param.is_pointer or param.is_reference:
+        return False
+    base = re.sub(r"\s+", " ", param.base_type.replace("const", "")).strip()
+    return bool(_INT_TYPES.match(base))
+
+
+def _init_for(dtype: str) -> str:
+    if dtype.startswith(("int", "uint")):
+        return "randint(0, 16)"
+    return "normal"
+
+
+def _tolerance(dtypes: list[str]) -> str:
+    if "float16" in dtypes:
+        return "{ atol = 1e-2, rtol = 1e-2 }"
+    if all(d.startswith(("int", "uint")) for d in dtypes):
+        return "{ atol = 0, rtol = 0 }"
+    return "{ atol = 1e-4, rtol = 1e-4 }"
+
+
+def _cases(size_names: list[str]) -> str:
+    out = []
+    for i in range(len(CASE_SIZES)):
+        out.append("[[cases]]")
+        for j, name in enumerate(size_names):
+            out.append(f"{name} = {CASE_SIZES[(i + j) % len(CASE_SIZES)]}")
+        out.append("")
+    return "\n".join(out)
+
+
+def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str] | str:
+    body = text[entry.body_span.start_byte : entry.body_span.end_byte] if entry.body_span else ""
+    locals_ = dict(re.findall(r"\b(?:const\s+)?(?:size_t|int|long|unsigned|auto)\s+([A-Za-z_]\w*)\s*=\s*([^;]+);", body))
+    sizes = [p.name for p in entry.params if p.name and _is_int_scalar(p)]
+    roles: dict[str, set[str]] = {}
+    shapes: dict[str, str] = {}
+    for dst, src, nbytes, kind in _MEMCPY.findall(body):
+        count = _element_count(nbytes, locals_, set(sizes))
+        if "HostToDevice" in kind:
+            roles.setdefault(src, set()).add("in")
+            if count:
+                shapes[src] = count
+        elif "DeviceToHost" in kind:
+            roles.setdefault(dst, set()).add("out")
+            if count:
+                shapes[dst] = count
+    lines = ['name = "auto"', 'group = "auto"', 'source = "@SOURCE@"', f'entry = "{entry.name}"', 'kind = "host"',
+             'reference_source = "@SOURCE@"', f'reference_entry = "{entry.name}"']
+    dtypes: list[str] = []
+    args: list[str] = []
+    for p in entry.params:
+        if not p.name:
+            return f"host entry {entry.name} has an unnamed parameter"
+        dtype = _dtype(p)
+        if p.is_pointer:
+            if dtype is None:
+                return f"host entry {entry.name}: buffer '{p.name}' has element type '{p.base_type}' the tests cannot make"
+            if p.name not in shapes:
+                return (f"host entry {entry.name}: the length of buffer '{p.name}' is not visible in a "
+                        "cudaMemcpy/hipMemcpy of the entry; give --spec")
+            role = roles.get(p.name, set())
+            role_name = "inout" if role == {"in", "out"} else ("out" if role == {"out"} else "in")
+            dtypes.append(dtype)
+            args += ["[[args]]", f'name = "{p.name}"', f'dtype = "{dtype}"', f'shape = ["{shapes[p.name]}"]',
+                     f'role = "{role_name}"']
+            args.append(f'init = "{_init_for(dtype)}"' if role_name != "out" else 'init = "zeros"')
+            args.append("")
+        elif _is_int_scalar(p):
+            args += ["[[args]]", f'name = "{p.name}"', 'dtype = "int32"', 'role = "scalar"', f'value = "{p.name}"', ""]
+        elif dtype in ("float32", "float64"):
+            args += ["[[args]]", f'name = "{p.name}"', f'dtype = "{dtype}"', 'role = "scalar"', 'value = "2"', ""]
+        else:
+            return f"host entry {entry.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
+    if not sizes:
+        return f"host entry {entry.name} takes no integer size parameter to vary"
+    lines.append(f"tolerance = {_tolerance(dtypes)}")
+    lines.append("")
+    spec = "\n".join(lines + args) + "\n" + _cases(sizes)
+    reason = (f"tests built from host entry {entry.name}: buffer lengths from its memcpy byte counts, "
+              f"sizes {', '.join(sizes)} ∈ {list(CASE_SIZES)}, random inputs, compared with the source")
+    return spec, reason
+
+
+def _element_count(nbytes: str, locals_: dict[str, str], sizes: set[str]) -> str | None:
+    expr = nbytes.strip()
+    for _ in range(4):  # resolve local size variables (bytes = n * sizeof(float)) a few levels deep
+        names = set(_IDENT.findall(_SIZEOF.sub("", expr)))
+        unresolved = [n for n in names if n in locals_ and n not in sizes]
+        if not unresolved:
+            break
+        for name in unresolved:
+            expr = re.sub(rf"\b{name}\b", f"({locals_[name].strip()})", expr)
+    expr = _CAST.sub("", _SIZEOF.sub("1", expr))
+    names = set(_IDENT.findall(expr))
+    if not names or not names <= sizes:
+        return None
+    return expr.replace("/", "//")
+
+
+def _kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, str] | str:
+    pointer_params = [p for p in kernel.params if p.is_pointer]
+    int_params = [p for p in kernel.params if _is_int_scalar(p)]
+    other = [p for p in kernel.params if p not in pointer_params and p not in int_params]
+    if any(b.dynamic for b in kernel.buffers):
+        return f"kernel {kernel.name} uses dynamic shared memory whose size is not derivable; give --spec"
+    builtins = set(kernel.builtin_names)
+    for f in model.reachable(kernel.name):
+        builtins.update(f.builtin_names)
+    if any(b.endswith((".y", ".z")) for b in builtins):
+        return f"kernel {kernel.name} uses a 2-D/3-D launch; its grid and buffer shapes are not derivable; give --spec"
+    if len(int_params) != 1:
+        names = ", ".join(p.name or "?" for p in int_params) or "none"
+        return (f"kernel {kernel.name} takes integer parameters ({names}): only kernels with one size "
+                "parameter get automatic tests; give --spec")
+    if not pointer_params:
+        return f"kernel {kernel.name} has no buffer parameters to check"
+    size = int_params[0].name or "n"
+    block = _block_size(model, kernel)
+    dtypes: list[str] = []
+    lines = ['name = "auto"', 'group = "auto"', 'source = "@SOURCE@"', f'entry = "{kernel.name}"', 'kind = "kernel"',
+             f'grid = ["ceil_div({size}, {block})"]', f"block = [{block}]",
+             'reference_source = "@SOURCE@"', f'reference_entry = "{kernel.name}"']
+    args: list[str] = []
+    for p in kernel.params:
+        if p in pointer_params:
+            dtype = _dtype(p)
+            if dtype is None:
+                return f"kernel {kernel.name}: buffer '{p.name}' has element type '{p.base_type}' the tests cannot make"
+            dtypes.append(dtype)
+            role = "in" if p.is_const else "inout"
+            init = _init_for(dtype) if p.is_const else "zeros"
+            args += ["[[args]]", f'name = "{p.name}"', f'dtype = "{dtype}"', f'shape = ["{size}"]',
+                     f'role = "{role}"', f'init = "{init}"', ""]
+        elif p in int_params:
+            args += ["[[args]]", f'name = "{p.name}"', 'dtype = "int32"', 'role = "scalar"', f'value = "{size}"', ""]
+        elif p in other:
+            dtype = _dtype(p)
+            if dtype not in ("float32", "float64"):
+                return f"kernel {kernel.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
+            args += ["[[args]]", f'name = "{p.name}"', f'dtype = "{dtype}"', 'role = "scalar"', 'value = "2"', ""]
+    lines.append(f"tolerance = {_tolerance(dtypes)}")
+    lines.append("")
+    spec = "\n".join(lines + args) + "\n" + _cases([size])
+    reason = (f"tests built from kernel {kernel.name}: assumed 1-D with every buffer of {size} elements, "
+              f"block {block}, {size} ∈ {list(CASE_SIZES)}, random inputs, compared with the source")
+    return spec, reason
+
+
+def _block_size(model: KernelModel, kernel: Function) -> int:
+    for site in model.launches:
+        if site.kernel == kernel.name:
+            block = site.config_expr("block")
+            if block is not None and block.text.strip().isdigit():
+                return int(block.text.strip())
+    if kernel.launch_bounds is not None and kernel.launch_bounds.max_threads.text.strip().isdigit():
+        return int(kernel.launch_bounds.max_threads.text.strip())
+    return 256
+
+
+def copy_source(src: Path, workdir: Path) -> Path:
+    target = workdir / src.name
+    shutil.copyfile(src, target)
+    return target

@@ -1,0 +1,371 @@
+"""The harness: build a program for the CPU, run it on a spec's cases, compare with the reference.
+
+A *program* is source text + dialect + entry + kind. CUDA/HIP programs run on the SIMT runtime (a
+``__global__`` entry is launched with the spec's grid/block; a ``host`` entry is an ``extern "C"``
+function); C programs are built with gcc/g++ -O2 -fopenmp and called the same way. Every run happens in a
+child process in a temp dir with time and memory limits (:mod:`xpiler_core.runtime.sandbox`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xpiler_core.diagnostics import XpilerError
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.progress import CancelToken
+from xpiler_core.runtime.build import BuildResult, build_library
+from xpiler_core.runtime.entry import ENTRY_SYMBOL, kernel_entry_glue
+from xpiler_core.runtime.sandbox import CallArg, CallResult, call_library
+from xpiler_core.verify.compare import compare_arrays
+from xpiler_core.verify.expr import ExprError, evaluate_int
+from xpiler_core.verify.inputs import case_inputs, to_view
+from xpiler_core.verify.spec import KernelSpec
+
+
+@dataclass
+class CaseResult:
+    sizes: dict[str, int]
+    passed: bool
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    mismatches: int = 0
+    first_mismatch: tuple[int, ...] | None = None
+    output_name: str | None = None
+    expected: float | None = None
+    got: float | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    stdout: str = ""
+
+    def summary(self) -> str:
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items()) or "-"
+        if self.error:
+            return f"[{sizes}] ERROR: {self.error}"
+        if self.passed:
+            return f"[{sizes}] ok (max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g})"
+        return (
+            f"[{sizes}] MISMATCH in '{self.output_name}': {self.mismatches} elements, first at "
+            f"{self.first_mismatch}: expected {self.expected!r}, got {self.got!r} "
+            f"(max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g})"
+        )
+
+
+@dataclass
+class SpecReport:
+    passed: bool
+    cases: list[CaseResult] = field(default_factory=list)
+    build_error: str | None = None
+    seconds: float = 0.0
+    warp_size: int = 32
+
+    def summary(self) -> str:
+        if self.build_error:
+            return f"build failed:\n{self.build_error}"
+        ok = sum(c.passed for c in self.cases)
+        head = f"{'PASS' if self.passed else 'FAIL'}: {ok}/{len(self.cases)} cases (warp size {self.warp_size}, {self.seconds:.2f} s)"
+        return "\n".join([head, *(f"  {c.summary()}" for c in self.cases)])
+
+
+@dataclass
+class Program:
+    text: str
+    dialect: Dialect
+    entry: str
+    kind: str  # "kernel" | "host"
+    warp_size: int
+    display_name: str
+
+
+@dataclass
+class BuiltProgram:
+    program: Program
+    build: BuildResult
+
+
+def default_warp_size(dialect: Dialect) -> int:
+    return 64 if dialect is Dialect.HIP else 32
+
+
+def _needs_cplusplus(text: str) -> bool:
+    return bool(re.search(r'extern\s+"C"|\btemplate\s*<|\bstd::|#\s*include\s*<c[a-z]+>|\bnamespace\b', text))
+
+
+def build_program(program: Program, spec: KernelSpec, workdir: Path) -> BuiltProgram:
+    glue = ""
+    if program.kind == "kernel" and program.dialect in (Dialect.CUDA, Dialect.HIP):
+        glue = kernel_entry_glue(program.entry, [(a.dtype, a.is_buffer) for a in spec.args])
+    elif program.kind == "kernel":
+        raise XpilerError(f"a {program.dialect.value} program cannot have a kernel entry; use kind = 'host'", str(spec.path))
+    build = build_library(
+        program.text,
+        program.dialect,
+        workdir,
+        warp_size=program.warp_size,
+        display_name=program.display_name,
+        extra=glue,
+        cplusplus_c=program.dialect is Dialect.C and _needs_cplusplus(program.text),
+    )
+    return BuiltProgram(program, build)
+
+
+def launch_config(spec: KernelSpec, case: Mapping[str, Any]) -> tuple[int, ...]:
+    try:
+        grid = [evaluate_int(g, case) for g in spec.grid][:3]
+        block = [evaluate_int(b, case) for b in spec.block][:3]
+        smem = evaluate_int(spec.shared_bytes, case)
+    except ExprError as exc:
+        raise XpilerError(f"launch configuration: {exc}", str(spec.path)) from None
+    grid += [1] * (3 - len(grid))
+    block += [1] * (3 - len(block))
+    return (*grid, *block, smem)
+
+
+def run_program(
+    built: BuiltProgram, spec: KernelSpec, inputs: Mapping[str, Any], case: Mapping[str, Any], workdir: Path
+) -> CallResult:
+    assert built.build.library is not None
+    args = []
+    for a in spec.args:
+        if a.is_buffer:
+            args.append(CallArg(a.name, a.dtype, array=np.array(inputs[a.name], copy=True)))
+        else:
+            args.append(CallArg(a.name, a.dtype, value=inputs[a.name]))
+    outputs = [a.name for a in spec.args if a.is_output]
+    program = built.program
+    is_kernel = program.kind == "kernel"
+    return call_library(
+        built.build.library,
+        ENTRY_SYMBOL if is_kernel else program.entry,
+        "kernel" if is_kernel else "host",
+        args,
+        outputs,
+        workdir,
+        config=launch_config(spec, case) if is_kernel else (1, 1, 1, 1, 1, 1, 0),
+        timeout_s=spec.timeout_s,
+        kernel_hint=program.entry,
+    )
+
+
+def _load_reference(spec: KernelSpec) -> Callable[..., Any]:
+    assert spec.reference is not None
+    module_part, _, func_name = spec.reference.partition(":")
+    path = spec.path.parent / module_part
+    if not path.is_file() or not func_name:
+        raise XpilerError(f"reference {spec.reference!r}: expected 'file.py:function' next to the spec", str(spec.path))
+    mod_spec = importlib.util.spec_from_file_location(f"xpiler_ref_{abs(hash(str(path)))}", path)
+    if mod_spec is None or mod_spec.loader is None:
+        raise XpilerError(f"cannot load reference module {path}", str(spec.path))
+    module = importlib.util.module_from_spec(mod_spec)
+    try:
+        mod_spec.loader.exec_module(module)
+    except Exception as exc:  # the reference is user code: report, do not crash
+        raise XpilerError(f"reference module {path.name} failed to import: {exc!r}", str(spec.path)) from None
+    fn = getattr(module, func_name, None)
+    if not callable(fn):
+        raise XpilerError(f"reference function {func_name!r} not found in {path.name}", str(spec.path))
+    return fn  # type: ignore[no-any-return]
+
+
+def reference_outputs(fn: Callable[..., Any], spec: KernelSpec, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    kwargs: dict[str, Any] = {}
+    for a in spec.args:
+        if a.role in ("in", "inout"):
+            kwargs[a.name] = to_view(np.array(inputs[a.name], copy=True), a.dtype)
+        elif a.role == "scalar":
+            kwargs[a.name] = inputs[a.name]
+    result = fn(**kwargs)
+    outs = [a.name for a in spec.args if a.is_output]
+    if isinstance(result, dict):
+        return {k: np.asarray(v) for k, v in result.items()}
+    if isinstance(result, tuple | list):
+        return {name: np.asarray(v) for name, v in zip(outs, result, strict=False)}
+    if len(outs) != 1:
+        raise XpilerError(f"reference returned one array but the spec has {len(outs)} outputs", str(spec.path))
+    return {outs[0]: np.asarray(result)}
+
+
+def _compare_case(spec: KernelSpec, sizes: dict[str, int], expected: Mapping[str, np.ndarray],
+                  got: Mapping[str, np.ndarray]) -> CaseResult:
+    worst: CaseResult | None = None
+    total_abs = total_rel = 0.0
+    for a in spec.args:
+        if not a.is_output or a.name not in expected:
+            continue
+        got_view = to_view(got[a.name], a.dtype)
+        exp_view = to_view(expected[a.name], a.dtype) if expected[a.name].dtype == np.uint16 and a.dtype == "bfloat16" else expected[a.name]
+        c = compare_arrays(exp_view, got_view, a.atol if a.atol is not None else spec.atol,
+                           a.rtol if a.rtol is not None else spec.rtol)
+        total_abs = max(total_abs, c.max_abs_err)
+        total_rel = max(total_rel, c.max_rel_err)
+        if not c.passed and worst is None:
+            worst = CaseResult(sizes, False, c.max_abs_err, c.max_rel_err, c.mismatches, c.first_mismatch, a.name,
+                               c.expected, c.got, c.error)
+    if worst is not None:
+        worst.max_abs_err, worst.max_rel_err = total_abs, total_rel
+        return worst
+    return CaseResult(sizes, True, total_abs, total_rel)
+
+
+def _select_cases(spec: KernelSpec, cases: list[int] | None) -> list[int]:
+    indices = list(range(len(spec.cases))) if cases is None else cases
+    for i in indices:
+        if not 0 <= i < len(spec.cases):
+            raise XpilerError(f"case {i} does not exist (the spec has {len(spec.cases)})", str(spec.path))
+    return indices
+
+
+def _sizes(case: Mapping[str, Any]) -> dict[str, int]:
+    return {k: int(v) for k, v in case.items() if isinstance(v, int | float)}
+
+
+def _run_cases(
+    spec: KernelSpec,
+    candidate: BuiltProgram,
+    expected_for: Callable[[int, dict[str, Any], Mapping[str, Any], Path], dict[str, np.ndarray] | str],
+    indices: list[int],
+    seed: int,
+    cancel: CancelToken | None,
+    workdir: Path,
+) -> list[CaseResult]:
+    results = []
+    for i in indices:
+        if cancel is not None:
+            cancel.check()
+        case = spec.cases[i]
+        sizes = _sizes(case)
+        started = time.monotonic()
+        inputs = case_inputs(spec, case, i, seed)
+        expected = expected_for(i, case, inputs, workdir / f"ref{i}")
+        if isinstance(expected, str):
+            results.append(CaseResult(sizes, False, error=expected, seconds=time.monotonic() - started))
+            continue
+        run = run_program(candidate, spec, inputs, case, workdir / f"case{i}")
+        if not run.ok:
+            results.append(CaseResult(sizes, False, error=run.error, seconds=time.monotonic() - started,
+                                      stdout=run.stdout))
+            continue
+        result = _compare_case(spec, sizes, expected, run.outputs)
+        result.seconds = time.monotonic() - started
+        result.stdout = run.stdout
+        results.append(result)
+    return results
+
+
+def _program(spec: KernelSpec, text: str, dialect: Dialect, entry: str, kind: str, warp: int | None,
+             display: str) -> Program:
+    return Program(text, dialect, entry, kind, warp or default_warp_size(dialect), display)
+
+
+def run_spec(
+    spec: KernelSpec,
+    *,
+    candidate_text: str | None = None,
+    candidate_dialect: Dialect | None = None,
+    candidate_entry: str | None = None,
+    candidate_kind: str | None = None,
+    warp_size: int | None = None,
+    cases: list[int] | None = None,
+    seed: int = 0,
+    cancel: CancelToken | None = None,
+) -> SpecReport:
+    """Run the spec's source (or a candidate) on every case and compare with the reference."""
+    started = time.monotonic()
+    indices = _select_cases(spec, cases)
+    if candidate_text is None:
+        text, dialect, display = spec.source_text(), spec.source_dialect(), spec.source.name
+        warp = warp_size or spec.warp_size
+    else:
+        text = candidate_text
+        dialect = candidate_dialect or spec.source_dialect()
+        display = f"candidate{dialect.suffix}"
+        warp = warp_size
+    program = _program(spec, text, dialect, candidate_entry or spec.entry, candidate_kind or spec.kind, warp, display)
+    with tempfile.TemporaryDirectory(prefix="xpiler-test-") as tmp:
+        workdir = Path(tmp)
+        built = build_program(program, spec, workdir / "build")
+        if not built.build.ok:
+            return SpecReport(False, [], built.build.log or "build failed", time.monotonic() - started,
+                              program.warp_size)
+        if spec.reference is not None:
+            fn = _load_reference(spec)
+
+            def expected_for(i: int, case: dict[str, Any], inputs: Mapping[str, Any], _: Path
+                             ) -> dict[str, np.ndarray] | str:
+                try:
+                    return reference_outputs(fn, spec, inputs)
+                except XpilerError:
+                    raise
+                except Exception as exc:
+                    return f"reference raised {exc!r}"
+        else:
+            assert spec.reference_source is not None
+            ref_text = spec.reference_source.read_text(encoding="utf-8")
+            from xpiler_core.frontend.dialect import detect_dialect
+
+            ref_dialect = detect_dialect(ref_text, str(spec.reference_source))
+            ref_program = _program(spec, ref_text, ref_dialect, spec.reference_entry or spec.entry,
+                                   spec.reference_kind or spec.kind, None, spec.reference_source.name)
+            ref_built = build_program(ref_program, spec, workdir / "build-ref")
+            if not ref_built.build.ok:
+                return SpecReport(False, [], "reference source failed to build:\n" + ref_built.build.log,
+                                  time.monotonic() - started, program.warp_size)
+            expected_for = _program_expectation(ref_built, spec)
+        results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir)
+    return SpecReport(all(r.passed for r in results) and bool(results), results, None, time.monotonic() - started,
+                      program.warp_size)
+
+
+def _program_expectation(
+    ref_built: BuiltProgram, spec: KernelSpec
+) -> Callable[[int, dict[str, Any], Mapping[str, Any], Path], dict[str, np.ndarray] | str]:
+    def expected_for(i: int, case: dict[str, Any], inputs: Mapping[str, Any], workdir: Path
+                     ) -> dict[str, np.ndarray] | str:
+        run = run_program(ref_built, spec, inputs, case, workdir)
+        if not run.ok:
+            return f"reference program failed: {run.error}"
+        return run.outputs
+
+    return expected_for
+
+
+def differential(
+    spec: KernelSpec,
+    *,
+    a_text: str,
+    a_dialect: Dialect,
+    a_warp: int | None,
+    b_text: str,
+    b_dialect: Dialect,
+    b_warp: int | None,
+    b_entry: str | None = None,
+    b_kind: str | None = None,
+    cases: list[int] | None = None,
+    seed: int = 0,
+    cancel: CancelToken | None = None,
+) -> SpecReport:
+    """Run program a and program b on the same inputs; b passes where its outputs match a's."""
+    started = time.monotonic()
+    indices = _select_cases(spec, cases)
+    a = _program(spec, a_text, a_dialect, spec.entry, spec.kind, a_warp, f"a{a_dialect.suffix}")
+    b = _program(spec, b_text, b_dialect, b_entry or spec.entry, b_kind or spec.kind, b_warp, f"b{b_dialect.suffix}")
+    with tempfile.TemporaryDirectory(prefix="xpiler-diff-") as tmp:
+        workdir = Path(tmp)
+        built_a = build_program(a, spec, workdir / "build-a")
+        if not built_a.build.ok:
+            return SpecReport(False, [], "program a failed to build:\n" + built_a.build.log,
+                              time.monotonic() - started, b.warp_size)
+        built_b = build_program(b, spec, workdir / "build-b")
+        if not built_b.build.ok:
+            return SpecReport(False, [], built_b.build.log or "build failed", time.monotonic() - started, b.warp_size)
+        results = _run_cases(spec, built_b, _program_expectation(built_a, spec), indices, seed, cancel, workdir)
+    return SpecReport(all(r.passed for r in results) and bool(results), results, None, time.monotonic() - started,
+                      b.warp_size)

@@ -1,0 +1,166 @@
+"""Real compilers judge compile success: nvcc (CUDA), hipcc (HIP), gcc/g++ (C/C++).
+
+``compile_check`` compiles (no linking) in a temp dir with a time and memory limit, caches the verdict in
+the ``compile`` diskcache keyed by source hash + toolchain version + flags, and maps the compiler's
+messages to :class:`Diagnostic` objects at the user's line and column.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from xpiler_core.cache import caching_disabled, get_cache, stable_key
+from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.frontend.dialect import Dialect
+
+COMPILE_TIMEOUT_S = 300.0
+COMPILE_MEMORY_BYTES = 8 * 1024**3
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    name: str  # "nvcc" | "hipcc" | "gcc" | "g++"
+    path: str
+    version: str
+
+
+@dataclass
+class CompileVerdict:
+    ok: bool
+    toolchain: str
+    version: str
+    command: list[str]
+    stderr: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    seconds: float = 0.0
+    cached: bool = False
+
+
+_VERSION_PATTERNS = {
+    "nvcc": re.compile(r"release ([\d.]+)"),
+    "hipcc": re.compile(r"HIP version: ([\w.\-]+)"),
+    "gcc": re.compile(r"\(.*?\) ([\d.]+)"),
+    "g++": re.compile(r"\(.*?\) ([\d.]+)"),
+}
+
+
+@lru_cache(maxsize=None)
+def _probe(name: str) -> Toolchain | None:
+    path = shutil.which(name)
+    if path is None:
+        return None
+    env = dict(os.environ, HIP_PLATFORM="amd") if name == "hipcc" else None
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = proc.stdout + proc.stderr
+    m = _VERSION_PATTERNS[name].search(text)
+    version = m.group(1) if m else (text.strip().splitlines() or ["unknown"])[0]
+    return Toolchain(name, path, version)
+
+
+def detect_toolchains() -> dict[str, Toolchain]:
+    """The installed compilers among nvcc, hipcc, gcc, g++, with versions."""
+    found = {}
+    for name in ("nvcc", "hipcc", "gcc", "g++"):
+        tc = _probe(name)
+        if tc is not None:
+            found[name] = tc
+    return found
+
+
+def default_toolchain(dialect: Dialect, cplusplus: bool = False) -> str:
+    return {Dialect.CUDA: "nvcc", Dialect.HIP: "hipcc"}.get(dialect, "g++" if cplusplus else "gcc")
+
+
+def _command(toolchain: str, path: str, src: str, obj: str, flags: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    env = dict(os.environ, LC_ALL="C")
+    if toolchain == "nvcc":
+        return [path, "-arch=sm_80", "-std=c++17", "-c", src, "-o", obj, *flags], env
+    if toolchain == "hipcc":
+        env["HIP_PLATFORM"] = "amd"
+        return [path, "--offload-arch=gfx90a", "-std=c++17", "-c", src, "-o", obj, *flags], env
+    if toolchain == "g++":
+        return [path, "-O2", "-fopenmp", "-std=c++17", "-c", src, "-o", obj, *flags], env
+    return [path, "-O2", "-fopenmp", "-c", src, "-o", obj, *flags], env
+
+
+_GCC_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$")
+_NVCC_DIAG = re.compile(r"^(?P<file>[^(\n]+)\((?P<line>\d+)\):\s*(?P<sev>error|warning|remark)[^:]*:\s*(?P<msg>.*)$")
+
+
+def parse_diagnostics(stderr: str, source_name: str, display_name: str) -> list[Diagnostic]:
+    """Compiler messages about the source file, as diagnostics at 0-based (line, column)."""
+    out: list[Diagnostic] = []
+    for line in stderr.splitlines():
+        m = _GCC_DIAG.match(line) or _NVCC_DIAG.match(line)
+        if m is None:
+            continue
+        file = m.group("file").strip()
+        if os.path.basename(file) not in (os.path.basename(source_name), display_name):
+            continue
+        sev_word = m.group("sev")
+        severity = Severity.ERROR if "error" in sev_word else Severity.WARNING if sev_word == "warning" else Severity.INFO
+        ln = max(int(m.group("line")) - 1, 0)
+        col = max(int(m.groupdict().get("col") or 1) - 1, 0)
+        out.append(Diagnostic(severity, f"compile.{sev_word.replace(' ', '-')}", m.group("msg").strip(),
+                              Span(0, 0, ln, col, ln, col), display_name, source="compiler"))
+    return out
+
+
+def _limits() -> None:
+    os.setsid()
+    resource.setrlimit(resource.RLIMIT_AS, (COMPILE_MEMORY_BYTES, COMPILE_MEMORY_BYTES))
+
+
+def compile_check(
+    text: str,
+    dialect: Dialect,
+    toolchain: str | None = None,
+    flags: tuple[str, ...] = (),
+    display_name: str | None = None,
+) -> CompileVerdict:
+    """Compile ``text`` with the dialect's real compiler (or ``toolchain``); the verdict is cached."""
+    name = toolchain or default_toolchain(dialect)
+    suffix = {"nvcc": ".cu", "hipcc": ".hip", "g++": ".cpp", "gcc": ".c"}.get(name, dialect.suffix)
+    display = display_name or f"input{suffix}"
+    tc = _probe(name)
+    if tc is None:
+        return CompileVerdict(False, name, "not installed", [], f"{name} is not installed", [
+            Diagnostic(Severity.ERROR, "compile.no-toolchain", f"{name} is not installed", Span.empty(), display)
+        ])
+    key = stable_key("compile_check", text, name, tc.version, list(flags))
+    cache = get_cache("compile")
+    if not caching_disabled():
+        hit = cache.get(key)
+        if isinstance(hit, dict):
+            return CompileVerdict(hit["ok"], name, tc.version, hit["command"], hit["stderr"],
+                                  parse_diagnostics(hit["stderr"], "input" + suffix, display), hit["seconds"], True)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="xpiler-cc-") as tmp:
+        src = os.path.join(tmp, "input" + suffix)
+        obj = os.path.join(tmp, "input.o")
+        with open(src, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        cmd, env = _command(name, tc.path, src, obj, flags)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S,
+                                  cwd=tmp, env=env, preexec_fn=_limits)
+            ok = proc.returncode == 0
+            stderr = (proc.stderr + proc.stdout).replace(src, display).replace(tmp + "/", "")
+        except subprocess.TimeoutExpired:
+            ok, stderr = False, f"{display}:1:1: error: {name} timed out after {COMPILE_TIMEOUT_S:.0f} s"
+    seconds = time.monotonic() - started
+    shown_cmd = [c.replace(tmp + "/", "") for c in cmd]
+    cache.set(key, {"ok": ok, "command": shown_cmd, "stderr": stderr, "seconds": seconds})
+    return CompileVerdict(ok, name, tc.version, shown_cmd, stderr, parse_diagnostics(stderr, "input" + suffix, display),
+                          seconds, False)
