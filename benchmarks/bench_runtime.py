@@ -71,15 +71,27 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     x = np.random.default_rng(0).standard_normal(N).astype(np.float32)
     rows = []
-    for which, label, goal in ((0, "elementwise, 1M threads", 0.5), (1, "10 barriers/block of 256, 1M threads", 5.0)):
+    for which, label, goal in (
+        (0, "elementwise, 1M threads", 0.5),
+        (1, "10 barriers/block of 256, 1M threads", 5.0),
+    ):
         for fibers in ("fcontext", "ucontext"):
             for mode in ("fast path", "fibers"):
                 env = {"XPILER_FORCE_FIBERS": "1" if mode == "fibers" else "0"}
                 y = np.zeros(N, np.float32)
                 secs = np.zeros(1, np.float64)
-                run = run_kernel(SOURCE, "bench", grid=1, block=1, kind="host", threads=args.threads, fibers=fibers,
-                                 env=env, args=[x, y, secs, np.int32(N), np.int32(which), np.int32(args.repeat)],
-                                 timeout_s=600)
+                run = run_kernel(
+                    SOURCE,
+                    "bench",
+                    grid=1,
+                    block=1,
+                    kind="host",
+                    threads=args.threads,
+                    fibers=fibers,
+                    env=env,
+                    args=[x, y, secs, np.int32(N), np.int32(which), np.int32(args.repeat)],
+                    timeout_s=600,
+                )
                 if not run.ok:
                     print(f"{label} [{fibers}, {mode}] failed: {run.error}\n{run.build_log}", file=sys.stderr)
                     return 1

@@ -103,6 +103,14 @@ ws=$work/workspace
 mkdir -p "$ws" "$work/user/User" "$work/extensions" "$work/xdg" "$out"
 rm -f "$out"/*.png
 cp -r examples/. "$ws/"
+# A kernel with a syntax error (missing ')' and ';'): the server must publish a diagnostic for it.
+broken_name=e2e_syntax_error.cu
+cat >"$ws/$broken_name" <<'CUDA'
+__global__ void scale(float* x, float s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n x[i] *= s
+}
+CUDA
 cat >"$work/user/User/settings.json" <<JSON
 {
   "xpiler.server.python": "$PY",
@@ -141,13 +149,13 @@ payload=$(EXT="vscode-remote://127.0.0.1:$port$root/vscode-client" node -e \
 say "driving VS Code: Translate to HIP through the code action menu"
 flow_rc=0
 XPILER_E2E_URL="http://127.0.0.1:$port/?folder=$ws&payload=$payload" \
-  XPILER_E2E_SOURCE=$source_name XPILER_E2E_SHOTS=$out XPILER_E2E_STEP_MS=60000 \
+  XPILER_E2E_SOURCE=$source_name XPILER_E2E_BROKEN=$broken_name XPILER_E2E_SHOTS=$out XPILER_E2E_STEP_MS=60000 \
   timeout 420 node vscode-client/e2e/translate_to_hip.mjs || flow_rc=$?
 if [ "$flow_rc" != 0 ]; then
   log=$(find "$work/user/logs" -name '*Xpiler*.log' 2>/dev/null | head -1)
   if [ -n "$log" ]; then
     echo "---- last lines of the Xpiler output ($log)" >&2
-    tail -n 40 "$log" >&2
+    tail -n 30 "$log" | cut -c1-400 >&2
   fi
   [ "$flow_rc" = 124 ] && fail "the browser flow did not finish within 420 s"
   fail "the browser flow failed (exit $flow_rc); screenshots in $out"

@@ -25,6 +25,11 @@ need_root_apt() {
 }
 
 need_root_apt
+# Optional: ROCm library headers the HIP mapping tables are checked against (tests skip without them).
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+   && { [ ! -f /usr/include/hiprand/hiprand.h ] || [ ! -f /usr/include/hipsparse/hipsparse.h ]; }; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libhiprand-dev libhipsparse-dev >/dev/null 2>&1 || true
+fi
 for tool in g++ gcc hipcc; do
   command -v "$tool" >/dev/null 2>&1 || { echo "ERROR: required toolchain '$tool' not found" >&2; exit 1; }
 done

@@ -155,6 +155,9 @@ async def start_translation(server: XpilerServer, uri: str, target_arg: str | No
         job.message = f"{getattr(result, 'status', '?')}: {getattr(result, 'summary', '')}"
         job.live["status"] = getattr(result, "status", None)
         current = server.documents.get(uri)
+        if current is not None and current.version == version:
+            analysis = await server.analysis_of(current)
+            server.set_job_diagnostics(uri, "translate", version, _translation_diagnostics(server, current, analysis, result))
         if current is not None and current.version != version:
             job.stale = True
             job.message = f"stale: the document changed (v{version} → v{current.version}); not applied"
@@ -287,11 +290,28 @@ async def start_verification(server: XpilerServer, uri: str) -> dict[str, Any]:
         if analysis.version != version:
             job.stale = True
             return
-        server.set_job_diagnostics(uri, version, _verification_diagnostics(server, doc, analysis, evidence))
+        server.set_job_diagnostics(uri, "verify", version, _verification_diagnostics(server, doc, analysis, evidence))
 
     title = f"Verify {Path(path).name}"
     job = await server.jobs.start("verify", uri, version, title, work, done)
     return {"jobId": job.id}
+
+
+def _translation_diagnostics(server: XpilerServer, doc: Document, analysis: Any, result: Any) -> list[types.Diagnostic]:
+    """What the translation could not do, on the source: its unresolved constructs."""
+    target = getattr(result, "target", None)
+    label = target_name(target).upper() if isinstance(target, Dialect) else "the target"
+    limit = len(analysis.lines.data)
+    out = []
+    for item in getattr(result, "unresolved", []) or []:
+        span = getattr(item, "span", None)
+        if not isinstance(span, Span) or span.end_byte > limit:
+            continue
+        diagnostic = Diagnostic(
+            Severity.WARNING, "translate.unresolved", f"not translated to {label}: {item.reason}", span, doc.path
+        )
+        out.append(to_lsp(diagnostic, analysis.lines, server.encoding, analysis.version))
+    return out
 
 
 def _verification_summary(evidence: core_api.SourceVerification) -> str:
@@ -318,9 +338,8 @@ def _verification_diagnostics(
     except Exception:
         log.debug("could not reload spec", exc_info=True)
     kernel = next((k for k in analysis.kernels if k.name == spec_entry), analysis.kernels[0] if analysis.kernels else None)
-    span = core_api.localize_failure(analysis.parsed, analysis.model, kernel.name if kernel else "", failing)
-    if span is None:
-        span = kernel.name_span if kernel else Span.empty()
+    located = core_api.localize_failure(analysis.parsed, analysis.model, kernel, failing)
+    span, where_found = located if located is not None else (kernel.name_span if kernel else Span.empty(), "the kernel")
     sizes = ", ".join(f"{k}={v}" for k, v in (getattr(failing, "sizes", {}) or {}).items())
     if getattr(failing, "error", None):
         message = f"test failed ({sizes}): {failing.error}"
@@ -331,7 +350,9 @@ def _verification_diagnostics(
             f"test failed ({sizes}): {where} expected {failing.expected} got {failing.got}; "
             f"max abs err {failing.max_abs_err:.3g}, {failing.mismatches} mismatching elements"
         )
-    diagnostic = Diagnostic(Severity.ERROR, "test.failed", message, span, doc.path, source="xpiler-test")
+    diagnostic = Diagnostic(
+        Severity.ERROR, "test.failed", message, span, doc.path, source="xpiler-test", data={"placed_on": where_found}
+    )
     out.append(to_lsp(diagnostic, lines, encoding, analysis.version))
     return out
 

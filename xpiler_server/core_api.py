@@ -308,18 +308,47 @@ def run_spec_case(spec: Any, text: str, dialect: Dialect, case: int, warp_size: 
     )
 
 
-def localize_failure(parsed: ParsedSource | None, model: Any, kernel: str, case: Any) -> Span | None:
-    """The statement a failing case points at, when the core can localize it."""
+def localize_failure(parsed: ParsedSource | None, model: Any, kernel: KernelInfo | None, case: Any) -> tuple[Span, str] | None:
+    """Where a failing case points: (span, how it was found), or None.
+
+    The repair engine's localizer is used when the core has one; otherwise the last statement of the
+    kernel that stores into the mismatching output buffer (``out[...] = ...``).
+    """
+    if parsed is None or kernel is None:
+        return None
     repair = _optional("xpiler_core.repair.localize")
     finder = getattr(repair, "localize_statement", None) if repair is not None else None
-    if finder is None or parsed is None:
+    if finder is not None:
+        try:
+            span = finder(parsed, model, kernel.name, case)
+            if isinstance(span, Span):
+                return span, "localized"
+        except Exception:
+            log.exception("localization failed")
+    output = getattr(case, "output_name", None)
+    if not output:
         return None
-    try:
-        span = finder(parsed, model, kernel, case)
-    except Exception:
-        log.exception("localization failed")
-        return None
-    return span if isinstance(span, Span) else None
+    store = _last_store_to(parsed, kernel.span, output)
+    return (store, f"the store to {output}") if store is not None else None
+
+
+def _last_store_to(parsed: ParsedSource, within: Span, buffer: str) -> Span | None:
+    """The last expression statement inside ``within`` that assigns to ``buffer[...]`` (iterative walk)."""
+    found: Span | None = None
+    node = parsed.root.descendant_for_byte_range(within.start_byte, within.end_byte)
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if current.type == "assignment_expression":
+            left = current.child_by_field_name("left")
+            target = left.child_by_field_name("argument") if left is not None and left.type == "subscript_expression" else None
+            if target is not None and parsed.node_text(target) == buffer:
+                statement = current.parent if current.parent is not None and current.parent.type == "expression_statement" else current
+                span = Span.of(statement)
+                if found is None or span.start_byte > found.start_byte:
+                    found = span
+        stack.extend(current.children)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------------

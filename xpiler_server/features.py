@@ -44,24 +44,33 @@ def register(server: XpilerServer) -> None:
             server.config = server.config.merged(params.settings)
         await server.refresh_configuration()
 
+    @server.feature(types.SHUTDOWN)
+    @guarded("shutdown")
+    def shutdown(params: None) -> None:
+        # Jobs check their token between steps; cancelling lets the worker threads end so the process can exit.
+        server.jobs.cancel()
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     @guarded("didOpen")
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
         doc = server.documents.open(params.text_document)
         server.schedule_diagnostics(doc.uri, 0)
+        server.schedule_target_diagnostics(doc.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @guarded("didChange")
     def did_change(params: types.DidChangeTextDocumentParams) -> None:
+        server.track_edits(params.text_document.uri, list(params.content_changes))
         doc = server.documents.change(params, server.encoding)
         if doc is not None:
             server.schedule_diagnostics(doc.uri)
+            server.schedule_target_diagnostics(doc.uri)  # restarts the idle timer
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     @guarded("didClose")
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
         server.documents.close(params.text_document.uri)
-        server.job_diagnostics.pop(params.text_document.uri, None)
+        server.forget(params.text_document.uri)
         server.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )

@@ -135,3 +135,27 @@ class ByteLines:
         text = line_bytes.decode("utf-8", errors="replace")
         index = _index_of_units(text, position.character, encoding)
         return starts[position.line] + len(text[:index].encode("utf-8", errors="surrogatepass"))
+
+
+def shift_range(rng: types.Range, edited: types.Range, new_text: str, encoding: str) -> types.Range | None:
+    """Where ``rng`` lands after ``edited`` is replaced by ``new_text`` (None if the edit touches it).
+
+    Lets diagnostics computed for an earlier version follow the text, as editors move markers, until they
+    are recomputed.
+    """
+    start, end = edited.start, edited.end
+    if (rng.end.line, rng.end.character) < (start.line, start.character):
+        return rng  # entirely before the edit
+    if (rng.start.line, rng.start.character) < (end.line, end.character):
+        return None  # overlaps the edit
+    new_lines = new_text.split("\n")
+    line_delta = len(new_lines) - 1 - (end.line - start.line)
+    # Positions on the edit's last line move by the change in that line's prefix.
+    last_col = (start.character if len(new_lines) == 1 else 0) + _units(new_lines[-1], encoding)
+
+    def move(pos: types.Position) -> types.Position:
+        if pos.line == end.line:
+            return types.Position(line=pos.line + line_delta, character=last_col + pos.character - end.character)
+        return types.Position(line=pos.line + line_delta, character=pos.character)
+
+    return types.Range(start=move(rng.start), end=move(rng.end))

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
@@ -24,10 +25,14 @@ from xpiler_server.config import SECTION, XpilerConfig
 from xpiler_server.documents import Analysis, Document, DocumentStore
 from xpiler_server.jobs import JobManager
 from xpiler_server.lsp_diagnostics import to_lsp
+from xpiler_server.positions import shift_range
 from xpiler_server.protocol import GuardedProtocol
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Edits must pause this long before target diagnostics (a pass run) are recomputed.
+TARGET_DIAGNOSTICS_IDLE_S = 0.3
 
 COMMANDS = (
     "xpiler.translate",
@@ -84,8 +89,13 @@ class XpilerServer(LanguageServer):
         # One analysis thread: analyses of a document replay edits in order; the parse holds the GIL anyway.
         self.analysis_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xpiler-analysis")
         self._debounce: dict[str, asyncio.TimerHandle] = {}
-        # Diagnostics from the last verification/translation of a document, valid for one version.
-        self.job_diagnostics: dict[str, tuple[int, list[Any]]] = {}
+        self._target_debounce: dict[str, asyncio.TimerHandle] = {}
+        # Target diagnostics (warp hazards…) cost a pass run (~40 ms per 1,000 lines), so they are recomputed
+        # when edits pause and carried along with the edits in between. uri → diagnostics, version computed.
+        self.target_diagnostics: dict[str, list[types.Diagnostic]] = {}
+        self._target_version: dict[str, int] = {}
+        # uri → job kind → (version, diagnostics) from the last verification/translation; shown for that version only.
+        self.job_diagnostics: dict[str, dict[str, tuple[int, list[types.Diagnostic]]]] = {}
         # uri → the last TranslationResult (for manifests and hover).
         self.translations: dict[str, Any] = {}
         # Quick-fix providers (the SMT repair room plugs in here): (document, lsp diagnostic) → actions.
@@ -129,30 +139,82 @@ class XpilerServer(LanguageServer):
         delay = self.config.debounce_ms / 1000 if delay_s is None else delay_s
         self._debounce[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self.publish_diagnostics(uri)))
 
+    def schedule_target_diagnostics(self, uri: str, delay_s: float = TARGET_DIAGNOSTICS_IDLE_S) -> None:
+        loop = asyncio.get_running_loop()
+        previous = self._target_debounce.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+        self._target_debounce[uri] = loop.call_later(
+            delay_s, lambda: asyncio.ensure_future(self.refresh_target_diagnostics(uri))
+        )
+
+    def track_edits(self, uri: str, changes: list[Any]) -> None:
+        """Move the carried target diagnostics along with an edit (before the text itself changes)."""
+        carried = self.target_diagnostics.get(uri)
+        if carried is None:
+            return
+        encoding = self.encoding
+        kept = carried
+        for change in changes:
+            rng = getattr(change, "range", None)
+            if rng is None:
+                kept = []
+                break
+            moved = []
+            for diagnostic in kept:
+                new_range = shift_range(diagnostic.range, rng, change.text, encoding)
+                if new_range is not None:
+                    moved.append(attrs.evolve(diagnostic, range=new_range))
+            kept = moved
+        self.target_diagnostics[uri] = kept
+
     async def publish_diagnostics(self, uri: str) -> None:
+        """Phase 1 (every edit, debounced): syntax + model diagnostics of this version, plus the target
+        diagnostics of an earlier version moved along with the edits until phase 2 recomputes them."""
         self._debounce.pop(uri, None)
         doc = self.documents.get(uri)
         if doc is None:
             return
         try:
             analysis = await self.analysis_of(doc)
-            loop = asyncio.get_running_loop()
-            target_diags = await loop.run_in_executor(self.analysis_executor, self._target_diagnostics, doc, analysis)
         except Exception:
             log.exception("analysis of %s failed", uri)
             return
         if self.documents.get(uri) is not doc or doc.version != analysis.version:
             return  # a newer version is on its way; its own run publishes
+        self._publish(doc, analysis)
+
+    async def refresh_target_diagnostics(self, uri: str) -> None:
+        """Phase 2 (once edits pause): warp-size hazards and unsupported constructs for the target."""
+        self._target_debounce.pop(uri, None)
+        doc = self.documents.get(uri)
+        if doc is None:
+            return
+        try:
+            analysis = await self.analysis_of(doc)
+            loop = asyncio.get_running_loop()
+            found = await loop.run_in_executor(self.analysis_executor, self._target_diagnostics, analysis)
+        except Exception:
+            log.exception("target diagnostics of %s failed", uri)
+            return
+        if self.documents.get(uri) is not doc or doc.version != analysis.version:
+            return
+        self.target_diagnostics[uri] = [to_lsp(d, analysis.lines, self.encoding, analysis.version) for d in found]
+        self._target_version[uri] = analysis.version
+        self._publish(doc, analysis)
+
+    def _publish(self, doc: Document, analysis: Analysis) -> None:
         encoding = self.encoding
-        items = [to_lsp(d, analysis.lines, encoding, analysis.version) for d in analysis.diagnostics + target_diags]
-        job_version, job_items = self.job_diagnostics.get(uri, (-1, []))
-        if job_version == analysis.version:
-            items.extend(job_items)
+        items = [to_lsp(d, analysis.lines, encoding, analysis.version) for d in analysis.diagnostics]
+        items.extend(self.target_diagnostics.get(doc.uri, []))
+        for job_version, job_items in self.job_diagnostics.get(doc.uri, {}).values():
+            if job_version == analysis.version:
+                items.extend(job_items)
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=analysis.version)
+            types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=items, version=analysis.version)
         )
 
-    def _target_diagnostics(self, doc: Document, analysis: Analysis) -> list[Any]:
+    def _target_diagnostics(self, analysis: Analysis) -> list[Any]:
         if analysis.parsed is None:
             return []
         target = self.config.target_dialect
@@ -162,8 +224,17 @@ class XpilerServer(LanguageServer):
             analysis.parsed, analysis.model, target, self.config.warp_size_for(target)
         )
 
-    def set_job_diagnostics(self, uri: str, version: int, diagnostics: list[types.Diagnostic]) -> None:
-        self.job_diagnostics[uri] = (version, diagnostics)
+    def forget(self, uri: str) -> None:
+        for timers in (self._debounce, self._target_debounce):
+            timer = timers.pop(uri, None)
+            if timer is not None:
+                timer.cancel()
+        self.job_diagnostics.pop(uri, None)
+        self.target_diagnostics.pop(uri, None)
+        self._target_version.pop(uri, None)
+
+    def set_job_diagnostics(self, uri: str, kind: str, version: int, diagnostics: list[types.Diagnostic]) -> None:
+        self.job_diagnostics.setdefault(uri, {})[kind] = (version, diagnostics)
         self.schedule_diagnostics(uri, 0)
 
     # ------------------------------------------------------------------ configuration
@@ -185,7 +256,8 @@ class XpilerServer(LanguageServer):
         if values:
             self.config = self.config.merged(values[0])
         for doc in self.documents:
-            self.schedule_diagnostics(doc.uri)
+            self._target_version.pop(doc.uri, None)
+            self.schedule_target_diagnostics(doc.uri, 0)
 
 
 def create_server() -> XpilerServer:

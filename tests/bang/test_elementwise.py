@@ -213,3 +213,16 @@ def test_float2half_rn_then_half2float(bang: BangLib, rng: np.random.Generator, 
     x = (rng.normal(size=n) * 100).astype(np.float32)
     out = bang.ok("t_half_round_trip", np.zeros(n, np.float32), x, n).arrays[0]
     np.testing.assert_array_equal(out, x.astype(np.float16).astype(np.float32))  # numpy rounds to nearest even
+
+
+INT_OPS = [("__bang_add(int32)", 0, lambda a, b: a + b), ("__bang_sub(int32)", 1, lambda a, b: a - b),
+           ("__bang_maxequal(int32)", 2, np.maximum), ("__bang_add_scalar(int32)", 3, lambda a, b: a + 123456789)]
+
+
+@pytest.mark.parametrize("name,op,ref", INT_OPS, ids=[o[0] for o in INT_OPS])
+def test_int32_arithmetic_is_exact(bang: BangLib, rng: np.random.Generator, name: str, op: int, ref) -> None:
+    n = 1000
+    a = rng.integers(-(2**29), 2**29, size=n, dtype=np.int32)
+    b = rng.integers(-(2**29), 2**29, size=n, dtype=np.int32)
+    out = bang.ok("t_binary_int", op, np.zeros(n, np.int32), a, b, n).arrays[1]
+    np.testing.assert_array_equal(out, ref(a.astype(np.int64), b.astype(np.int64)))

@@ -119,12 +119,14 @@ MISUSE = [
     (11, "__bang_add", "src1 is in WRAM, expected NRAM"),
     (12, "__bang_max", "src points to GDRAM"),
     (13, "__bang_cycle_add", "seg points to GDRAM"),
+    (14, "__memcpy(GDRAM2NRAM)", "dst runs past the end of NRAM buffer 'x in k_misuse' (4096 bytes) by 4 bytes"),
+    (15, "__bang_add", "dst runs past the end of NRAM buffer 'y in k_misuse' (4096 bytes) by 160 bytes"),
 ]
 
 
 @pytest.mark.parametrize("which,intrinsic,reason", MISUSE, ids=[f"{m[1]}-{m[0]}" for m in MISUSE])
 def test_wrong_memory_space_is_reported(bang: BangLib, which: int, intrinsic: str, reason: str) -> None:
-    gdram = np.zeros(1024, np.float32)
+    gdram = np.zeros(1100, np.float32)
     r = bang.call("t_misuse", which, gdram, 64)
     assert r.error is not None, "the model accepted an operand in the wrong memory space"
     assert f"{intrinsic}: {reason}" in r.error
@@ -163,3 +165,21 @@ def test_relaxed_generation_accepts_any_count(bang: BangLib, rng: np.random.Gene
 def test_strict_generation_checks_pool_channels(bang_strict: BangLib) -> None:
     r = bang_strict.call("t_pool", 0, np.zeros(128, np.float32), np.ones(128, np.float32), 1, 1, 128, 1, 128, 1, 1)
     assert r.error is not None and "__bang_sumpool" in r.error and "multiple of 64" in r.error
+
+
+def test_abort_on_error_mode_exits_with_status_86(bang: BangLib) -> None:
+    """With XPILER_BANG_ABORT_ON_ERROR=1 a model error ends the process (for one-call sandboxes)."""
+    from xpiler_core.runtime.bang_run import BangWorker
+
+    with BangWorker(env={"XPILER_BANG_ABORT_ON_ERROR": "1"}) as worker:
+        r = worker.call(bang.path, "t_misuse", [("int", 0), np.zeros(1100, np.float32), ("int", 64)])
+    assert r.error == "the worker exited with status 86 in t_misuse"
+
+
+def test_poison_can_be_switched_off(bang: BangLib, rng: np.random.Generator) -> None:
+    from xpiler_core.runtime.bang_run import BangWorker
+
+    src = rng.normal(size=64).astype(np.float32)
+    with BangWorker(env={"XPILER_BANG_POISON": "0"}) as worker:
+        r = worker.call(bang.path, "t_async", [np.zeros(64, np.float32), src, ("int", 64), ("int", 0)])
+    assert r.error is None and not np.any(r.arrays[0].view(np.uint32) == 0xFFFFFFFF)

@@ -55,3 +55,24 @@ def test_deadlock_is_reported(bang: BangLib) -> None:
 def test_union2_needs_multiple_of_eight(bang: BangLib, x: int) -> None:
     r = bang.call("t_bad_union", np.zeros(12 * x, np.int32), x)
     assert r.error is not None and "multiple of 8" in r.error
+
+
+def test_runaway_kernel_times_out_and_the_worker_recovers(bang: BangLib) -> None:
+    from xpiler_core.runtime.bang_run import BangWorker
+
+    with BangWorker(timeout_s=2) as worker:
+        r = worker.call(bang.path, "t_spin", [np.zeros(1, np.int32)])
+        assert r.error is not None and r.error.startswith("timeout: t_spin")
+        after = worker.call(bang.path, "t_align", [np.zeros(4, np.float32), np.ones(4, np.float32), ("int", 4)])
+        assert after.error is None and list(after.arrays[0]) == [1.0] * 4
+
+
+def test_crash_is_reported_as_segmentation_fault(bang: BangLib) -> None:
+    r = bang.call("t_crash", np.zeros(1, np.float32))
+    assert r.error == "segmentation fault in t_crash"
+
+
+def test_stack_overflow_hits_the_guard_page(bang: BangLib) -> None:
+    assert bang.ok("t_deep", 10, np.ones(1, np.float32)).arrays[1][0] == 55.0  # sum of 10..1
+    r = bang.call("t_deep", 100000, np.zeros(1, np.float32))  # ~400 MB of frames on a 1 MiB stack
+    assert r.error == "segmentation fault in t_deep"

@@ -54,6 +54,8 @@ __global__ void __launch_bounds__(BS, 2) kitchen(const float* __restrict__ in, f
     extern __shared__ unsigned char smem_raw[];
     float* dyn = reinterpret_cast<float*>(smem_raw);
     cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> tile32 = cg::tiled_partition<32>(block);
+    tile32.sync();
     const unsigned int tid = threadIdx.x, gid = blockIdx.x * blockDim.x + tid;
     float *a_ptrs[2] = {nullptr, nullptr};
     int (*row_ptr)[4] = nullptr;

@@ -116,6 +116,7 @@ def test_truncated_kernel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "kernel scale" in out  # the model still shows what it could read
     model = build_model(parse_text(source, "truncated.cu"))
     assert model.has_errors and model.kernels[0].builtin_names == ["threadIdx.x"]
+    assert model.kernels[0].span.end_byte == len(source.encode())  # ends where the file ends
 
 
 def test_missing_file_and_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

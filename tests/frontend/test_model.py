@@ -423,3 +423,19 @@ def test_namespaced_and_cast_launches_resolve() -> None:
         ("stream", "0"),
     ]
     assert api.args == ()
+
+
+def test_gnu_asm_spellings() -> None:
+    text = '__device__ void f() { __asm__ __volatile__("nop"); }\n__device__ void g() { asm("ld" "matrix"); }\n'
+    first, second = model_of(text).functions
+    assert [(a.text, a.volatile, a.tensor_core) for a in first.inline_asm] == [("nop", True, False)]
+    assert [(a.text, a.volatile, a.tensor_core) for a in second.inline_asm] == [("ldmatrix", False, True)]
+
+
+def test_every_masked_bang_keyword_is_known_to_the_model() -> None:
+    from xpiler_core.frontend import names
+    from xpiler_core.frontend.source import BANG_KEYWORD_PATTERN
+
+    keywords = BANG_KEYWORD_PATTERN.pattern.decode().split("(", 1)[1].rsplit(")", 1)[0].split("|")
+    known = names.FUNCTION_QUALIFIERS | set(names.MEMORY_QUALIFIERS)
+    assert keywords and not set(keywords) - known

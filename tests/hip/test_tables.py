@@ -76,3 +76,15 @@ def test_tables_cover_the_issue_categories() -> None:
     assert forward.namespaces["cub"] == "hipcub"
     assert "cudnnConvolutionForward" in forward.unsupported
     assert len(TABLE_FILES) == 9
+
+
+@pytest.mark.parametrize(("prefix", "header_dir"), [("hiprand", "/usr/include/hiprand"),
+                                                    ("hipsparse", "/usr/include/hipsparse")])
+def test_library_names_exist_in_installed_rocm_library_headers(prefix: str, header_dir: str) -> None:
+    if not Path(header_dir).is_dir():
+        pytest.skip(f"{header_dir} not installed (apt {'libhiprand-dev' if 'rand' in prefix else 'libhipsparse-dev'})")
+    names = _identifiers(header_dir) | _identifiers(str(HIP_INCLUDE))
+    pairs = raw_table("libraries")["pairs"]
+    ours = {v for v in pairs.values() if v.lower().startswith(prefix)}
+    assert ours, prefix
+    assert sorted(v for v in ours if v not in names) == []

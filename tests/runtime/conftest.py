@@ -21,22 +21,34 @@ class Built:
     def __init__(self, text: str, dialect: Dialect = Dialect.CUDA, warp_size: int = 32) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="xpiler-test-")
         self.dir = Path(self._tmp.name)
-        self.build = build_library(text, dialect, self.dir / "build", warp_size=warp_size,
-                                   display_name=f"t{dialect.suffix}")
+        self.build = build_library(
+            text, dialect, self.dir / "build", warp_size=warp_size, display_name=f"t{dialect.suffix}"
+        )
         assert self.build.ok, self.build.log
 
-    def call(self, entry: str, args: Sequence[object], timeout_s: float = 60.0, threads: int | None = 2
-             ) -> CallResult:
+    def call(
+        self, entry: str, args: Sequence[object], timeout_s: float = 60.0, threads: int | None = 2
+    ) -> CallResult:
         call_args, names = [], []
         for i, a in enumerate(args):
             if isinstance(a, np.ndarray):
                 call_args.append(CallArg(f"a{i}", _dtype_name(a), array=a))
                 names.append(f"a{i}")
             else:
-                call_args.append(CallArg(f"a{i}", _dtype_name(a), value=a.item() if isinstance(a, np.generic) else a))  # type: ignore[arg-type]
+                call_args.append(
+                    CallArg(f"a{i}", _dtype_name(a), value=a.item() if isinstance(a, np.generic) else a)
+                )  # type: ignore[arg-type]
         assert self.build.library is not None
-        return call_library(self.build.library, entry, "host", call_args, names, self.dir / entry,
-                            timeout_s=timeout_s, threads=threads)
+        return call_library(
+            self.build.library,
+            entry,
+            "host",
+            call_args,
+            names,
+            self.dir / entry,
+            timeout_s=timeout_s,
+            threads=threads,
+        )
 
     def outputs(self, entry: str, args: Sequence[object]) -> list[np.ndarray]:
         res = self.call(entry, args)

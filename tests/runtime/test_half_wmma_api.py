@@ -128,8 +128,19 @@ def test_half_and_bfloat16_arithmetic(built_factory) -> None:  # type: ignore[no
     a = rng.standard_normal(n).astype(np.float16)
     b = rng.standard_normal(n).astype(np.float16)
     c_bits = float_to_bf16_bits(rng.standard_normal(n).astype(np.float32))
-    outs = lib.outputs("t_halves", [a, b, np.zeros(n, np.float16), np.zeros(n, np.float32), np.zeros(2 * n, np.float16),
-                                    c_bits, np.zeros(n, np.uint16), np.int32(n)])
+    outs = lib.outputs(
+        "t_halves",
+        [
+            a,
+            b,
+            np.zeros(n, np.float16),
+            np.zeros(n, np.float32),
+            np.zeros(2 * n, np.float16),
+            c_bits,
+            np.zeros(n, np.uint16),
+            np.int32(n),
+        ],
+    )
     _, _, s, f, pairs, _, cout = outs
     prod = (b.astype(np.float32) * np.float32(2)).astype(np.float16)
     np.testing.assert_array_equal(s, (a.astype(np.float32) + prod.astype(np.float32)).astype(np.float16))
@@ -149,15 +160,27 @@ def test_wmma_row_and_col_major(built_factory) -> None:  # type: ignore[no-untyp
     exp = A.astype(np.float64) @ B.astype(np.float64)
     for col in (0, 1):
         a_in = np.ascontiguousarray(A.T) if col else A
-        _, _, C = lib.outputs("t_wmma", [a_in.reshape(-1), B.reshape(-1), np.zeros(M * N, np.float32),
-                                         np.int32(M), np.int32(N), np.int32(K), np.int32(col)])
+        _, _, C = lib.outputs(
+            "t_wmma",
+            [
+                a_in.reshape(-1),
+                B.reshape(-1),
+                np.zeros(M * N, np.float32),
+                np.int32(M),
+                np.int32(N),
+                np.int32(K),
+                np.int32(col),
+            ],
+        )
         np.testing.assert_allclose(C.reshape(M, N), exp, rtol=1e-4, atol=1e-4)
 
 
 def test_runtime_api_memory_symbols_events_errors(built_factory) -> None:  # type: ignore[no-untyped-def]
     lib = built_factory(CUDA_SOURCE)
     table = np.arange(8, dtype=np.int32) * 3 - 5
-    _, result, status = lib.outputs("t_runtime_api", [table, np.zeros(8, np.int32), np.full(11, -1, np.int32)])
+    _, result, status = lib.outputs(
+        "t_runtime_api", [table, np.zeros(8, np.int32), np.full(11, -1, np.int32)]
+    )
     np.testing.assert_array_equal(result, table * 2)
     # cudaSuccess = 0 everywhere, except the bad launch: cudaErrorInvalidConfiguration = 9, read once.
     assert list(status) == [0, 0, 0, 1, 0, 9, 0, 1, 0, 0, 0]
@@ -169,9 +192,22 @@ def test_hip_twins_rocwmma_and_hip_bfloat16(built_factory) -> None:  # type: ign
     rng = np.random.default_rng(15)
     A = rng.standard_normal((M, K)).astype(np.float16)
     Bt = rng.standard_normal((N, K)).astype(np.float16)  # column-major K x N
-    outs = lib.outputs("t_hip", [A.reshape(-1), Bt.reshape(-1), np.zeros(M * N, np.float32), np.int32(M), np.int32(N),
-                                 np.int32(K), np.zeros(64, np.uint16), np.full(5, -1, np.int32)])
+    outs = lib.outputs(
+        "t_hip",
+        [
+            A.reshape(-1),
+            Bt.reshape(-1),
+            np.zeros(M * N, np.float32),
+            np.int32(M),
+            np.int32(N),
+            np.int32(K),
+            np.zeros(64, np.uint16),
+            np.full(5, -1, np.int32),
+        ],
+    )
     _, _, C, bf, status = outs
-    np.testing.assert_allclose(C.reshape(M, N), A.astype(np.float64) @ Bt.astype(np.float64).T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        C.reshape(M, N), A.astype(np.float64) @ Bt.astype(np.float64).T, rtol=1e-4, atol=1e-4
+    )
     np.testing.assert_array_equal(bf, float_to_bf16_bits(A.reshape(-1)[:64].astype(np.float32) - 1))
     assert list(status) == [0, 0, 0, 0, 0]

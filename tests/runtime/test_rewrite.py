@@ -40,7 +40,10 @@ def test_extern_shared_in_function_and_file_scope() -> None:
     out = rewrite_for_cpu(src)
     lines = out.text.splitlines()
     assert lines[0].startswith("#define gbuf (reinterpret_cast<float*>(")
-    assert "unsigned char * const raw = reinterpret_cast<unsigned char*>(::xpiler::dynamic_shared_memory());" in lines[2]
+    assert (
+        "unsigned char * const raw = reinterpret_cast<unsigned char*>(::xpiler::dynamic_shared_memory());"
+        in lines[2]
+    )
     assert "volatile int (* const counts)[32] = reinterpret_cast<volatile int (*)[32]>(" in lines[3]
     assert "__shared__ float t[4];" in lines[4]
     assert sorted(out.dynamic_shared) == ["counts", "gbuf", "raw"]

@@ -180,6 +180,18 @@ __global__ void grid_stride(float* y, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) y[i] += 1.0f;
 }
 extern "C" void t_grid_stride(float* y, int n) { grid_stride<<<3, 32>>>(y, n); }
+
+__host__ __device__ inline float square(float v) { return v * v; }
+template <typename T>
+__global__ void deduced(const T* x, T* y, T bias, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = static_cast<T>(square(static_cast<float>(x[i]))) + bias;
+}
+extern "C" void t_deduced(const float* x, float* y, const double* xd, double* yd, int n) {
+  deduced<<<(n + 31) / 32, 32>>>(x, y, 1.0f, n);  // T deduced from the arguments, as nvcc does
+  deduced<<<(n + 31) / 32, 32>>>(xd, yd, 2.0, n);
+  y[0] += square(0.0f);                           // __host__ __device__ callable from host code too
+}
 """
 
 
@@ -199,9 +211,14 @@ def test_builtins_dim3_3d_launch(lib) -> None:  # type: ignore[no-untyped-def]
                 for tz in range(3):
                     for ty in range(2):
                         for tx in range(4):
-                            exp.append([tx + 10 * ty + 100 * tz, bx + 10 * by + 100 * bz,
-                                        block[0] + 10 * block[1] + 100 * block[2],
-                                        grid[0] + 10 * grid[1] + 100 * grid[2]])
+                            exp.append(
+                                [
+                                    tx + 10 * ty + 100 * tz,
+                                    bx + 10 * by + 100 * bz,
+                                    block[0] + 10 * block[1] + 100 * block[2],
+                                    grid[0] + 10 * grid[1] + 100 * grid[2],
+                                ]
+                            )
     np.testing.assert_array_equal(res.reshape(-1, 4), np.array(exp))
 
 
@@ -231,7 +248,7 @@ def test_shared_tree_reduction(lib) -> None:  # type: ignore[no-untyped-def]
     n = 1000
     x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
     _, out = lib.outputs("t_block_sum", [x, np.zeros(4, np.float32), np.int32(n)])
-    exp = np.array([x[i * 256:(i + 1) * 256].sum() for i in range(4)])
+    exp = np.array([x[i * 256 : (i + 1) * 256].sum() for i in range(4)])
     np.testing.assert_allclose(out, exp, rtol=1e-5, atol=1e-5)
 
 
@@ -254,8 +271,17 @@ def test_early_return_before_barrier(lib) -> None:  # type: ignore[no-untyped-de
 def test_atomic_add_is_atomic_across_os_threads(lib) -> None:  # type: ignore[no-untyped-def]
     n = 200_000
     bins = np.random.default_rng(4).integers(0, 16, n).astype(np.int32)
-    outs = lib.outputs("t_histogram", [bins, np.zeros(16, np.int32), np.zeros(16, np.uint32),
-                                       np.zeros(1, np.float32), np.zeros(1, np.float64), np.int32(n)])
+    outs = lib.outputs(
+        "t_histogram",
+        [
+            bins,
+            np.zeros(16, np.int32),
+            np.zeros(16, np.uint32),
+            np.zeros(1, np.float32),
+            np.zeros(1, np.float64),
+            np.int32(n),
+        ],
+    )
     _, hist, uhist, fsum, dsum = outs
     np.testing.assert_array_equal(hist, np.bincount(bins, minlength=16))
     np.testing.assert_array_equal(uhist, 2 * np.bincount(bins, minlength=16))
@@ -266,7 +292,7 @@ def test_atomic_add_is_atomic_across_os_threads(lib) -> None:  # type: ignore[no
 def test_atomic_operations(lib) -> None:  # type: ignore[no-untyped-def]
     n = 1000
     v = np.random.default_rng(5).integers(-500, 500, n).astype(np.int32)
-    r = np.array([-10**9, 10**9, 0, -1, 0, 0, 0, 0, 0], np.int32)
+    r = np.array([-(10**9), 10**9, 0, -1, 0, 0, 0, 0, 0], np.int32)
     u = np.array([0, 0], np.uint32)
     f = np.array([-1e30, 1e30, 0, 0], np.float32)
     d = np.array([-1e300, 0], np.float64)
@@ -291,7 +317,9 @@ def test_atomic_operations(lib) -> None:  # type: ignore[no-untyped-def]
 def test_vector_types_and_make(lib) -> None:  # type: ignore[no-untyped-def]
     n = 50
     x = np.random.default_rng(6).standard_normal(4 * n).astype(np.float32)
-    _, y, z = lib.outputs("t_vectors", [x, np.zeros(4 * n, np.float32), np.zeros(2 * n, np.int32), np.int32(n)])
+    _, y, z = lib.outputs(
+        "t_vectors", [x, np.zeros(4 * n, np.float32), np.zeros(2 * n, np.int32), np.int32(n)]
+    )
     a = x.reshape(n, 4)
     exp = np.stack([a[:, 0] + a[:, 1], a[:, 2] * a[:, 3], a[:, 0] - a[:, 3], np.full(n, 32.0)], axis=1)
     np.testing.assert_allclose(y.reshape(n, 4), exp, rtol=1e-6)
@@ -303,9 +331,19 @@ def test_math_and_fast_intrinsics(lib) -> None:  # type: ignore[no-untyped-def]
     x = np.random.default_rng(7).uniform(-3, 3, n).astype(np.float32)
     _, y = lib.outputs("t_math", [x, np.zeros(8 * n, np.float32), np.int32(n)])
     y = y.reshape(n, 8)
-    exp = np.stack([np.exp(x), x / 3, 1 / np.sqrt(np.abs(x) + 1), np.clip(x, 0, 1), x * 2 + 1,
-                    np.tanh(x) + np.sin(x) * np.cos(x), np.maximum(x, 0) + np.minimum(x, 0) * 0.5,
-                    x + np.rint(x)], axis=1)
+    exp = np.stack(
+        [
+            np.exp(x),
+            x / 3,
+            1 / np.sqrt(np.abs(x) + 1),
+            np.clip(x, 0, 1),
+            x * 2 + 1,
+            np.tanh(x) + np.sin(x) * np.cos(x),
+            np.maximum(x, 0) + np.minimum(x, 0) * 0.5,
+            x + np.rint(x),
+        ],
+        axis=1,
+    )
     np.testing.assert_allclose(y, exp, rtol=2e-5, atol=2e-6)
 
 
@@ -313,8 +351,9 @@ def test_bit_intrinsics_and_dp4a(lib) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(8)
     x = rng.integers(0, 2**32, 200, dtype=np.uint64).astype(np.uint32)
     x[:3] = [0, 1, 0x80000000]
-    _, y, z = lib.outputs("t_bits", [x, np.zeros(5 * len(x), np.int32), np.zeros(len(x), np.uint32),
-                                     np.int32(len(x))])
+    _, y, z = lib.outputs(
+        "t_bits", [x, np.zeros(5 * len(x), np.int32), np.zeros(len(x), np.uint32), np.int32(len(x))]
+    )
     y = y.reshape(-1, 5)
     for i, v in enumerate(int(t) for t in x):
         ffs = (v & -v).bit_length()
@@ -337,3 +376,13 @@ def test_grid_stride_loop_keeps_per_thread_params(lib) -> None:  # type: ignore[
     y = np.zeros(1000, np.float32)
     (out,) = lib.outputs("t_grid_stride", [y, np.int32(1000)])
     np.testing.assert_array_equal(out, np.ones(1000, np.float32))
+
+
+def test_template_arguments_deduced_at_launch(lib) -> None:  # type: ignore[no-untyped-def]
+    n = 77
+    x = np.linspace(-2, 2, n).astype(np.float32)
+    _, y, _, yd = lib.outputs(
+        "t_deduced", [x, np.zeros(n, np.float32), x.astype(np.float64), np.zeros(n, np.float64), np.int32(n)]
+    )
+    np.testing.assert_allclose(y, x * x + 1, rtol=1e-6)
+    np.testing.assert_allclose(yd, (x * x).astype(np.float64) + 2, rtol=1e-6)

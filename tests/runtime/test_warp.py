@@ -64,6 +64,21 @@ __global__ void tiles(const float* x, float* sums, float* firsts, int* ranks) {
   firsts[g] = first;
   ranks[g] = tile.thread_rank() + 100 * tile.meta_group_rank();
 }
+__global__ void lanes_and_divergence(const int* key, unsigned long long* out) {
+  int t = threadIdx.x;
+  out[8 * t + 0] = __lanemask_lt();
+  out[8 * t + 1] = __lanemask_le();
+  out[8 * t + 2] = __lanemask_gt();
+  out[8 * t + 3] = __lanemask_ge();
+  out[8 * t + 4] = 0;
+  if (t % 4 == 0) out[8 * t + 4] = __activemask();  // only every 4th lane is here
+  __syncwarp();
+  out[8 * t + 5] = __match_any_sync(0xffffffffu, key[t]);
+  out[8 * t + 6] = __reduce_add_sync(0xffffffffu, (unsigned)key[t]);
+  out[8 * t + 7] = __reduce_max_sync(0xffffffffu, key[t]);
+}
+extern "C" void t_lanes(const int* key, unsigned long long* out, int n) { lanes_and_divergence<<<1, n>>>(key, out); }
+
 extern "C" void t_tiles(const float* x, float* s, float* f, int* r, int blocks) { tiles<<<blocks, 64>>>(x, s, f, r); }
 """
 
@@ -76,7 +91,7 @@ def ref_shuffle(x: np.ndarray, warp: int, width: int) -> np.ndarray:
         warp_base = t - lane
         base = lane - lane % width
 
-        def get(src_lane: int) -> int:
+        def get(src_lane: int, warp_base: int = warp_base, t: int = t) -> int:
             src = warp_base + src_lane
             return int(x[src]) if src < n else int(x[t])
 
@@ -104,16 +119,26 @@ def test_votes_and_warp_size(built_factory, warp: int) -> None:  # type: ignore[
     lib = built_factory(WARP_SOURCE, Dialect.CUDA, warp)
     n = 128
     p = (np.random.default_rng(9).random(n) < 0.3).astype(np.int32)
-    p[64:64 + warp] = 1  # one warp where all lanes agree
-    outs = lib.outputs("t_votes", [p, np.zeros(n, np.uint64), np.zeros(n, np.int32), np.zeros(n, np.int32),
-                                   np.zeros(n, np.uint32), np.zeros(n, np.int32), np.int32(n)])
+    p[64 : 64 + warp] = 1  # one warp where all lanes agree
+    outs = lib.outputs(
+        "t_votes",
+        [
+            p,
+            np.zeros(n, np.uint64),
+            np.zeros(n, np.int32),
+            np.zeros(n, np.int32),
+            np.zeros(n, np.uint32),
+            np.zeros(n, np.int32),
+            np.int32(n),
+        ],
+    )
     _, ballots, anys, alls, masks, sizes = outs
     for w in range(n // warp):
-        seg = p[w * warp:(w + 1) * warp]
+        seg = p[w * warp : (w + 1) * warp]
         bits = sum(1 << i for i in range(min(warp, 32)) if seg[i])  # CUDA's ballot is 32 bits wide
-        assert all(int(b) == bits for b in ballots[w * warp:(w + 1) * warp])
-        assert set(anys[w * warp:(w + 1) * warp]) == {int(seg.any())}
-        assert set(alls[w * warp:(w + 1) * warp]) == {int(seg.all())}
+        assert all(int(b) == bits for b in ballots[w * warp : (w + 1) * warp])
+        assert set(anys[w * warp : (w + 1) * warp]) == {int(seg.any())}
+        assert set(alls[w * warp : (w + 1) * warp]) == {int(seg.all())}
     assert set(masks) == {0xFFFFFFFF}
     assert set(sizes) == {warp}
 
@@ -138,10 +163,13 @@ def test_cooperative_groups_tiles(built_factory, warp: int) -> None:  # type: ig
     lib = built_factory(WARP_SOURCE, Dialect.CUDA, warp)
     blocks = 3
     x = np.random.default_rng(11).standard_normal(blocks * 64).astype(np.float32)
-    _, sums, firsts, ranks = lib.outputs("t_tiles", [x, np.zeros_like(x), np.zeros_like(x),
-                                                     np.zeros(x.size, np.int32), np.int32(blocks)])
+    _, sums, firsts, ranks = lib.outputs(
+        "t_tiles", [x, np.zeros_like(x), np.zeros_like(x), np.zeros(x.size, np.int32), np.int32(blocks)]
+    )
     groups = x.reshape(-1, 16)
-    np.testing.assert_allclose(sums.reshape(-1, 16), np.repeat(groups.sum(1, keepdims=True), 16, 1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        sums.reshape(-1, 16), np.repeat(groups.sum(1, keepdims=True), 16, 1), rtol=1e-5, atol=1e-6
+    )
     np.testing.assert_array_equal(firsts.reshape(-1, 16), np.repeat(groups[:, :1], 16, 1))
     t = np.arange(x.size) % 64
     np.testing.assert_array_equal(ranks, t % 16 + 100 * (t // 16))
@@ -164,9 +192,31 @@ def test_hip_ballot_is_64_bit_at_warp_64(built_factory) -> None:  # type: ignore
     lib = built_factory(HIP_SOURCE, Dialect.HIP, 64)
     n = 128
     p = (np.random.default_rng(12).random(n) < 0.5).astype(np.int32)
-    _, out, lanes = lib.outputs("t_hip_ballot", [p, np.zeros(n, np.uint64), np.zeros(n, np.int32), np.int32(n)])
+    _, out, lanes = lib.outputs(
+        "t_hip_ballot", [p, np.zeros(n, np.uint64), np.zeros(n, np.int32), np.int32(n)]
+    )
     for w in range(2):
-        seg = p[w * 64:(w + 1) * 64]
+        seg = p[w * 64 : (w + 1) * 64]
         bits = sum(1 << i for i in range(64) if seg[i])
-        assert {int(v) for v in out[w * 64:(w + 1) * 64]} == {bits}
-        np.testing.assert_array_equal(lanes[w * 64:(w + 1) * 64], np.arange(64) + 1000 * int(seg.sum()))
+        assert {int(v) for v in out[w * 64 : (w + 1) * 64]} == {bits}
+        np.testing.assert_array_equal(lanes[w * 64 : (w + 1) * 64], np.arange(64) + 1000 * int(seg.sum()))
+
+
+def test_lane_masks_divergent_activemask_match_and_reduce(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(WARP_SOURCE, Dialect.CUDA, 32)
+    n = 64
+    key = np.random.default_rng(16).integers(0, 4, n).astype(np.int32)
+    _, out = lib.outputs("t_lanes", [key, np.zeros(8 * n, np.uint64), np.int32(n)])
+    out = out.reshape(n, 8)
+    full = (1 << 32) - 1
+    for t in range(n):
+        lane, w = t % 32, t // 32
+        seg = key[w * 32:(w + 1) * 32]
+        assert int(out[t, 0]) == (1 << lane) - 1
+        assert int(out[t, 1]) == (1 << (lane + 1)) - 1
+        assert int(out[t, 2]) == full & ~((1 << (lane + 1)) - 1)
+        assert int(out[t, 3]) == full & ~((1 << lane) - 1)
+        assert int(out[t, 4]) == (sum(1 << i for i in range(0, 32, 4)) if lane % 4 == 0 else 0)
+        assert int(out[t, 5]) == sum(1 << i for i in range(32) if seg[i] == seg[lane])
+        assert int(out[t, 6]) == int(seg.sum())
+        assert int(out[t, 7]) == int(seg.max())

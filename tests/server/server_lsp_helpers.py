@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 import typing
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,17 @@ def plain(value: Any) -> Any:
     return value
 
 
+def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
+    """Apply LSP edits (UTF-16 positions) to ``text``, last first, as an editor does."""
+    from xpiler_server.positions import LineIndex
+
+    index = LineIndex.of(text)
+    spans = [(index.offset(e.range.start, "utf-16"), index.offset(e.range.end, "utf-16"), e.new_text) for e in edits]
+    for start, end, new in sorted(spans, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
 def make_editor_client() -> LanguageClient:
     client = make_test_lsp_client()
     _structure_code_action_or_command(client.protocol._converter)
@@ -83,6 +95,8 @@ def make_editor_client() -> LanguageClient:
                 if path.exists() and not overwrite:
                     return types.ApplyWorkspaceEditResult(applied=False, failure_reason=f"{path} exists")
                 path.write_text("", encoding="utf-8")
+            elif isinstance(change, types.TextDocumentEdit) and change.text_document.version is not None:
+                continue  # an edit of an open document: the test applies it to its own copy of the text
             elif isinstance(change, types.TextDocumentEdit):
                 path = Path(change.text_document.uri.removeprefix("file://"))
                 text = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -159,4 +173,45 @@ def open_doc(client: LanguageClient, uri: str, text: str, version: int = 1, lang
         types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(uri=uri, language_id=language_id, version=version, text=text)
         )
+    )
+
+
+async def wait_notification(client: LanguageClient, method: str, job_id: str, timeout: float = 150) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for seen_method, params in list(client.custom_notifications):  # type: ignore[attr-defined]
+            if seen_method == method and params.get("jobId") == job_id:
+                return params
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"no {method} for {job_id}")
+
+
+async def wait_progress(client: LanguageClient, token: str, kind: type, timeout: float = 120) -> list[Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        reports = client.progress_reports.get(token, [])
+        if any(isinstance(r, kind) for r in reports):
+            return reports
+        await asyncio.sleep(0.01)
+    raise TimeoutError(f"no {kind.__name__} progress for {token}")
+
+
+async def execute(client: LanguageClient, command: str, *arguments: Any) -> Any:
+    return await asyncio.wait_for(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=list(arguments))),
+        timeout=30,
+    )
+
+
+async def code_actions(client: LanguageClient, uri: str, line: int, only: list[str] | None = None) -> list[Any]:
+    at = types.Position(line=line, character=2)
+    return list(
+        await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=types.Range(start=at, end=at),
+                context=types.CodeActionContext(diagnostics=[], only=only),
+            )
+        )
+        or []
     )

@@ -9,14 +9,19 @@ import asyncio
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from server_lsp_helpers import open_doc, wait_for_version
+from server_lsp_helpers import (
+    code_actions,
+    execute,
+    open_doc,
+    wait_for_version,
+    wait_notification,
+    wait_progress,
+)
 
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_server import core_api
@@ -34,47 +39,6 @@ def copy_kernel(group: str, name: str, dest: Path) -> Path:
     """A suite kernel (source, spec, reference) copied into ``dest``; the source path."""
     shutil.copytree(SUITE / group / name, dest, dirs_exist_ok=True)
     return next(p for p in dest.iterdir() if p.suffix == ".cu")
-
-
-async def wait_notification(client: LanguageClient, method: str, job_id: str, timeout: float = 150) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for seen_method, params in list(client.custom_notifications):  # type: ignore[attr-defined]
-            if seen_method == method and params.get("jobId") == job_id:
-                return params
-        await asyncio.sleep(0.02)
-    raise TimeoutError(f"no {method} for {job_id}")
-
-
-async def wait_progress(client: LanguageClient, token: str, kind: type, timeout: float = 120) -> list[Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        reports = client.progress_reports.get(token, [])
-        if any(isinstance(r, kind) for r in reports):
-            return reports
-        await asyncio.sleep(0.01)
-    raise TimeoutError(f"no {kind.__name__} progress for {token}")
-
-
-async def execute(client: LanguageClient, command: str, *arguments: Any) -> Any:
-    return await asyncio.wait_for(
-        client.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=list(arguments))),
-        timeout=30,
-    )
-
-
-async def code_actions(client: LanguageClient, uri: str, line: int, only: list[str] | None = None) -> list[Any]:
-    at = types.Position(line=line, character=2)
-    return list(
-        await client.text_document_code_action_async(
-            types.CodeActionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri),
-                range=types.Range(start=at, end=at),
-                context=types.CodeActionContext(diagnostics=[], only=only),
-            )
-        )
-        or []
-    )
 
 
 async def hover_text(client: LanguageClient, uri: str, position: types.Position) -> str:

@@ -31,6 +31,7 @@ __global__ void saxpy(int n, float a, const float* __restrict__ x, float* __rest
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.slow,  # ~25 s: starts Neovim, the server and hipcc; run with -m slow
     pytest.mark.skipif(shutil.which("nvim") is None, reason="neovim is not installed (apt-get install neovim)"),
     pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc is not installed"),
     pytest.mark.skipif(

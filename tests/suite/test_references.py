@@ -8,7 +8,7 @@ from suite_catalog import SuiteEntry, eval_int_expr, iter_entries, make_inputs, 
 
 ENTRIES = list(iter_entries())
 SPEC_KEYS = {"name", "group", "source", "entry", "kind", "reference", "tolerance", "features", "args", "cases"}
-DTYPE_NAMES = {"float32", "float16", "int32", "float64", "int64", "uint32"}
+DTYPE_NAMES = {"float32", "float16", "int32", "int8", "float64", "int64", "uint32"}
 
 
 def test_suite_size() -> None:

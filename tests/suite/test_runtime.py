@@ -14,6 +14,10 @@ spec_module = pytest.importorskip("xpiler_core.verify.spec", reason="the spec lo
 
 OPERATORS = operator_entries()
 HAZARDS = hazard_entries()
+# Control group for the hazard test: warp-shuffle operators written with 32-relative lanes and relative
+# shuffles (__shfl_down/xor from 16, lane = tid & 31). Those stay inside each 32-lane half of a 64-wide
+# wavefront, so they must still be right at 64; a runtime that failed everything at 64 would fail here.
+PORTABLE_SHUFFLES = [e for e in OPERATORS if "warp-shuffle" in e.features]
 
 
 def describe(report: Any) -> str:
@@ -55,3 +59,14 @@ def test_hazard_is_wrong_at_warp_64(entry: SuiteEntry) -> None:
     assert not report.passed, "a warp-32 assumption went unnoticed at warp size 64:\n" + describe(report)
     # Wrong answers, not a crash: at least one case ran to completion and mismatched numpy.
     assert any(case.error is None and case.mismatches > 0 for case in report.cases), describe(report)
+
+
+@pytest.mark.parametrize("entry", PORTABLE_SHUFFLES, ids=[e.test_id for e in PORTABLE_SHUFFLES])
+def test_relative_shuffle_operator_is_still_right_at_warp_64(entry: SuiteEntry) -> None:
+    report = run(entry, 64)
+    assert report.warp_size == 64
+    assert report.passed, describe(report)
+
+
+def test_control_group_is_not_empty() -> None:
+    assert len(PORTABLE_SHUFFLES) >= 5

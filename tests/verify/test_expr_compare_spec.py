@@ -18,10 +18,15 @@ from xpiler_core.verify.spec import load_spec
 @given(n=st.integers(0, 10**6), b=st.integers(1, 1024))
 def test_ceil_div_matches_math(n: int, b: int) -> None:
     assert evaluate_int("ceil_div(n, b)", {"n": n, "b": b}) == -(-n // b)
-    assert evaluate_int("min(n, b) + max(n, b) * 2 - n % b", {"n": n, "b": b}) == min(n, b) + max(n, b) * 2 - n % b
+    assert (
+        evaluate_int("min(n, b) + max(n, b) * 2 - n % b", {"n": n, "b": b})
+        == min(n, b) + max(n, b) * 2 - n % b
+    )
 
 
-@pytest.mark.parametrize("bad", ["__import__('os')", "n.__class__", "[1,2]", "lambda: 1", "open('x')", "2**1000", "n if"])
+@pytest.mark.parametrize(
+    "bad", ["__import__('os')", "n.__class__", "[1,2]", "lambda: 1", "open('x')", "2**1000", "n if"]
+)
 def test_expressions_are_whitelisted(bad: str) -> None:
     with pytest.raises(ExprError):
         evaluate(bad, {"n": 3})
@@ -58,7 +63,9 @@ def test_compare_nan_inf_and_shapes() -> None:
 
 def test_spec_errors_are_located(tmp_path: Path) -> None:
     p = tmp_path / "s.toml"
-    p.write_text('source = "k.cu"\nentry = "k"\nreference = "r.py:f"\n[[args]]\nname = "x"\ndtype = "float33"\n')
+    p.write_text(
+        'source = "k.cu"\nentry = "k"\nreference = "r.py:f"\n[[args]]\nname = "x"\ndtype = "float33"\n'
+    )
     with pytest.raises(XpilerError, match="unknown dtype"):
         load_spec(p)
     p.write_text("source = \n")

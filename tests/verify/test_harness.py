@@ -85,8 +85,13 @@ def test_c_host_candidate(spec_path: Path) -> None:
         "  for (int i = 0; i < n; ++i) y[i] = a * x[i] + y[i];\n"
         "}\n"
     )
-    report = run_spec(load_spec(spec_path), candidate_text=c_text, candidate_dialect=Dialect.C,
-                      candidate_entry="saxpy_cpu", candidate_kind="host")
+    report = run_spec(
+        load_spec(spec_path),
+        candidate_text=c_text,
+        candidate_dialect=Dialect.C,
+        candidate_entry="saxpy_cpu",
+        candidate_kind="host",
+    )
     assert report.passed, report.summary()
 
 
@@ -98,25 +103,58 @@ def test_build_error_is_reported(spec_path: Path) -> None:
 
 def test_differential_hip_port(spec_path: Path) -> None:
     hip = "#include <hip/hip_runtime.h>\n" + CUDA
-    report = differential(load_spec(spec_path), a_text=CUDA, a_dialect=Dialect.CUDA, a_warp=32,
-                          b_text=hip, b_dialect=Dialect.HIP, b_warp=None)
+    report = differential(
+        load_spec(spec_path),
+        a_text=CUDA,
+        a_dialect=Dialect.CUDA,
+        a_warp=32,
+        b_text=hip,
+        b_dialect=Dialect.HIP,
+        b_warp=None,
+    )
     assert report.passed and report.warp_size == 64
     off = hip.replace("a * x[i]", "a * x[i] + 1e-3f")
-    bad = differential(load_spec(spec_path), a_text=CUDA, a_dialect=Dialect.CUDA, a_warp=32,
-                       b_text=off, b_dialect=Dialect.HIP, b_warp=None, cases=[1])
+    bad = differential(
+        load_spec(spec_path),
+        a_text=CUDA,
+        a_dialect=Dialect.CUDA,
+        a_warp=32,
+        b_text=off,
+        b_dialect=Dialect.HIP,
+        b_warp=None,
+        cases=[1],
+    )
     assert not bad.passed and bad.cases[0].mismatches > 0
 
 
 def test_cli_test_command(spec_path: Path, tmp_path: Path) -> None:
-    ok = subprocess.run([sys.executable, "-m", "xpiler_core.cli", "test", str(spec_path)], capture_output=True, text=True)
+    ok = subprocess.run(
+        [sys.executable, "-m", "xpiler_core", "test", str(spec_path)], capture_output=True, text=True
+    )
     assert ok.returncode == 0, ok.stderr
     assert "PASS: 2/2 cases" in ok.stdout
     cand = tmp_path / "cand.cu"
     cand.write_text(CUDA.replace("a * x[i]", "x[i]"))
-    bad = subprocess.run([sys.executable, "-m", "xpiler_core.cli", "test", str(spec_path), "--candidate", str(cand),
-                          "--warp-size", "64"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xpiler_core",
+            "test",
+            str(spec_path),
+            "--candidate",
+            str(cand),
+            "--warp-size",
+            "64",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 1 and "MISMATCH in 'y'" in bad.stdout and "warp size 64" in bad.stdout
-    missing = subprocess.run([sys.executable, "-m", "xpiler_core.cli", "test", str(tmp_path / "nope.toml")],
-                             capture_output=True, text=True)
+    missing = subprocess.run(
+        [sys.executable, "-m", "xpiler_core", "test", str(tmp_path / "nope.toml")],
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 1 and "nope.toml:1:1: error: cannot read spec" in missing.stderr
     assert "Traceback" not in missing.stderr

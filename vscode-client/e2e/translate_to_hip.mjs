@@ -1,8 +1,8 @@
 // Drives a real VS Code (code-server in Chromium) through the "Translate to HIP" flow:
-// open a CUDA file, wait for the Xpiler server, open the code action menu on the kernel, pick
+// open a broken kernel and wait for its diagnostics, open a CUDA file, open the code action menu on the kernel, pick
 // "Translate to HIP", wait for the .hip editor to open beside the source, take screenshots.
 // Inputs (environment): XPILER_E2E_URL (workbench URL with the extension payload), XPILER_E2E_SOURCE
-// (file name to open), XPILER_E2E_SHOTS (folder for PNGs), XPILER_E2E_STEP_MS (per-step limit).
+// (file name to open), XPILER_E2E_BROKEN (a file with a syntax error whose diagnostics must show), XPILER_E2E_SHOTS (folder for PNGs), XPILER_E2E_STEP_MS (per-step limit).
 // Prints one line per step; exits 1 with the failing step's name and the reason.
 import { chromium } from 'playwright-core';
 
@@ -13,6 +13,8 @@ const stepMs = Number(process.env.XPILER_E2E_STEP_MS ?? 60000);
 const started = Date.now();
 const STATUS = '[id="xpiler.xpiler.xpiler.status"]';
 const translated = source.replace(/\.cu$/, '.hip');
+// A kernel with a syntax error, opened first to see the server's diagnostics arrive (optional).
+const broken = process.env.XPILER_E2E_BROKEN ?? '';
 
 function required(name) {
   const value = process.env[name];
@@ -54,22 +56,31 @@ async function menuRows() {
 async function openMenuWith(title) {
   // The lightbulb / Ctrl+. menu first; source actions may only be listed under "Source Action…".
   await page.keyboard.press('Control+.');
-  const quickFix = await page.locator('.action-widget .monaco-list-row', { hasText: title }).first()
+  const opened = await page.locator('.action-widget .monaco-list-row').first()
     .waitFor({ timeout: 8000 }).then(() => true, () => false);
-  if (quickFix) return 'Ctrl+.';
+  if (opened) await page.waitForTimeout(500); // rows from slower providers
+  if (await page.locator('.action-widget .monaco-list-row', { hasText: title }).count() > 0) return 'Ctrl+.';
   console.log(`      Ctrl+. menu: ${JSON.stringify(await menuRows())}; trying Source Action…`);
   await page.keyboard.press('Escape');
-  await runCommand('Source Action');
+  await runCommand('Source Action...');
   await page.locator('.action-widget .monaco-list-row', { hasText: title }).first().waitFor({ timeout: stepMs });
   return 'Source Action…';
 }
 
+/** Runs a command from the palette by its exact label (moving the focus to it, then Enter). */
 async function runCommand(label) {
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ timeout: stepMs });
   await input.fill(`>${label}`);
   await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor({ timeout: stepMs });
+  const focusedLabel = page.locator('.quick-input-list .monaco-list-row.focused .label-name');
+  for (let moves = 0; ; moves++) {
+    const text = (await focusedLabel.innerText({ timeout: 2000 }).catch(() => '')).trim();
+    if (text === label) break;
+    if (moves >= 15) throw new Error(`no palette entry labelled "${label}"`);
+    await page.keyboard.press('ArrowDown');
+  }
   await page.keyboard.press('Enter');
 }
 
@@ -83,24 +94,28 @@ await step('open VS Code with the extension loaded from its folder', async () =>
   await page.locator('.monaco-workbench').waitFor();
 });
 
-await step(`open ${source}`, async () => {
+async function openFile(name) {
   // Quick Open sometimes misses keys typed while the workbench is still restoring: retry once.
   for (let attempt = 0; ; attempt++) {
     await page.keyboard.press('Control+P');
     const input = page.locator('.quick-input-widget input');
     await input.waitFor();
-    await input.fill(source);
-    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: source }).first();
+    await input.fill(name);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
     if (await row.waitFor({ timeout: 15000 }).then(() => true, () => false)) {
       await page.keyboard.press('Enter');
       break;
     }
-    if (attempt > 0) throw new Error(`Quick Open does not find ${source}`);
+    if (attempt > 0) throw new Error(`Quick Open does not find ${name}`);
     await page.keyboard.press('Escape');
   }
-  await page.locator('.tab.active', { hasText: source }).waitFor();
+  await page.locator('.tab.active', { hasText: name }).waitFor();
   await page.locator('.monaco-editor .view-lines').first().waitFor();
-});
+}
+
+if (broken) {
+  await step(`open ${broken}`, () => openFile(broken));
+}
 
 await step('the Xpiler server is running', async () => {
   await page.locator(STATUS).waitFor();
@@ -111,13 +126,19 @@ await step('the Xpiler server is running', async () => {
   );
 });
 
-await step('diagnostics or a clean file are reported', async () => {
-  // The server publishes diagnostics for every opened file (possibly none for a correct kernel); the
-  // Problems entry in the status bar reflects them. Read it for the log.
-  await page.waitForTimeout(1000);
-  const problems = await page.locator('[id="status.problems"]').getAttribute('aria-label');
-  console.log(`      problems: ${problems}`);
-});
+if (broken) {
+  await step(`the server's diagnostics for ${broken} appear in the Problems panel`, async () => {
+    await page.keyboard.press('Control+Shift+M');
+    const row = page.locator('.markers-panel .monaco-list-row', { hasText: 'xpiler' }).first();
+    await row.waitFor();
+    const rows = await page.locator('.markers-panel .monaco-list-row').allInnerTexts();
+    console.log(`      problems: ${JSON.stringify(rows.map((r) => r.replace(/\s+/g, ' ')).slice(0, 4))}`);
+    await runCommand('View: Hide Panel');
+    await runCommand('View: Close Editor');
+  });
+}
+
+await step(`open ${source}`, () => openFile(source));
 
 await step('put the cursor inside the kernel', async () => {
   await page.locator('.monaco-editor .view-lines').first().click();
@@ -130,7 +151,10 @@ await step('put the cursor inside the kernel', async () => {
 const via = await step('open the code action menu with "Translate to HIP"', async () => {
   const how = await openMenuWith('Translate to HIP');
   await page.waitForTimeout(300); // let the menu finish its fade-in before the screenshot
-  await page.screenshot({ path: `${shots}/code-action-menu.png` });
+  // The editor's top left with the menu, not the whole window: a smaller picture for the README.
+  const menu = await page.locator('.action-widget').first().boundingBox();
+  const bottom = menu ? menu.y + menu.height + 80 : 330;
+  await page.screenshot({ path: `${shots}/code-action-menu.png`, clip: { x: 348, y: 30, width: 760, height: Math.min(690, bottom) - 30 } });
   return how;
 });
 console.log(`      menu: ${via}`);
@@ -146,6 +170,22 @@ await step('pick "Translate to HIP"', async () => {
   }
   await page.keyboard.press('Enter');
 });
+
+// The job's progress in the status bar; a job that ends between two looks is not a failure.
+const progressSeen = await step('the status bar shows the job', async () => {
+  const until = Date.now() + 10000;
+  while (Date.now() < until) {
+    const text = (await page.locator(STATUS).innerText().catch(() => '')).trim();
+    if (/Translat/i.test(text)) {
+      await page.screenshot({ path: `${shots}/job-progress.png`, clip: { x: 0, y: 520, width: 1280, height: 200 } });
+      return text;
+    }
+    if (await page.locator('.tab', { hasText: translated }).count() > 0) return null;
+    await page.waitForTimeout(100);
+  }
+  return null;
+});
+console.log(`      status bar: ${progressSeen ?? '(the job ended before it was seen)'}`);
 
 await step(`the ${translated} editor opens beside the source`, async () => {
   const groups = page.locator('.editor-group-container');
@@ -178,7 +218,7 @@ await step('the job ends and the screenshot is taken', async () => {
     { timeout: stepMs },
   ).catch(() => undefined); // a still-spinning status item is not a failure of the flow
   await page.mouse.move(640, 700);
-  await page.waitForTimeout(500);
+  await page.waitForTimeout(2000); // code lenses refresh after the job's end
   await page.screenshot({ path: `${shots}/translated-beside.png` });
 });
 

@@ -10,14 +10,22 @@ from xpiler_core.frontend.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.source import decode_source
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("test", help="run a kernel test spec on the CPU runtime and compare with its reference")
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "test", help="run a kernel test spec on the CPU runtime and compare with its reference"
+    )
     p.add_argument("spec", help="the spec file (TOML)")
     p.add_argument("--candidate", help="run this file instead of the spec's source (same arguments)")
     p.add_argument("--entry", help="the candidate's entry (default: the spec's)")
-    p.add_argument("--kind", choices=["kernel", "host"], help="the candidate's entry kind (default: the spec's)")
-    p.add_argument("--dialect", choices=[d.value for d in Dialect], help="the candidate's dialect (default: detected)")
-    p.add_argument("--warp-size", type=int, choices=[32, 64], help="warp size (default 32 for CUDA, 64 for HIP)")
+    p.add_argument(
+        "--kind", choices=["kernel", "host"], help="the candidate's entry kind (default: the spec's)"
+    )
+    p.add_argument(
+        "--dialect", choices=[d.value for d in Dialect], help="the candidate's dialect (default: detected)"
+    )
+    p.add_argument(
+        "--warp-size", type=int, choices=[32, 64], help="warp size (default 32 for CUDA, 64 for HIP)"
+    )
     p.add_argument("--case", type=int, action="append", help="run only this case index (repeatable)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run)

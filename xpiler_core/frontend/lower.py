@@ -679,6 +679,20 @@ class _Lowerer:
         except _Unsupported as exc:
             return self.opaque_expr(node, str(exc))
 
+    def template_like(self, node: CstNode) -> bool:
+        """``A<32> x = ...`` misread as ``(A < 32) > (x = ...)``: an unparenthesized ``<`` on the left spine of
+        a ``>``/``>>``/``>=``. C never needs such a chain, so the text is kept as it is."""
+        op_node = node.child_by_field_name("operator")
+        if op_node is None or op_node.type not in (">", ">>", ">="):
+            return False
+        left = node.child_by_field_name("left")
+        while left is not None and left.type == "binary_expression":
+            inner_op = left.child_by_field_name("operator")
+            if inner_op is not None and inner_op.type in ("<", "<="):
+                return True
+            left = left.child_by_field_name("right")
+        return False
+
     def postfix_under_unary(self, node: CstNode, op: str, arg: CstNode, depth: int) -> A.Expr:
         """``-a++``: tree-sitter reads ``(-a)++``; C binds the postfix tighter: ``-(a++)``."""
         prefix_ops: list[tuple[str, CstNode]] = []
@@ -744,6 +758,8 @@ class _Lowerer:
                 op = op_node.type if op_node is not None else ""
                 if op not in _BINARY_OPS:
                     raise _Unsupported(f"operator {op}")
+                if self.template_like(node):
+                    raise _Unsupported("'<' ... '>' that may be template arguments")
             return A.Binary(op, self.expr(left, d), self.expr(right, d), span=span)
         if kind in ("unary_expression", "pointer_expression", "update_expression"):
             op_node = node.child_by_field_name("operator")

@@ -29,6 +29,7 @@ from xpiler_core.frontend.source import (
     MAX_NESTING_DEPTH,
     ParsedSource,
     decode_source,
+    parse_file,
     parse_text,
 )
 
@@ -390,6 +391,12 @@ def _recover_truncated(parsed: ParsedSource) -> tuple[ParsedSource, Diagnostic] 
     return recovered, truncated
 
 
+def _clamp(span: Span, eof: Span) -> Span:
+    if span.end_byte <= eof.start_byte:
+        return span
+    return Span(span.start_byte, eof.start_byte, span.start_line, span.start_col, eof.start_line, eof.start_col)
+
+
 def _position(data: bytes, offset: int) -> str:
     line = data.count(b"\n", 0, offset)
     col = offset - (data.rfind(b"\n", 0, offset) + 1)
@@ -403,8 +410,6 @@ def load_model(source: str | Path, dialect: Dialect | None = None) -> KernelMode
     """
     if isinstance(source, Path) or ("\n" not in source and len(source) < 4096 and Path(source).is_file()):
         path = Path(source)
-        from xpiler_core.frontend.source import parse_file
-
         return build_model(parse_file(path, dialect))
     return build_model(parse_text(source, "<input>", dialect))
 
@@ -501,11 +506,19 @@ class ModelBuilder:
         diagnostics = syntax + unsupported + self.diagnostics
         if self.truncation is not None:
             diagnostics.append(self.truncation)
+            self._clamp_to(self.truncation.span)
         diagnostics.sort(key=lambda d: (d.span.start_byte, d.code))
         includes = _includes(self.data)
         return KernelModel(
             parsed.path, parsed.dialect, self.functions, self.file_buffers, self.launches, includes, diagnostics
         )
+
+    def _clamp_to(self, eof: Span) -> None:
+        """End function ranges at the real end of a truncated file, not after the appended closers."""
+        for function in self.functions:
+            function.span = _clamp(function.span, eof)
+            if function.body_span is not None:
+                function.body_span = _clamp(function.body_span, eof)
 
     def _is_explained(self, diagnostic: Diagnostic, explained: set[tuple[int, int]]) -> bool:
         if diagnostic.code != "syntax.error":
@@ -646,6 +659,8 @@ class ModelBuilder:
             span_node = parent
             qualifiers.extend(self._bang_qualifiers(parent))
         extern_c = _is_extern_c(node, self.data)
+        if extern_c and parent is not None and parent.type == "linkage_specification":
+            span_node = parent  # `extern "C" void f() {...}`: the definition starts at `extern`
         body = node.child_by_field_name("body")
         kind = self._initial_kind(qualifiers, extern_c, name)
         return Function(

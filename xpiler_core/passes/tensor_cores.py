@@ -40,8 +40,9 @@ INFO = PassInfo(
 BEGIN_MARK = "// xpiler(tensor_cores) begin"
 END_MARK = "// xpiler(tensor_cores) end"
 
-PORTABLE_WMMA = f"""{BEGIN_MARK}: replaces #include <mma.h>. CUDA's 16x16x16 wmma for one 32-lane
+PORTABLE_WMMA = f"""{BEGIN_MARK}: stands for the mma.h header. CUDA's 16x16x16 wmma for one 32-lane
 // group, at any wavefront width: lane l holds tile elements 8l..8l+7 (row-major order of the tile).
+#include <hip/hip_fp16.h>
 namespace xpiler_wmma {{
 struct matrix_a {{}};
 struct matrix_b {{}};

@@ -57,8 +57,9 @@ def _signal_name(code: int) -> str:
 class BangWorker:
     """A long-lived child process running calls into BANG-model libraries."""
 
-    def __init__(self, timeout_s: float = CALL_TIMEOUT_S) -> None:
+    def __init__(self, timeout_s: float = CALL_TIMEOUT_S, env: dict[str, str] | None = None) -> None:
         self.timeout_s = timeout_s
+        self.env = {**os.environ, **env} if env else None  # extra variables for the child (model switches)
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> BangWorker:
@@ -91,6 +92,7 @@ class BangWorker:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 preexec_fn=_limit_child,
+                env=self.env,
             )
         return self._proc
 

@@ -68,10 +68,24 @@ def prepare_source(text: str, dialect: Dialect, display_name: str, extra: str = 
 def build_flags(dialect: Dialect, warp_size: int, fibers: str = "fcontext") -> list[str]:
     if dialect is Dialect.C:
         return ["-O2", "-fopenmp", "-fPIC", "-shared", "-lm"]
-    flags = ["-O2", "-std=c++17", "-fPIC", "-shared", "-pthread", f"-I{INCLUDE_DIR}", f"-DXPILER_WARP_SIZE={warp_size}",
-             "-w"]
+    flags = [
+        "-O2",
+        "-std=c++17",
+        "-fPIC",
+        "-shared",
+        "-pthread",
+        f"-I{INCLUDE_DIR}",
+        f"-DXPILER_WARP_SIZE={warp_size}",
+        "-w",
+    ]
     if dialect is Dialect.HIP:
-        flags += ["-DXPILER_DIALECT_HIP=1", "-D__HIPCC__", "-D__HIP_PLATFORM_AMD__", "-include", "hip/hip_runtime.h"]
+        flags += [
+            "-DXPILER_DIALECT_HIP=1",
+            "-D__HIPCC__",
+            "-D__HIP_PLATFORM_AMD__",
+            "-include",
+            "hip/hip_runtime.h",
+        ]
     else:
         flags += ["-D__CUDACC__", "-include", "cuda_runtime.h"]
     if fibers == "ucontext":
@@ -97,8 +111,15 @@ def build_library(
     source = prepare_source(text, dialect, display_name, extra)
     flags = build_flags(dialect, warp_size, fibers)
     libs = [] if is_c else ["-lboost_context"] if fibers == "fcontext" else []
-    key = stable_key("runtime-build", source, "" if is_c else header_hash(), flags, libs, compiler,
-                     compiler_version(compiler))
+    key = stable_key(
+        "runtime-build-v2",
+        source,
+        "" if is_c else header_hash(),
+        flags,
+        libs,
+        compiler,
+        compiler_version(compiler),
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     library = out_dir / f"lib{key[:16]}.so"
     cache = get_cache("runtime-build")
@@ -110,13 +131,21 @@ def build_library(
         if isinstance(hit, dict):
             if hit.get("ok"):
                 library.write_bytes(hit["library"])
-                return BuildResult(True, library, hit.get("log", ""), command, True, time.monotonic() - started)
+                return BuildResult(
+                    True, library, hit.get("log", ""), command, True, time.monotonic() - started
+                )
             return BuildResult(False, None, hit.get("log", ""), command, True, time.monotonic() - started)
     src_path.write_text(source, encoding="utf-8")
     try:
         proc = subprocess.run(
-            command, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S, cwd=out_dir,
-            preexec_fn=_limit_compiler, env=dict(os.environ, LC_ALL="C"),  # ASCII quotes in messages
+            command,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=COMPILE_TIMEOUT_S,
+            cwd=out_dir,
+            preexec_fn=_limit_compiler,
+            env=dict(os.environ, LC_ALL="C"),  # ASCII quotes in messages
         )
         ok = proc.returncode == 0 and library.exists()
         log = (proc.stderr + proc.stdout).replace(str(src_path), display_name)

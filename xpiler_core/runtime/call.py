@@ -51,12 +51,27 @@ def _dtype_name(value: ArgValue) -> str:
     return "int32" if isinstance(value, int) else "float32"
 
 
-def build(text: str, dialect: Dialect, out_dir: Path, *, kernel: str | None, arg_dtypes: Sequence[tuple[str, bool]],
-          warp_size: int, fibers: str = "fcontext") -> BuildResult:
+def build(
+    text: str,
+    dialect: Dialect,
+    out_dir: Path,
+    *,
+    kernel: str | None,
+    arg_dtypes: Sequence[tuple[str, bool]],
+    warp_size: int,
+    fibers: str = "fcontext",
+) -> BuildResult:
     glue = kernel_entry_glue(kernel, list(arg_dtypes)) if kernel else ""
-    return build_library(text, dialect, out_dir, warp_size=warp_size, extra=glue, fibers=fibers,
-                         display_name=f"kernel{dialect.suffix}",
-                         cplusplus_c=dialect is Dialect.C and 'extern "C"' in text)
+    return build_library(
+        text,
+        dialect,
+        out_dir,
+        warp_size=warp_size,
+        extra=glue,
+        fibers=fibers,
+        display_name=f"kernel{dialect.suffix}",
+        cplusplus_c=dialect is Dialect.C and 'extern "C"' in text,
+    )
 
 
 def run_kernel(
@@ -80,8 +95,15 @@ def run_kernel(
     dtypes = [(_dtype_name(a), isinstance(a, np.ndarray)) for a in args]
     with tempfile.TemporaryDirectory(prefix="xpiler-run-") as tmp:
         work = Path(tmp)
-        built = build(text, dialect, work / "build", kernel=kernel if kind == "kernel" else None, arg_dtypes=dtypes,
-                      warp_size=warp, fibers=fibers)
+        built = build(
+            text,
+            dialect,
+            work / "build",
+            kernel=kernel if kind == "kernel" else None,
+            arg_dtypes=dtypes,
+            warp_size=warp,
+            fibers=fibers,
+        )
         if not built.ok or built.library is None:
             return KernelRun(False, error="build failed", build_log=built.log)
         call_args = []
@@ -92,11 +114,24 @@ def run_kernel(
                 call_args.append(CallArg(name, _dtype_name(a), array=np.ascontiguousarray(a)))
                 names.append(name)
             else:
-                call_args.append(CallArg(name, _dtype_name(a), value=a.item() if isinstance(a, np.generic) else a))
+                call_args.append(
+                    CallArg(name, _dtype_name(a), value=a.item() if isinstance(a, np.generic) else a)
+                )
         config = (*_dims(grid), *_dims(block), shared_bytes)
-        res = call_library(built.library, ENTRY_SYMBOL if kind == "kernel" else kernel, kind, call_args, names,
-                           work / "call", config=config, timeout_s=timeout_s, threads=threads, kernel_hint=kernel,
-                           env=env)
-        arrays: list[np.ndarray | None] = [res.outputs.get(f"a{i}") if isinstance(a, np.ndarray) else None
-                                           for i, a in enumerate(args)]
+        res = call_library(
+            built.library,
+            ENTRY_SYMBOL if kind == "kernel" else kernel,
+            kind,
+            call_args,
+            names,
+            work / "call",
+            config=config,
+            timeout_s=timeout_s,
+            threads=threads,
+            kernel_hint=kernel,
+            env=env,
+        )
+        arrays: list[np.ndarray | None] = [
+            res.outputs.get(f"a{i}") if isinstance(a, np.ndarray) else None for i, a in enumerate(args)
+        ]
         return KernelRun(res.ok, arrays, res.error, built.log, res.stdout, res.stderr, res.seconds)

@@ -71,13 +71,54 @@ def _inside_function(node: Node) -> bool:
     return False
 
 
+def _function_template_names(nodes: list[Node]) -> set[str]:
+    """Names of function templates defined or declared in the file (unqualified)."""
+    names: set[str] = set()
+    for node in nodes:
+        if node.type != "template_declaration":
+            continue
+        for child in node.children:
+            if child.type not in ("function_definition", "declaration"):
+                continue
+            declarator = child.child_by_field_name("declarator")
+            while declarator is not None and declarator.type != "function_declarator":
+                declarator = declarator.child_by_field_name("declarator")
+            if declarator is None:
+                continue
+            name = declarator.child_by_field_name("declarator")
+            if name is not None and name.type == "identifier" and name.text is not None:
+                names.add(name.text.decode("utf-8", "replace"))
+    return names
+
+
+def _kernel_expression(function: Node, kernel: str, templates: set[str]) -> str:
+    """The first argument of ``::xpiler::launch``: the kernel itself, or, for a function template named
+    without template arguments, a generic lambda that lets the call arguments deduce them."""
+    last = function
+    if function.type == "qualified_identifier":
+        name = function.child_by_field_name("name")
+        last = name if name is not None else function
+    if (
+        last.type == "identifier"
+        and last.text is not None
+        and last.text.decode("utf-8", "replace") in templates
+    ):
+        quoted = kernel.replace('"', '\\"')
+        return (
+            f'::xpiler::deduced_kernel("{quoted}", [](auto... xpiler_args) {{ {kernel}(xpiler_args...); }})'
+        )
+    return kernel
+
+
 def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult:
     """Rewrite launches and dynamic shared arrays; everything else is left byte-for-byte as it was."""
     parsed = parse_text(text, "<rewrite>", dialect)
     data = parsed.data
     edits: list[tuple[int, int, str]] = []
     result = RewriteResult(text)
-    for node in _walk(parsed.root):
+    nodes = _walk(parsed.root)
+    templates = _function_template_names(nodes)
+    for node in nodes:
         if node.type == "call_expression":
             config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
             if config is None or not node.children or node.children[0].type == "kernel_call_syntax":
@@ -90,7 +131,9 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
             ]
             kernel = data[function.start_byte : function.end_byte].decode("utf-8", "replace")
             original = data[function.start_byte : config.end_byte].decode("utf-8", "replace")
-            replacement = f"::xpiler::launch({kernel}, {', '.join(parts)})"
+            replacement = (
+                f"::xpiler::launch({_kernel_expression(function, kernel, templates)}, {', '.join(parts)})"
+            )
             edits.append((function.start_byte, config.end_byte, _same_lines(replacement, original)))
             result.launches.append(Launch(kernel, node.start_point[0], tuple(parts)))
         elif node.type == "declaration":
@@ -108,12 +151,12 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
             if _inside_function(node):
                 pointer_type = f"{pointee} (*)" + dims if dims else f"{pointee}*"
                 declarator = f"(* const {name}){dims}" if dims else f"* const {name}"
-                replacement = (
-                    f"{pointee} {declarator} = reinterpret_cast<{pointer_type}>(::xpiler::dynamic_shared_memory());"
-                )
+                replacement = f"{pointee} {declarator} = reinterpret_cast<{pointer_type}>(::xpiler::dynamic_shared_memory());"
             else:
                 pointer_type = f"{pointee} (*)" + dims if dims else f"{pointee}*"
-                replacement = f"#define {name} (reinterpret_cast<{pointer_type}>(::xpiler::dynamic_shared_memory()))"
+                replacement = (
+                    f"#define {name} (reinterpret_cast<{pointer_type}>(::xpiler::dynamic_shared_memory()))"
+                )
                 # A #define must stand on a line of its own.
                 if node.start_point[1] != 0:
                     replacement = "\n" + replacement

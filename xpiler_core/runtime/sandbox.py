@@ -151,5 +151,9 @@ def call_library(
     status = int(result.get("status", 0))
     error = None
     if status != 0:
-        error = f"launch failed with error {status} (invalid configuration)" if status == 9 else f"launch error {status}"
+        error = (
+            f"launch failed with error {status} (invalid configuration)"
+            if status == 9
+            else f"launch error {status}"
+        )
     return CallResult(error is None, outs, error, status, stdout, stderr, seconds)

@@ -61,7 +61,11 @@ def main(argv: list[str]) -> int:
     if request["mode"] == "kernel":
         pointers = (ctypes.c_void_p * max(1, len(values)))()
         for i, v in enumerate(values):
-            pointers[i] = v.value if isinstance(v, ctypes.c_void_p) else ctypes.cast(ctypes.pointer(v), ctypes.c_void_p).value
+            pointers[i] = (
+                v.value
+                if isinstance(v, ctypes.c_void_p)
+                else ctypes.cast(ctypes.pointer(v), ctypes.c_void_p).value
+            )
         config = (ctypes.c_uint * 7)(*request["config"])
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]

@@ -26,17 +26,34 @@ from xpiler_core.frontend.source import parse_text
 # Sizes the tests use for each integer size parameter (case i uses the i-th value; several parameters
 # take the values in a rotated order so that they differ from each other).
 CASE_SIZES = (257, 1000, 4099)
-_INT_TYPES = re.compile(r"^(const\s+)?(unsigned\s+)?(int|long|long long|size_t|int32_t|int64_t|uint32_t|unsigned)$")
-_FLOAT_TYPES = {"float": "float32", "double": "float64", "__half": "float16", "half": "float16",
-                "int": "int32", "unsigned int": "uint32", "unsigned": "uint32", "int32_t": "int32",
-                "uint32_t": "uint32", "int64_t": "int64", "long long": "int64", "unsigned char": "uint8",
-                "char": "int8", "int8_t": "int8", "uint8_t": "uint8", "short": "int16"}
+_INT_TYPES = re.compile(
+    r"^(const\s+)?(unsigned\s+)?(int|long|long long|size_t|int32_t|int64_t|uint32_t|unsigned)$"
+)
+_FLOAT_TYPES = {
+    "float": "float32",
+    "double": "float64",
+    "__half": "float16",
+    "half": "float16",
+    "int": "int32",
+    "unsigned int": "uint32",
+    "unsigned": "uint32",
+    "int32_t": "int32",
+    "uint32_t": "uint32",
+    "int64_t": "int64",
+    "long long": "int64",
+    "unsigned char": "uint8",
+    "char": "int8",
+    "int8_t": "int8",
+    "uint8_t": "uint8",
+    "short": "int16",
+}
 _MEMCPY = re.compile(
     r"\b(?:cuda|hip)Memcpy(?:Async)?\s*\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*,\s*([^,]+?)\s*,\s*(\w+)"
 )
 _SIZEOF = re.compile(r"sizeof\s*\(\s*[\w\s\*]+\)")
 _CAST = re.compile(r"\(\s*(?:size_t|int|long|unsigned|unsigned int|long long|int64_t)\s*\)")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_STREAM = re.compile(r"^(cudaStream_t|hipStream_t|CUstream)$")
 
 
 @dataclass
@@ -50,18 +67,24 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path) -> AutoSpe
     """Write ``spec.toml`` and a copy of the source into ``workdir``; or say why not."""
     model = build_model(parse_text(text, path, dialect))
     entries = [f for f in model.host_entries if f.extern_c]
+    reasons: list[str] = []
+    built: tuple[str, str] | str = "nothing to test"
     if entries:
         built = _host_spec(model, entries[0], text)
-    else:
+        if isinstance(built, str):
+            reasons.append(built)
+    if not entries or isinstance(built, str):
         kernels = [k for k in model.kernels if k.kind is FunctionKind.KERNEL and not k.is_template]
         if not kernels:
-            return AutoSpec(None, "", "no extern \"C\" host entry and no non-template __global__ kernel found")
-        if len(kernels) > 1:
-            return AutoSpec(None, "", f"{len(kernels)} kernels and no host entry: which one to launch, and how, "
-                                      "is not derivable; give --spec")
-        built = _kernel_spec(model, kernels[0], text)
+            built = ("no non-template __global__ kernel to launch directly" if entries
+                     else 'no extern "C" host entry and no non-template __global__ kernel found')
+        elif len(kernels) > 1:
+            built = (f"{len(kernels)} kernels and no usable host entry: which one to launch, and how, is not "
+                     "derivable; give --spec")
+        else:
+            built = _kernel_spec(model, kernels[0], text)
     if isinstance(built, str):
-        return AutoSpec(None, "", built)
+        return AutoSpec(None, "", "; ".join([*reasons, built]))
     body, reason = built
     source_name = "source" + (Path(path).suffix or dialect.suffix)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -111,7 +134,9 @@ def _cases(size_names: list[str]) -> str:
 
 def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str] | str:
     body = text[entry.body_span.start_byte : entry.body_span.end_byte] if entry.body_span else ""
-    locals_ = dict(re.findall(r"\b(?:const\s+)?(?:size_t|int|long|unsigned|auto)\s+([A-Za-z_]\w*)\s*=\s*([^;]+);", body))
+    locals_ = dict(
+        re.findall(r"\b(?:const\s+)?(?:size_t|int|long|unsigned|auto)\s+([A-Za-z_]\w*)\s*=\s*([^;]+);", body)
+    )
     sizes = [p.name for p in entry.params if p.name and _is_int_scalar(p)]
     roles: dict[str, set[str]] = {}
     shapes: dict[str, str] = {}
@@ -125,10 +150,18 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
             roles.setdefault(dst, set()).add("out")
             if count:
                 shapes[dst] = count
-    lines = ['name = "auto"', 'group = "auto"', 'source = "@SOURCE@"', f'entry = "{entry.name}"', 'kind = "host"',
-             'reference_source = "@SOURCE@"', f'reference_entry = "{entry.name}"']
+    lines = [
+        'name = "auto"',
+        'group = "auto"',
+        'source = "@SOURCE@"',
+        f'entry = "{entry.name}"',
+        'kind = "host"',
+        'reference_source = "@SOURCE@"',
+        f'reference_entry = "{entry.name}"',
+    ]
     dtypes: list[str] = []
     args: list[str] = []
+    assumed_1d: list[str] = []
     for p in entry.params:
         if not p.name:
             return f"host entry {entry.name} has an unnamed parameter"
@@ -136,20 +169,47 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
         if p.is_pointer:
             if dtype is None:
                 return f"host entry {entry.name}: buffer '{p.name}' has element type '{p.base_type}' the tests cannot make"
+            if p.name not in shapes and len(sizes) == 1 and not shapes:
+                shapes[p.name] = sizes[0]  # no copies at all: buffers are passed through, one size for all
+                assumed_1d.append(p.name)
             if p.name not in shapes:
-                return (f"host entry {entry.name}: the length of buffer '{p.name}' is not visible in a "
-                        "cudaMemcpy/hipMemcpy of the entry; give --spec")
+                return (
+                    f"host entry {entry.name}: the length of buffer '{p.name}' is not visible in a "
+                    "cudaMemcpy/hipMemcpy of the entry; give --spec"
+                )
             role = roles.get(p.name, set())
             role_name = "inout" if role == {"in", "out"} else ("out" if role == {"out"} else "in")
             dtypes.append(dtype)
-            args += ["[[args]]", f'name = "{p.name}"', f'dtype = "{dtype}"', f'shape = ["{shapes[p.name]}"]',
-                     f'role = "{role_name}"']
+            args += [
+                "[[args]]",
+                f'name = "{p.name}"',
+                f'dtype = "{dtype}"',
+                f'shape = ["{shapes[p.name]}"]',
+                f'role = "{role_name}"',
+            ]
             args.append(f'init = "{_init_for(dtype)}"' if role_name != "out" else 'init = "zeros"')
             args.append("")
         elif _is_int_scalar(p):
-            args += ["[[args]]", f'name = "{p.name}"', 'dtype = "int32"', 'role = "scalar"', f'value = "{p.name}"', ""]
+            args += [
+                "[[args]]",
+                f'name = "{p.name}"',
+                'dtype = "int32"',
+                'role = "scalar"',
+                f'value = "{p.name}"',
+                "",
+            ]
         elif dtype in ("float32", "float64"):
-            args += ["[[args]]", f'name = "{p.name}"', f'dtype = "{dtype}"', 'role = "scalar"', 'value = "2"', ""]
+            args += [
+                "[[args]]",
+                f'name = "{p.name}"',
+                f'dtype = "{dtype}"',
+                'role = "scalar"',
+                'value = "2"',
+                "",
+            ]
+        elif _STREAM.match(p.base_type.strip()):
+            # the default stream: a null handle, passed as a 64-bit zero
+            args += ["[[args]]", f'name = "{p.name}"', 'dtype = "int64"', 'role = "scalar"', 'value = "0"', ""]
         else:
             return f"host entry {entry.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
     if not sizes:
@@ -157,8 +217,12 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
     lines.append(f"tolerance = {_tolerance(dtypes)}")
     lines.append("")
     spec = "\n".join(lines + args) + "\n" + _cases(sizes)
-    reason = (f"tests built from host entry {entry.name}: buffer lengths from its memcpy byte counts, "
-              f"sizes {', '.join(sizes)} ∈ {list(CASE_SIZES)}, random inputs, compared with the source")
+    how = (f"assumed every buffer has {sizes[0]} elements (no copies in the entry)" if assumed_1d
+           else "buffer lengths from its memcpy byte counts")
+    reason = (
+        f"tests built from host entry {entry.name}: {how}, "
+        f"sizes {', '.join(sizes)} ∈ {list(CASE_SIZES)}, random inputs, compared with the source"
+    )
     return spec, reason
 
 
@@ -191,16 +255,26 @@ def _kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, 
         return f"kernel {kernel.name} uses a 2-D/3-D launch; its grid and buffer shapes are not derivable; give --spec"
     if len(int_params) != 1:
         names = ", ".join(p.name or "?" for p in int_params) or "none"
-        return (f"kernel {kernel.name} takes integer parameters ({names}): only kernels with one size "
-                "parameter get automatic tests; give --spec")
+        return (
+            f"kernel {kernel.name} takes integer parameters ({names}): only kernels with one size "
+            "parameter get automatic tests; give --spec"
+        )
     if not pointer_params:
         return f"kernel {kernel.name} has no buffer parameters to check"
     size = int_params[0].name or "n"
     block = _block_size(model, kernel)
     dtypes: list[str] = []
-    lines = ['name = "auto"', 'group = "auto"', 'source = "@SOURCE@"', f'entry = "{kernel.name}"', 'kind = "kernel"',
-             f'grid = ["ceil_div({size}, {block})"]', f"block = [{block}]",
-             'reference_source = "@SOURCE@"', f'reference_entry = "{kernel.name}"']
+    lines = [
+        'name = "auto"',
+        'group = "auto"',
+        'source = "@SOURCE@"',
+        f'entry = "{kernel.name}"',
+        'kind = "kernel"',
+        f'grid = ["ceil_div({size}, {block})"]',
+        f"block = [{block}]",
+        'reference_source = "@SOURCE@"',
+        f'reference_entry = "{kernel.name}"',
+    ]
     args: list[str] = []
     for p in kernel.params:
         if p in pointer_params:
@@ -210,20 +284,43 @@ def _kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, 
             dtypes.append(dtype)
             role = "in" if p.is_const else "inout"
             init = _init_for(dtype) if p.is_const else "zeros"
-            args += ["[[args]]", f'name = "{p.name}"', f'dtype = "{dtype}"', f'shape = ["{size}"]',
-                     f'role = "{role}"', f'init = "{init}"', ""]
+            args += [
+                "[[args]]",
+                f'name = "{p.name}"',
+                f'dtype = "{dtype}"',
+                f'shape = ["{size}"]',
+                f'role = "{role}"',
+                f'init = "{init}"',
+                "",
+            ]
         elif p in int_params:
-            args += ["[[args]]", f'name = "{p.name}"', 'dtype = "int32"', 'role = "scalar"', f'value = "{size}"', ""]
+            args += [
+                "[[args]]",
+                f'name = "{p.name}"',
+                'dtype = "int32"',
+                'role = "scalar"',
+                f'value = "{size}"',
+                "",
+            ]
         elif p in other:
             dtype = _dtype(p)
             if dtype not in ("float32", "float64"):
                 return f"kernel {kernel.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
-            args += ["[[args]]", f'name = "{p.name}"', f'dtype = "{dtype}"', 'role = "scalar"', 'value = "2"', ""]
+            args += [
+                "[[args]]",
+                f'name = "{p.name}"',
+                f'dtype = "{dtype}"',
+                'role = "scalar"',
+                'value = "2"',
+                "",
+            ]
     lines.append(f"tolerance = {_tolerance(dtypes)}")
     lines.append("")
     spec = "\n".join(lines + args) + "\n" + _cases([size])
-    reason = (f"tests built from kernel {kernel.name}: assumed 1-D with every buffer of {size} elements, "
-              f"block {block}, {size} ∈ {list(CASE_SIZES)}, random inputs, compared with the source")
+    reason = (
+        f"tests built from kernel {kernel.name}: assumed 1-D with every buffer of {size} elements, "
+        f"block {block}, {size} ∈ {list(CASE_SIZES)}, random inputs, compared with the source"
+    )
     return spec, reason
 
 

@@ -28,8 +28,16 @@ def compare_arrays(expected: np.ndarray, got: np.ndarray, atol: float, rtol: flo
         if exp.size == out.size:
             exp = exp.reshape(out.shape)
         else:
-            return Comparison(False, float("inf"), float("inf"), int(max(exp.size, out.size)), None, None, None,
-                              f"shape mismatch: expected {exp.shape}, got {out.shape}")
+            return Comparison(
+                False,
+                float("inf"),
+                float("inf"),
+                int(max(exp.size, out.size)),
+                None,
+                None,
+                None,
+                f"shape mismatch: expected {exp.shape}, got {out.shape}",
+            )
     e = exp.astype(np.float64)
     g = out.astype(np.float64)
     both_nan = np.isnan(e) & np.isnan(g)

@@ -68,7 +68,11 @@ def evaluate(expr: str | int | float, env: Mapping[str, Any]) -> Any:
 
 
 def _eval(node: ast.AST, env: Mapping[str, Any], src: str) -> Any:
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
         return node.value
     if isinstance(node, ast.Name):
         if node.id in env:
@@ -88,7 +92,9 @@ def _eval(node: ast.AST, env: Mapping[str, Any], src: str) -> Any:
         value = _eval(node.operand, env, src)
         return -value if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPOPS:
-        return int(_CMPOPS[type(node.ops[0])](_eval(node.left, env, src), _eval(node.comparators[0], env, src)))
+        return int(
+            _CMPOPS[type(node.ops[0])](_eval(node.left, env, src), _eval(node.comparators[0], env, src))
+        )
     if isinstance(node, ast.IfExp):
         return _eval(node.body if _eval(node.test, env, src) else node.orelse, env, src)
     if (

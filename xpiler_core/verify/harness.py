@@ -104,7 +104,9 @@ def build_program(program: Program, spec: KernelSpec, workdir: Path) -> BuiltPro
     if program.kind == "kernel" and program.dialect in (Dialect.CUDA, Dialect.HIP):
         glue = kernel_entry_glue(program.entry, [(a.dtype, a.is_buffer) for a in spec.args])
     elif program.kind == "kernel":
-        raise XpilerError(f"a {program.dialect.value} program cannot have a kernel entry; use kind = 'host'", str(spec.path))
+        raise XpilerError(
+            f"a {program.dialect.value} program cannot have a kernel entry; use kind = 'host'", str(spec.path)
+        )
     build = build_library(
         program.text,
         program.dialect,
@@ -160,7 +162,9 @@ def _load_reference(spec: KernelSpec) -> Callable[..., Any]:
     module_part, _, func_name = spec.reference.partition(":")
     path = spec.path.parent / module_part
     if not path.is_file() or not func_name:
-        raise XpilerError(f"reference {spec.reference!r}: expected 'file.py:function' next to the spec", str(spec.path))
+        raise XpilerError(
+            f"reference {spec.reference!r}: expected 'file.py:function' next to the spec", str(spec.path)
+        )
     mod_spec = importlib.util.spec_from_file_location(f"xpiler_ref_{abs(hash(str(path)))}", path)
     if mod_spec is None or mod_spec.loader is None:
         raise XpilerError(f"cannot load reference module {path}", str(spec.path))
@@ -172,10 +176,12 @@ def _load_reference(spec: KernelSpec) -> Callable[..., Any]:
     fn = getattr(module, func_name, None)
     if not callable(fn):
         raise XpilerError(f"reference function {func_name!r} not found in {path.name}", str(spec.path))
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
-def reference_outputs(fn: Callable[..., Any], spec: KernelSpec, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def reference_outputs(
+    fn: Callable[..., Any], spec: KernelSpec, inputs: Mapping[str, Any]
+) -> dict[str, np.ndarray]:
     kwargs: dict[str, Any] = {}
     for a in spec.args:
         if a.role in ("in", "inout"):
@@ -189,26 +195,47 @@ def reference_outputs(fn: Callable[..., Any], spec: KernelSpec, inputs: Mapping[
     if isinstance(result, tuple | list):
         return {name: np.asarray(v) for name, v in zip(outs, result, strict=False)}
     if len(outs) != 1:
-        raise XpilerError(f"reference returned one array but the spec has {len(outs)} outputs", str(spec.path))
+        raise XpilerError(
+            f"reference returned one array but the spec has {len(outs)} outputs", str(spec.path)
+        )
     return {outs[0]: np.asarray(result)}
 
 
-def _compare_case(spec: KernelSpec, sizes: dict[str, int], expected: Mapping[str, np.ndarray],
-                  got: Mapping[str, np.ndarray]) -> CaseResult:
+def _compare_case(
+    spec: KernelSpec, sizes: dict[str, int], expected: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]
+) -> CaseResult:
     worst: CaseResult | None = None
     total_abs = total_rel = 0.0
     for a in spec.args:
         if not a.is_output or a.name not in expected:
             continue
         got_view = to_view(got[a.name], a.dtype)
-        exp_view = to_view(expected[a.name], a.dtype) if expected[a.name].dtype == np.uint16 and a.dtype == "bfloat16" else expected[a.name]
-        c = compare_arrays(exp_view, got_view, a.atol if a.atol is not None else spec.atol,
-                           a.rtol if a.rtol is not None else spec.rtol)
+        exp_view = (
+            to_view(expected[a.name], a.dtype)
+            if expected[a.name].dtype == np.uint16 and a.dtype == "bfloat16"
+            else expected[a.name]
+        )
+        c = compare_arrays(
+            exp_view,
+            got_view,
+            a.atol if a.atol is not None else spec.atol,
+            a.rtol if a.rtol is not None else spec.rtol,
+        )
         total_abs = max(total_abs, c.max_abs_err)
         total_rel = max(total_rel, c.max_rel_err)
         if not c.passed and worst is None:
-            worst = CaseResult(sizes, False, c.max_abs_err, c.max_rel_err, c.mismatches, c.first_mismatch, a.name,
-                               c.expected, c.got, c.error)
+            worst = CaseResult(
+                sizes,
+                False,
+                c.max_abs_err,
+                c.max_rel_err,
+                c.mismatches,
+                c.first_mismatch,
+                a.name,
+                c.expected,
+                c.got,
+                c.error,
+            )
     if worst is not None:
         worst.max_abs_err, worst.max_rel_err = total_abs, total_rel
         return worst
@@ -250,8 +277,11 @@ def _run_cases(
             continue
         run = run_program(candidate, spec, inputs, case, workdir / f"case{i}")
         if not run.ok:
-            results.append(CaseResult(sizes, False, error=run.error, seconds=time.monotonic() - started,
-                                      stdout=run.stdout))
+            results.append(
+                CaseResult(
+                    sizes, False, error=run.error, seconds=time.monotonic() - started, stdout=run.stdout
+                )
+            )
             continue
         result = _compare_case(spec, sizes, expected, run.outputs)
         result.seconds = time.monotonic() - started
@@ -260,8 +290,9 @@ def _run_cases(
     return results
 
 
-def _program(spec: KernelSpec, text: str, dialect: Dialect, entry: str, kind: str, warp: int | None,
-             display: str) -> Program:
+def _program(
+    spec: KernelSpec, text: str, dialect: Dialect, entry: str, kind: str, warp: int | None, display: str
+) -> Program:
     return Program(text, dialect, entry, kind, warp or default_warp_size(dialect), display)
 
 
@@ -288,47 +319,76 @@ def run_spec(
         dialect = candidate_dialect or spec.source_dialect()
         display = f"candidate{dialect.suffix}"
         warp = warp_size
-    program = _program(spec, text, dialect, candidate_entry or spec.entry, candidate_kind or spec.kind, warp, display)
+    program = _program(
+        spec, text, dialect, candidate_entry or spec.entry, candidate_kind or spec.kind, warp, display
+    )
     with tempfile.TemporaryDirectory(prefix="xpiler-test-") as tmp:
         workdir = Path(tmp)
         built = build_program(program, spec, workdir / "build")
         if not built.build.ok:
-            return SpecReport(False, [], built.build.log or "build failed", time.monotonic() - started,
-                              program.warp_size)
+            return SpecReport(
+                False, [], built.build.log or "build failed", time.monotonic() - started, program.warp_size
+            )
+        expected_for: Callable[[int, dict[str, Any], Mapping[str, Any], Path], dict[str, np.ndarray] | str]
         if spec.reference is not None:
-            fn = _load_reference(spec)
-
-            def expected_for(i: int, case: dict[str, Any], inputs: Mapping[str, Any], _: Path
-                             ) -> dict[str, np.ndarray] | str:
-                try:
-                    return reference_outputs(fn, spec, inputs)
-                except XpilerError:
-                    raise
-                except Exception as exc:
-                    return f"reference raised {exc!r}"
+            expected_for = _numpy_expectation(_load_reference(spec), spec)
         else:
             assert spec.reference_source is not None
             ref_text = spec.reference_source.read_text(encoding="utf-8")
             from xpiler_core.frontend.dialect import detect_dialect
 
             ref_dialect = detect_dialect(ref_text, str(spec.reference_source))
-            ref_program = _program(spec, ref_text, ref_dialect, spec.reference_entry or spec.entry,
-                                   spec.reference_kind or spec.kind, None, spec.reference_source.name)
+            ref_program = _program(
+                spec,
+                ref_text,
+                ref_dialect,
+                spec.reference_entry or spec.entry,
+                spec.reference_kind or spec.kind,
+                None,
+                spec.reference_source.name,
+            )
             ref_built = build_program(ref_program, spec, workdir / "build-ref")
             if not ref_built.build.ok:
-                return SpecReport(False, [], "reference source failed to build:\n" + ref_built.build.log,
-                                  time.monotonic() - started, program.warp_size)
+                return SpecReport(
+                    False,
+                    [],
+                    "reference source failed to build:\n" + ref_built.build.log,
+                    time.monotonic() - started,
+                    program.warp_size,
+                )
             expected_for = _program_expectation(ref_built, spec)
         results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir)
-    return SpecReport(all(r.passed for r in results) and bool(results), results, None, time.monotonic() - started,
-                      program.warp_size)
+    return SpecReport(
+        all(r.passed for r in results) and bool(results),
+        results,
+        None,
+        time.monotonic() - started,
+        program.warp_size,
+    )
+
+
+def _numpy_expectation(
+    fn: Callable[..., Any], spec: KernelSpec
+) -> Callable[[int, dict[str, Any], Mapping[str, Any], Path], dict[str, np.ndarray] | str]:
+    def expected_for(
+        i: int, case: dict[str, Any], inputs: Mapping[str, Any], _: Path
+    ) -> dict[str, np.ndarray] | str:
+        try:
+            return reference_outputs(fn, spec, inputs)
+        except XpilerError:
+            raise
+        except Exception as exc:  # the reference is user code: a failing case, not a crash
+            return f"reference raised {exc!r}"
+
+    return expected_for
 
 
 def _program_expectation(
     ref_built: BuiltProgram, spec: KernelSpec
 ) -> Callable[[int, dict[str, Any], Mapping[str, Any], Path], dict[str, np.ndarray] | str]:
-    def expected_for(i: int, case: dict[str, Any], inputs: Mapping[str, Any], workdir: Path
-                     ) -> dict[str, np.ndarray] | str:
+    def expected_for(
+        i: int, case: dict[str, Any], inputs: Mapping[str, Any], workdir: Path
+    ) -> dict[str, np.ndarray] | str:
         run = run_program(ref_built, spec, inputs, case, workdir)
         if not run.ok:
             return f"reference program failed: {run.error}"
@@ -356,16 +416,32 @@ def differential(
     started = time.monotonic()
     indices = _select_cases(spec, cases)
     a = _program(spec, a_text, a_dialect, spec.entry, spec.kind, a_warp, f"a{a_dialect.suffix}")
-    b = _program(spec, b_text, b_dialect, b_entry or spec.entry, b_kind or spec.kind, b_warp, f"b{b_dialect.suffix}")
+    b = _program(
+        spec, b_text, b_dialect, b_entry or spec.entry, b_kind or spec.kind, b_warp, f"b{b_dialect.suffix}"
+    )
     with tempfile.TemporaryDirectory(prefix="xpiler-diff-") as tmp:
         workdir = Path(tmp)
         built_a = build_program(a, spec, workdir / "build-a")
         if not built_a.build.ok:
-            return SpecReport(False, [], "program a failed to build:\n" + built_a.build.log,
-                              time.monotonic() - started, b.warp_size)
+            return SpecReport(
+                False,
+                [],
+                "program a failed to build:\n" + built_a.build.log,
+                time.monotonic() - started,
+                b.warp_size,
+            )
         built_b = build_program(b, spec, workdir / "build-b")
         if not built_b.build.ok:
-            return SpecReport(False, [], built_b.build.log or "build failed", time.monotonic() - started, b.warp_size)
-        results = _run_cases(spec, built_b, _program_expectation(built_a, spec), indices, seed, cancel, workdir)
-    return SpecReport(all(r.passed for r in results) and bool(results), results, None, time.monotonic() - started,
-                      b.warp_size)
+            return SpecReport(
+                False, [], built_b.build.log or "build failed", time.monotonic() - started, b.warp_size
+            )
+        results = _run_cases(
+            spec, built_b, _program_expectation(built_a, spec), indices, seed, cancel, workdir
+        )
+    return SpecReport(
+        all(r.passed for r in results) and bool(results),
+        results,
+        None,
+        time.monotonic() - started,
+        b.warp_size,
+    )

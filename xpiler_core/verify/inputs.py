@@ -63,12 +63,12 @@ def generate(arg: ArgSpec, env: Mapping[str, Any], rng: np.random.Generator, spe
     p = [evaluate(x, env) for x in params]
     integer = arg.dtype.startswith(("int", "uint")) or arg.dtype == "bool"
     if kind == "normal":
-        mean, std = (p + [0.0, 1.0][len(p):])[:2] if p else (0.0, 1.0)
+        mean, std = (p + [0.0, 1.0][len(p) :])[:2] if p else (0.0, 1.0)
         values: np.ndarray = rng.normal(mean, std, size=shape)
         if integer:
             values = np.rint(values * 10)
     elif kind == "uniform":
-        lo, hi = (p + [0.0, 1.0][len(p):])[:2] if p else (0.0, 1.0)
+        lo, hi = (p + [0.0, 1.0][len(p) :])[:2] if p else (0.0, 1.0)
         values = rng.uniform(lo, hi, size=shape)
     elif kind == "randint":
         lo, hi = (int(p[0]), int(p[1])) if len(p) >= 2 else (0, 100)

@@ -17,8 +17,19 @@ from xpiler_core.diagnostics import XpilerError
 from xpiler_core.frontend.dialect import Dialect, detect_dialect
 
 DTYPES = {
-    "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-    "int64", "uint64", "bool",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "bool",
 }
 ROLES = {"in", "out", "inout", "scalar"}
 INIT_KINDS = {"normal", "uniform", "randint", "zeros", "ones", "arange", "value", "empty"}
@@ -91,7 +102,9 @@ def _read(path: Path, spec_path: Path) -> str:
 def parse_init(init: str, spec_path: Path | str = "<spec>") -> tuple[str, list[str]]:
     m = _INIT.match(init)
     if m is None or m.group(1) not in INIT_KINDS:
-        raise XpilerError(f"unknown init {init!r} (use one of {', '.join(sorted(INIT_KINDS))})", str(spec_path))
+        raise XpilerError(
+            f"unknown init {init!r} (use one of {', '.join(sorted(INIT_KINDS))})", str(spec_path)
+        )
     params = [p.strip() for p in (m.group(2) or "").split(",") if p.strip()]
     return m.group(1), params
 
@@ -106,7 +119,9 @@ def _require(table: dict[str, Any], key: str, kind: type | tuple[type, ...], pat
         raise XpilerError(f"missing required key '{key}'", str(path))
     value = table[key]
     if not isinstance(value, kind):
-        raise XpilerError(f"'{key}' has the wrong type ({type(value).__name__})", str(path), _line_of(text, key))
+        raise XpilerError(
+            f"'{key}' has the wrong type ({type(value).__name__})", str(path), _line_of(text, key)
+        )
     return value
 
 
@@ -135,7 +150,9 @@ def spec_from_table(table: dict[str, Any], path: Path, text: str = "") -> Kernel
         raise XpilerError(f"kind must be 'kernel' or 'host', not {kind!r}", str(path), _line_of(text, "kind"))
     tolerance = table.get("tolerance", {})
     if not isinstance(tolerance, dict):
-        raise XpilerError("tolerance must be a table { atol = ..., rtol = ... }", str(path), _line_of(text, "tolerance"))
+        raise XpilerError(
+            "tolerance must be a table { atol = ..., rtol = ... }", str(path), _line_of(text, "tolerance")
+        )
     args: list[ArgSpec] = []
     for i, raw in enumerate(table.get("args", [])):
         if not isinstance(raw, dict) or "name" not in raw or "dtype" not in raw:
@@ -155,8 +172,14 @@ def spec_from_table(table: dict[str, Any], path: Path, text: str = "") -> Kernel
         parse_init(init, path)
         args.append(
             ArgSpec(
-                name=raw["name"], dtype=dtype, role=role, shape=list(shape), init=init, value=raw.get("value"),
-                atol=raw.get("atol"), rtol=raw.get("rtol"),
+                name=raw["name"],
+                dtype=dtype,
+                role=role,
+                shape=list(shape),
+                init=init,
+                value=raw.get("value"),
+                atol=raw.get("atol"),
+                rtol=raw.get("rtol"),
             )
         )
     cases = table.get("cases", [])

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 from xpiler_core.cache import caching_disabled, get_cache, stable_key
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
@@ -52,7 +52,7 @@ _VERSION_PATTERNS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _probe(name: str) -> Toolchain | None:
     path = shutil.which(name)
     if path is None:
@@ -82,7 +82,9 @@ def default_toolchain(dialect: Dialect, cplusplus: bool = False) -> str:
     return {Dialect.CUDA: "nvcc", Dialect.HIP: "hipcc"}.get(dialect, "g++" if cplusplus else "gcc")
 
 
-def _command(toolchain: str, path: str, src: str, obj: str, flags: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+def _command(
+    toolchain: str, path: str, src: str, obj: str, flags: tuple[str, ...]
+) -> tuple[list[str], dict[str, str]]:
     env = dict(os.environ, LC_ALL="C")
     if toolchain == "nvcc":
         return [path, "-arch=sm_80", "-std=c++17", "-c", src, "-o", obj, *flags], env
@@ -94,8 +96,12 @@ def _command(toolchain: str, path: str, src: str, obj: str, flags: tuple[str, ..
     return [path, "-O2", "-fopenmp", "-c", src, "-o", obj, *flags], env
 
 
-_GCC_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$")
-_NVCC_DIAG = re.compile(r"^(?P<file>[^(\n]+)\((?P<line>\d+)\):\s*(?P<sev>error|warning|remark)[^:]*:\s*(?P<msg>.*)$")
+_GCC_DIAG = re.compile(
+    r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$"
+)
+_NVCC_DIAG = re.compile(
+    r"^(?P<file>[^(\n]+)\((?P<line>\d+)\):\s*(?P<sev>error|warning|remark)[^:]*:\s*(?P<msg>.*)$"
+)
 
 
 def parse_diagnostics(stderr: str, source_name: str, display_name: str) -> list[Diagnostic]:
@@ -109,11 +115,25 @@ def parse_diagnostics(stderr: str, source_name: str, display_name: str) -> list[
         if os.path.basename(file) not in (os.path.basename(source_name), display_name):
             continue
         sev_word = m.group("sev")
-        severity = Severity.ERROR if "error" in sev_word else Severity.WARNING if sev_word == "warning" else Severity.INFO
+        severity = (
+            Severity.ERROR
+            if "error" in sev_word
+            else Severity.WARNING
+            if sev_word == "warning"
+            else Severity.INFO
+        )
         ln = max(int(m.group("line")) - 1, 0)
         col = max(int(m.groupdict().get("col") or 1) - 1, 0)
-        out.append(Diagnostic(severity, f"compile.{sev_word.replace(' ', '-')}", m.group("msg").strip(),
-                              Span(0, 0, ln, col, ln, col), display_name, source="compiler"))
+        out.append(
+            Diagnostic(
+                severity,
+                f"compile.{sev_word.replace(' ', '-')}",
+                m.group("msg").strip(),
+                Span(0, 0, ln, col, ln, col),
+                display_name,
+                source="compiler",
+            )
+        )
     return out
 
 
@@ -135,16 +155,33 @@ def compile_check(
     display = display_name or f"input{suffix}"
     tc = _probe(name)
     if tc is None:
-        return CompileVerdict(False, name, "not installed", [], f"{name} is not installed", [
-            Diagnostic(Severity.ERROR, "compile.no-toolchain", f"{name} is not installed", Span.empty(), display)
-        ])
+        return CompileVerdict(
+            False,
+            name,
+            "not installed",
+            [],
+            f"{name} is not installed",
+            [
+                Diagnostic(
+                    Severity.ERROR, "compile.no-toolchain", f"{name} is not installed", Span.empty(), display
+                )
+            ],
+        )
     key = stable_key("compile_check", text, name, tc.version, list(flags))
     cache = get_cache("compile")
     if not caching_disabled():
         hit = cache.get(key)
         if isinstance(hit, dict):
-            return CompileVerdict(hit["ok"], name, tc.version, hit["command"], hit["stderr"],
-                                  parse_diagnostics(hit["stderr"], "input" + suffix, display), hit["seconds"], True)
+            return CompileVerdict(
+                hit["ok"],
+                name,
+                tc.version,
+                hit["command"],
+                hit["stderr"],
+                parse_diagnostics(hit["stderr"], "input" + suffix, display),
+                hit["seconds"],
+                True,
+            )
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="xpiler-cc-") as tmp:
         src = os.path.join(tmp, "input" + suffix)
@@ -153,8 +190,16 @@ def compile_check(
             fh.write(text)
         cmd, env = _command(name, tc.path, src, obj, flags)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S,
-                                  cwd=tmp, env=env, preexec_fn=_limits)
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=COMPILE_TIMEOUT_S,
+                cwd=tmp,
+                env=env,
+                preexec_fn=_limits,
+            )
             ok = proc.returncode == 0
             stderr = (proc.stderr + proc.stdout).replace(src, display).replace(tmp + "/", "")
         except subprocess.TimeoutExpired:
@@ -162,5 +207,13 @@ def compile_check(
     seconds = time.monotonic() - started
     shown_cmd = [c.replace(tmp + "/", "") for c in cmd]
     cache.set(key, {"ok": ok, "command": shown_cmd, "stderr": stderr, "seconds": seconds})
-    return CompileVerdict(ok, name, tc.version, shown_cmd, stderr, parse_diagnostics(stderr, "input" + suffix, display),
-                          seconds, False)
+    return CompileVerdict(
+        ok,
+        name,
+        tc.version,
+        shown_cmd,
+        stderr,
+        parse_diagnostics(stderr, "input" + suffix, display),
+        seconds,
+        False,
+    )

@@ -18,6 +18,7 @@
 
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -28,12 +29,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 #include <chrono>
+
+// Everything the model defines is private to the shared object that includes it, so two libraries
+// built against it (a source and its translation) never bind to each other's copies.
+#pragma GCC visibility push(hidden)
 
 // ---------------------------------------------------------------------------------------------
 // Generation (bang_build.py passes these from xpiler_core/runtime/bang_generations.json; the
@@ -249,7 +255,7 @@ inline void fail(const SrcLoc& loc, const char* fmt, ...) {
   }
   if (st.error_count == 0) st.last_error = text;
   ++st.error_count;
-  std::fprintf(stderr, "%s\n", text.c_str());
+  std::fprintf(stderr, "xpiler: %s\n", text.c_str());  // the runtime sandbox picks up "xpiler: " lines
   if (env_flag("XPILER_BANG_ABORT_ON_ERROR", false)) {
     std::fflush(stderr);
     std::_Exit(86);
@@ -288,6 +294,103 @@ inline Region region_of(Space s, const void* p) {
   return {nullptr, nullptr};
 }
 
+// ----- per-variable extents ----------------------------------------------------------------------
+// The symbol table of this shared object (or executable) lists every on-chip array with its size;
+// operands are checked against the array they start in, so a tile that overflows into its
+// neighbour is reported even though both lie in NRAM.
+struct VarExtent {
+  char* lo;
+  char* hi;
+  std::string name;
+};
+
+inline char module_marker = 0;  // hidden: its address identifies the module that includes the header
+
+inline std::string readable_symbol(const char* mangled) {
+  int status = 0;
+  char* plain = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string text = (status == 0 && plain != nullptr) ? plain : mangled;
+  std::free(plain);
+  // "k(float*, int)::tile" -> "tile in k"
+  std::string::size_type marker = text.rfind(")::");
+  if (marker == std::string::npos) return text;
+  std::string var = text.substr(marker + 3);
+  int depth = 0;
+  for (std::string::size_type i = marker + 1; i-- > 0;) {
+    if (text[i] == ')') ++depth;
+    if (text[i] == '(' && --depth == 0) return var + " in " + text.substr(0, i);
+  }
+  return var;
+}
+
+inline std::vector<VarExtent> load_onchip_variables() {
+  std::vector<VarExtent> out;
+  Dl_info info;
+  if (dladdr(&module_marker, &info) == 0 || info.dli_fname == nullptr) return out;
+  const char* file = info.dli_fname;
+  if (std::strchr(file, '/') == nullptr) file = "/proc/self/exe";
+  FILE* f = std::fopen(file, "rb");
+  if (f == nullptr) return out;
+  std::vector<char> data;
+  char chunk[65536];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) data.insert(data.end(), chunk, chunk + got);
+  std::fclose(f);
+  if (data.size() < sizeof(Elf64_Ehdr) || std::memcmp(data.data(), ELFMAG, SELFMAG) != 0 ||
+      data[EI_CLASS] != ELFCLASS64)
+    return out;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, data.data(), sizeof eh);
+  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      eh.e_shoff + static_cast<size_t>(eh.e_shnum) * sizeof(Elf64_Shdr) > data.size())
+    return out;
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  std::memcpy(sh.data(), data.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+  if (eh.e_shstrndx >= sh.size()) return out;
+  const Elf64_Shdr& names = sh[eh.e_shstrndx];
+  std::vector<bool> onchip(sh.size(), false);
+  for (size_t i = 0; i < sh.size(); ++i) {
+    if (names.sh_offset + sh[i].sh_name >= data.size()) continue;
+    const char* n = data.data() + names.sh_offset + sh[i].sh_name;
+    onchip[i] = std::strcmp(n, "xpiler_nram") == 0 || std::strcmp(n, "xpiler_wram") == 0 ||
+                std::strcmp(n, "xpiler_sram") == 0 || std::strcmp(n, "xpiler_ldram") == 0;
+  }
+  char* base = eh.e_type == ET_DYN ? static_cast<char*>(info.dli_fbase) : nullptr;
+  for (const Elf64_Shdr& tab : sh) {
+    if (tab.sh_type != SHT_SYMTAB || tab.sh_link >= sh.size()) continue;
+    const Elf64_Shdr& strtab = sh[tab.sh_link];
+    size_t count = tab.sh_size / sizeof(Elf64_Sym);
+    for (size_t i = 0; i < count; ++i) {
+      Elf64_Sym sym;
+      size_t at = tab.sh_offset + i * sizeof(Elf64_Sym);
+      if (at + sizeof sym > data.size()) break;
+      std::memcpy(&sym, data.data() + at, sizeof sym);
+      if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_size == 0 || sym.st_shndx >= sh.size() ||
+          !onchip[sym.st_shndx] || strtab.sh_offset + sym.st_name >= data.size())
+        continue;
+      char* lo = base + sym.st_value;
+      out.push_back(VarExtent{lo, lo + sym.st_size, readable_symbol(data.data() + strtab.sh_offset + sym.st_name)});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const VarExtent& a, const VarExtent& b) { return a.lo < b.lo; });
+  return out;
+}
+
+inline const std::vector<VarExtent>& onchip_variables() {
+  static const std::vector<VarExtent> vars = load_onchip_variables();
+  return vars;
+}
+
+// The on-chip array containing p, or null (p in padding, or no symbol table).
+inline const VarExtent* variable_at(const void* p) {
+  const std::vector<VarExtent>& vars = onchip_variables();
+  const char* c = static_cast<const char*>(p);
+  auto it = std::upper_bound(vars.begin(), vars.end(), c, [](const char* x, const VarExtent& v) { return x < v.lo; });
+  if (it == vars.begin()) return nullptr;
+  --it;
+  return c < it->hi ? &*it : nullptr;
+}
+
 // Checks that [p, p + bytes) lies inside memory space `want`; false after reporting otherwise.
 inline bool require_space(const SrcLoc& loc, const char* intrinsic, const char* operand, const void* p,
                           size_t bytes, Space want) {
@@ -310,6 +413,20 @@ inline bool require_space(const SrcLoc& loc, const char* intrinsic, const char* 
       fail(loc, "%s: %s [%p, +%zu bytes) runs past the end of %s", intrinsic, operand, p, bytes,
            space_name(want));
       return false;
+    }
+    bool on_stack = current_stack().touches(p);
+    if (!on_stack && !onchip_variables().empty()) {
+      const VarExtent* v = variable_at(p);
+      if (v == nullptr) {
+        fail(loc, "%s: %s (%p) does not point into any %s array", intrinsic, operand, p, space_name(want));
+        return false;
+      }
+      const char* end = static_cast<const char*>(p) + bytes;
+      if (end > v->hi) {
+        fail(loc, "%s: %s runs past the end of %s buffer '%s' (%zu bytes) by %zu bytes", intrinsic, operand,
+             space_name(want), v->name.c_str(), static_cast<size_t>(v->hi - v->lo), static_cast<size_t>(end - v->hi));
+        return false;
+      }
     }
   }
   return true;
@@ -366,6 +483,9 @@ inline bool strict_multiple(const SrcLoc& loc, const char* intrinsic, const char
 }
 
 template <typename T> inline float to_f(T v) { return static_cast<float>(v); }
+// Elementwise arithmetic runs in double: exact for int32 and, after rounding, identical to float
+// arithmetic for + - * / (double has more than twice float's precision).
+template <typename T> inline double to_d(T v) { return static_cast<double>(v); }
 template <typename T> inline T from_f(double v) { return static_cast<T>(v); }
 
 template <typename T>
@@ -472,9 +592,13 @@ inline char* take_stack() {
     st.stack_pool.pop_back();
     return s;
   }
-  void* p = mmap(nullptr, XPILER_BANG_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  // One inaccessible guard page below the stack turns a stack overflow into a clean SIGSEGV.
+  const size_t guard = 4096;
+  void* p = mmap(nullptr, XPILER_BANG_STACK_BYTES + guard, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  mprotect(p, guard, PROT_NONE);
+  return static_cast<char*>(p) + guard;
 }
 
 inline void give_stack(char* s) {
@@ -570,13 +694,19 @@ inline void barrier_wait(Barrier& b, const char* what) {
 }
 
 // Runs all tasks of one launch; returns false when the launch stopped on an error or deadlock.
+inline std::mutex& launch_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 inline bool run_launch(Launch& l) {
   State& st = state();
-  Launch* outer = st.launch;
-  if (outer != nullptr) {
+  if (st.launch != nullptr) {
     fail(SrcLoc{"<launch>", 0}, "a kernel launch from inside a kernel is not supported");
     return false;
   }
+  // The on-chip sections are process-wide: launches from different host threads take turns.
+  std::lock_guard<std::mutex> guard(launch_mutex());
   st.launch = &l;
   size_t done = 0;
   bool ok = true;
@@ -960,18 +1090,18 @@ inline void binary(const char* name, T* dst, const T* a, const T* b, int n, Op o
   if (!require_space(loc, name, "src0", a, bytes, Space::NRAM)) return;
   if (!require_space(loc, name, "src1", b, bytes, Space::NRAM)) return;
   std::vector<T> x = snapshot(a, n), y = snapshot(b, n);
-  for (int i = 0; i < n; ++i) dst[i] = static_cast<T>(op(to_f(x[static_cast<size_t>(i)]), to_f(y[static_cast<size_t>(i)])));
+  for (int i = 0; i < n; ++i) dst[i] = static_cast<T>(op(to_d(x[static_cast<size_t>(i)]), to_d(y[static_cast<size_t>(i)])));
 }
 
 template <typename T, typename Op>
-inline void scalar_op(const char* name, T* dst, const T* a, float s, int n, Op op, const SrcLoc& loc) {
+inline void scalar_op(const char* name, T* dst, const T* a, double s, int n, Op op, const SrcLoc& loc) {
   size_t bytes = sizeof(T) * static_cast<size_t>(n > 0 ? n : 0);
   if (!check_vector(loc, name, dst, "dst", n, sizeof(T))) return;
   if (!check_vector(loc, name, a, "src", n, sizeof(T))) return;
   if (!require_space(loc, name, "dst", dst, bytes, Space::NRAM)) return;
   if (!require_space(loc, name, "src", a, bytes, Space::NRAM)) return;
   std::vector<T> x = snapshot(a, n);
-  for (int i = 0; i < n; ++i) dst[i] = static_cast<T>(op(to_f(x[static_cast<size_t>(i)]), s));
+  for (int i = 0; i < n; ++i) dst[i] = static_cast<T>(op(to_d(x[static_cast<size_t>(i)]), s));
 }
 
 template <typename T, typename Op>
@@ -999,7 +1129,7 @@ inline void cycle(const char* name, T* dst, const T* src, const T* seg, int src_
   if (!require_space(loc, name, "seg", seg, sizeof(T) * static_cast<size_t>(seg_n), Space::NRAM)) return;
   std::vector<T> x = snapshot(src, src_n), s = snapshot(seg, seg_n);
   for (int i = 0; i < src_n; ++i)
-    dst[i] = static_cast<T>(op(to_f(x[static_cast<size_t>(i)]), to_f(s[static_cast<size_t>(i % seg_n)])));
+    dst[i] = static_cast<T>(op(to_d(x[static_cast<size_t>(i)]), to_d(s[static_cast<size_t>(i % seg_n)])));
 }
 
 inline float gelu_tanh(float x) {
@@ -1016,7 +1146,7 @@ inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 #define XPILER_BANG_BINARY(NAME, EXPR)                                                          \
   template <typename T>                                                                         \
   inline void NAME(T* dst, const T* src0, const T* src1, int elem_count, XPILER_BANG_LOC) {      \
-    xpiler::bang::binary(#NAME, dst, src0, src1, elem_count, [](float a, float b) { return EXPR; }, loc); \
+    xpiler::bang::binary(#NAME, dst, src0, src1, elem_count, [](double a, double b) { return EXPR; }, loc); \
   }
 XPILER_BANG_BINARY(__bang_add, a + b)
 XPILER_BANG_BINARY(__bang_sub, a - b)
@@ -1033,27 +1163,27 @@ XPILER_BANG_BINARY(__bang_gt, a > b ? 1.0f : 0.0f)
 XPILER_BANG_BINARY(__bang_ge, a >= b ? 1.0f : 0.0f)
 XPILER_BANG_BINARY(__bang_and, (a != 0.0f && b != 0.0f) ? 1.0f : 0.0f)
 XPILER_BANG_BINARY(__bang_or, (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f)
-XPILER_BANG_BINARY(__bang_pow, std::pow(a, b))
+XPILER_BANG_BINARY(__bang_pow, static_cast<double>(std::pow(static_cast<float>(a), static_cast<float>(b))))
 #undef XPILER_BANG_BINARY
 
 // Division: the 4-argument form, and the older 5-argument form whose extra NRAM operand is a
 // scratch buffer of elem_count elements (checked for space, otherwise unused by the model).
 template <typename T>
 inline void __bang_div(T* dst, const T* src0, const T* src1, int elem_count, XPILER_BANG_LOC) {
-  xpiler::bang::binary("__bang_div", dst, src0, src1, elem_count, [](float a, float b) { return a / b; }, loc);
+  xpiler::bang::binary("__bang_div", dst, src0, src1, elem_count, [](double a, double b) { return a / b; }, loc);
 }
 template <typename T>
 inline void __bang_div(T* dst, const T* src0, const T* src1, T* scratch, int elem_count, XPILER_BANG_LOC) {
   using namespace xpiler::bang;
   if (!require_space(loc, "__bang_div", "scratch", scratch, sizeof(T) * static_cast<size_t>(elem_count > 0 ? elem_count : 1), Space::NRAM)) return;
-  binary("__bang_div", dst, src0, src1, elem_count, [](float a, float b) { return a / b; }, loc);
+  binary("__bang_div", dst, src0, src1, elem_count, [](double a, double b) { return a / b; }, loc);
 }
 
 #define XPILER_BANG_SCALAR(NAME, EXPR)                                                                     \
   template <typename T>                                                                                    \
   inline void NAME(T* dst, const T* src, typename xpiler::bang::Id<T>::type value, int elem_count, XPILER_BANG_LOC) { \
-    xpiler::bang::scalar_op(#NAME, dst, src, xpiler::bang::to_f(value), elem_count,                        \
-                            [](float a, float s) { return EXPR; }, loc);                                  \
+    xpiler::bang::scalar_op(#NAME, dst, src, xpiler::bang::to_d(static_cast<T>(value)), elem_count,      \
+                            [](double a, double s) { return EXPR; }, loc);                                \
   }
 XPILER_BANG_SCALAR(__bang_add_scalar, a + s)
 XPILER_BANG_SCALAR(__bang_sub_scalar, a - s)
@@ -1075,7 +1205,7 @@ XPILER_BANG_SCALAR(__bang_ge_scalar, a >= s ? 1.0f : 0.0f)
 #define XPILER_BANG_CYCLE(NAME, EXPR)                                                                        \
   template <typename T>                                                                                      \
   inline void NAME(T* dst, const T* src, const T* seg, int src_elem_count, int seg_elem_count, XPILER_BANG_LOC) { \
-    xpiler::bang::cycle(#NAME, dst, src, seg, src_elem_count, seg_elem_count, [](float a, float b) { return EXPR; }, loc); \
+    xpiler::bang::cycle(#NAME, dst, src, seg, src_elem_count, seg_elem_count, [](double a, double b) { return EXPR; }, loc); \
   }
 XPILER_BANG_CYCLE(__bang_cycle_add, a + b)
 XPILER_BANG_CYCLE(__bang_cycle_sub, a - b)
@@ -1149,8 +1279,8 @@ inline void block_reduce(const char* name, T* dst, const T* src, int n, Op op, c
   if (!require_space(loc, name, "dst", dst, sizeof(T) * static_cast<size_t>(n), Space::NRAM)) return;
   std::vector<T> x = snapshot(src, n);
   for (int b = 0; b < n / block; ++b) {
-    float acc = to_f(x[static_cast<size_t>(b * block)]);
-    for (int i = 1; i < block; ++i) acc = op(acc, to_f(x[static_cast<size_t>(b * block + i)]));
+    double acc = to_d(x[static_cast<size_t>(b * block)]);
+    for (int i = 1; i < block; ++i) acc = op(acc, to_d(x[static_cast<size_t>(b * block + i)]));
     dst[b * block] = static_cast<T>(acc);
     for (int i = 1; i < block; ++i) dst[b * block + i] = T(0);
   }
@@ -1165,7 +1295,7 @@ inline void extreme_index(const char* name, T* dst, const T* src, int n, Better 
   if (!require_space(loc, name, "dst", dst, sizeof(T) + sizeof(uint32_t), Space::NRAM)) return;
   int best = 0;
   for (int i = 1; i < n; ++i)
-    if (better(to_f(src[i]), to_f(src[best]))) best = i;
+    if (better(to_d(src[i]), to_d(src[best]))) best = i;
   T value = src[best];
   dst[0] = value;
   uint32_t idx = static_cast<uint32_t>(best);
@@ -1187,27 +1317,27 @@ inline unsigned int count_nonzero(const char* name, const T* src, int n, const S
 
 template <typename T>
 inline void __bang_reduce_sum(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
-  xpiler::bang::block_reduce("__bang_reduce_sum", dst, src, elem_count, [](float a, float b) { return a + b; }, loc);
+  xpiler::bang::block_reduce("__bang_reduce_sum", dst, src, elem_count, [](double a, double b) { return a + b; }, loc);
 }
 template <typename T>
 inline void __bang_reduce_max(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
-  xpiler::bang::block_reduce("__bang_reduce_max", dst, src, elem_count, [](float a, float b) { return std::max(a, b); }, loc);
+  xpiler::bang::block_reduce("__bang_reduce_max", dst, src, elem_count, [](double a, double b) { return std::max(a, b); }, loc);
 }
 template <typename T>
 inline void __bang_reduce_min(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
-  xpiler::bang::block_reduce("__bang_reduce_min", dst, src, elem_count, [](float a, float b) { return std::min(a, b); }, loc);
+  xpiler::bang::block_reduce("__bang_reduce_min", dst, src, elem_count, [](double a, double b) { return std::min(a, b); }, loc);
 }
 template <typename T>
 inline void __bang_max(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
-  xpiler::bang::extreme_index("__bang_max", dst, src, elem_count, [](float a, float b) { return a > b; }, loc);
+  xpiler::bang::extreme_index("__bang_max", dst, src, elem_count, [](double a, double b) { return a > b; }, loc);
 }
 template <typename T>
 inline void __bang_min(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
-  xpiler::bang::extreme_index("__bang_min", dst, src, elem_count, [](float a, float b) { return a < b; }, loc);
+  xpiler::bang::extreme_index("__bang_min", dst, src, elem_count, [](double a, double b) { return a < b; }, loc);
 }
 template <typename T>
 inline void __bang_argmax(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
-  xpiler::bang::extreme_index("__bang_argmax", dst, src, elem_count, [](float a, float b) { return a > b; }, loc);
+  xpiler::bang::extreme_index("__bang_argmax", dst, src, elem_count, [](double a, double b) { return a > b; }, loc);
 }
 template <typename T>
 inline unsigned int __bang_count(const T* src, int elem_count, XPILER_BANG_LOC) {
@@ -1215,7 +1345,7 @@ inline unsigned int __bang_count(const T* src, int elem_count, XPILER_BANG_LOC) 
 }
 template <typename T>
 inline void __bang_argmin(T* dst, const T* src, int elem_count, XPILER_BANG_LOC) {
-  xpiler::bang::extreme_index("__bang_argmin", dst, src, elem_count, [](float a, float b) { return a < b; }, loc);
+  xpiler::bang::extreme_index("__bang_argmin", dst, src, elem_count, [](double a, double b) { return a < b; }, loc);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1244,10 +1374,10 @@ inline void pool(const char* name, T* dst, const T* src, int channel, int height
   for (int y = 0; y < oh; ++y)
     for (int xo = 0; xo < ow; ++xo)
       for (int c = 0; c < channel; ++c) {
-        float a = init();
+        double a = init();
         for (int i = 0; i < kh; ++i)
           for (int j = 0; j < kw; ++j)
-            a = acc(a, to_f(x[(static_cast<size_t>(y * sh + i) * static_cast<size_t>(width) + static_cast<size_t>(xo * sw + j)) * static_cast<size_t>(channel) + static_cast<size_t>(c)]));
+            a = acc(a, to_d(x[(static_cast<size_t>(y * sh + i) * static_cast<size_t>(width) + static_cast<size_t>(xo * sw + j)) * static_cast<size_t>(channel) + static_cast<size_t>(c)]));
         dst[(static_cast<size_t>(y) * static_cast<size_t>(ow) + static_cast<size_t>(xo)) * static_cast<size_t>(channel) + static_cast<size_t>(c)] = static_cast<T>(fin(a, kh * kw));
       }
 }
@@ -1260,11 +1390,11 @@ inline void pool(const char* name, T* dst, const T* src, int channel, int height
   inline void NAME(T* dst, const T* src, int channel, int height, int width, int kernel_height, int kernel_width, \
                    int stride_width, int stride_height, XPILER_BANG_LOC) {                                        \
     xpiler::bang::pool(#NAME, dst, src, channel, height, width, kernel_height, kernel_width, stride_width,       \
-                       stride_height, [] { return INIT; }, [](float a, float v) { return ACC; },                  \
-                       [](float a, int k) { (void)k; return FIN; }, loc);                                         \
+                       stride_height, [] { return static_cast<double>(INIT); }, [](double a, double v) { return ACC; }, \
+                       [](double a, int k) { (void)k; return FIN; }, loc);                                        \
   }
-XPILER_BANG_POOL(__bang_sumpool, 0.0f, a + v, a)
-XPILER_BANG_POOL(__bang_avgpool, 0.0f, a + v, a / static_cast<float>(k))
+XPILER_BANG_POOL(__bang_sumpool, 0.0, a + v, a)
+XPILER_BANG_POOL(__bang_avgpool, 0.0, a + v, a / static_cast<double>(k))
 XPILER_BANG_POOL(__bang_maxpool, -INFINITY, std::max(a, v), a)
 XPILER_BANG_POOL(__bang_minpool, INFINITY, std::min(a, v), a)
 #undef XPILER_BANG_POOL
@@ -1416,3 +1546,5 @@ inline void __bang_half2float(float* dst, const half* src, int elem_count, XPILE
   std::vector<half> x = snapshot(src, elem_count);
   for (int i = 0; i < elem_count; ++i) dst[i] = static_cast<float>(x[static_cast<size_t>(i)]);
 }
+
+#pragma GCC visibility pop

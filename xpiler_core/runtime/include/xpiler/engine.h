@@ -277,6 +277,29 @@ inline void complete_barrier(Worker* w) {
     if (w->lanes[i].state == kAtBarrier) w->lanes[i].state = kRunnable;
 }
 
+// Which lanes of a warp round may proceed: every group of lanes at one call site whose masks name only
+// lanes that are at that site or have exited (a converged collective). When no group is complete
+// (divergent code calling a collective with a full mask), every lane proceeds, as lanes would on a GPU
+// without independent thread scheduling.
+inline lanemask_t lanes_to_release(Worker* w, const WarpRound& r, unsigned first) {
+  lanemask_t alive = 0;
+  for (int lane = 0; lane < kWarpSize && first + lane < w->nthreads; ++lane)
+    if (w->lanes[first + lane].state != kDone) alive |= 1ull << lane;
+  lanemask_t remaining = r.arrived, release = 0;
+  while (remaining) {
+    const int lead = __builtin_ctzll(remaining);
+    lanemask_t group = 0, need = 0;
+    for (int lane = lead; lane < kWarpSize; ++lane)
+      if ((remaining >> lane & 1) && r.site[lane] == r.site[lead]) {
+        group |= 1ull << lane;
+        need |= r.mask[lane];
+      }
+    if ((need & alive & ~group) == 0) release |= group;
+    remaining &= ~group;
+  }
+  return release ? release : r.arrived;
+}
+
 inline void run_sweeps(Worker* w) {
   for (;;) {
     bool alive = false;
@@ -298,11 +321,26 @@ inline void run_sweeps(Worker* w) {
     for (WarpState& ws : w->warps) {
       WarpRound& r = ws.buf[ws.round & 1];
       if (!r.arrived) continue;
-      unsigned first = static_cast<unsigned>(&ws - w->warps.data()) * kWarpSize;
-      for (int lane = 0; lane < kWarpSize; ++lane)
-        if (r.arrived >> lane & 1) w->lanes[first + lane].state = kRunnable;
+      const unsigned first = static_cast<unsigned>(&ws - w->warps.data()) * kWarpSize;
+      const lanemask_t release = lanes_to_release(w, r, first);
+      // Lanes not released are carried into the next round (values, masks and sites move with them);
+      // released lanes read this round's buffer, which is not reused before they have all run again.
+      WarpRound& next = ws.buf[(ws.round + 1) & 1];
+      next.arrived = 0;
+      for (int lane = 0; lane < kWarpSize; ++lane) {
+        if (!(r.arrived >> lane & 1)) continue;
+        Lane& l = w->lanes[first + lane];
+        if (release >> lane & 1) {
+          l.state = kRunnable;
+        } else {
+          next.value[lane] = r.value[lane];
+          next.mask[lane] = r.mask[lane];
+          next.site[lane] = r.site[lane];
+          next.arrived |= 1ull << lane;
+          l.round = ws.round + 1;
+        }
+      }
       ++ws.round;
-      ws.buf[ws.round & 1].arrived = 0;
       released = true;
     }
     if (!released) complete_barrier(w);

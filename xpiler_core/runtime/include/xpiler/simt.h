@@ -50,9 +50,12 @@ inline Arrival warp_arrive(lanemask_t mask, uint64_t value, int site) {
   r.mask[lane] = mask;
   r.site[lane] = site;
   r.arrived |= 1ull << lane;
+  me->round = ws.round;
   me->state = kAtWarp;
   yield_to_scheduler(w);
-  return Arrival{&r, lane, site};
+  // The scheduler may have carried this lane into a later round: read the buffer it was released from.
+  Lane* again = tls_worker->cur;
+  return Arrival{&tls_worker->warps[again->linear / kWarpSize].buf[again->round & 1], lane, site};
 }
 
 enum ShuffleKind { kShflIdx, kShflUp, kShflDown, kShflXor };
@@ -109,7 +112,10 @@ inline int vote_all(lanemask_t mask, int pred, int site) {
   return 1;
 }
 
-inline lanemask_t active_mask(int site) { return warp_arrive(kFullWarp, 0, site).peers(); }
+// Not a synchronisation: the mask names only the caller, so converged lanes at this site answer together.
+inline lanemask_t active_mask(int site) {
+  return warp_arrive(1ull << lane_id(), 0, site).peers();
+}
 inline void sync_warp(lanemask_t mask, int site) { (void)warp_arrive(mask, 0, site); }
 
 template <class T>
@@ -324,6 +330,45 @@ struct Launcher {
 template <class... P, class S = int>
 Launcher<P...> launch(void (*fn)(P...), dim3 grid, dim3 block, size_t smem = 0, S = S()) {
   return Launcher<P...>{fn, grid, block, smem};
+}
+
+// A function template launched without template arguments (`k<<<g, b>>>(x)` with `template <class T>
+// __global__ void k(T*)`): the rewrite wraps it in a generic lambda so the arguments deduce T, as nvcc does.
+template <class F>
+struct DeducedKernel {
+  const char* name;
+  F fn;
+};
+template <class F>
+DeducedKernel<F> deduced_kernel(const char* name, F fn) { return DeducedKernel<F>{name, fn}; }
+
+template <class F, class... A>
+struct CallableArgs {
+  F fn;
+  std::tuple<A...> params;
+};
+template <class F, class... A>
+void invoke_callable(const void* d) {
+  const auto* a = static_cast<const CallableArgs<F, A...>*>(d);
+  std::apply(a->fn, a->params);
+}
+
+template <class F>
+struct DeducedLauncher {
+  DeducedKernel<F> kernel;
+  dim3 grid, block;
+  size_t smem;
+  template <class... A>
+  void operator()(A&&... a) const {
+    CallableArgs<F, std::decay_t<A>...> args{kernel.fn, std::tuple<std::decay_t<A>...>(std::forward<A>(a)...)};
+    KernelCall call{&invoke_callable<F, std::decay_t<A>...>, &args};
+    set_next_kernel_name(kernel.name);
+    run_kernel(nullptr, call, grid, block, smem);
+  }
+};
+template <class F, class S = int>
+DeducedLauncher<F> launch(DeducedKernel<F> k, dim3 grid, dim3 block, size_t smem = 0, S = S()) {
+  return DeducedLauncher<F>{k, grid, block, smem};
 }
 
 // A pointer argument of any type: the generated entry wrapper passes buffers as these.
