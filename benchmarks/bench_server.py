@@ -6,6 +6,9 @@
 2. Code-action latency: ``textDocument/codeAction`` at a position inside a kernel (translate source actions +
    one "Run pass" refactor per pass + quick-fixes) right after an edit, so each request sees a new version.
    Goal: < 50 ms median.
+3. Complete diagnostics: the target diagnostics (warp-size hazards for HIP: one run of the warp_size pass,
+   ~40 ms per 1,000 lines) are recomputed once edits pause for 300 ms and moved along with the edits in
+   between; timed from the edit to the publish that carries them. No goal; reported for honesty.
 
 Run: ``python benchmarks/bench_server.py [--lines 1000] [--repeat 60] [--debounce-ms 25]``.
 Prints medians and p90 in milliseconds.
@@ -59,12 +62,14 @@ def generated_source(lines: int) -> str:
     return "".join(parts)
 
 
-def summary(name: str, samples: list[float], goal_ms: float) -> str:
+def summary(name: str, samples: list[float], goal_ms: float | None) -> str:
     ms = sorted(s * 1000 for s in samples)
     p50 = statistics.median(ms)
     p90 = ms[int(0.9 * (len(ms) - 1))]
-    verdict = "meets" if p50 < goal_ms else "MISSES"
-    return f"{name:<38} median {p50:7.2f} ms   p90 {p90:7.2f} ms   n={len(ms):3d}   goal < {goal_ms:.0f} ms: {verdict}"
+    line = f"{name:<40} median {p50:7.2f} ms   p90 {p90:7.2f} ms   n={len(ms):3d}"
+    if goal_ms is None:
+        return line
+    return line + f"   goal < {goal_ms:.0f} ms: {'meets' if p50 < goal_ms else 'MISSES'}"
 
 
 async def run(lines: int, repeat: int, debounce_ms: int | None) -> None:
@@ -164,7 +169,7 @@ async def run(lines: int, repeat: int, debounce_ms: int | None) -> None:
     print(f"file: {lines} generated lines ({len(text)} bytes); {debounce}; server over stdio")
     print(summary("didChange → publishDiagnostics", change_latency, 100))
     print(summary("codeAction (after an edit)", action_latency, 50))
-    print(summary("didChange → + warp-size hazards (idle)", full_latency, 400) + "  (300 ms idle wait included)")
+    print(summary("didChange → + warp-size hazards (idle)", full_latency, None) + "   (includes the 300 ms idle wait)")
     print(f"code actions offered at the cursor: {len(kinds)} ({', '.join(sorted(kinds)[:6])}{', …' if len(kinds) > 6 else ''})")
 
 

@@ -19,16 +19,25 @@ fail() {
   exit 1
 }
 
-# Bound the whole run in time: re-run this script under timeout once.
-if [ -z "${XPILER_E2E_BOUNDED:-}" ]; then
-  limit=${XPILER_E2E_TIMEOUT:-900}
-  rc=0
-  XPILER_E2E_BOUNDED=1 timeout --kill-after=15 "$limit" "$0" "$@" || rc=$?
+# The whole run is bounded: every step that can take long runs under `timeout` with at most the time left.
+limit=${XPILER_E2E_TIMEOUT:-900}
+deadline=$(($(date +%s) + limit))
+left() { # seconds left for a step, capped at $1
+  local rest=$((deadline - $(date +%s)))
+  [ "$rest" -gt 0 ] || fail "did not finish within ${limit} s (XPILER_E2E_TIMEOUT)"
+  echo $((rest < $1 ? rest : $1))
+}
+bounded() { # bounded CAP COMMAND...: run COMMAND for at most CAP seconds (and never past the deadline)
+  local cap=$1 seconds rc=0
+  shift
+  seconds=$(left "$cap") || exit 1
+  timeout --kill-after=10 "$seconds" "$@" || rc=$?
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    echo "e2e_vscode: FAIL: did not finish within ${limit} s (XPILER_E2E_TIMEOUT)" >&2
+    [ "$(date +%s)" -lt "$deadline" ] || fail "did not finish within ${limit} s (XPILER_E2E_TIMEOUT)"
+    fail "step timed out after ${seconds} s: $*"
   fi
-  exit "$rc"
-fi
+  return "$rc"
+}
 
 update_screenshots=0
 for arg in "$@"; do
@@ -55,8 +64,8 @@ command -v hipcc >/dev/null 2>&1 || missing+=(hipcc)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing apt packages: ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    bounded 300 apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive bounded 600 apt-get install -y -qq "${missing[@]}" >/dev/null
   else
     fail "missing system packages: ${missing[*]} (apt-get install ${missing[*]})"
   fi
@@ -71,20 +80,21 @@ PY=$(command -v "$PY") || fail "Python interpreter '${PYTHON:-python3}' not foun
 
 # ---------------------------------------------------------------- cached installs
 say "code-server $CODE_SERVER_VERSION (cached in $cache)"
-timeout 600 bash vscode-client/e2e/install_code_server.sh "$cache/code-server-$CODE_SERVER_VERSION" "$CODE_SERVER_VERSION" ||
+bounded 600 bash vscode-client/e2e/install_code_server.sh "$cache/code-server-$CODE_SERVER_VERSION" "$CODE_SERVER_VERSION" ||
   fail "installing code-server $CODE_SERVER_VERSION failed (see above)"
 code_server=$cache/code-server-$CODE_SERVER_VERSION/node_modules/.bin/code-server
 
 npm_ci() { # npm ci when node_modules is missing or older than the lock file
   local dir=$1
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-    (cd "$dir" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in $dir failed"
+    (cd "$dir" && bounded 300 npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in $dir failed"
   fi
 }
 say "extension and test-driver npm packages"
 npm_ci vscode-client
 npm_ci vscode-client/e2e
-(cd vscode-client && npm run --silent check && npm run --silent bundle >/dev/null 2>&1) || fail "building the extension failed"
+(cd vscode-client && bounded 120 npm run --silent check && bounded 60 npm run --silent bundle >/dev/null 2>&1) ||
+  fail "building the extension failed"
 
 # ---------------------------------------------------------------- a fresh VS Code
 work=$(mktemp -d /tmp/xpiler-e2e.XXXXXX)
@@ -98,6 +108,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap "exit 143" TERM INT
 
 ws=$work/workspace
 mkdir -p "$ws" "$work/user/User" "$work/extensions" "$work/xdg" "$out"
@@ -148,25 +159,28 @@ payload=$(EXT="vscode-remote://127.0.0.1:$port$root/vscode-client" node -e \
 
 say "driving VS Code: Translate to HIP through the code action menu"
 flow_rc=0
+flow_limit=$(left 420) || exit 1
 XPILER_E2E_URL="http://127.0.0.1:$port/?folder=$ws&payload=$payload" \
   XPILER_E2E_SOURCE=$source_name XPILER_E2E_BROKEN=$broken_name XPILER_E2E_SHOTS=$out XPILER_E2E_STEP_MS=60000 \
-  timeout 420 node vscode-client/e2e/translate_to_hip.mjs || flow_rc=$?
+  timeout --kill-after=10 "$flow_limit" node vscode-client/e2e/translate_to_hip.mjs || flow_rc=$?
+log=$(find "$work/user/logs" -name 'Xpiler.log' 2>/dev/null | head -1)
+[ -n "$log" ] && grep -h -m1 -o 'Starting the Xpiler server: .*' "$log" | sed 's/^/   /'
 if [ "$flow_rc" != 0 ]; then
-  log=$(find "$work/user/logs" -name '*Xpiler*.log' 2>/dev/null | head -1)
   if [ -n "$log" ]; then
     echo "---- last lines of the Xpiler output ($log)" >&2
     tail -n 30 "$log" | cut -c1-400 >&2
   fi
-  [ "$flow_rc" = 124 ] && fail "the browser flow did not finish within 420 s"
+  [ "$flow_rc" = 124 ] && fail "the browser flow did not finish in time (420 s, or the XPILER_E2E_TIMEOUT of ${limit} s)"
   fail "the browser flow failed (exit $flow_rc); screenshots in $out"
 fi
 
 # ---------------------------------------------------------------- the created file compiles
 hip_file=$ws/${source_name%.cu}.hip
 [ -s "$hip_file" ] || fail "the translated file $hip_file was not written to disk"
+cmp -s "examples/$source_name" "$ws/$source_name" || fail "the translation modified its source $source_name"
 say "compiling $(basename "$hip_file") with hipcc"
 compile_log=$work/hipcc.log
-if ! (cd "$work" && HIP_PLATFORM=amd timeout 300 hipcc --offload-arch=gfx90a -c "$hip_file" -o "$work/translated.o") >"$compile_log" 2>&1; then
+if ! (cd "$work" && HIP_PLATFORM=amd bounded 300 hipcc --offload-arch=gfx90a -c "$hip_file" -o "$work/translated.o") >"$compile_log" 2>&1; then
   cat "$compile_log" >&2
   fail "the translated file does not compile with HIP_PLATFORM=amd hipcc --offload-arch=gfx90a -c"
 fi

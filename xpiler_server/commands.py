@@ -4,8 +4,10 @@ the job id; the job's outcome arrives as an edit, a new file, diagnostics and no
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +144,7 @@ async def start_translation(server: XpilerServer, uri: str, target_arg: str | No
             warp_size=config.warp_size_for(target) if target is Dialect.HIP else None,
             spec_path=spec_path,
             verify=True,
-            proposer="llm" if config.llm_enabled else "rules",
+            proposer="llm" if config.llm_enabled and config.llm_endpoint else "rules",
             progress=progress,
             cancel=job.cancel,
         )
@@ -235,6 +237,7 @@ async def start_verification(server: XpilerServer, uri: str) -> dict[str, Any]:
     dialect = detect_dialect(text, path)
     warp_size = server.config.warp_size_for(dialect)
     test_cases = server.config.test_cases
+    budget_s = server.config.test_seconds
 
     def work(job: Job, progress: Any) -> core_api.SourceVerification:
         evidence = core_api.SourceVerification(spec_path=spec_path)
@@ -249,13 +252,21 @@ async def start_verification(server: XpilerServer, uri: str) -> dict[str, Any]:
         verdict = core_api.compile_check(text, dialect)
         evidence.toolchain = f"{getattr(verdict, 'toolchain', '')} {getattr(verdict, 'version', '')}".strip()
         evidence.compile_ok = bool(getattr(verdict, "ok", False))
-        evidence.compile_diagnostics = list(getattr(verdict, "diagnostics", []) or [])
+        toolchain_name = str(getattr(verdict, "toolchain", "") or "compiler")
+        evidence.compile_diagnostics = [
+            dataclasses.replace(d, source=toolchain_name) for d in getattr(verdict, "diagnostics", []) or []
+        ]
         if not evidence.compile_ok:
             evidence.passed = False
             return evidence
         progress(0.1, f"compiled with {evidence.toolchain}; running {len(cases)} test cases")
+        started = time.monotonic()
         for done_count, case in enumerate(cases):
             job.cancel.check()
+            if time.monotonic() - started > budget_s:
+                evidence.error = f"test budget of {budget_s:g} s used up after {done_count}/{len(cases)} cases"
+                evidence.passed = None  # not verified, not refuted
+                return evidence
             report = core_api.run_spec_case(spec, text, dialect, case, warp_size, job.cancel)
             for result in getattr(report, "cases", []) or []:
                 step = core_api.VerifyStep(
@@ -317,6 +328,8 @@ def _translation_diagnostics(server: XpilerServer, doc: Document, analysis: Any,
 def _verification_summary(evidence: core_api.SourceVerification) -> str:
     if evidence.compile_ok is False:
         return f"does not compile with {evidence.toolchain}"
+    if evidence.passed is None:
+        return f"unresolved: {evidence.error}"
     passed = sum(1 for s in evidence.steps if s.passed)
     worst = max((s.max_abs_err for s in evidence.steps), default=0.0)
     verdict = "verified" if evidence.passed else "FAILED"

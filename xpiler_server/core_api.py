@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,6 +279,32 @@ class SourceVerification:
     tolerance: dict[str, float] = field(default_factory=dict)
     passed: bool | None = None
     error: str | None = None
+
+
+def use_toolchains(paths: dict[str, str]) -> list[str]:
+    """Make the configured compilers (name → executable path) the ones the core finds on PATH.
+
+    The core looks compilers up by name on PATH; putting each configured executable's folder first is how
+    a setting reaches it. Returns the problems (a path that is not an executable) for the log.
+    """
+    problems = []
+    folders = []
+    for name, path in sorted(paths.items()):
+        exe = Path(path).expanduser()
+        if not (exe.is_file() and os.access(exe, os.X_OK)):
+            problems.append(f"toolchains.{name}: {path} is not an executable file")
+            continue
+        if exe.name != name:
+            problems.append(f"toolchains.{name}: {path} is not named {name}; it is only found as {exe.name}")
+        folders.append(str(exe.parent))
+    current = os.environ.get("PATH", "").split(os.pathsep)
+    wanted = list(dict.fromkeys(folders))
+    os.environ["PATH"] = os.pathsep.join(wanted + [p for p in current if p not in wanted])
+    toolchains = _optional("xpiler_core.verify.toolchains")
+    probe = getattr(toolchains, "_probe", None) if toolchains is not None else None
+    if wanted and probe is not None and hasattr(probe, "cache_clear"):
+        probe.cache_clear()  # its lookups were cached under the old PATH
+    return problems
 
 
 def load_spec(spec_path: str) -> Any:

@@ -23,8 +23,13 @@ def to_lsp(diagnostic: Diagnostic, lines: ByteLines, encoding: str, version: int
     if isinstance(fix, dict):
         data["fix"] = fix  # quick-fix hook: {"title", "span": Span dict, "new_text"} (SMT repairs)
     source = diagnostic.source if diagnostic.source and diagnostic.source != "xpiler" else "xpiler"
+    rng = lines.range_of(diagnostic.span, encoding)
+    if rng.start == rng.end:
+        # Compilers give a point; show it up to the end of its line so it can be seen and hovered.
+        end = lines.point(rng.start.line, 1 << 30, encoding)
+        rng = types.Range(start=rng.start, end=end) if end.character > rng.start.character else rng
     return types.Diagnostic(
-        range=lines.range_of(diagnostic.span, encoding),
+        range=rng,
         message=diagnostic.message,
         severity=_SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Error),
         code=diagnostic.code,

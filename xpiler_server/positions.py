@@ -112,10 +112,12 @@ class ByteLines:
         return self.data[starts[line] : end]
 
     def point(self, line: int, byte_col: int, encoding: str) -> types.Position:
+        """The LSP position of a (line, byte column); columns past the line end are clamped to it."""
         line = max(0, line)
         if line >= len(self.starts):
             line = len(self.starts) - 1
             byte_col = len(self._line_bytes(line))
+        byte_col = min(byte_col, len(self._line_bytes(line)))
         return types.Position(line=line, character=byte_col_to_units(self._line_bytes(line), byte_col, encoding))
 
     def range_of(self, span: Span, encoding: str) -> types.Range:

@@ -3,6 +3,7 @@ never over an existing file), then ``window/showDocument``."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 log = logging.getLogger(__name__)
+APPLY_EDIT_TIMEOUT_S = 60
 
 
 def fresh_path(suggested: Path, taken: set[str]) -> Path:
@@ -63,9 +65,13 @@ async def create_file(server: Any, path: Path, content: str) -> tuple[bool, str]
             ),
         ]
     )
-    response = await server.workspace_apply_edit_async(
-        types.ApplyWorkspaceEditParams(edit=edit, label=f"xpiler: create {path.name}")
-    )
+    try:
+        response = await asyncio.wait_for(
+            server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=f"xpiler: create {path.name}")),
+            timeout=APPLY_EDIT_TIMEOUT_S,
+        )
+    except TimeoutError:
+        return False, f"the client did not answer workspace/applyEdit within {APPLY_EDIT_TIMEOUT_S} s"
     if not getattr(response, "applied", False):
         return False, getattr(response, "failure_reason", None) or "the client did not apply the edit"
     return True, ""

@@ -103,6 +103,13 @@ class XpilerServer(LanguageServer):
 
     # ------------------------------------------------------------------ helpers
 
+    def shutdown(self) -> None:
+        """Also on a lost connection: stop the jobs so their threads do not keep the process alive."""
+        self.jobs.cancel()
+        self.jobs.executor.shutdown(wait=False, cancel_futures=True)
+        self.analysis_executor.shutdown(wait=False, cancel_futures=True)
+        super().shutdown()
+
     @property
     def encoding(self) -> str:
         try:
@@ -239,22 +246,28 @@ class XpilerServer(LanguageServer):
 
     # ------------------------------------------------------------------ configuration
 
+    def apply_toolchains(self) -> None:
+        if not self.config.toolchains:
+            return
+        for problem in core_api.use_toolchains(self.config.toolchains):
+            self.log_to_client(f"xpiler: {problem}", types.MessageType.Warning)
+
     async def refresh_configuration(self) -> None:
+        """Re-read the ``xpiler`` settings from the client (when it offers them) and apply them."""
         caps = self.client_capabilities
-        if not getattr(getattr(caps, "workspace", None), "configuration", False):
-            return
-        try:
-            values = await asyncio.wait_for(
-                self.workspace_configuration_async(
-                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
-                ),
-                timeout=5,
-            )
-        except Exception:
-            log.warning("workspace/configuration failed; keeping current settings", exc_info=True)
-            return
-        if values:
-            self.config = self.config.merged(values[0])
+        if getattr(getattr(caps, "workspace", None), "configuration", False):
+            try:
+                values = await asyncio.wait_for(
+                    self.workspace_configuration_async(
+                        types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+                    ),
+                    timeout=5,
+                )
+                if values:
+                    self.config = self.config.merged(values[0])
+            except Exception:
+                log.warning("workspace/configuration failed; keeping current settings", exc_info=True)
+        self.apply_toolchains()
         for doc in self.documents:
             self._target_version.pop(doc.uri, None)
             self.schedule_target_diagnostics(doc.uri, 0)

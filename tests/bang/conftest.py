@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +65,18 @@ def bang(bang_worker: BangWorker) -> BangLib:
 def bang_strict(bang_worker: BangWorker) -> BangLib:
     """Test kernels built for MLU270 (strict MLU200-series alignment)."""
     return BangLib(bang_worker, _build("MLU270"))
+
+
+@pytest.fixture(scope="session")
+def build_lib(bang_worker: BangWorker) -> Callable[[str, str], BangLib]:
+    """Builds BANG source (display name ``path``) for MLU370 and returns it bound to the session worker."""
+
+    def build(source: str, path: str) -> BangLib:
+        built = build_bang(source, path=path)
+        assert built.ok and built.output is not None, format_build_errors(built)
+        return BangLib(bang_worker, str(built.output))
+
+    return build
 
 
 @pytest.fixture

@@ -147,3 +147,38 @@ extern "C" int call_entry(float* out, const float* in, float factor, int n, unsi
         bad = worker.call(str(build.output), "call_entry",
                           [np.zeros(64, np.float32), x, ("float", 1.5), ("int", 64), ("int", 4), ("int", TASK_TYPES["union2"])])
         assert bad.returned != 0 and bad.error is not None and "multiple of 8" in bad.error
+
+
+def test_shared_rewrite_is_used_for_bang_sources() -> None:
+    text = "__mlu_global__ void k(float* x) {}\nvoid host(float* x) {\n  cnrtDim3_t d = {4, 1, 1};\n  k<<<d, CNRT_FUNC_TYPE_UNION1, nullptr>>>(x);\n}\n"
+    out = rewrite_launches(text)
+    assert "::xpiler::launch(k, d, CNRT_FUNC_TYPE_UNION1, nullptr)(x);" in out
+    assert out.count("\n") == text.count("\n")
+
+
+def test_run_bang_kernel_api() -> None:
+    from xpiler_core.runtime.bang_call import run_bang_kernel
+
+    source = """
+__mlu_global__ void axpy(float* y, const float* x, float a, int n) {
+  __nram__ float tx[1024];
+  __nram__ float ty[1024];
+  int per = n / taskDim, off = taskId * per;
+  __memcpy(tx, x + off, per * sizeof(float), GDRAM2NRAM);
+  __memcpy(ty, y + off, per * sizeof(float), GDRAM2NRAM);
+  __bang_mul_scalar(tx, tx, a, per);
+  __bang_add(ty, ty, tx, per);
+  __memcpy(y + off, ty, per * sizeof(float), NRAM2GDRAM);
+}
+__mlu_global__ void broken(float* y, int n) { __bang_active_relu(y, y, n); }
+"""
+    x = np.arange(256, dtype=np.float32)
+    y = np.ones(256, np.float32)
+    run = run_bang_kernel(source, "axpy", [y, x, np.float32(0.5), 256], dim=(16, 1, 1), task_type="union1",
+                          path="axpy.mlu")
+    assert run.ok, run.error
+    np.testing.assert_array_equal(run.arrays[0], 1 + 0.5 * x)
+    bad = run_bang_kernel(source, "broken", [y, 256], path="axpy.mlu")
+    assert not bad.ok and bad.error is not None and "axpy.mlu:12: error: __bang_active_relu: src points to GDRAM" in bad.error
+    not_built = run_bang_kernel("__mlu_global__ void k(float* y) { y[0] = nope; }", "k", [y], path="nb.mlu")
+    assert not not_built.ok and not_built.error is not None and not_built.error.startswith("nb.mlu:1:")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.bang.conftest import BangLib
+if TYPE_CHECKING:  # fixtures come from conftest.py; the class is only needed for annotations
+    from tests.bang.conftest import BangLib
+
 
 BINARY = [
     ("__bang_add", 0, lambda a, b: a + b),

@@ -3,12 +3,17 @@ and the model's refusal of vector intrinsics on the wrong memory space."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.bang.conftest import BangLib
+if TYPE_CHECKING:  # fixtures come from conftest.py; the class is only needed for annotations
+    from tests.bang.conftest import BangLib
+
 
 DIRECTIONS_IN_CHAIN = ["GDRAM2SRAM", "SRAM2SRAM", "SRAM2NRAM", "NRAM2WRAM", "WRAM2NRAM", "NRAM2LDRAM", "LDRAM2NRAM",
                        "NRAM2NRAM", "NRAM2SRAM", "SRAM2GDRAM", "GDRAM2WRAM", "WRAM2GDRAM", "GDRAM2GDRAM"]
@@ -137,7 +142,7 @@ def test_wrong_memory_space_is_reported(bang: BangLib, which: int, intrinsic: st
 def test_error_names_the_calling_line(bang: BangLib) -> None:
     r = bang.call("t_misuse", 0, np.zeros(1024, np.float32), 64)
     assert r.error is not None
-    text = (__import__("pathlib").Path(__file__).parent / "kernels.mlu").read_text().splitlines()
+    text = (Path(__file__).parent / "kernels.mlu").read_text(encoding="utf-8").splitlines()
     line = int(r.error.split("kernels.mlu:")[1].split(":")[0])
     assert "case 0: __bang_add(x, x, gdram, n)" in text[line - 1]
 

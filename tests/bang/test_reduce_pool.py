@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import sliding_window_view
 
-from tests.bang.conftest import BangLib
+if TYPE_CHECKING:  # fixtures come from conftest.py; the class is only needed for annotations
+    from tests.bang.conftest import BangLib
+
 
 BLOCK = 32  # float32 elements in 128 bytes
 

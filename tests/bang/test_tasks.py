@@ -3,10 +3,14 @@ concurrency, per-core NRAM, deadlock reports and launch checks."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 
-from tests.bang.conftest import BangLib
+if TYPE_CHECKING:  # fixtures come from conftest.py; the class is only needed for annotations
+    from tests.bang.conftest import BangLib
+
 
 BLOCK, UNION1, UNION2, UNION4 = 1, 4, 8, 16
 
@@ -76,3 +80,27 @@ def test_stack_overflow_hits_the_guard_page(bang: BangLib) -> None:
     assert bang.ok("t_deep", 10, np.ones(1, np.float32)).arrays[1][0] == 55.0  # sum of 10..1
     r = bang.call("t_deep", 100000, np.zeros(1, np.float32))  # ~400 MB of frames on a 1 MiB stack
     assert r.error == "segmentation fault in t_deep"
+
+
+@pytest.mark.parametrize("tasks,n", [(4, 1), (8, 16), (16, 200)])
+def test_atomic_add_accumulates_and_returns_old_values(bang: BangLib, tasks: int, n: int) -> None:
+    res = bang.ok("t_atomic", np.zeros(n, np.int32), np.zeros(tasks * n, np.int32), n, tasks, 0)
+    acc, seen = res.arrays[0], res.arrays[1].reshape(tasks, n)
+    base = np.arange(1, n + 1)
+    np.testing.assert_array_equal(acc, base * tasks * (tasks + 1) // 2)
+    # Old values, in the order the tasks ran, are the running sums: each is the previous plus its adder.
+    order = np.argsort(seen[:, 0], kind="stable")
+    running = np.zeros(n, np.int64)
+    for t in order:
+        np.testing.assert_array_equal(seen[t], running)
+        running += (t + 1) * base
+
+
+def test_atomic_add_scalar_form(bang: BangLib) -> None:
+    res = bang.ok("t_atomic", np.zeros(1, np.int32), np.zeros(8, np.int32), 1, 8, 1)
+    seen = res.arrays[1]
+    assert res.arrays[0][0] == sum(range(1, 9))
+    running = 0
+    for t in np.argsort(seen, kind="stable"):
+        assert seen[t] == running
+        running += t + 1

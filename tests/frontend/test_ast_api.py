@@ -193,7 +193,10 @@ def fresh_name_is_new(scope: A.Node, base: str) -> bool:
 
 def test_template_declaration_misread_as_comparison_is_kept_verbatim() -> None:
     # tree-sitter reads `T<32> t = ...` as `(T < 32) > (t = ...)`; nvcc reads a declaration.
-    src = "__global__ void k() {\n    cg::thread_block_tile<32> tile = cg::tiled_partition<32>(block);\n}\n"
-    stmt = lower_text(src, "t.cu").functions()[0].body.stmts[0]
+    src = (
+        "__global__ void k() {\n    cg::thread_block block = cg::this_thread_block();\n"
+        "    cg::thread_block_tile<32> tile = cg::tiled_partition<32>(block);\n}\n"
+    )
+    stmt = lower_text(src, "t.cu").functions()[0].body.stmts[1]
     assert isinstance(stmt, A.ExprStmt) and isinstance(stmt.expr, A.Opaque)
     assert print_module(lower_text(src, "t.cu")) == src

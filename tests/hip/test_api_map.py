@@ -109,3 +109,37 @@ int main() {
     assert "reinterpret_cast<const void*>(k)" in out
     verdict = compile_check(out, Dialect.HIP)
     assert verdict.ok, verdict.stderr
+
+
+def test_runtime_include_is_added_when_nvcc_would_add_it_implicitly() -> None:
+    """nvcc includes cuda_runtime.h by itself, hipcc does not: the HIP file must say it (hipcc judges)."""
+    out, ctx = run("// leading comment\ncudaError_t f(float* p) { return cudaMalloc(&p, 4); }\n")
+    assert out == ("// leading comment\n#include <hip/hip_runtime.h>\n"
+                   "hipError_t f(float* p) { return hipMalloc(&p, 4); }\n")
+    assert not ctx.diagnostics
+    verdict = compile_check(out, Dialect.HIP)
+    assert verdict.ok, verdict.stderr
+
+
+_FUZZ_TOKENS = list("(){}[]<>;,.:#*&|^!~%+-=/\\'\"\n ") + [
+    "__shfl_down_sync", "asm", "volatile", "cudaMalloc", "__launch_bounds__", "wmma::", "nvcuda", "cg::reduce",
+    "#include <mma.h>", "using namespace nvcuda;", "warpSize", "__ballot_sync", "0xffffffff", "16", "x", "int"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(_FUZZ_TOKENS), max_size=60).map("".join))
+def test_cst_passes_never_raise_on_arbitrary_text(text: str) -> None:
+    from xpiler_core.pipeline import run_pass
+
+    for name in ("inline_ptx", "warp_size", "tensor_cores", "cooperative_groups", "launch_bounds", "api_map"):
+        outcome = run_pass(name, text, "fuzz.cu", {}, Dialect.HIP)
+        assert isinstance(outcome.text, str)
+
+
+def test_hip_only_index_macros_become_cuda_builtins() -> None:
+    hip = ("#include <hip/hip_runtime.h>\n__global__ void k(float* x, int n) {\n"
+           "  int i = hipBlockIdx_x * hipBlockDim_x + hipThreadIdx_x;\n  if (i < n) x[i] = 2.0f * x[i];\n}\n")
+    out, ctx = run(hip, Dialect.HIP, Dialect.CUDA)
+    assert "int i = blockIdx.x * blockDim.x + threadIdx.x;" in out and not ctx.unresolved
+    verdict = compile_check(out, Dialect.CUDA)
+    assert verdict.ok, verdict.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -12,6 +13,8 @@ from xpiler_core.cli import main
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.pipeline import TranslateOptions, translate, write_outputs
+from xpiler_core.verify.harness import run_spec
+from xpiler_core.verify.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 VECTOR_ADD = REPO / "examples" / "vector_add.cu"
@@ -73,8 +76,14 @@ def test_wrong_translation_is_unresolved_with_the_smallest_failing_case(workdir:
     result = translate(text, str(spec.parent / "ballot_count.cu"),
                        TranslateOptions(Dialect.HIP, spec_path=str(spec), passes=["api_map"]))
     assert result.status == "unresolved"
-    assert "smallest failing case {'n': 300}" in result.summary
     assert result.manifest["outcome"]["baseline"]["passed"] is True  # the source itself is right
+    minimal = result.manifest["outcome"]["minimal_failing_case"]
+    n = minimal["sizes"]["n"]
+    assert n < 300 and f"smallest failing case {{'n': {n}}}" in result.summary
+    # check the reported case independently: the renamed port fails on it, the source passes it
+    trial = dataclasses.replace(load_spec(str(spec)), cases=[{"n": n}])
+    assert not run_spec(trial, candidate_text=result.output_text, candidate_dialect=Dialect.HIP, warp_size=64).passed
+    assert run_spec(trial, warp_size=32).passed
 
 
 def test_kernel_without_derivable_tests_is_compiled_not_executed() -> None:

@@ -98,3 +98,17 @@ def test_launch_bounds_over_the_amd_limit_is_unresolved() -> None:
                        Dialect.HIP)
     [item] = outcome.unresolved
     assert "1024" in item.reason and item.span.start_line == 0
+
+
+def test_dp4a_gets_a_portable_definition_verified_against_numpy(suite: Path) -> None:
+    spec = suite / "matrix" / "gemv_int8" / "spec.toml"
+    if not spec.exists():
+        import pytest
+
+        pytest.skip("gemv_int8 not in the suite")
+    source = spec.parent / "gemv_int8.cu"
+    result = translate(source.read_text(), str(source), TranslateOptions(Dialect.HIP, spec_path=str(spec)))
+    assert "xpiler_dp4a(" in result.output_text
+    assert result.status == "verified", result.summary
+    back = translate(result.output_text, "g.hip", TranslateOptions(Dialect.CUDA, verify=False)).output_text
+    assert "xpiler_dp4a" not in back and "__dp4a(" in back

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import os
+import tempfile
+import threading
+from pathlib import Path
 
 import numpy as np
+import pytest
 
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.progress import Cancelled, CancelToken
+from xpiler_core.runtime.build import build_library
 from xpiler_core.runtime.call import run_kernel
+from xpiler_core.runtime.entry import kernel_entry_glue
+from xpiler_core.runtime.sandbox import CallArg, call_library
 
 SOURCE = r"""
+#include <cooperative_groups.h>
 __global__ void divergent_barrier(const float* x, float* y) {
   __shared__ float s[256];
   int t = threadIdx.x;
@@ -28,6 +38,15 @@ __global__ void wild_store(const float* x, float* y) {
 __global__ void spin_forever(const float* x, float* y) {
   volatile int flag = 0;
   while (!flag) {}
+}
+__global__ void grid_barrier(const float* x, float* y) {
+  cooperative_groups::this_grid().sync();
+}
+__global__ void huge_locals(const float* x, float* y) {
+  volatile float big[100000];  // 400 kB of locals: more than a fiber stack
+  for (int i = 0; i < 100000; ++i) big[i] = x[threadIdx.x];
+  __syncthreads();
+  y[threadIdx.x] = big[threadIdx.x];
 }
 __global__ void shfl_vs_barrier(const float* x, float* y) {
   float v = x[threadIdx.x];
@@ -49,7 +68,7 @@ def test_divergent_barrier_is_reported_as_deadlock() -> None:
     assert not res.ok
     assert res.error is not None
     assert res.error.startswith("deadlock in kernel divergent_barrier")
-    assert "line 7" in res.error and "line 9" in res.error  # source lines of the two barriers
+    assert "line 8" in res.error and "line 10" in res.error  # source lines of the two barriers
     assert os.getpid() > 0  # still here
 
 
@@ -59,6 +78,13 @@ def test_segfault_is_reported_with_kernel_and_thread() -> None:
     assert res.error is not None
     assert res.error.startswith("segmentation fault in kernel wild_store")
     assert "thread (77,0,0)" in res.error and "block (0,0,0)" in res.error
+
+
+def test_stack_overflow_is_reported_as_such() -> None:
+    res = _run("huge_locals")
+    assert not res.ok
+    assert res.error is not None and res.error.startswith("stack overflow")
+    assert "in kernel huge_locals" in res.error
 
 
 def test_endless_loop_times_out_and_names_the_kernel() -> None:
@@ -79,3 +105,32 @@ def test_invalid_launch_configuration_is_an_error_not_a_run() -> None:
     res = run_kernel(SOURCE, "wild_store", grid=1, block=2048, args=[x, np.zeros_like(x)])
     assert not res.ok
     assert res.error is not None and "invalid configuration" in res.error
+
+
+def test_grid_sync_is_refused_with_a_message() -> None:
+    res = _run("grid_barrier")
+    assert not res.ok
+    assert res.error == "grid-wide sync (this_grid().sync()) is not supported by the CPU runtime"
+
+
+def test_cancel_stops_a_running_child() -> None:
+    token = CancelToken()
+    x = np.ones(512, np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        built = build_library(
+            SOURCE, Dialect.CUDA, Path(tmp), extra=kernel_entry_glue("spin_forever", [("float32", True)] * 2)
+        )
+        assert built.library is not None
+        threading.Timer(0.5, token.cancel).start()
+        with pytest.raises(Cancelled):
+            call_library(
+                built.library,
+                "xpiler_entry",
+                "kernel",
+                [CallArg("x", "float32", x), CallArg("y", "float32", x)],
+                ["y"],
+                Path(tmp) / "run",
+                config=(1, 1, 1, 32, 1, 1, 0),
+                timeout_s=120,
+                cancel=token,
+            )

@@ -84,6 +84,16 @@ extern "C" void t_runtime_api(const int* table, int* result, int* status) {
   cudaEventDestroy(e1);
   status[10] = cudaFree(d);
 }
+
+__global__ void add_one(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1.0f;
+}
+extern "C" void t_launch_kernel_api(float* x, int n, int* status) {
+  void* args[] = {&x, &n};
+  status[0] = cudaLaunchKernel(add_one, dim3((n + 31) / 32), dim3(32), args, 0, nullptr);
+  status[1] = cudaLaunchKernel(add_one, dim3(1), dim3(0), args);  // empty block: configuration error
+}
 """
 
 HIP_SOURCE = r"""
@@ -108,6 +118,25 @@ __global__ void hip_halves(const __half* a, __hip_bfloat16* b, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) b[i] = __float2bfloat16(__half2float(a[i]) - 1.0f);
 }
+__constant__ float c_scale[2];
+__global__ void scale_by_symbol(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * c_scale[0] + c_scale[1];
+}
+extern "C" void t_hip_api(float* x, int n, const float* scale, int* status) {
+  status[0] = hipMemcpyToSymbol(HIP_SYMBOL(c_scale), scale, 2 * sizeof(float));
+  void* args[] = {&x, &n};
+  status[1] = hipLaunchKernel(scale_by_symbol, dim3((n + 63) / 64), dim3(64), args, 0, 0);
+  hipDeviceProp_t prop;
+  status[2] = hipGetDeviceProperties(&prop, 0);
+  status[3] = prop.warpSize;
+  int ws = 0;
+  hipDeviceGetAttribute(&ws, hipDeviceAttributeWarpSize, 0);
+  status[4] = ws;
+  status[5] = strcmp(hipGetErrorString(hipErrorInvalidValue), "invalid argument") == 0;
+  status[6] = hipMemset(nullptr, 0, 4);
+}
+
 extern "C" void t_hip(const __half* A, const __half* B, float* C, int M, int N, int K, __hip_bfloat16* out, int* status) {
   __half* dA;
   status[0] = hipMalloc(&dA, M * K * sizeof(__half));
@@ -211,3 +240,19 @@ def test_hip_twins_rocwmma_and_hip_bfloat16(built_factory) -> None:  # type: ign
     )
     np.testing.assert_array_equal(bf, float_to_bf16_bits(A.reshape(-1)[:64].astype(np.float32) - 1))
     assert list(status) == [0, 0, 0, 0, 0]
+
+
+def test_cuda_launch_kernel_api(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(CUDA_SOURCE)
+    x = np.arange(70, dtype=np.float32)
+    out, status = lib.outputs("t_launch_kernel_api", [x, np.int32(70), np.full(2, -1, np.int32)])
+    np.testing.assert_array_equal(out, x + 1)
+    assert list(status) == [0, 9]
+
+
+def test_hip_runtime_api_twins(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(HIP_SOURCE, Dialect.HIP, 64)
+    x = np.linspace(-1, 1, 100).astype(np.float32)
+    out, _, status = lib.outputs("t_hip_api", [x, np.int32(100), np.array([3, 0.5], np.float32), np.full(7, -1, np.int32)])
+    np.testing.assert_allclose(out, x * 3 + 0.5, rtol=1e-6)
+    assert list(status) == [0, 0, 0, 64, 64, 1, 1]

@@ -35,6 +35,7 @@ def test_extern_shared_in_function_and_file_scope() -> None:
         "  extern __shared__ __align__(16) unsigned char raw[];\n"
         "  extern __shared__ volatile int counts[][32];\n"
         "  __shared__ float t[4];\n"
+        "  static __shared__ int u[2];\n"
         "}\n"
     )
     out = rewrite_for_cpu(src)
@@ -46,6 +47,7 @@ def test_extern_shared_in_function_and_file_scope() -> None:
     )
     assert "volatile int (* const counts)[32] = reinterpret_cast<volatile int (*)[32]>(" in lines[3]
     assert "__shared__ float t[4];" in lines[4]
+    assert lines[5] == "         __shared__ int u[2];"  # `static` blanked: __shared__ is static already
     assert sorted(out.dynamic_shared) == ["counts", "gbuf", "raw"]
 
 

@@ -8,6 +8,7 @@ import os
 import sys
 import time
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +216,16 @@ async def code_actions(client: LanguageClient, uri: str, line: int, only: list[s
         )
         or []
     )
+
+
+async def wait_until_diagnostics(
+    client: LanguageClient, uri: str, predicate: Callable[[list[types.Diagnostic]], bool], timeout: float = 15
+) -> list[types.Diagnostic]:
+    """The first published diagnostics of ``uri`` (already received or arriving) that satisfy ``predicate``."""
+
+    async def poll() -> list[types.Diagnostic]:
+        while not predicate(list(client.diagnostics.get(uri, []))):
+            await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        return list(client.diagnostics[uri])
+
+    return await asyncio.wait_for(poll(), timeout)

@@ -5,7 +5,6 @@ edits while a job runs."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import shutil
 from pathlib import Path
@@ -20,6 +19,7 @@ from server_lsp_helpers import (
     open_doc,
     wait_for_version,
     wait_notification,
+    wait_until_diagnostics,
 )
 
 from xpiler_core.frontend.dialect import Dialect
@@ -84,18 +84,16 @@ async def test_configuration_target_switches_warp_diagnostics(client: LanguageCl
     source = tmp_path / "softmax_warp.cu"
     shutil.copy(SOFTMAX, source)
     uri = source.as_uri()
-    waiting = asyncio.ensure_future(wait_for_version(client, uri, 1))
     open_doc(client, uri, source.read_text())
-    hip = await waiting
-    assert any(str(d.code).startswith("warp_size") for d in hip), "default target HIP: 32-lane assumptions reported"
+
+    def has_hazards(diagnostics: list[types.Diagnostic]) -> bool:
+        return any(str(d.code).startswith("warp_size") for d in diagnostics)
+
+    # Default target HIP: the kernel's 32-lane assumptions are reported.
+    await wait_until_diagnostics(client, uri, has_hazards)
     client.set_configuration({"target": "cpu"}, section="xpiler")
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
-
-    async def hazards_gone() -> None:
-        while any(str(d.code).startswith("warp_size") for d in client.diagnostics.get(uri, [])):
-            await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-
-    await asyncio.wait_for(hazards_gone(), timeout=15)
+    await wait_until_diagnostics(client, uri, lambda diagnostics: not has_hazards(diagnostics))
 
 
 async def test_rapid_edits_during_a_job(client: LanguageClient, tmp_path: Path) -> None:
@@ -119,3 +117,27 @@ async def test_rapid_edits_during_a_job(client: LanguageClient, tmp_path: Path) 
     assert all(d.range.start.line < len(text.splitlines()) + 1 for d in final)
     finished = await wait_notification(client, "xpiler/jobFinished", started["jobId"])
     assert finished["stale"] is True
+
+
+async def test_translate_actions_follow_the_plans_on_disk(client: LanguageClient, tmp_path: Path) -> None:
+    """Each "Translate to …" source action corresponds to a plan module of the core, for CUDA and HIP files."""
+    labels = {"hip": "HIP", "c": "CPU (C/OpenMP)", "cuda": "CUDA", "bang": "BANG C"}
+    plans = REPO / "xpiler_core" / "plans"
+    for example, source_name in (("softmax_warp.cu", "cuda"), ("relu.hip", "hip")):
+        path = tmp_path / example
+        shutil.copy(REPO / "examples" / example, path)
+        open_doc(client, path.as_uri(), path.read_text(), language_id=source_name)
+        expected = {
+            f"Translate to {labels[plan.stem.split('_to_')[1]]}" for plan in plans.glob(f"{source_name}_to_*.py")
+        }
+        offered = {a.title for a in await code_actions(client, path.as_uri(), 0, only=["source"])}
+        assert offered == expected and expected
+
+
+@pytest.mark.skipif(core_api.tuning_entry() is not None, reason="the core has tuning: covered by the tuning tests")
+async def test_tune_says_plainly_that_tuning_is_not_available(client: LanguageClient, tmp_path: Path) -> None:
+    source = tmp_path / "softmax_warp.cu"
+    shutil.copy(SOFTMAX, source)
+    open_doc(client, source.as_uri(), source.read_text())
+    with pytest.raises(Exception, match="tuning not available"):
+        await execute(client, "xpiler.tune", source.as_uri())

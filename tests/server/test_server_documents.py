@@ -77,3 +77,25 @@ def test_settings_ignore_wrong_types() -> None:
     assert config.llm_enabled is False
     nested = XpilerConfig().merged({"xpiler": {"hipWarpSize": 32, "diagnostics": {"debounceMs": 0}}})
     assert nested.hip_warp_size == 32 and nested.debounce_ms == 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), fragments), min_size=1, max_size=6))
+def test_carried_diagnostic_ranges_follow_the_text(edits: list[tuple[float, float, str]]) -> None:
+    """A range over ``blockIdx`` moved through edits that do not touch it still covers ``blockIdx``."""
+    from xpiler_server.positions import shift_range
+
+    text = BASE
+    start = text.index("blockIdx")
+    rng: types.Range | None = types.Range(start=utf16_position(text, start), end=utf16_position(text, start + 8))
+    for a, b, new in edits:
+        lo, hi = sorted((int(a * len(text)), int(b * len(text))))
+        edited = types.Range(start=utf16_position(text, lo), end=utf16_position(text, hi))
+        assert rng is not None
+        rng = shift_range(rng, edited, new, UTF16)
+        text = text[:lo] + new + text[hi:]
+        if rng is None:
+            return  # the edit touched it: dropped, never misplaced
+    index = LineIndex.of(text)
+    assert rng is not None
+    assert text[index.offset(rng.start, UTF16) : index.offset(rng.end, UTF16)] == "blockIdx"

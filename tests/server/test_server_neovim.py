@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,15 +20,7 @@ from xpiler_server import core_api
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
 SCRIPT = HERE / "nvim" / "translate_to_hip.lua"
-KERNEL = """\
-// y = a * x + y over n elements, one thread per element.
-__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        y[i] = a * x[i] + y[i];
-    }
-}
-"""
+EXAMPLE = REPO / "examples" / "softmax_warp.cu"  # warp-shuffle softmax with a `/ 32` warp index
 
 pytestmark = [
     pytest.mark.e2e,
@@ -47,6 +40,7 @@ def run_neovim(source: Path, home: Path) -> dict:
         "XPILER_PYTHON": sys.executable,
         "XPILER_SOURCE": str(source),
         "XPILER_REPORT": str(report),
+        "XPILER_EXPECT_CODE": "warp_size",
         "PYTHONPATH": str(REPO),
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / "config"),
@@ -63,19 +57,23 @@ def run_neovim(source: Path, home: Path) -> dict:
 
 
 def test_neovim_translates_to_hip_and_hipcc_compiles_it(tmp_path: Path) -> None:
-    source = tmp_path / "ws" / "saxpy.cu"
+    source = tmp_path / "ws" / EXAMPLE.name
     source.parent.mkdir()
-    source.write_text(KERNEL)
+    shutil.copy(EXAMPLE, source)
+    original = source.read_text()
     report = run_neovim(source, tmp_path / "home")
     assert report["ok"], report.get("error")
-    assert report["diagnostics_received"]
+    # Diagnostics reached Neovim with their codes and ranges: the 32-lane warp index is flagged where it is.
+    lines = original.splitlines()
+    flagged = [d for d in report["diagnostics"] if d["code"].startswith("warp_size")]
+    assert flagged and all(re.search(r"/\s*32|>>\s*5", lines[d["range"]["start"]["line"]]) for d in flagged)
     assert "Translate to HIP" in report["actions"]
     assert report["job"]["state"] == "done", report["job"]
     hip = Path(report["hip_path"])
     assert hip.suffix == ".hip" and hip.parent == source.parent
-    assert source.read_text() == KERNEL, "the source must not change"
+    assert source.read_text() == original, "the source must not change"
     compiled = subprocess.run(
-        ["hipcc", "--offload-arch=gfx90a", "-c", str(hip), "-o", str(tmp_path / "saxpy.o")],
+        ["hipcc", "--offload-arch=gfx90a", "-c", str(hip), "-o", str(tmp_path / "softmax.o")],
         env={**os.environ, "HIP_PLATFORM": "amd"}, capture_output=True, text=True, timeout=180,
     )
     assert compiled.returncode == 0, compiled.stderr[-2000:]

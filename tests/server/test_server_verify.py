@@ -55,3 +55,15 @@ async def test_correct_kernel_verifies_without_test_diagnostics(client: Language
     diagnostics, finished, _ = await verify(client, tmp_path / "ok", (RELU / "relu.cu").read_text())
     assert finished["state"] == "done" and finished["message"].startswith("verified"), finished
     assert [d for d in diagnostics if d.code == "test.failed"] == []
+
+
+async def test_compile_errors_of_the_verification_land_on_their_lines(client: LanguageClient, tmp_path: Path) -> None:
+    lines = (RELU / "relu.cu").read_text().splitlines()
+    broken_line = next(i for i, line in enumerate(lines) if "compute[" in line)
+    lines[broken_line] = lines[broken_line].replace("compute[", "undeclared_buffer[", 1)
+    diagnostics, finished, _ = await verify(client, tmp_path / "cc", "\n".join(lines) + "\n")
+    assert finished["state"] == "done" and finished["message"].startswith("does not compile"), finished
+    errors = [d for d in diagnostics if str(d.code).startswith("compile.")]
+    assert errors and all(d.source == "nvcc" for d in errors)
+    assert {d.range.start.line for d in errors} == {broken_line}
+    assert any("undeclared_buffer" in d.message for d in errors)

@@ -4,6 +4,8 @@ rename-only HIP port would run on a 64-wide wavefront)."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,14 +33,59 @@ def describe(report: Any) -> str:
     return "\n".join(lines)
 
 
-def run(entry: SuiteEntry, warp_size: int) -> Any:
-    spec = spec_module.load_spec(entry.spec_path)
-    return harness.run_spec(spec, warp_size=warp_size, seed=0)
+def run_one(spec_path: Path, warp_size: int) -> Any:
+    return harness.run_spec(spec_module.load_spec(spec_path), warp_size=warp_size, seed=0)
+
+
+# The warp size each test function runs its spec at (used to prefetch the selected runs).
+WARP_OF_TEST = {
+    "test_operator_matches_numpy_at_warp_32": 32,
+    "test_hazard_is_right_at_warp_32": 32,
+    "test_hazard_is_wrong_at_warp_64": 64,
+    "test_relative_shuffle_operator_is_still_right_at_warp_64": 64,
+}
+
+
+class ReportPool:
+    """Runs the selected (spec, warp) pairs two at a time, in test order, and hands out their reports.
+
+    Each case of a spec runs in its own sandboxed child process, so most of a run's wall time is process
+    start-up; two runs in flight keep both cores busy (the house limit is -j2)."""
+
+    def __init__(self, items: list[pytest.Item]) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=2)
+        self._futures: dict[tuple[Path, int], Future[Any]] = {}
+        for item in items:
+            callspec = getattr(item, "callspec", None)
+            warp = WARP_OF_TEST.get(getattr(item, "originalname", ""))
+            if callspec is not None and warp is not None and "entry" in callspec.params:
+                self._submit(callspec.params["entry"].spec_path, warp)
+
+    def _submit(self, spec_path: Path, warp: int) -> Future[Any]:
+        key = (spec_path, warp)
+        if key not in self._futures:
+            self._futures[key] = self._pool.submit(run_one, spec_path, warp)
+        return self._futures[key]
+
+    def report(self, entry: SuiteEntry, warp: int) -> Any:
+        return self._submit(entry.spec_path, warp).result()
+
+    def close(self) -> None:
+        for future in self._futures.values():
+            future.cancel()
+        self._pool.shutdown(wait=True)
+
+
+@pytest.fixture(scope="module")
+def reports(request: pytest.FixtureRequest) -> Any:
+    pool = ReportPool([i for i in request.session.items if getattr(i, "module", None) is request.module])
+    yield pool
+    pool.close()
 
 
 @pytest.mark.parametrize("entry", OPERATORS, ids=[e.test_id for e in OPERATORS])
-def test_operator_matches_numpy_at_warp_32(entry: SuiteEntry) -> None:
-    report = run(entry, 32)
+def test_operator_matches_numpy_at_warp_32(entry: SuiteEntry, reports: ReportPool) -> None:
+    report = reports.report(entry, 32)
     assert report.build_error is None, report.build_error
     assert len(report.cases) == len(entry.cases)
     assert report.passed, describe(report)
@@ -46,14 +93,14 @@ def test_operator_matches_numpy_at_warp_32(entry: SuiteEntry) -> None:
 
 
 @pytest.mark.parametrize("entry", HAZARDS, ids=[e.test_id for e in HAZARDS])
-def test_hazard_is_right_at_warp_32(entry: SuiteEntry) -> None:
-    report = run(entry, 32)
+def test_hazard_is_right_at_warp_32(entry: SuiteEntry, reports: ReportPool) -> None:
+    report = reports.report(entry, 32)
     assert report.passed, describe(report)
 
 
 @pytest.mark.parametrize("entry", HAZARDS, ids=[e.test_id for e in HAZARDS])
-def test_hazard_is_wrong_at_warp_64(entry: SuiteEntry) -> None:
-    report = run(entry, 64)
+def test_hazard_is_wrong_at_warp_64(entry: SuiteEntry, reports: ReportPool) -> None:
+    report = reports.report(entry, 64)
     assert report.build_error is None, report.build_error
     assert report.warp_size == 64
     assert not report.passed, "a warp-32 assumption went unnoticed at warp size 64:\n" + describe(report)
@@ -62,8 +109,8 @@ def test_hazard_is_wrong_at_warp_64(entry: SuiteEntry) -> None:
 
 
 @pytest.mark.parametrize("entry", PORTABLE_SHUFFLES, ids=[e.test_id for e in PORTABLE_SHUFFLES])
-def test_relative_shuffle_operator_is_still_right_at_warp_64(entry: SuiteEntry) -> None:
-    report = run(entry, 64)
+def test_relative_shuffle_operator_is_still_right_at_warp_64(entry: SuiteEntry, reports: ReportPool) -> None:
+    report = reports.report(entry, 64)
     assert report.warp_size == 64
     assert report.passed, describe(report)
 

@@ -3,6 +3,9 @@
 import * as vscode from 'vscode';
 import {
   ApplyWorkspaceEditParams,
+  ClientCapabilities,
+  FeatureState,
+  StaticFeature,
   CloseAction,
   DidChangeConfigurationNotification,
   ErrorAction,
@@ -136,6 +139,9 @@ async function start(): Promise<void> {
   };
 
   const created = new LanguageClient('xpiler', 'Xpiler', serverOptions, clientOptions);
+  created.registerFeature(new JobProgressFeature(created));
+  // Kept across crash restarts by the library (handlers are re-attached to each new connection).
+  created.onNotification(TUNING_NOTIFICATION, (params: TuningProgress) => ui.onTuning(params ?? {}));
   client = created;
   created.onDidChangeState((event) => {
     ui.setServerState(event.newState === State.Running ? 'running' : event.newState === State.Starting ? 'starting' : 'stopped');
@@ -150,14 +156,37 @@ async function start(): Promise<void> {
     });
     return;
   }
-  // One listener per progress token is allowed, so this replaces the library's status-bar-only handler.
-  created.onRequest(WorkDoneProgressCreateRequest.type, ({ token }) => {
-    const listener = created.onProgress(WorkDoneProgress.type, token, (value) => {
-      ui.onWorkDone(token, value);
-      if (value.kind === 'end') listener.dispose();
+}
+
+/**
+ * Routes the server's work-done progress to the status bar and notifications. A token accepts one listener
+ * only, so this replaces the library's own handler (a status-bar spinner). As a feature registered after the
+ * built-in ones it is initialized after them on every (re)start, so it stays the handler after a crash
+ * restart too.
+ */
+class JobProgressFeature implements StaticFeature {
+  constructor(private readonly client: LanguageClient) {}
+
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    (capabilities.window ??= {}).workDoneProgress = true;
+  }
+
+  initialize(): void {
+    this.client.onRequest(WorkDoneProgressCreateRequest.type, ({ token }) => {
+      const listener = this.client.onProgress(WorkDoneProgress.type, token, (value) => {
+        ui.onWorkDone(token, value);
+        if (value.kind === 'end') listener.dispose();
+      });
     });
-  });
-  created.onNotification(TUNING_NOTIFICATION, (params: TuningProgress) => ui.onTuning(params ?? {}));
+  }
+
+  getState(): FeatureState {
+    return { kind: 'static' };
+  }
+
+  clear(): void {
+    // Jobs end with the server; the status bar is reset through the client's state change.
+  }
 }
 
 const crashes: number[] = [];

@@ -19,7 +19,7 @@ from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
 from xpiler_core.frontend.dialect import Dialect, detect_dialect
 
 # Kernel sources are kilobytes; generated ones reach a few megabytes. Beyond this the file is refused
-# (parse + model of 8 MiB takes a few seconds; larger inputs would stall the editor).
+# (parse + model of 7.6 MiB of generated CUDA measured ~6.5 s of CPU; larger inputs would stall the editor).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 # tree-sitter parses pathological nesting fine but recursive walks over it do not; beyond this depth
 # the model builder stops descending and reports an "unsupported" diagnostic instead.

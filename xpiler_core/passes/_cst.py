@@ -39,10 +39,10 @@ def apply_edits(data: bytes, edits: list[Edit]) -> tuple[bytes, list[Edit]]:
     dropped: list[Edit] = []
     kept: list[Edit] = []
     last_end = -1
-    for edit in sorted(edits, key=lambda e: (e.start_byte, e.end_byte)):
-        if edit.start_byte < last_end or (kept and edit.start_byte == last_end == kept[-1].start_byte):
-            if edit != kept[-1]:
-                dropped.append(edit)
+    # sorted by start then end: insertions (empty ranges) at an offset come before a replacement starting there
+    for edit in sorted(set(edits), key=lambda e: (e.start_byte, e.end_byte, e.text)):
+        if edit.start_byte < last_end:
+            dropped.append(edit)
             continue
         kept.append(edit)
         last_end = max(last_end, edit.end_byte)

@@ -5,7 +5,11 @@ masks, 32-bit ``__ballot_sync`` results (then ``__popc``/``__ffs`` of them), ``l
 ``warp = tid / 32`` or ``tid >> 5``, shared arrays sized ``blockDim.x / 32``, ``WARP_SIZE 32`` macros. A
 rename-only port runs all of these with 64-wide shuffles and 64-bit ballots and computes wrong answers.
 
-Strategy ``lanes32`` (the one implemented): make the 32-lane semantics explicit so that each half of a
+Strategy ``native`` (a candidate only for code that already speaks in ``warpSize`` and uses no votes or
+literal 32s): leave the warp code as written so it runs on the full 64-lane wavefront; the plan tries it
+first and keeps it only if the tests pass, else falls back to lanes32.
+
+Strategy ``lanes32`` (the default): make the 32-lane semantics explicit so that each half of a
 wavefront behaves exactly as one CUDA warp, whatever the hardware width:
 - every shuffle gets an explicit ``width`` of 32 (CUDA's default width is its warp size, 32);
 - ``warpSize`` in the source is CUDA's warp size: it becomes the constant 32;
@@ -31,7 +35,7 @@ from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.source import ParsedSource, parse_text
 from xpiler_core.passes._cst import Edit, apply_edits, call_arguments, top_insertion_point, walk
-from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, SourceUnit, Unresolved
+from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused, SourceUnit, Unresolved
 
 INFO = PassInfo(
     name="warp_size",
@@ -40,7 +44,7 @@ INFO = PassInfo(
     directions=("cuda->hip", "hip->cuda"),
     params=(
         ParamSpec("strategy", "str", "lanes32", "how 32-lane code is made correct at warp size 64",
-                  choices=("lanes32",)),
+                  choices=("lanes32", "native")),
         ParamSpec("cuda_warp", "int", 32, "the warp size the CUDA source was written for"),
     ),
 )
@@ -130,10 +134,27 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     if module.dialect is Dialect.HIP and ctx.target is Dialect.CUDA:
         return _hip_to_cuda(module, ctx)
     strategy = str(params.get("strategy", "lanes32"))
+    if strategy == "native":
+        if not native_is_plausible(module.text):
+            raise PassRefused("the code has literal 32-lane assumptions or ballots: only lanes32 keeps it right")
+        ctx.notes.append("warp_size(native): warp code written with warpSize runs on the full wavefront")
+        return module
     if strategy != "lanes32":
         ctx.unresolved.append(Unresolved(f"warp_size strategy '{strategy}' is not implemented", Span.empty()))
         return module
     return _lanes32(module, ctx)
+
+
+_VOTES = re.compile(r"\b(__ballot(_sync)?|__any(_sync)?|__all(_sync)?|__activemask|__reduce_\w+_sync|__match_\w+)\s*\(")
+_SHUFFLE_CALL = re.compile(r"\b__shfl(_up|_down|_xor)?(_sync)?\s*\(")
+
+
+def native_is_plausible(text: str) -> bool:
+    """Warp code written against ``warpSize`` (not 32) with shuffles only: it may be right at the hardware
+    width as it stands. Only a candidate: the verifier decides, and lanes32 is the fallback."""
+    if "warpSize" not in text or not _SHUFFLE_CALL.search(text) or _VOTES.search(text):
+        return False
+    return not any(pattern.search(text) for pattern, label in _ASSUMPTIONS if label != "32-lane full mask 0xffffffff")
 
 
 def _helper_region(text: str) -> tuple[int, int] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ class Evidence:
     tests: Any | None = None
     baseline: Any | None = None  # the source against the spec's reference (spec runs only)
     spec_info: dict[str, Any] | None = None
+    minimal_case: Any | None = None  # a CaseResult on sizes shrunk from the smallest failing case
     note: str = ""
     seconds_compile: float = 0.0
     seconds_tests: float = 0.0
@@ -71,16 +73,26 @@ def gpu_plan(
     report(progress, 0.0, f"translating {Path(path).name} ({direction.name})")
     pass_names = list(options.passes) if options.passes is not None else list(direction.default_passes)
     target_warp = options.warp_size or direction.target_warp
-    ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=target_warp, file=path)
-    unit, records = apply_passes(SourceUnit(text, direction.source, path), pass_names, ctx, options.pass_params, cancel)
-    candidate = unit.text
-    seconds_passes = time.perf_counter() - started
-    report(progress, 0.3, f"passes applied: {', '.join(r['name'] for r in records if r['changed']) or 'none'}")
-
-    evidence = Evidence()
-    if options.verify:
-        evidence = verify_candidate(direction, text, path, candidate, options, target_warp, progress, cancel)
-    status, reason = decide_status(options, evidence, ctx.unresolved)
+    attempts: list[dict[str, Any]] = []
+    for label, overlay in candidate_variants(direction, text, pass_names, options):
+        params = {name: {**options.pass_params.get(name, {}), **extra} for name, extra in overlay.items()}
+        params = {**options.pass_params, **params}
+        ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=target_warp, file=path)
+        unit, records = apply_passes(SourceUnit(text, direction.source, path), pass_names, ctx, params, cancel)
+        if any(r["refused"] for r in records) and overlay:
+            attempts.append({"candidate": label, "status": "refused", "reason": "a pass refused this variant"})
+            continue
+        candidate = unit.text
+        seconds_passes = time.perf_counter() - started
+        report(progress, 0.3, f"passes applied: {', '.join(r['name'] for r in records if r['changed']) or 'none'}")
+        evidence = Evidence()
+        if options.verify:
+            evidence = verify_candidate(direction, text, path, candidate, options, target_warp, progress, cancel)
+        status, reason = decide_status(options, evidence, ctx.unresolved)
+        attempts.append({"candidate": label, "params": params, "status": status, "reason": reason,
+                         "candidate_sha256": sha256_text(candidate)})
+        if status == "verified":
+            break
     diagnostics = list(ctx.diagnostics)
     if reason:
         diagnostics.append(Diagnostic(Severity.WARNING if status != "verified" else Severity.INFO,
@@ -91,6 +103,8 @@ def gpu_plan(
                              ctx.unresolved, target_warp,
                              {"passes": round(seconds_passes, 4), "compile": round(evidence.seconds_compile, 4),
                               "tests": round(evidence.seconds_tests, 4), "total": round(seconds, 4)})
+    manifest["candidates"] = attempts
+    manifest["options"]["pass_params"] = params  # the chosen candidate's parameters: what replay redoes
     report(progress, 1.0, f"{status}")
     return TranslationResult(
         source_path=path,
@@ -110,6 +124,23 @@ def gpu_plan(
     )
 
 
+def candidate_variants(
+    direction: GpuDirection, text: str, pass_names: list[str], options: TranslateOptions
+) -> list[tuple[str, dict[str, dict[str, Any]]]]:
+    """Translations to try in order; the first verified one wins (the last one is the fallback).
+
+    CUDA → HIP warp code written against ``warpSize`` with shuffles only might be right on the full
+    64-lane wavefront as written ("native", faster on AMD): tried first when plausible, with the exact
+    32-lane form ("lanes32") as the fallback. The user's explicit strategy is never second-guessed.
+    """
+    from xpiler_core.passes.warp_size import native_is_plausible
+
+    if (direction.target is Dialect.HIP and options.verify and "warp_size" in pass_names
+            and "strategy" not in options.pass_params.get("warp_size", {}) and native_is_plausible(text)):
+        return [("native", {"warp_size": {"strategy": "native"}}), ("lanes32", {})]
+    return [("default", {})]
+
+
 def verify_candidate(
     direction: GpuDirection,
     text: str,
@@ -126,12 +157,33 @@ def verify_candidate(
     except ImportError as exc:  # the harness room is not there: say so, never pretend
         evidence.note = f"compile check unavailable ({exc})"
         return evidence
-    report(progress, 0.35, f"compiling with the {direction.target.value.upper()} toolchain")
-    t0 = time.perf_counter()
-    evidence.compile = compile_check(candidate, direction.target)
-    evidence.seconds_compile = time.perf_counter() - t0
-    if not evidence.compile.ok:
-        return evidence
+    report(progress, 0.35, f"compiling with the {direction.target.value.upper()} toolchain and testing")
+
+    def timed_compile() -> tuple[Any, float]:
+        started = time.perf_counter()
+        return compile_check(candidate, direction.target), time.perf_counter() - started
+
+    # The compiler's verdict and the runtime tests are independent: run them side by side.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(timed_compile)
+        try:
+            _run_tests(direction, text, path, candidate, options, target_warp, progress, cancel, evidence)
+        finally:
+            evidence.compile, evidence.seconds_compile = pending.result()
+    return evidence
+
+
+def _run_tests(
+    direction: GpuDirection,
+    text: str,
+    path: str,
+    candidate: str,
+    options: TranslateOptions,
+    target_warp: int,
+    progress: ProgressFn | None,
+    cancel: CancelToken | None,
+    evidence: Evidence,
+) -> None:
     if cancel is not None:
         cancel.check()
     try:
@@ -139,7 +191,7 @@ def verify_candidate(
         from xpiler_core.verify.spec import load_spec
     except ImportError as exc:
         evidence.note = f"test harness unavailable ({exc})"
-        return evidence
+        return
     from xpiler_core.verify import autospec
 
     report(progress, 0.6, f"running tests at warp size {target_warp}")
@@ -155,7 +207,7 @@ def verify_candidate(
                 evidence.note = f"no tests: {built.reason}"
                 evidence.spec_info = {"auto": True, "built": False, "reason": built.reason}
                 evidence.seconds_tests = time.perf_counter() - t0
-                return evidence
+                return
             spec = load_spec(str(built.spec_path))
             evidence.spec_info = {"auto": True, "built": True, "reason": built.reason, "spec_toml": built.spec_text}
         entry = getattr(spec, "entry", None)
@@ -173,6 +225,9 @@ def verify_candidate(
         if not evidence.tests.passed and not evidence.spec_info.get("auto"):
             # does the source itself match the reference? If not, the comparison means nothing
             evidence.baseline = run_spec(spec, warp_size=direction.source_warp, seed=options.seed, cancel=cancel)
+        if not evidence.tests.passed and (evidence.baseline is None or evidence.baseline.passed):
+            evidence.minimal_case = shrink_failing_case(direction, spec, candidate, target_warp, options.seed,
+                                                        evidence.tests, bool(evidence.spec_info.get("auto")), cancel)
         evidence.spec_info["tolerance"] = _tolerance_of(spec)
         evidence.spec_info["case_shapes"] = _case_shapes(spec)
         evidence.spec_info["args"] = [
@@ -181,7 +236,53 @@ def verify_candidate(
         ]
         evidence.spec_info["cases"] = [dict(c.sizes) for c in evidence.tests.cases]
     evidence.seconds_tests = time.perf_counter() - t0
-    return evidence
+
+
+MAX_SHRINK_STEPS = 6
+
+
+def shrink_failing_case(
+    direction: GpuDirection,
+    spec: Any,
+    candidate: str,
+    target_warp: int,
+    seed: int,
+    report: Any,
+    reference_is_source: bool,
+    cancel: CancelToken | None,
+) -> Any | None:
+    """Halve the sizes of the smallest failing case while the translation still fails on them.
+
+    A smaller case counts only if it is a fair test: with a numpy reference, the source must pass it at its
+    own warp size (else the sizes broke an assumption of the kernel, not of the translation). Returns the
+    smallest failing CaseResult found (possibly the original one).
+    """
+    import dataclasses
+
+    from xpiler_core.verify.harness import run_spec
+
+    best = minimal_failing_case(report)
+    if best is None or best.error:
+        return best
+    sizes = dict(best.sizes)
+    for _ in range(MAX_SHRINK_STEPS):
+        smaller = {k: max(1, v // 2) for k, v in sizes.items()}
+        if smaller == sizes:
+            break
+        trial = dataclasses.replace(spec, cases=[smaller])
+        try:
+            got = run_spec(trial, candidate_text=candidate, candidate_dialect=direction.target, warp_size=target_warp,
+                           seed=seed, cancel=cancel)
+            if got.passed or not got.cases or got.cases[0].error:
+                break
+            if not reference_is_source:
+                source_run = run_spec(trial, warp_size=direction.source_warp, seed=seed, cancel=cancel)
+                if not source_run.passed:
+                    break
+        except Exception:  # noqa: BLE001 - a size the spec's expressions reject ends the search
+            break
+        best, sizes = got.cases[0], smaller
+    return best
 
 
 def _case_shapes(spec: Any) -> list[dict[str, list[int]]]:
@@ -220,7 +321,7 @@ def decide_status(options: TranslateOptions, ev: Evidence, unresolved: list[Unre
     if ev.tests.build_error:
         return "unresolved", f"the runtime could not build the translation: {ev.tests.build_error.splitlines()[0]}"
     if not ev.tests.passed:
-        case = minimal_failing_case(ev.tests)
+        case = ev.minimal_case or minimal_failing_case(ev.tests)
         where = ""
         if case is not None:
             where = f" (smallest failing case {case.sizes}"
@@ -252,6 +353,15 @@ def make_summary(direction: GpuDirection, records: list[dict[str, Any]], ev: Evi
     lines.append(f"status: {status}" + (f" — {reason}" if reason and status != 'verified' else "")
                  + f" ({seconds:.2f} s)")
     return "\n".join(lines)
+
+
+def _case_dict(case: Any | None) -> dict[str, Any] | None:
+    if case is None:
+        return None
+    return {"sizes": dict(case.sizes), "mismatches": case.mismatches,
+            "first_mismatch": list(case.first_mismatch) if case.first_mismatch is not None else None,
+            "output_name": case.output_name, "expected": case.expected, "got": case.got, "error": case.error,
+            "max_abs_err": case.max_abs_err}
 
 
 def make_manifest(
@@ -301,6 +411,7 @@ def make_manifest(
             "baseline": report_dict(ev.baseline),
             "tests": report_dict(ev.tests),
             "max_abs_err": max_error(ev.tests),
+            "minimal_failing_case": _case_dict(ev.minimal_case),
             "note": ev.note,
             "unresolved": [unresolved_dict(u, path) for u in unresolved],
         },

@@ -14,6 +14,7 @@ DEFAULT_PASSES = [
     "warp_size",
     "tensor_cores",
     "cooperative_groups",
+    "intrinsics_compat",
     "launch_bounds",
     "api_map",
 ]

@@ -7,7 +7,7 @@ from xpiler_core.pipeline import TranslateOptions, TranslationResult
 from xpiler_core.plans._gpu import GpuDirection, gpu_plan
 from xpiler_core.progress import CancelToken, ProgressFn
 
-DEFAULT_PASSES = ["warp_size", "tensor_cores", "api_map"]
+DEFAULT_PASSES = ["warp_size", "tensor_cores", "intrinsics_compat", "api_map"]
 
 DIRECTION = GpuDirection(
     source=Dialect.HIP,

@@ -180,8 +180,11 @@ def _split_symbol(demangled: str) -> tuple[str | None, str]:
 
 def read_onchip_symbols(binary: Path) -> list[OnChipSymbol]:
     """On-chip variables of a linked binary, from ``objdump -t -C``."""
-    proc = subprocess.run(["objdump", "-t", "-C", str(binary)], capture_output=True, text=True, timeout=60)
     symbols: list[OnChipSymbol] = []
+    try:
+        proc = subprocess.run(["objdump", "-t", "-C", str(binary)], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RuntimeError(f"cannot read the symbol table of {binary}: {exc}") from None
     for line in proc.stdout.splitlines():
         m = _OBJDUMP_LINE.match(line.strip())
         if m is None or "O" not in m.group("flags"):
@@ -291,8 +294,12 @@ def _compiler_version() -> str:
         return "unknown"
 
 
+MODEL_HEADERS = ("xpiler_bang.h", "bang.h", "cnrt.h", "mlu.h")
+
+
 def _header_digest() -> str:
-    return stable_key(*(p.read_text(encoding="utf-8") for p in sorted(INCLUDE_DIR.glob("*.h"))))
+    """Digest of the headers a BANG build reads (other dialects' headers do not invalidate BANG builds)."""
+    return stable_key(*((INCLUDE_DIR / name).read_text(encoding="utf-8") for name in MODEL_HEADERS))
 
 
 def build_bang(
@@ -312,8 +319,10 @@ def build_bang(
     cache_dir = cache_root() / "bang_build" / key
     artefact = cache_dir / ("libkernel.so" if shared else "kernel")
     record = cache_dir / "result.json"
-    if not caching_disabled() and record.exists() and artefact.exists():
-        return _from_record(json.loads(record.read_text(encoding="utf-8")), artefact, text, path, gen, started)
+    if not caching_disabled() and record.exists():
+        cached = json.loads(record.read_text(encoding="utf-8"))
+        if not cached["ok"] or artefact.exists():  # failed compiles are cached as well
+            return _from_record(cached, artefact, text, path, gen, started)
 
     with tempfile.TemporaryDirectory(prefix="xpiler-bang-") as tmp:
         src = Path(tmp) / "kernel.mlu"
@@ -331,6 +340,8 @@ def build_bang(
             stderr, returncode = proc.stderr, proc.returncode
         except subprocess.TimeoutExpired:
             stderr, returncode = f"g++ did not finish within {COMPILE_TIMEOUT_S} s", -1
+        except OSError as exc:
+            stderr, returncode = f"cannot run g++: {exc}", -1
         ok = returncode == 0 and out.exists()
         if ok:
             cache_dir.mkdir(parents=True, exist_ok=True)

@@ -68,12 +68,15 @@ def prepare_source(text: str, dialect: Dialect, display_name: str, extra: str = 
 def build_flags(dialect: Dialect, warp_size: int, fibers: str = "fcontext") -> list[str]:
     if dialect is Dialect.C:
         return ["-O2", "-fopenmp", "-fPIC", "-shared", "-lm"]
+    # -fstack-clash-protection probes every page of a large frame, so locals bigger than a fiber stack hit
+    # the guard page (a reported stack overflow) instead of landing silently on a neighbouring stack.
     flags = [
         "-O2",
         "-std=c++17",
         "-fPIC",
         "-shared",
         "-pthread",
+        "-fstack-clash-protection",
         f"-I{INCLUDE_DIR}",
         f"-DXPILER_WARP_SIZE={warp_size}",
         "-w",

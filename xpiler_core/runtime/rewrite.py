@@ -138,6 +138,12 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
             result.launches.append(Launch(kernel, node.start_point[0], tuple(parts)))
         elif node.type == "declaration":
             decl = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+            if "__shared__" in decl and not decl.startswith("extern"):
+                # `__shared__` already expands to `static thread_local`: drop a second `static`.
+                for child in node.children:
+                    if child.type == "storage_class_specifier" and child.text == b"static":
+                        edits.append((child.start_byte, child.end_byte, " " * (child.end_byte - child.start_byte)))
+                continue
             if not decl.startswith("extern") or "__shared__" not in decl:
                 continue
             m = _EXTERN_SHARED.match(decl)

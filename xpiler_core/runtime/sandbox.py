@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from xpiler_core.progress import Cancelled, CancelToken
+
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_BYTES = 16 * 1024**3
 EXIT_DEADLOCK = 86
@@ -54,6 +56,13 @@ def _limits(memory_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def _runtime_message(stderr: str) -> str | None:
     for line in reversed(stderr.splitlines()):
         if line.startswith("xpiler: "):
@@ -75,6 +84,7 @@ def call_library(
     threads: int | None = None,
     kernel_hint: str | None = None,
     env: dict[str, str] | None = None,
+    cancel: CancelToken | None = None,
 ) -> CallResult:
     """Call ``entry`` of ``library`` in a sandboxed child; outputs are the named buffers after the call."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -114,23 +124,29 @@ def call_library(
         env=child_env,
         preexec_fn=lambda: _limits(memory_bytes),
     )
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    deadline = started + timeout_s
+    while True:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        stdout, stderr = proc.communicate()
-        kernel = status_file.read_text().strip() if status_file.exists() else ""
-        where = f" in kernel {kernel}" if kernel else (f" in {kernel_hint}" if kernel_hint else "")
-        return CallResult(
-            False,
-            error=f"timeout after {timeout_s:g} s{where} (deadlock or endless loop); process killed",
-            stdout=stdout,
-            stderr=stderr,
-            seconds=time.monotonic() - started,
-        )
+            # Short waits so a cancelled job stops its child promptly; retrying communicate loses no output.
+            stdout, stderr = proc.communicate(timeout=min(0.25, max(0.01, deadline - time.monotonic())))
+            break
+        except subprocess.TimeoutExpired:
+            cancelled = cancel is not None and cancel.cancelled
+            if not cancelled and time.monotonic() < deadline:
+                continue
+            _kill_group(proc.pid)
+            stdout, stderr = proc.communicate()
+            if cancelled:
+                raise Cancelled("cancelled") from None
+            kernel = status_file.read_text().strip() if status_file.exists() else ""
+            where = f" in kernel {kernel}" if kernel else (f" in {kernel_hint}" if kernel_hint else "")
+            return CallResult(
+                False,
+                error=f"timeout after {timeout_s:g} s{where} (deadlock or endless loop); process killed",
+                stdout=stdout,
+                stderr=stderr,
+                seconds=time.monotonic() - started,
+            )
     seconds = time.monotonic() - started
     rc = proc.returncode
     if rc != 0:

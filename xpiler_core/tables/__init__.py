@@ -3,7 +3,7 @@
 Each ``*.toml`` file holds one category (runtime API, types, enums, error codes, driver API, headers,
 intrinsics, complex numbers, libraries) with ``[pairs]`` (CUDA name = HIP name) and optional ``[reverse]``
 entries that choose the CUDA name where several CUDA names share one HIP name. ``intrinsics.toml`` adds
-``[[calls]]`` whose argument lists change; ``[legacy_pairs]`` are names current CUDA headers dropped; ``libraries.toml`` adds ``[unsupported]`` calls (reported, never
+``[[calls]]`` whose argument lists change; ``[legacy_pairs]`` are names current CUDA headers dropped; ``[hip_only]`` HIP-only names (HIP → CUDA only); ``libraries.toml`` adds ``[unsupported]`` calls (reported, never
 renamed blindly) and ``[namespaces]``; ``headers.toml`` adds ``[[prefix]]`` rules for header families.
 """
 
@@ -114,7 +114,7 @@ def load_mapping(direction: Direction) -> MappingTable:
             table.headers.update(pairs if forward else _invert(pairs, reverse))
             table.header_prefixes.extend(HeaderPrefix(**rule) for rule in data.get("prefix", []))
             continue
-        oriented = pairs if forward else _invert(pairs, reverse)
+        oriented = pairs if forward else {**_invert(pairs, reverse), **data.get("hip_only", {})}
         for src, dst in oriented.items():
             table.names.setdefault(src, dst)
             table.categories.setdefault(src, category)

@@ -45,8 +45,9 @@ def compare_arrays(expected: np.ndarray, got: np.ndarray, atol: float, rtol: flo
     same_inf = np.isinf(e) & np.isinf(g) & (np.sign(e) == np.sign(g))
     with np.errstate(invalid="ignore", over="ignore"):
         abs_err = np.where(finite, np.abs(np.where(finite, g, 0.0) - np.where(finite, e, 0.0)), 0.0)
-    ok = both_nan | same_inf | (finite & (abs_err <= atol + rtol * np.abs(e)))
-    rel_err = np.where(finite, abs_err / np.maximum(np.abs(e), np.finfo(np.float64).tiny), 0.0)
+    e_finite = np.abs(np.where(finite, e, 0.0))
+    ok = both_nan | same_inf | (finite & (abs_err <= atol + rtol * e_finite))
+    rel_err = abs_err / np.maximum(e_finite, np.finfo(np.float64).tiny)
     bad = ~ok
     count = int(bad.sum())
     first: tuple[int, ...] | None = None

@@ -132,7 +132,12 @@ def launch_config(spec: KernelSpec, case: Mapping[str, Any]) -> tuple[int, ...]:
 
 
 def run_program(
-    built: BuiltProgram, spec: KernelSpec, inputs: Mapping[str, Any], case: Mapping[str, Any], workdir: Path
+    built: BuiltProgram,
+    spec: KernelSpec,
+    inputs: Mapping[str, Any],
+    case: Mapping[str, Any],
+    workdir: Path,
+    cancel: CancelToken | None = None,
 ) -> CallResult:
     assert built.build.library is not None
     args = []
@@ -154,6 +159,7 @@ def run_program(
         config=launch_config(spec, case) if is_kernel else (1, 1, 1, 1, 1, 1, 0),
         timeout_s=spec.timeout_s,
         kernel_hint=program.entry,
+        cancel=cancel,
     )
 
 
@@ -275,7 +281,7 @@ def _run_cases(
         if isinstance(expected, str):
             results.append(CaseResult(sizes, False, error=expected, seconds=time.monotonic() - started))
             continue
-        run = run_program(candidate, spec, inputs, case, workdir / f"case{i}")
+        run = run_program(candidate, spec, inputs, case, workdir / f"case{i}", cancel)
         if not run.ok:
             results.append(
                 CaseResult(
@@ -356,7 +362,7 @@ def run_spec(
                     time.monotonic() - started,
                     program.warp_size,
                 )
-            expected_for = _program_expectation(ref_built, spec)
+            expected_for = _program_expectation(ref_built, spec, cancel)
         results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir)
     return SpecReport(
         all(r.passed for r in results) and bool(results),
@@ -384,12 +390,12 @@ def _numpy_expectation(
 
 
 def _program_expectation(
-    ref_built: BuiltProgram, spec: KernelSpec
+    ref_built: BuiltProgram, spec: KernelSpec, cancel: CancelToken | None = None
 ) -> Callable[[int, dict[str, Any], Mapping[str, Any], Path], dict[str, np.ndarray] | str]:
     def expected_for(
         i: int, case: dict[str, Any], inputs: Mapping[str, Any], workdir: Path
     ) -> dict[str, np.ndarray] | str:
-        run = run_program(ref_built, spec, inputs, case, workdir)
+        run = run_program(ref_built, spec, inputs, case, workdir, cancel)
         if not run.ok:
             return f"reference program failed: {run.error}"
         return run.outputs
@@ -436,7 +442,7 @@ def differential(
                 False, [], built_b.build.log or "build failed", time.monotonic() - started, b.warp_size
             )
         results = _run_cases(
-            spec, built_b, _program_expectation(built_a, spec), indices, seed, cancel, workdir
+            spec, built_b, _program_expectation(built_a, spec, cancel), indices, seed, cancel, workdir
         )
     return SpecReport(
         all(r.passed for r in results) and bool(results),

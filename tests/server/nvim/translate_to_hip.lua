@@ -1,7 +1,8 @@
 -- Headless Neovim 0.7 as a real LSP client of the Xpiler server:
 -- open a .cu, wait for diagnostics, run "Translate to HIP" through vim.lsp.buf.code_action (the same path
 -- a user's menu choice takes), wait for the job, save the created .hip buffer and report as JSON.
--- Inputs (environment): XPILER_PYTHON, XPILER_SOURCE, XPILER_REPORT. Always ends with :qa!.
+-- Inputs (environment): XPILER_PYTHON, XPILER_SOURCE, XPILER_REPORT, optional XPILER_EXPECT_CODE (a diagnostic
+-- code prefix to wait for). Always ends with :qa!.
 
 local report = { diagnostics = {}, diagnostics_received = false, actions = {}, messages = {}, jobs = {} }
 local python = os.getenv("XPILER_PYTHON")
@@ -43,6 +44,16 @@ local function run()
   local bufnr = vim.api.nvim_get_current_buf()
   vim.lsp.buf_attach_client(bufnr, client_id)
   assert(vim.wait(30000, function() return report.diagnostics_received end, 50), "no diagnostics within 30 s")
+  if os.getenv("XPILER_EXPECT_CODE") then
+    -- Some diagnostics (the target's warp-size hazards) come once edits pause: wait for the expected code.
+    local wanted = os.getenv("XPILER_EXPECT_CODE")
+    assert(vim.wait(30000, function()
+      for _, d in ipairs(report.diagnostics) do
+        if type(d.code) == "string" and d.code:sub(1, #wanted) == wanted then return true end
+      end
+      return false
+    end, 50), "no diagnostic with code " .. wanted)
+  end
 
   -- Cursor inside the first kernel, then the user's code-action menu, answered by choosing the item.
   local kernel_line = vim.fn.search("__global__", "nw")

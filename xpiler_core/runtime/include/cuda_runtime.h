@@ -10,4 +10,7 @@ XPILER_RUNTIME_API(cuda)
 #define cudaMemAttachGlobal 1
 #define cudaHostAllocDefault 0
 #define cudaFuncAttributeMaxDynamicSharedMemorySize 8
+#define cudaDevAttrMaxThreadsPerBlock 1
+#define cudaDevAttrMaxSharedMemoryPerBlock 8
+#define cudaDevAttrWarpSize 10
 #define cudaDevAttrMultiProcessorCount 16

@@ -801,8 +801,9 @@ typedef struct {
   unsigned int z;
 } cnrtDim3_t;
 
-// Values are the number of cores one task unit occupies, as in the CNRT headers' naming.
+// Values are the number of cores one task unit occupies, as in the public CNRT headers.
 typedef enum {
+  cnrtFuncTypeMutable = -1,  // flexible mode: not modelled, a launch with it is reported
   cnrtFuncTypeBlock = 1,
   cnrtFuncTypeUnion1 = 4,
   cnrtFuncTypeUnion2 = 8,
@@ -811,6 +812,8 @@ typedef enum {
   cnrtFuncTypeUnion16 = 64,
 } cnrtFunctionType_t;
 #define CNRT_FUNC_TYPE_BLOCK cnrtFuncTypeBlock
+#define CNRT_FUNC_TYPE_BLOCK0 cnrtFuncTypeBlock
+#define CNRT_FUNC_TYPE_MUTABLE cnrtFuncTypeMutable
 #define CNRT_FUNC_TYPE_UNION1 cnrtFuncTypeUnion1
 #define CNRT_FUNC_TYPE_UNION2 cnrtFuncTypeUnion2
 #define CNRT_FUNC_TYPE_UNION4 cnrtFuncTypeUnion4
@@ -1007,10 +1010,6 @@ inline bang::Launcher<F> launch(F* kernel, cnrtDim3_t dim, cnrtFunctionType_t ty
 }
 
 }  // namespace xpiler
-
-// Named launches give better messages; the build helper's rewrite uses this form when it can.
-#define XPILER_BANG_LAUNCH(K, dim, type, queue) \
-  (::xpiler::bang::Launcher<std::remove_pointer_t<std::decay_t<decltype(K)>>>{&(K), (dim), (type), #K})
 
 // ---------------------------------------------------------------------------------------------
 // Synchronisation.
@@ -1257,6 +1256,41 @@ XPILER_BANG_UNARY(__bang_neg, -x)
 XPILER_BANG_UNARY(__bang_floor, std::floor(x))
 XPILER_BANG_UNARY(__bang_not, x == 0.0f ? 1.0f : 0.0f)
 #undef XPILER_BANG_UNARY
+
+// ---------------------------------------------------------------------------------------------
+// Atomics. Tasks are fibers that only switch at barriers, so every call is atomic by construction.
+// 4-argument form: for i < count, dst[i] receives the old src[i] and src[i] += value[i];
+// src is GDRAM or SRAM, dst and value are NRAM.
+template <typename T>
+inline void __bang_atomic_add(T* dst, T* src, const T* value, int elem_count, XPILER_BANG_LOC) {
+  using namespace xpiler::bang;
+  const char* name = "__bang_atomic_add";
+  if (!require(elem_count > 0, loc, name, "element count must be positive")) return;
+  size_t bytes = sizeof(T) * static_cast<size_t>(elem_count);
+  Space where = space_of(src);
+  if (!require(where == Space::GDRAM || where == Space::SRAM, loc, name, "src must be in GDRAM or SRAM")) return;
+  if (!require_space(loc, name, "src", src, bytes, where)) return;
+  if (!require_space(loc, name, "dst", dst, bytes, Space::NRAM)) return;
+  if (!require_space(loc, name, "value", value, bytes, Space::NRAM)) return;
+  std::vector<T> add = snapshot(value, elem_count);
+  for (int i = 0; i < elem_count; ++i) {
+    T old = src[i];
+    src[i] = static_cast<T>(to_d(old) + to_d(add[static_cast<size_t>(i)]));
+    dst[i] = old;
+  }
+}
+// Scalar form: dst[0] receives the old src[0]; src[0] += value.
+template <typename T>
+inline void __bang_atomic_add(T* dst, T* src, typename xpiler::bang::Id<T>::type value, XPILER_BANG_LOC) {
+  using namespace xpiler::bang;
+  const char* name = "__bang_atomic_add";
+  Space where = space_of(src);
+  if (!require(where == Space::GDRAM || where == Space::SRAM, loc, name, "src must be in GDRAM or SRAM")) return;
+  if (!require_space(loc, name, "dst", dst, sizeof(T), Space::NRAM)) return;
+  T old = src[0];
+  src[0] = static_cast<T>(to_d(old) + to_d(static_cast<T>(value)));
+  dst[0] = old;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reductions.

@@ -30,4 +30,9 @@ XPILER_RUNTIME_API(hip)
 #define hipHostMallocDefault 0
 #define hipHostMalloc hipHostAlloc
 #define hipHostFree hipFreeHost
-inline hipError_t hipLaunchKernel(...) { return hipErrorInvalidValue; }
+#define HIP_SYMBOL(x) x
+typedef hipDeviceProp hipDeviceProp_t;
+#define hipDeviceAttributeMaxThreadsPerBlock 1
+#define hipDeviceAttributeMaxSharedMemoryPerBlock 8
+#define hipDeviceAttributeWarpSize 10
+#define hipDeviceAttributeMultiprocessorCount 16

@@ -32,6 +32,24 @@ inline const char* error_string(int e) {
     default: return "unknown error";
   }
 }
+// Device attributes this runtime answers (numbering is ours; both dialects' names map onto it).
+enum DeviceAttribute { kAttrMaxThreadsPerBlock = 1, kAttrMaxSharedMemoryPerBlock = 8, kAttrWarpSize = 10,
+                       kAttrMultiProcessorCount = 16 };
+inline int device_attribute(int attr) {
+  switch (attr) {
+    case kAttrMaxThreadsPerBlock: return 1024;
+    case kAttrMaxSharedMemoryPerBlock: return 48 * 1024;
+    case kAttrWarpSize: return XPILER_WARP_SIZE;
+    case kAttrMultiProcessorCount: return static_cast<int>(os_threads());
+    default: return 0;
+  }
+}
+// cudaLaunchKernel / hipLaunchKernel with a typed kernel pointer: unpack the void* argument array.
+template <class... K, size_t... I>
+inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, size_t smem, std::index_sequence<I...>) {
+  (void)args;
+  launch(f, g, b, smem)(*static_cast<std::decay_t<K>*>(args[I])...);
+}
 }  // namespace xpiler
 
 #define XPILER_RUNTIME_API(P)                                                                             \
@@ -130,7 +148,15 @@ inline const char* error_string(int e) {
     p->sharedMemPerMultiprocessor = 164 * 1024; p->l2CacheSize = 1 << 22;                                 \
     return P##Success;                                                                                    \
   }                                                                                                       \
-  inline P##Error_t P##DeviceGetAttribute(int* v, int, int) { *v = 0; return P##Success; }                \
+  inline P##Error_t P##DeviceGetAttribute(int* v, int attr, int) {                                        \
+    *v = ::xpiler::device_attribute(attr); return P##Success;                                             \
+  }                                                                                                       \
+  template <class... K, class S = int>                                                                    \
+  inline P##Error_t P##LaunchKernel(void (*f)(K...), dim3 g, dim3 b, void** args, size_t smem = 0,        \
+                                    S = S()) {                                                            \
+    ::xpiler::launch_with_arg_array(f, g, b, args, smem, std::index_sequence_for<K...>{});                \
+    return static_cast<P##Error_t>(::xpiler::g_last_error);                                               \
+  }                                                                                                       \
   template <class... A> inline P##Error_t P##FuncSetAttribute(A...) { return P##Success; }                \
   template <class... A> inline P##Error_t P##FuncSetCacheConfig(A...) { return P##Success; }              \
   template <class... A> inline P##Error_t P##DeviceSetCacheConfig(A...) { return P##Success; }            \

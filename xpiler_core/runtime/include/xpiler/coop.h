@@ -19,6 +19,26 @@ class thread_block {
 inline thread_block this_thread_block() { return thread_block(); }
 inline void sync(const thread_block& b) { b.sync(); }
 
+// Grid-wide groups: ranks work; grid.sync() needs every block resident at once, which this runtime (blocks
+// run to completion one after another) cannot give, so it stops the run with a message.
+class grid_group {
+ public:
+  unsigned long long thread_rank() const {
+    return static_cast<unsigned long long>(block_rank()) * (blockDim.x * blockDim.y * blockDim.z) + ::xpiler::linear_tid();
+  }
+  unsigned long long size() const { return num_blocks() * (blockDim.x * blockDim.y * blockDim.z); }
+  unsigned long long num_threads() const { return size(); }
+  unsigned long long block_rank() const {
+    return blockIdx.x + static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + static_cast<unsigned long long>(gridDim.y) * blockIdx.z);
+  }
+  unsigned long long num_blocks() const { return static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z; }
+  bool is_valid() const { return false; }
+  void sync() const {
+    ::xpiler::die(::xpiler::kExitLaunch, "xpiler: grid-wide sync (this_grid().sync()) is not supported by the CPU runtime\n");
+  }
+};
+inline grid_group this_grid() { return grid_group(); }
+
 template <unsigned N>
 class thread_block_tile {
   static_assert(N >= 1 && N <= XPILER_WARP_SIZE && (N & (N - 1)) == 0, "tile size must be a power of 2 <= warp size");

@@ -38,7 +38,7 @@
 #define XPILER_WARP_SIZE 32
 #endif
 #ifndef XPILER_STACK_BYTES
-#define XPILER_STACK_BYTES (128 * 1024)
+#define XPILER_STACK_BYTES 131072
 #endif
 
 namespace xpiler {

@@ -189,11 +189,19 @@ inline void kernel_name_of(const void* fn, char* out, size_t cap) {
   snprintf(out, cap, "kernel@%p", fn);
 }
 
+#define XPILER_STR2(x) #x
+#define XPILER_STR(x) XPILER_STR2(x)
+
 [[noreturn]] inline void report_fault(int sig, siginfo_t* si) {
   const char* what = sig == SIGSEGV ? "segmentation fault" : sig == SIGBUS ? "bus error"
                    : sig == SIGFPE ? "arithmetic exception" : sig == SIGILL ? "illegal instruction" : "abort";
   char msg[768];
   Worker* w = tls_worker;
+  if (w && sig == SIGSEGV && si) {
+    const char* addr = static_cast<const char*>(si->si_addr);
+    for (char* base : w->stacks)
+      if (addr >= base && addr < base + 4096) what = "stack overflow (more than " XPILER_STR(XPILER_STACK_BYTES) " bytes of locals per thread)";
+  }
   if (w && w->cur && g_launch.name[0]) {
     const uint3 b = w->block_idx, t = w->cur->idx;
     snprintf(msg, sizeof msg, "xpiler: %s in kernel %s (block (%u,%u,%u), thread (%u,%u,%u), address %p)\n", what,

@@ -1,0 +1,129 @@
+"""What the structural (AST) passes share: entering and leaving the AST, and small analyses.
+
+A pass may be handed a :class:`~xpiler_core.passes.base.SourceUnit` (the CLI, the server's "Run pass") or an
+AST :class:`~xpiler_core.ast.Module` (plans chaining passes). :func:`enter` gives the module either way and
+:func:`leave` returns the same kind the pass was given, printing in the context's target dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from xpiler_core import ast as A
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.frontend.lower import lower_text
+from xpiler_core.passes.base import PassContext, PassRefused, SourceUnit
+from xpiler_core.printer import print_module
+
+
+def enter(unit: Any) -> A.Module:
+    """The AST module of a pass input (a SourceUnit is parsed and lowered)."""
+    if isinstance(unit, A.Module):
+        return unit
+    if isinstance(unit, SourceUnit):
+        return lower_text(unit.text, unit.path, unit.dialect)
+    raise PassRefused(f"an AST pass cannot work on {type(unit).__name__}")
+
+
+def leave(original: Any, module: A.Module, ctx: PassContext, dialect: Dialect | None = None) -> Any:
+    """The pass result in the kind it was given: a module, or a SourceUnit printed in ``dialect``."""
+    if isinstance(original, SourceUnit):
+        target = dialect or module.dialect
+        return SourceUnit(print_module(module, target), target, original.path)
+    return module
+
+
+def int_param(params: dict[str, Any], key: str, default: int, low: int = 1, high: int = 1 << 20) -> int:
+    """An integer parameter within [low, high]; a bad value is a refusal, not a crash."""
+    raw = params.get(key, default)
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise PassRefused(f"parameter {key}={raw!r} is not an integer") from None
+    if not low <= value <= high:
+        raise PassRefused(f"parameter {key}={value} is outside [{low}, {high}]")
+    return value
+
+
+def bool_param(params: dict[str, Any], key: str, default: bool) -> bool:
+    raw = params.get(key, default)
+    if isinstance(raw, bool):
+        return raw
+    return str(raw).strip().lower() in ("1", "true", "yes", "on")
+
+
+def scalar_writes(node: A.Node) -> set[str]:
+    """Names assigned (``=``, compound, ``++``/``--``) or whose address is taken; declarations excluded."""
+    out: set[str] = set()
+    for n in A.walk(node):
+        if isinstance(n, A.Assign) and isinstance(n.target, A.Name):
+            out.add(n.target.id)
+        elif isinstance(n, A.Unary) and n.op in ("++", "--", "&") and isinstance(n.operand, A.Name):
+            out.add(n.operand.id)
+    return out
+
+
+def names_in(node: A.Node) -> set[str]:
+    return {n.id for n in A.walk(node) if isinstance(n, A.Name)}
+
+
+def contains(node: A.Node, predicate: Any) -> bool:
+    return any(predicate(n) for n in A.walk(node))
+
+
+def calls_in(node: A.Node) -> set[str]:
+    return {n.callee for n in A.walk(node) if isinstance(n, A.Call) and n.callee}
+
+
+def as_block(stmt: A.Stmt) -> A.Block:
+    return stmt if isinstance(stmt, A.Block) else A.Block((stmt,))
+
+
+def map_loops(node: A.Node, fn: Any) -> Any:
+    """Apply ``fn(loop) -> Stmt | list[Stmt] | None`` bottom-up to every ``for`` loop (``None`` keeps it)."""
+
+    class _Loops(A.Transformer):
+        def visit_For(self, loop: A.For) -> Any:  # noqa: N802 - visitor naming
+            inner = self.generic_visit(loop)
+            out = fn(inner)
+            return inner if out is None else out
+
+    return _Loops().visit(node)
+
+
+def find_loops(node: A.Node) -> list[A.For]:
+    return [n for n in A.walk(node) if isinstance(n, A.For)]
+
+
+def loop_by_var(node: A.Node, var: str) -> A.For | None:
+    for loop in find_loops(node):
+        view = loop.canonical()
+        if view is not None and view.var == var:
+            return loop
+    return None
+
+
+def has_jumps(stmts: Iterable[A.Node]) -> bool:
+    """``break``/``continue``/``return``/``goto`` anywhere inside (loop bodies a pass would restructure)."""
+    for s in stmts:
+        for n in A.walk(s):
+            if isinstance(n, (A.Break, A.Continue, A.Return)):
+                return True
+            if isinstance(n, A.Opaque) and ("goto" in n.text or "return" in n.text):
+                return True
+    return False
+
+
+def target_function(module: A.Module, params: dict[str, Any]) -> A.Function:
+    """The function a pass works on: ``function=NAME`` or the only/first function with loops."""
+    wanted = str(params.get("function") or "")
+    if wanted:
+        fn = module.function(wanted)
+        if fn is None:
+            raise PassRefused(f"no function named '{wanted}'")
+        return fn
+    with_loops = [f for f in module.functions() if find_loops(f.body)]
+    if not with_loops:
+        raise PassRefused("no function with a for loop to transform")
+    return with_loops[0]

@@ -1,0 +1,196 @@
+"""The support text every CUDA → CPU translation starts with (C++ compiled by g++ -O2 -fopenmp).
+
+Loop recovery turns kernels into loops; what remains of CUDA in the translated file is spelled with these
+definitions: half/vector types and their intrinsics, sequential warp-shuffle reads over per-thread arrays,
+OpenMP atomics, a host memory API that maps device allocations onto the heap, and ``dim3``.
+Kept as one string (not a header on disk) so a translated file is self-contained.
+"""
+
+from __future__ import annotations
+
+PRELUDE_MARK = "/* xpiler CPU prelude */"
+
+PRELUDE = PRELUDE_MARK + r"""
+#include <math.h>
+#include <stdio.h>
+#include <limits.h>
+#include <float.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stddef.h>
+#include <cmath>
+#include <algorithm>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+namespace xpiler_cpu {
+static inline float h2f(unsigned short h) {
+  unsigned int sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu, bits;
+  if (exp == 0) {
+    if (man == 0) { bits = sign; }
+    else { exp = 127 - 15 + 1; while (!(man & 0x400u)) { man <<= 1; --exp; } man &= 0x3ffu; bits = sign | (exp << 23) | (man << 13); }
+  } else if (exp == 31) { bits = sign | 0x7f800000u | (man << 13); }
+  else { bits = sign | ((exp + 127 - 15) << 23) | (man << 13); }
+  float f; memcpy(&f, &bits, 4); return f;
+}
+static inline unsigned short f2h(float f) {  /* round to nearest even */
+  unsigned int x; memcpy(&x, &f, 4);
+  unsigned int sign = (x >> 16) & 0x8000u; int exp = (int)((x >> 23) & 0xff) - 127 + 15; unsigned int man = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff) return (unsigned short)(sign | 0x7c00u | (man ? 0x200u : 0));
+  if (exp >= 31) return (unsigned short)(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return (unsigned short)sign;
+    man |= 0x800000u; unsigned int shift = (unsigned int)(14 - exp); unsigned int half_bits = man >> shift;
+    unsigned int rem = man & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (half_bits & 1u))) ++half_bits;
+    return (unsigned short)(sign | half_bits);
+  }
+  unsigned int out = sign | ((unsigned int)exp << 10) | (man >> 13); unsigned int rem = man & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (out & 1u))) ++out;
+  return (unsigned short)out;
+}
+}  // namespace xpiler_cpu
+struct __half {
+  unsigned short x;
+  __half() = default;
+  __half(float f) : x(xpiler_cpu::f2h(f)) {}
+  __half(double f) : x(xpiler_cpu::f2h((float)f)) {}
+  __half(int v) : x(xpiler_cpu::f2h((float)v)) {}
+  operator float() const { return xpiler_cpu::h2f(x); }
+};
+typedef __half half;
+struct __half2 { __half x, y; };
+typedef __half2 half2;
+struct float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct int2 { int x, y; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct char4 { signed char x, y, z, w; };
+static inline float2 make_float2(float x, float y) { float2 r = {x, y}; return r; }
+static inline float4 make_float4(float x, float y, float z, float w) { float4 r = {x, y, z, w}; return r; }
+static inline int2 make_int2(int x, int y) { int2 r = {x, y}; return r; }
+static inline int4 make_int4(int x, int y, int z, int w) { int4 r = {x, y, z, w}; return r; }
+static inline float __half2float(__half h) { return (float)h; }
+static inline __half __float2half(float f) { return __half(f); }
+static inline __half __float2half_rn(float f) { return __half(f); }
+static inline __half __hadd(__half a, __half b) { return __half((float)a + (float)b); }
+static inline __half __hsub(__half a, __half b) { return __half((float)a - (float)b); }
+static inline __half __hmul(__half a, __half b) { return __half((float)a * (float)b); }
+static inline __half __hdiv(__half a, __half b) { return __half((float)a / (float)b); }
+static inline __half __hneg(__half a) { return __half(-(float)a); }
+static inline __half __hfma(__half a, __half b, __half c) { return __half(fmaf((float)a, (float)b, (float)c)); }
+static inline __half2 __floats2half2_rn(float a, float b) { __half2 r; r.x = __half(a); r.y = __half(b); return r; }
+static inline __half2 __float22half2_rn(float2 f) { return __floats2half2_rn(f.x, f.y); }
+static inline float2 __half22float2(__half2 h) { return make_float2((float)h.x, (float)h.y); }
+static inline float __low2float(__half2 h) { return (float)h.x; }
+static inline float __high2float(__half2 h) { return (float)h.y; }
+static inline __half2 __hadd2(__half2 a, __half2 b) { return __floats2half2_rn((float)a.x + (float)b.x, (float)a.y + (float)b.y); }
+static inline __half2 __hmul2(__half2 a, __half2 b) { return __floats2half2_rn((float)a.x * (float)b.x, (float)a.y * (float)b.y); }
+#define __expf(x) expf(x)
+#define __logf(x) logf(x)
+#define __sinf(x) sinf(x)
+#define __cosf(x) cosf(x)
+#define __tanhf(x) tanhf(x)
+#define __powf(x, y) powf(x, y)
+static inline float __fdividef(float x, float y) { return x / y; }
+static inline float __frcp_rn(float x) { return 1.0f / x; }
+static inline float __fsqrt_rn(float x) { return sqrtf(x); }
+static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+static inline int __mul24(int a, int b) { return a * b; }
+static inline int __dp4a(int a, int b, int c) {
+  for (int k = 0; k < 4; ++k) c += (int)(signed char)(a >> (8 * k)) * (int)(signed char)(b >> (8 * k));
+  return c;
+}
+static inline unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c) {
+  for (int k = 0; k < 4; ++k) c += ((a >> (8 * k)) & 0xffu) * ((b >> (8 * k)) & 0xffu);
+  return c;
+}
+template <class T> static inline T __ldg(const T* p) { return *p; }
+template <class T> static inline T xp_min(T a, T b) { return a < b ? a : b; }
+using std::min;
+using std::max;
+/* Warp collectives read a per-thread array filled before the (split) barrier; t is the thread's linear
+   index, n the block's thread count, w the warp size, width the shuffle segment. Out-of-range lanes get
+   their own value, as CUDA specifies. */
+template <class T> static inline T xp_shfl_idx(const T* a, int t, int n, int w, int src, int width) {
+  int lane = t % w, base = t - lane + (lane / width) * width, s = base + (src % width + width) % width;
+  return s < n ? a[s] : a[t];
+}
+template <class T> static inline T xp_shfl_down(const T* a, int t, int n, int w, unsigned d, int width) {
+  int lane = t % w, pos = lane % width, s = t + (int)d;
+  return (pos + (int)d < width && s < n) ? a[s] : a[t];
+}
+template <class T> static inline T xp_shfl_up(const T* a, int t, int n, int w, unsigned d, int width) {
+  int lane = t % w, pos = lane % width;
+  return (pos - (int)d >= 0) ? a[t - (int)d] : a[t];
+}
+template <class T> static inline T xp_shfl_xor(const T* a, int t, int n, int w, int m, int width) {
+  int lane = t % w, base = t - lane, s_lane = lane ^ m;
+  if ((s_lane / width) != (lane / width) && width < w) return a[t];
+  int s = base + s_lane;
+  return s < n && s_lane < w ? a[s] : a[t];
+}
+static inline unsigned int xp_ballot(const int* a, int t, int n, int w) {
+  int base = t - t % w; unsigned int r = 0;
+  for (int j = 0; j < w && j < 32 && base + j < n; ++j) if (a[base + j]) r |= 1u << j;
+  return r;
+}
+static inline int xp_any(const int* a, int t, int n, int w) { return xp_ballot(a, t, n, w) != 0u; }
+static inline int xp_all(const int* a, int t, int n, int w) {
+  int base = t - t % w;
+  for (int j = 0; j < w && base + j < n; ++j) if (!a[base + j]) return 0;
+  return 1;
+}
+/* Atomics: OpenMP atomic captures (blocks run on OpenMP threads). */
+template <class T, class V> static inline T atomicAdd(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p += (T)v; } return old; }
+template <class T, class V> static inline T atomicSub(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p -= (T)v; } return old; }
+template <class T, class V> static inline T atomicExch(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p = (T)v; } return old; }
+template <class T> static inline T atomicCAS(T* p, T cmp, T v) { __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); return cmp; }
+template <class T, class V> static inline T atomicMax(T* p, V v) {
+  T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while ((T)v > old && !__atomic_compare_exchange_n(p, &old, (T)v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  return old;
+}
+template <class T, class V> static inline T atomicMin(T* p, V v) {
+  T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while ((T)v < old && !__atomic_compare_exchange_n(p, &old, (T)v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  return old;
+}
+static inline float atomicMax(float* p, float v) {
+  unsigned int* u = (unsigned int*)p; unsigned int old = __atomic_load_n(u, __ATOMIC_SEQ_CST);
+  for (;;) { float f; memcpy(&f, &old, 4); if (!(v > f)) return f; unsigned int nv; memcpy(&nv, &v, 4);
+    if (__atomic_compare_exchange_n(u, &old, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return f; }
+}
+/* Host API: device memory is host memory. */
+struct dim3 {
+  unsigned int x, y, z;
+  dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+typedef int cudaError_t;
+typedef int cudaError;
+typedef void* cudaStream_t;
+enum { cudaSuccess = 0, cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
+       cudaMemcpyDeviceToDevice = 3, cudaMemcpyDefault = 4 };
+template <class T> static inline int cudaMalloc(T** p, size_t n) { *p = (T*)malloc(n ? n : 1); return *p ? 0 : 2; }
+static inline int cudaFree(void* p) { free(p); return 0; }
+static inline int cudaMemcpy(void* d, const void* s, size_t n, int) { memmove(d, s, n); return 0; }
+static inline int cudaMemcpyAsync(void* d, const void* s, size_t n, int, cudaStream_t = 0) { memmove(d, s, n); return 0; }
+static inline int cudaMemset(void* d, int v, size_t n) { memset(d, v, n); return 0; }
+template <class T> static inline int cudaMemcpyToSymbol(T& sym, const void* s, size_t n, size_t off = 0, int = 1) { memcpy((char*)&sym + off, s, n); return 0; }
+template <class T> static inline int cudaMemcpyFromSymbol(void* d, const T& sym, size_t n, size_t off = 0, int = 2) { memcpy(d, (const char*)&sym + off, n); return 0; }
+static inline int cudaDeviceSynchronize(void) { return 0; }
+static inline int cudaStreamSynchronize(cudaStream_t) { return 0; }
+static inline int cudaGetLastError(void) { return 0; }
+static inline int cudaPeekAtLastError(void) { return 0; }
+static inline const char* cudaGetErrorString(int) { return "no error"; }
+"""

@@ -1,0 +1,242 @@
+"""CUDA → CPU (C++ with OpenMP and SIMD): detensorize → loop recovery → loop binding, each step verified.
+
+The output is an ``extern "C"`` function with the CUDA host entry's parameters, or for a bare kernel a
+function over the kernel's parameters (the test spec's argument order). The launch shape of a bare kernel
+comes from the spec (its grid/block expressions rewritten over the kernel's parameters), else from
+``__launch_bounds__`` and the kernel's guards; when neither gives it, the plan says so.
+
+Verification: gcc/g++ compile verdict, then the candidate runs on the spec's cases against its numpy
+reference (or, with no spec, differentially against the source on the SIMT runtime via an automatic spec).
+Optional steps (binding variants) are kept only when the candidate still passes.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from xpiler_core import ast as A
+from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.frontend.lower import lower_text
+from xpiler_core.passes import get_pass
+from xpiler_core.passes.base import PassContext, PassRefused, Unresolved
+from xpiler_core.pipeline import (
+    TranslateOptions,
+    TranslationResult,
+    host_info,
+    report_dict,
+    sha256_text,
+    suggested_output_path,
+    verdict_dict,
+    xpiler_version,
+)
+from xpiler_core.printer import print_module
+from xpiler_core.progress import CancelToken, ProgressFn, report
+
+DEFAULT_PASSES = ["detensorization", "loop_recovery", "loop_binding"]
+
+
+def spec_launch_params(spec: Any, kernel: A.Function | None) -> dict[str, str]:
+    """The spec's grid/block/shared_bytes as C expressions over the kernel's parameters ({} if impossible).
+
+    A case variable maps to the scalar parameter whose spec value is exactly that variable.
+    """
+    if kernel is None or spec.kind != "kernel":
+        return {}
+    names = kernel.param_names()
+    mapping: dict[str, str] = {}
+    for arg, pname in zip(spec.args, names, strict=False):
+        if arg.role == "scalar" and isinstance(arg.value, str) and re.fullmatch(r"[A-Za-z_]\w*", arg.value.strip()):
+            mapping[arg.value.strip()] = pname
+
+    def convert(expr: Any) -> str | None:
+        text = str(expr).replace("//", "/")
+        text = re.sub(r"\bceil_div\b", "xp_ceil_div", text)
+        for ident in set(re.findall(r"[A-Za-z_]\w*", text)):
+            if ident in ("xp_ceil_div", "min", "max"):
+                continue
+            if ident not in mapping:
+                return None
+        text = re.sub(r"[A-Za-z_]\w*", lambda m: mapping.get(m.group(0), m.group(0)), text)
+        # xp_ceil_div(a, b) → ((a) + (b) - 1) / (b), nested calls resolved innermost first
+        pattern = re.compile(r"xp_ceil_div\(([^(),]*(?:\([^()]*\))?[^(),]*),([^(),]*(?:\([^()]*\))?[^(),]*)\)")
+        while "xp_ceil_div" in text:
+            new = pattern.sub(lambda m: f"(({m.group(1)}) + ({m.group(2)}) - 1) / ({m.group(2)})", text)
+            if new == text:
+                return None
+            text = new
+        return text
+
+    out: dict[str, str] = {"entry": spec.entry}
+    grid = [convert(g) for g in spec.grid]
+    if any(g is None for g in grid):
+        # the grid depends on sizes the kernel is not given (rows of a buffer): the wrapper takes it
+        names = [f"xp_grid_{axis}" for axis in "xyz"[: len(grid)]]
+        grid = names
+        out["launch_params"] = ", ".join(names)
+    block = [convert(b) for b in spec.block]
+    smem = convert(spec.shared_bytes)
+    if all(g is not None for g in grid):
+        out["grid"] = ", ".join(g for g in grid if g is not None)
+    if all(b is not None for b in block):
+        out["block"] = ", ".join(b for b in block if b is not None)
+    if smem is not None:
+        out["shared_bytes"] = smem
+    return out
+
+
+def spec_with_launch_args(spec: Any, launch_params: str, workdir: Path) -> Any:
+    """The spec extended by scalar arguments carrying the grid (its own expressions), for a wrapper that
+    takes the launch shape; the reference is wrapped to ignore them."""
+    import dataclasses
+
+    from xpiler_core.verify.spec import ArgSpec
+
+    names = [n.strip() for n in launch_params.split(",") if n.strip()]
+    extra = [ArgSpec(name=n, dtype="int32", role="scalar", value=str(g)) for n, g in zip(names, spec.grid, strict=False)]
+    if spec.reference is None:
+        return dataclasses.replace(spec, args=[*spec.args, *extra])
+    module_part, _, func = spec.reference.partition(":")
+    original = (spec.path.parent / module_part).resolve()
+    wrapper = workdir / "xp_launch_ref.py"
+    wrapper.write_text(
+        "import importlib.util\n"
+        f"_spec = importlib.util.spec_from_file_location('xp_orig_ref', {str(original)!r})\n"
+        "_mod = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_mod)\n"
+        f"def reference(**kw):\n    for k in {names!r}:\n        kw.pop(k, None)\n"
+        f"    return _mod.{func}(**kw)\n",
+        encoding="utf-8",
+    )
+    return dataclasses.replace(spec, path=workdir / "spec.toml", reference="xp_launch_ref.py:reference",
+                               args=[*spec.args, *extra])
+
+
+def run_ast_passes(
+    module: A.Module, names: list[str], ctx: PassContext, params: dict[str, dict[str, Any]]
+) -> tuple[A.Module, list[dict[str, Any]]]:
+    records: list[dict[str, Any]] = []
+    for name in names:
+        mod = get_pass(name)
+        merged = {**mod.INFO.defaults(), **params.get(name, {})}
+        started = time.perf_counter()
+        before = module
+        try:
+            module = mod.apply(module, merged, ctx)
+            refused = None
+        except PassRefused as refusal:
+            refused = refusal.reason
+        records.append({"name": name, "params": merged, "changed": module != before, "refused": refused,
+                        "seconds": round(time.perf_counter() - started, 4)})
+    return module, records
+
+
+def translate_to_cpu(
+    text: str, path: str, spec: Any | None = None, pass_params: dict[str, dict[str, Any]] | None = None,
+    passes: list[str] | None = None,
+) -> tuple[str | None, list[dict[str, Any]], PassContext]:
+    """The candidate text (``None`` when loop recovery refused) and the pass records."""
+    module = lower_text(text, path)
+    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file=path)
+    params = {k: dict(v) for k, v in (pass_params or {}).items()}
+    if spec is not None:
+        kernel = module.function(spec.entry)
+        launch = spec_launch_params(spec, kernel)
+        params.setdefault("loop_recovery", {})
+        for key, value in launch.items():
+            params["loop_recovery"].setdefault(key, value)
+        if spec.kind == "host":
+            params["loop_recovery"].setdefault("wrapper", False)
+    out, records = run_ast_passes(module, passes or DEFAULT_PASSES, ctx, params)
+    recovery = next((r for r in records if r["name"] == "loop_recovery"), None)
+    if recovery is not None and recovery["refused"]:
+        ctx.unresolved.append(Unresolved(recovery["refused"], Span.empty(), "loop_recovery"))
+        return None, records, ctx
+    return print_module(out, Dialect.C), records, ctx
+
+
+def plan(
+    text: str,
+    path: str,
+    options: TranslateOptions,
+    progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+) -> TranslationResult:
+    from xpiler_core.verify.harness import run_spec
+    from xpiler_core.verify.spec import load_spec
+    from xpiler_core.verify.toolchains import compile_check
+
+    started = time.perf_counter()
+    report(progress, 0.0, f"translating {Path(path).name} (cuda->cpu)")
+    spec = load_spec(options.spec_path) if options.spec_path else None
+    candidate, records, ctx = translate_to_cpu(text, path, spec, options.pass_params, options.passes)
+    verdict = tests = None
+    reason = ""
+    tmp_spec: Any = None
+    if candidate is None:
+        status = "unresolved"
+        reason = ctx.unresolved[-1].reason if ctx.unresolved else "loop recovery refused"
+        candidate = ""
+    elif not options.verify:
+        status, reason = "unresolved", "verification was turned off: not compiled, not executed"
+    else:
+        report(progress, 0.4, "compiling with gcc")
+        verdict = compile_check(candidate, Dialect.C)
+        if not verdict.ok:
+            status, reason = "failed", "the candidate does not compile with gcc"
+        else:
+            if cancel is not None:
+                cancel.check()
+            report(progress, 0.6, "running tests")
+            with tempfile.TemporaryDirectory(prefix="xpiler-cpu-") as tmp:
+                if spec is None:
+                    from xpiler_core.verify import autospec
+
+                    built = autospec.build_spec(text, path, Dialect.CUDA, Path(tmp))
+                    if built.spec_path is not None:
+                        tmp_spec = load_spec(str(built.spec_path))
+                test_spec = spec or tmp_spec
+                launch_params = _launch_params_used(records)
+                if test_spec is not None and launch_params:
+                    test_spec = spec_with_launch_args(test_spec, launch_params, Path(tmp))
+                    reason = f"the grid is not a function of the kernel's parameters: {launch_params} are extra " \
+                             "trailing parameters of the output function"
+                if test_spec is not None:
+                    tests = run_spec(test_spec, candidate_text=candidate, candidate_dialect=Dialect.C,
+                                     candidate_entry=test_spec.entry, candidate_kind="host", seed=options.seed,
+                                     cancel=cancel)
+            if tests is None:
+                status, reason = "compiled-not-executed", "no test spec could be built for this file"
+            elif tests.passed and not ctx.unresolved:
+                status = "verified"
+            else:
+                status, reason = "failed", "the candidate does not match the reference"
+    seconds = time.perf_counter() - started
+    applied = ", ".join(r["name"] for r in records if r["changed"]) or "none"
+    summary = f"{status}: cuda->cpu, passes {applied}" + (f" ({reason})" if reason else "")
+    diagnostics = list(ctx.diagnostics)
+    if reason:
+        diagnostics.append(Diagnostic(Severity.WARNING, "translate.status", reason, Span.empty(), path))
+    manifest = {
+        "xpiler": xpiler_version(), "direction": "cuda->cpu", "source": {"path": path, "sha256": sha256_text(text)},
+        "passes": records, "status": status, "reason": reason, "compile": verdict_dict(verdict),
+        "tests": report_dict(tests), "host": host_info(), "seconds": round(seconds, 4),
+        "spec": options.spec_path,
+    }
+    report(progress, 1.0, status)
+    return TranslationResult(
+        source_path=path, source_dialect=Dialect.CUDA, target=Dialect.C, output_text=candidate,
+        suggested_output_path=suggested_output_path(path, Dialect.C), status=status, summary=summary,
+        passes_applied=records, compile=verdict, tests=tests, diagnostics=diagnostics, unresolved=list(ctx.unresolved),
+        manifest=manifest, seconds=seconds,
+    )
+
+
+def _launch_params_used(records: list[dict[str, Any]]) -> str:
+    for r in records:
+        if r["name"] == "loop_recovery" and not r["refused"]:
+            return str(r["params"].get("launch_params") or "")
+    return ""
