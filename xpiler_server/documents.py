@@ -137,6 +137,8 @@ class Document:
         size = len(text.encode("utf-8", errors="surrogatepass")) if not text.isascii() else len(text)
         if size > MAX_LIVE_ANALYSIS_BYTES:
             analysis = self._too_large(version, text, size)
+            with self.lock:
+                self._parsed = None  # the next analysis parses from scratch
         else:
             parsed = self._reparse(previous, text, edits, full)
             model, kernels, model_diagnostics = core_api.analyze_model(parsed)

@@ -179,6 +179,6 @@ __mlu_global__ void broken(float* y, int n) { __bang_active_relu(y, y, n); }
     assert run.ok, run.error
     np.testing.assert_array_equal(run.arrays[0], 1 + 0.5 * x)
     bad = run_bang_kernel(source, "broken", [y, 256], path="axpy.mlu")
-    assert not bad.ok and bad.error is not None and "axpy.mlu:12: error: __bang_active_relu: src points to GDRAM" in bad.error
+    assert not bad.ok and bad.error is not None and "axpy.mlu:12: error: __bang_active_relu: dst points to GDRAM" in bad.error
     not_built = run_bang_kernel("__mlu_global__ void k(float* y) { y[0] = nope; }", "k", [y], path="nb.mlu")
     assert not not_built.ok and not_built.error is not None and not_built.error.startswith("nb.mlu:1:")

@@ -91,9 +91,21 @@ def test_memcpy_async_completes_at_sync(bang: BangLib, rng: np.random.Generator,
     src = rng.normal(size=n).astype(np.float32)
     synced = bang.ok("t_async", np.zeros(n, np.float32), src, n, SYNCS.index(sync) + 1).arrays[0]
     np.testing.assert_array_equal(synced, src)
-    # Without __sync_io the copy has not landed: the tile still holds the undefined-memory pattern.
-    unsynced = bang.ok("t_async", np.zeros(n, np.float32), src, n, 0).arrays[0]
-    assert np.all(unsynced.view(np.uint32) == 0xFFFFFFFF)
+    # Without a sync, reading the tile races with the copy: reported, naming the copy's line.
+    unsynced = bang.call("t_async", np.zeros(n, np.float32), src, n, 0)
+    assert unsynced.error is not None
+    assert "__memcpy(NRAM2GDRAM): src overlaps the destination of a __memcpy_async issued at" in unsynced.error
+
+
+@pytest.mark.parametrize(
+    "which,message",
+    [(0, "__bang_mul_scalar: src overlaps the destination of a __memcpy_async"),
+     (1, "__bang_write_zero: dst overlaps the destination of a __memcpy_async"),
+     (2, "__bang_write_zero: dst overwrites the source of a __memcpy_async")],
+)
+def test_pipeline_races_are_reported(bang: BangLib, which: int, message: str) -> None:
+    r = bang.call("t_pipeline_race", np.zeros(64, np.float32), np.ones(128, np.float32), 64, which)
+    assert r.error is not None and message in r.error and "has not completed" in r.error
 
 
 @pytest.mark.parametrize("tiles,tile_n", [(1, 64), (5, 256), (16, 4096)])
@@ -181,10 +193,11 @@ def test_abort_on_error_mode_exits_with_status_86(bang: BangLib) -> None:
     assert r.error == "the worker exited with status 86 in t_misuse"
 
 
-def test_poison_can_be_switched_off(bang: BangLib, rng: np.random.Generator) -> None:
+def test_uninitialised_nram_reads_as_poison_unless_switched_off(bang: BangLib) -> None:
     from xpiler_core.runtime.bang_run import BangWorker
 
-    src = rng.normal(size=64).astype(np.float32)
-    with BangWorker(env={"XPILER_BANG_POISON": "0"}) as worker:
-        r = worker.call(bang.path, "t_async", [np.zeros(64, np.float32), src, ("int", 64), ("int", 0)])
-    assert r.error is None and not np.any(r.arrays[0].view(np.uint32) == 0xFFFFFFFF)
+    poisoned = bang.ok("t_uninit", np.zeros(64, np.float32), 64).arrays[0]
+    assert np.all(poisoned.view(np.uint32) == 0xFFFFFFFF)  # NaN pattern
+    with BangWorker(env={"XPILER_BANG_POISON": "0"}) as worker:  # fresh process: the section is still zero
+        r = worker.call(bang.path, "t_uninit", [np.ones(64, np.float32), ("int", 64)])
+    assert r.error is None and np.all(r.arrays[0] == 0.0)

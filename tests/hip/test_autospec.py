@@ -48,6 +48,7 @@ def test_refuses_with_a_reason(tmp_path: Path, source: str, reason: str) -> None
     assert built.spec_path is None and reason in built.reason
 
 
+@pytest.mark.slow
 def test_auto_tests_catch_a_wrong_translation(suite: Path) -> None:
     """Differential tests built from the code fail when the translation drops the warp_size pass."""
     source = suite / "warp64" / "ballot_count" / "ballot_count.cu"

@@ -89,6 +89,7 @@ def test_col_major_operands_and_store_keep_their_meaning_at_warp_64(tmp_path: Pa
     assert result.status == "verified", result.summary
 
 
+@pytest.mark.slow
 def test_gemm_wmma_suite_kernel_verified_at_warp_64(suite: Path) -> None:
     spec = suite / "matrix" / "gemm_wmma" / "spec.toml"
     if not spec.exists():

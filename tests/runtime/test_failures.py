@@ -55,16 +55,28 @@ __global__ void shfl_vs_barrier(const float* x, float* y) {
   __syncthreads();
   y[threadIdx.x] = v;
 }
+#define HOST_ENTRY(k) extern "C" void t_##k(const float* x, float* y) { k<<<2, 256>>>(x, y); }
+HOST_ENTRY(divergent_barrier)
+HOST_ENTRY(wild_store)
+HOST_ENTRY(grid_barrier)
+HOST_ENTRY(huge_locals)
+HOST_ENTRY(shfl_vs_barrier)
 """
 
 
-def _run(kernel: str, timeout_s: float = 60.0):  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def lib(built_factory):  # type: ignore[no-untyped-def]
+    return built_factory(SOURCE)
+
+
+def _run(lib, kernel: str):  # type: ignore[no-untyped-def]
+    """Launch through an extern "C" host entry (one build for the whole module)."""
     x = np.ones(512, np.float32)
-    return run_kernel(SOURCE, kernel, grid=2, block=256, args=[x, np.zeros_like(x)], timeout_s=timeout_s)
+    return lib.call(f"t_{kernel}", [x, np.zeros_like(x)])
 
 
-def test_divergent_barrier_is_reported_as_deadlock() -> None:
-    res = _run("divergent_barrier")
+def test_divergent_barrier_is_reported_as_deadlock(lib) -> None:  # type: ignore[no-untyped-def]
+    res = _run(lib, "divergent_barrier")
     assert not res.ok
     assert res.error is not None
     assert res.error.startswith("deadlock in kernel divergent_barrier")
@@ -72,30 +84,31 @@ def test_divergent_barrier_is_reported_as_deadlock() -> None:
     assert os.getpid() > 0  # still here
 
 
-def test_segfault_is_reported_with_kernel_and_thread() -> None:
-    res = _run("wild_store")
+def test_segfault_is_reported_with_kernel_and_thread(lib) -> None:  # type: ignore[no-untyped-def]
+    res = _run(lib, "wild_store")
     assert not res.ok
     assert res.error is not None
     assert res.error.startswith("segmentation fault in kernel wild_store")
     assert "thread (77,0,0)" in res.error and "block (0,0,0)" in res.error
 
 
-def test_stack_overflow_is_reported_as_such() -> None:
-    res = _run("huge_locals")
+def test_stack_overflow_is_reported_as_such(lib) -> None:  # type: ignore[no-untyped-def]
+    res = _run(lib, "huge_locals")
     assert not res.ok
     assert res.error is not None and res.error.startswith("stack overflow")
     assert "in kernel huge_locals" in res.error
 
 
 def test_endless_loop_times_out_and_names_the_kernel() -> None:
-    res = _run("spin_forever", timeout_s=2.0)
+    x = np.ones(512, np.float32)  # through the generated kernel entry (run_kernel), not a host entry
+    res = run_kernel(SOURCE, "spin_forever", grid=2, block=256, args=[x, np.zeros_like(x)], timeout_s=2.0)
     assert not res.ok
     assert res.error is not None
     assert "timeout after 2 s in kernel spin_forever" in res.error
 
 
-def test_barrier_against_warp_collective_is_a_deadlock() -> None:
-    res = _run("shfl_vs_barrier")
+def test_barrier_against_warp_collective_is_a_deadlock(lib) -> None:  # type: ignore[no-untyped-def]
+    res = _run(lib, "shfl_vs_barrier")
     assert not res.ok
     assert res.error is not None and res.error.startswith("deadlock in kernel shfl_vs_barrier")
 
@@ -107,8 +120,8 @@ def test_invalid_launch_configuration_is_an_error_not_a_run() -> None:
     assert res.error is not None and "invalid configuration" in res.error
 
 
-def test_grid_sync_is_refused_with_a_message() -> None:
-    res = _run("grid_barrier")
+def test_grid_sync_is_refused_with_a_message(lib) -> None:  # type: ignore[no-untyped-def]
+    res = _run(lib, "grid_barrier")
     assert not res.ok
     assert res.error == "grid-wide sync (this_grid().sync()) is not supported by the CPU runtime"
 

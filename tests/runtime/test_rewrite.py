@@ -68,3 +68,15 @@ def test_rewrite_property(name: str, config: list[str], args: list[str], newline
     flat = "".join(out.text.split())
     expected = f"::xpiler::launch({name}, {', '.join(config)})({', '.join(args)});"
     assert "".join(expected.split()) in flat
+
+
+def test_launch_inside_a_macro_body() -> None:
+    src = (
+        "#define LAUNCH(k, n) k<<<(n + 255) / 256, 256>>>(x, n)\n"
+        "#define RUN_T(T) \\\n  scale<T><<<g, b, 0, s>>>(p)\n"
+        "void f() { LAUNCH(add, 10); }\n"
+    )
+    out = rewrite_for_cpu(src)
+    assert "#define LAUNCH(k, n) ::xpiler::launch(k, (n + 255) / 256, 256)(x, n)" in out.text
+    assert "::xpiler::launch(scale<T>, g, b, 0, s)(p)" in out.text
+    assert "<<<" not in out.text and out.text.count("\n") == src.count("\n")

@@ -121,7 +121,7 @@ async def test_rapid_edits_during_a_job(client: LanguageClient, tmp_path: Path) 
 
 async def test_translate_actions_follow_the_plans_on_disk(client: LanguageClient, tmp_path: Path) -> None:
     """Each "Translate to …" source action corresponds to a plan module of the core, for CUDA and HIP files."""
-    labels = {"hip": "HIP", "c": "CPU (C/OpenMP)", "cuda": "CUDA", "bang": "BANG C"}
+    labels = {"hip": "HIP", "c": "CPU (C/OpenMP)", "cpu": "CPU (C/OpenMP)", "cuda": "CUDA", "bang": "BANG C"}
     plans = REPO / "xpiler_core" / "plans"
     for example, source_name in (("softmax_warp.cu", "cuda"), ("relu.hip", "hip")):
         path = tmp_path / example

@@ -77,3 +77,15 @@ def test_reference_runs_on_every_case(entry: SuiteEntry) -> None:
             assert got.shape == shape, (arg["name"], case, got.shape, shape)
             assert got.dtype == np.dtype(arg["dtype"]), (arg["name"], got.dtype)
             assert np.all(np.isfinite(got)), (arg["name"], case)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.test_id for e in ENTRIES])
+def test_spec_loads_with_the_harness_loader(entry: SuiteEntry) -> None:
+    """The harness's own loader accepts the spec and sees the same entry, arguments and cases."""
+    spec_module = pytest.importorskip("xpiler_core.verify.spec", reason="the spec loader is not built yet")
+    spec = spec_module.load_spec(entry.spec_path)
+    assert spec.entry == entry.data["entry"]
+    assert spec.kind == entry.data["kind"]
+    assert [a.name for a in spec.args] == [a["name"] for a in entry.data["args"]]
+    assert len(spec.cases) == len(entry.cases)
+    assert spec.source.resolve() == entry.source_path.resolve()

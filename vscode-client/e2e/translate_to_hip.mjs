@@ -148,6 +148,19 @@ await step('put the cursor inside the kernel', async () => {
   await page.locator('[id="status.editor.selection"]', { hasText: 'Ln 5' }).waitFor();
 });
 
+await step('the editor context menu has the Xpiler submenu with the translations', async () => {
+  await page.locator('.monaco-editor .view-lines').first().click({ button: 'right', position: { x: 200, y: 90 } });
+  const submenu = page.locator('.monaco-menu .action-item', { hasText: 'Xpiler' }).first();
+  await submenu.waitFor();
+  await submenu.hover();
+  await page.locator('.monaco-menu .action-label', { hasText: 'Translate to HIP' }).first().waitFor();
+  const entries = await page.locator('.monaco-menu .action-label').allInnerTexts();
+  console.log(`      context menu: ${JSON.stringify(entries.filter((e) => /Translate|Pass|Verify|Tune|Manifest|Server/.test(e)))}`);
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Escape');
+  await page.locator('.monaco-menu').first().waitFor({ state: 'hidden' }).catch(() => undefined);
+});
+
 const via = await step('open the code action menu with "Translate to HIP"', async () => {
   const how = await openMenuWith('Translate to HIP');
   await page.waitForTimeout(300); // let the menu finish its fade-in before the screenshot

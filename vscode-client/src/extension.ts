@@ -95,8 +95,7 @@ async function start(): Promise<void> {
     initializationOptions: settingsFor(),
     errorHandler: {
       error: () => ({ action: ErrorAction.Continue }),
-      // Restart after a crash, but not in a loop: the default handler gives up after 5 crashes in 3 minutes,
-      // which is the behaviour we want; reproduce it with a simple counter.
+      // Restart after a crash, but at most 4 times in 3 minutes: a server that cannot start must not loop.
       closed: () => {
         crashes.push(Date.now());
         const recent = crashes.filter((t) => Date.now() - t < 180_000);

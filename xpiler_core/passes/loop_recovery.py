@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,21 +183,41 @@ class _Inliner:
         # innermost-first: a call whose arguments hold no other call to inline
         found: A.Call | None = None
         for n in A.walk(node):
-            if isinstance(n, A.Call) and n.callee in self.inline:
+            if isinstance(n, A.Call) and n.callee and n.callee.split("<")[0].strip() in self.inline:
                 found = n
         return found
 
+    @staticmethod
+    def _template_bindings(fn: A.Function, callee: str, at: A.Stmt) -> dict[str, A.Expr]:
+        """``f<256>`` against ``template <int BLOCK>`` → {BLOCK: 256} (value parameters only)."""
+        if fn.template is None:
+            return {}
+        if "<" not in callee:
+            raise PassRefused(f"cannot inline template device function '{fn.name}' without explicit arguments",
+                              at.span)
+        formals = [p.strip() for p in fn.template.strip().strip("<>").split(",")]
+        actuals = [a.strip() for a in callee[callee.index("<") + 1 : callee.rindex(">")].split(",")]
+        if len(formals) != len(actuals):
+            raise PassRefused(f"cannot inline '{callee}': template arguments not understood", at.span)
+        out: dict[str, A.Expr] = {}
+        for formal, actual in zip(formals, actuals, strict=True):
+            words = formal.split()
+            if len(words) != 2 or words[0] in ("typename", "class"):
+                raise PassRefused(f"cannot inline '{callee}': only value template parameters are supported",
+                                  at.span)
+            out[words[1]] = A.Literal(actual) if re.fullmatch(r"-?\w+", actual) else A.Name(f"({actual})")
+        return out
+
     def _expand(self, call: A.Call, depth: int, at: A.Stmt) -> tuple[list[A.Stmt], A.Expr]:
         assert call.callee is not None
-        fn = self.functions[call.callee]
-        if fn.template is not None:
-            raise PassRefused(f"cannot inline template device function '{fn.name}'", at.span)
+        fn = self.functions[call.callee.split("<")[0].strip()]
+        template_args = self._template_bindings(fn, call.callee, at)
         params = [p for p in fn.params if isinstance(p, A.Param)]
         if len(params) != len(fn.params) or len(params) != len(call.args):
             raise PassRefused(f"cannot inline '{fn.name}': parameter list not understood", at.span)
         k = next(self.counter)
         local = {p.name for p in params if p.name} | {n.name for n in A.walk(fn.body) if isinstance(n, A.VarDecl)}
-        renames: dict[str, A.Expr] = {nm: A.Name(f"{nm}_i{k}") for nm in local}
+        renames: dict[str, A.Expr] = {**template_args, **{nm: A.Name(f"{nm}_i{k}") for nm in local}}
         body_stmts = list(fn.body.stmts)
         returns = [n for n in A.walk(fn.body) if isinstance(n, A.Return)]
         ret_void = fn.ret.base == "void" and not fn.ret.pointers
@@ -585,7 +606,7 @@ def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
         else:
             stmts.append(s)
     cell = {name: A.Index(A.Name(name), _T) for name in ctx.expanded}
-    body: A.Stmt = A.substitute(A.Block(tuple(stmts)), cell)
+    body: A.Stmt = _scoped_substitute(A.Block(tuple(stmts)), cell)
     label = f"xp_exit{ctx.st.exit_labels}"
     ctx.st.exit_labels += 1
     body, used_label = _returns(body, label, ctx.done_flags)
@@ -607,6 +628,39 @@ def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
     loop: A.Stmt = A.for_range("xp_tx", A.lit(0), A.Name("xp_bdx"), A.Block(tuple(inner)))
     loop = A.for_range("xp_ty", A.lit(0), A.Name("xp_bdy"), loop)
     return A.for_range("xp_tz", A.lit(0), A.Name("xp_bdz"), loop)
+
+
+def _scoped_substitute(stmt: A.Stmt, mapping: dict[str, A.Expr]) -> A.Stmt:
+    """Like ``A.substitute`` but a nested declaration of a name shadows the mapping in its scope."""
+    if not mapping:
+        return stmt
+    if isinstance(stmt, A.Block):
+        current = dict(mapping)
+        out: list[A.Stmt] = []
+        for s in stmt.stmts:
+            out.append(_scoped_substitute(s, current))
+            if isinstance(s, A.DeclStmt):
+                for d in s.decls:
+                    current.pop(d.name, None)
+        return A.replace(stmt, stmts=tuple(out))
+    if isinstance(stmt, A.For):
+        inner = dict(mapping)
+        init = stmt.init
+        if isinstance(init, A.DeclStmt):
+            init = A.substitute(init, inner)
+            for d in stmt.init.decls:  # type: ignore[union-attr]
+                inner.pop(d.name, None)
+        elif init is not None:
+            init = A.substitute(init, inner)
+        return A.replace(stmt, init=init, cond=None if stmt.cond is None else A.substitute(stmt.cond, inner),
+                         step=None if stmt.step is None else A.substitute(stmt.step, inner),
+                         body=_scoped_substitute(stmt.body, inner))
+    if isinstance(stmt, A.If):
+        return A.replace(stmt, cond=A.substitute(stmt.cond, mapping), then=_scoped_substitute(stmt.then, mapping),
+                         else_=None if stmt.else_ is None else _scoped_substitute(stmt.else_, mapping))
+    if isinstance(stmt, (A.While, A.DoWhile)):
+        return A.replace(stmt, cond=A.substitute(stmt.cond, mapping), body=_scoped_substitute(stmt.body, mapping))
+    return A.substitute(stmt, mapping)
 
 
 def _returns(body: A.Stmt, label: str, done_flags: bool) -> tuple[A.Stmt, bool]:

@@ -83,10 +83,10 @@ def run_bang_kernel(
         if isinstance(a, np.ndarray):
             dtypes.append(None)
         else:
-            dtype = _scalar_dtype(a)
-            if dtype not in _SCALAR_KINDS:
-                raise TypeError(f"scalar arguments of type {dtype} are not supported")
-            dtypes.append(dtype)
+            scalar_type = _scalar_dtype(a)
+            if scalar_type not in _SCALAR_KINDS:
+                raise TypeError(f"scalar arguments of type {scalar_type} are not supported")
+            dtypes.append(scalar_type)
     build = build_bang(text + call_glue(entry, dtypes), path=path, generation=generation)
     if not build.ok or build.output is None:
         return BangKernelRun(False, error=format_build_errors(build), build=build)
@@ -96,7 +96,9 @@ def run_bang_kernel(
             assert isinstance(a, np.ndarray)
             call_args.append(a)
         else:
-            call_args.append((_SCALAR_KINDS[dtype][0], a.item() if isinstance(a, np.generic) else a))
+            value = a.item() if isinstance(a, np.generic) else a
+            assert isinstance(value, int | float)
+            call_args.append((_SCALAR_KINDS[dtype][0], value))
     call_args += [("int", int(d)) for d in dim] + [("int", TASK_TYPES[task_type.lower()])]
     own = worker is None
     runner = worker if worker is not None else BangWorker()

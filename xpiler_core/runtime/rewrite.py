@@ -29,6 +29,11 @@ _EXTERN_SHARED = re.compile(
 )
 
 
+# A launch inside a macro body (tree-sitter leaves macro bodies as raw text): kernel name, optionally with
+# template arguments, then the configuration up to the first `>>>`.
+_MACRO_LAUNCH = re.compile(r"([A-Za-z_][\w:]*(?:\s*<[^<>;]*>)?)\s*<<<(.*?)>>>", re.S)
+
+
 @dataclass(frozen=True)
 class Launch:
     """One ``<<<...>>>`` launch site (0-based line) and the text of its kernel expression."""
@@ -136,6 +141,14 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
             )
             edits.append((function.start_byte, config.end_byte, _same_lines(replacement, original)))
             result.launches.append(Launch(kernel, node.start_point[0], tuple(parts)))
+        elif node.type == "preproc_arg" and b"<<<" in data[node.start_byte : node.end_byte]:
+            body = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+            rewritten = _MACRO_LAUNCH.sub(lambda m: f"::xpiler::launch({m.group(1)}, {m.group(2).strip()})", body)
+            edits.append((node.start_byte, node.end_byte, rewritten))
+            for m in _MACRO_LAUNCH.finditer(body):
+                result.launches.append(
+                    Launch(m.group(1), node.start_point[0] + body.count("\n", 0, m.start()), (m.group(2).strip(),))
+                )
         elif node.type == "declaration":
             decl = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
             if "__shared__" in decl and not decl.startswith("extern"):

@@ -169,7 +169,9 @@ inline Region ldram_section() { return {__start_xpiler_ldram, __stop_xpiler_ldra
 
 struct PendingCopy {
   void* dst;
-  std::vector<char> data;
+  std::vector<char> data;  // the source bytes, read when the copy was issued
+  const char* src;         // where they came from (for hazard checks)
+  SrcLoc issued;
 };
 
 struct Task {
@@ -391,6 +393,32 @@ inline const VarExtent* variable_at(const void* p) {
   return c < it->hi ? &*it : nullptr;
 }
 
+// Hazards against the running task's incomplete __memcpy_async copies: touching a pending
+// destination, or writing a pending source, before a __sync_* is a race on the MLU.
+inline bool overlaps(const char* a, size_t an, const char* b, size_t bn) { return a < b + bn && b < a + an; }
+
+inline bool check_pending_hazard(const SrcLoc& loc, const char* intrinsic, const char* operand, const void* p,
+                                 size_t bytes, bool is_write) {
+  Task* t = current_task();
+  if (t == nullptr) return true;
+  const char* c = static_cast<const char*>(p);
+  for (const PendingCopy& pc : t->pending) {
+    if (overlaps(c, bytes, static_cast<const char*>(pc.dst), pc.data.size())) {
+      fail(loc, "%s: %s overlaps the destination of a __memcpy_async issued at %s:%d that has not completed; "
+                "call __sync_io() (or another __sync_*) first",
+           intrinsic, operand, pc.issued.file, pc.issued.line);
+      return false;
+    }
+    if (is_write && overlaps(c, bytes, pc.src, pc.data.size())) {
+      fail(loc, "%s: %s overwrites the source of a __memcpy_async issued at %s:%d that has not completed; "
+                "call __sync_io() (or another __sync_*) first",
+           intrinsic, operand, pc.issued.file, pc.issued.line);
+      return false;
+    }
+  }
+  return true;
+}
+
 // Checks that [p, p + bytes) lies inside memory space `want`; false after reporting otherwise.
 inline bool require_space(const SrcLoc& loc, const char* intrinsic, const char* operand, const void* p,
                           size_t bytes, Space want) {
@@ -429,7 +457,7 @@ inline bool require_space(const SrcLoc& loc, const char* intrinsic, const char* 
       }
     }
   }
-  return true;
+  return check_pending_hazard(loc, intrinsic, operand, p, bytes, std::strcmp(operand, "dst") == 0);
 }
 
 inline bool require(bool ok, const SrcLoc& loc, const char* intrinsic, const char* what) {
@@ -570,7 +598,7 @@ inline bool copy_checked(const SrcLoc& loc, const char* api, void* dst, const vo
     char* dp = static_cast<char*>(dst) + i * dst_stride;
     const char* sp = static_cast<const char*>(src) + i * src_stride;
     if (async && t != nullptr) {
-      t->pending.push_back(PendingCopy{dp, std::vector<char>(sp, sp + size)});
+      t->pending.push_back(PendingCopy{dp, std::vector<char>(sp, sp + size), sp, loc});
     } else {
       std::memmove(dp, sp, static_cast<size_t>(size));
     }
