@@ -93,6 +93,13 @@ def translate(
         raise XpilerError(
             f"no translation plan from {source.value.upper()} to {options.target.value.upper()}", path
         ) from None
+    # ---- LLM proposer hook (xpiler_core/llm, issue 10): off unless a proposer other than "rules" is set ----
+    if options.proposer != "rules":
+        from xpiler_core.llm.hook import translate_with_proposer
+
+        proposed: TranslationResult = translate_with_proposer(plan_module.plan, text, path, options, progress, cancel)
+        return proposed
+    # ---- end of LLM proposer hook ----
     result: TranslationResult = plan_module.plan(text, path, options, progress, cancel)
     return result
 

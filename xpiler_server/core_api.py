@@ -307,6 +307,20 @@ def use_toolchains(paths: dict[str, str]) -> list[str]:
     return problems
 
 
+def use_llm(endpoint: str, model: str, api_key_env: str) -> None:
+    """Point the core's LLM client (configured through the environment) at the user's endpoint and model.
+
+    Called only when the user enabled LLM proposals; the key itself stays in the variable it names.
+    """
+    client = _optional("xpiler_core.llm.client")
+    if client is None:
+        return
+    for name, value in (("ENV_BASE_URL", endpoint), ("ENV_MODEL", model), ("ENV_API_KEY_ENV", api_key_env)):
+        variable = getattr(client, name, None)
+        if isinstance(variable, str) and value:
+            os.environ[variable] = value
+
+
 def load_spec(spec_path: str) -> Any:
     spec_module = _optional("xpiler_core.verify.spec")
     if spec_module is None:

@@ -246,7 +246,10 @@ class XpilerServer(LanguageServer):
 
     # ------------------------------------------------------------------ configuration
 
-    def apply_toolchains(self) -> None:
+    def apply_environment(self) -> None:
+        """Settings the core reads from the environment: compiler locations and the LLM endpoint."""
+        if self.config.llm_enabled and self.config.llm_endpoint:
+            core_api.use_llm(self.config.llm_endpoint, self.config.llm_model, self.config.llm_api_key_env)
         if not self.config.toolchains:
             return
         for problem in core_api.use_toolchains(self.config.toolchains):
@@ -267,7 +270,7 @@ class XpilerServer(LanguageServer):
                     self.config = self.config.merged(values[0])
             except Exception:
                 log.warning("workspace/configuration failed; keeping current settings", exc_info=True)
-        self.apply_toolchains()
+        self.apply_environment()
         for doc in self.documents:
             self._target_version.pop(doc.uri, None)
             self.schedule_target_diagnostics(doc.uri, 0)

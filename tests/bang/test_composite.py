@@ -135,3 +135,49 @@ def test_tiled_gemm_with_strided_filter_gather(composite: BangLib, m: int, k: in
 def test_union1_launch_with_six_tasks_is_refused(composite: BangLib) -> None:
     r = composite.call("run_softmax", np.zeros(32, np.float32), np.ones(32, np.float32), 1, 32, 6)
     assert r.error is not None and "softmax_rows" in r.error and "multiple of 4" in r.error
+
+
+HELPER_SOURCE = r"""
+// A helper with its own NRAM scratch, called by two kernels; its buffer must be per core and survive
+// a barrier, and sit next to inline helpers' statics without section conflicts.
+__mlu_func__ float* scratch() {
+  __nram__ float keep[64];
+  return keep;
+}
+__mlu_global__ void remember(float* out) {
+  __nram__ float mine[64];
+  float* s = scratch();
+  __bang_write_value(s, 64, static_cast<float>(taskId));
+  __sync_cluster();
+  __bang_add_scalar(mine, s, 100.0f, 64);
+  __memcpy(out + taskId * 64, mine, 64 * sizeof(float), NRAM2GDRAM);
+}
+__mlu_global__ void other(float* out) {
+  __nram__ float big[4096];
+  __bang_write_value(big, 4096, 1.0f);
+  __memcpy(out, scratch(), 4, NRAM2GDRAM);
+}
+extern "C" int run_remember(float* out, int tasks) {
+  cnrtDim3_t dim = {static_cast<unsigned>(tasks), 1, 1};
+  remember<<<dim, CNRT_FUNC_TYPE_UNION1, nullptr>>>(out);
+  return static_cast<int>(cnrtSyncDevice());
+}
+"""
+
+
+@pytest.mark.parametrize("tasks", [4, 16])
+def test_helper_owned_nram_is_per_core(build_lib: Callable[[str, str], BangLib], tasks: int) -> None:
+    lib = build_lib(HELPER_SOURCE, "tests/bang/helper.mlu")
+    out = lib.ok("run_remember", np.zeros(tasks * 64, np.float32), tasks).arrays[0].reshape(tasks, 64)
+    np.testing.assert_array_equal(out, np.arange(tasks, dtype=np.float32)[:, None] + 100.0 + np.zeros((1, 64)))
+
+
+def test_onchip_array_in_template_kernel_is_a_build_error() -> None:
+    from xpiler_core.runtime.bang_build import build_bang
+
+    source = "template <typename T>\n__mlu_global__ void k(T* out) {\n  __nram__ T tile[64];\n  out[0] = tile[0];\n}\n" \
+             "extern \"C\" int run(float* o) { cnrtDim3_t d = {1, 1, 1}; k<float><<<d, CNRT_FUNC_TYPE_BLOCK, nullptr>>>(o); return 0; }\n"
+    build = build_bang(source, path="tmpl.mlu")
+    assert not build.ok
+    (diag,) = [d for d in build.diagnostics if d.code == "bang-onchip-template"]
+    assert diag.span.start_line == 2 and "'tile' is declared __nram__ inside 'k<float>'" in diag.message

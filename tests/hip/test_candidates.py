@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xpiler_core.frontend.dialect import Dialect
-from xpiler_core.pipeline import TranslateOptions, translate
+from xpiler_core.pipeline import TranslateOptions, TranslationResult, translate
 
 SPEC = """
 name = "wave_total"
@@ -65,7 +65,7 @@ ROW_SPEC = (SPEC.replace('shape = [1]', 'shape = ["ceil_div(n, 32)"]').replace("
 ROW_REF = "import numpy as np\ndef rows(x, n):\n    return x.reshape(-1, 32).sum(axis=1).astype(np.float32)\n"
 
 
-def _run(tmp_path: Path, source: str, spec: str = SPEC, ref: str = REF):  # type: ignore[no-untyped-def]
+def _run(tmp_path: Path, source: str, spec: str = SPEC, ref: str = REF) -> TranslationResult:
     (tmp_path / "k.cu").write_text(source)
     (tmp_path / "spec.toml").write_text(spec)
     (tmp_path / "ref.py").write_text(ref)

@@ -103,3 +103,14 @@ def test_cli_errors_are_located_not_tracebacks(tmp_path: Path, capsys: pytest.Ca
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     assert main(["replay", str(bad)]) == 1
+
+
+def test_hip_example_goes_to_cuda_verified_at_warp_32(tmp_path: Path) -> None:
+    source = REPO / "examples" / "relu.hip"
+    if not source.exists():
+        pytest.skip("examples/relu.hip not present")
+    result = translate(source.read_text(), str(source), TranslateOptions(Dialect.CUDA))
+    assert "relu_kernel<<<dim3(grid), dim3(block), 0, stream>>>(x, y, n);" in result.output_text
+    assert result.compile is not None and result.compile.ok and result.compile.toolchain == "nvcc"
+    assert result.tests is not None and result.tests.warp_size == 32
+    assert result.status == "verified", result.summary

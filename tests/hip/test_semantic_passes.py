@@ -112,3 +112,22 @@ def test_dp4a_gets_a_portable_definition_verified_against_numpy(suite: Path) -> 
     assert result.status == "verified", result.summary
     back = translate(result.output_text, "g.hip", TranslateOptions(Dialect.CUDA, verify=False)).output_text
     assert "xpiler_dp4a" not in back and "__dp4a(" in back
+
+
+def test_meta_group_rank_and_size_computed_from_the_block(suite: Path) -> None:
+    spec = suite / "reduction" / "l2norm" / "spec.toml"
+    if not spec.exists():
+        import pytest
+
+        pytest.skip("l2norm not in the suite")
+    source = spec.parent / "l2norm.cu"
+    result = translate(source.read_text(), str(source), TranslateOptions(Dialect.HIP, spec_path=str(spec)))
+    assert "meta_group" not in result.output_text
+    assert result.status == "verified", result.summary
+
+
+def test_meta_group_of_a_tile_with_unknown_parent_is_unresolved() -> None:
+    text = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+            "__device__ unsigned f(cg::thread_block_tile<32> t) { return t.meta_group_rank(); }\n")
+    outcome = run_pass("cooperative_groups", text, "m.cu", {}, Dialect.HIP)
+    assert any("meta_group_rank" in u.reason for u in outcome.unresolved)

@@ -147,3 +147,26 @@ def test_cancel_stops_a_running_child() -> None:
                 timeout_s=120,
                 cancel=token,
             )
+
+
+def test_memory_limit_is_enforced_and_reported() -> None:
+    greedy = (
+        "#include <vector>\n"
+        'extern "C" void hog(float* out) {\n'
+        "  std::vector<char> big(3ull << 30, 1);  // 3 GiB, over the 1 GiB limit\n"
+        "  out[0] = big[12345];\n"
+        "}\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        built = build_library(greedy, Dialect.CUDA, Path(tmp))
+        assert built.library is not None, built.log
+        res = call_library(
+            built.library,
+            "hog",
+            "host",
+            [CallArg("out", "float32", np.zeros(1, np.float32))],
+            ["out"],
+            Path(tmp) / "run",
+            memory_bytes=1 << 30,
+        )
+    assert not res.ok and res.error == "out of memory (limit 1 GiB)"

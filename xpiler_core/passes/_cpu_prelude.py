@@ -102,6 +102,19 @@ static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+static inline float __int_as_float(int v) { float f; memcpy(&f, &v, 4); return f; }
+static inline int __float_as_int(float f) { int v; memcpy(&v, &f, 4); return v; }
+static inline float __uint_as_float(unsigned int v) { float f; memcpy(&f, &v, 4); return f; }
+static inline unsigned int __float_as_uint(float f) { unsigned int v; memcpy(&v, &f, 4); return v; }
+static inline double __longlong_as_double(long long v) { double f; memcpy(&f, &v, 8); return f; }
+static inline long long __double_as_longlong(double f) { long long v; memcpy(&v, &f, 8); return v; }
+static inline int __float2int_rn(float f) { return (int)nearbyintf(f); }
+static inline int __float2int_rz(float f) { return (int)f; }
+static inline int __float2int_rd(float f) { return (int)floorf(f); }
+static inline int __float2int_ru(float f) { return (int)ceilf(f); }
+static inline float __int2float_rn(int v) { return (float)v; }
+static inline unsigned int __brev(unsigned int x) { unsigned int r = 0; for (int k = 0; k < 32; ++k) { r = (r << 1) | (x & 1u); x >>= 1; } return r; }
+static inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
@@ -154,6 +167,10 @@ static inline int xp_all(const int* a, int t, int n, int w) {
 /* Atomics: OpenMP atomic captures (blocks run on OpenMP threads). */
 template <class T, class V> static inline T atomicAdd(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p += (T)v; } return old; }
 template <class T, class V> static inline T atomicSub(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p -= (T)v; } return old; }
+template <class T, class V> static inline T atomicAnd(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p &= (T)v; } return old; }
+template <class T, class V> static inline T atomicOr(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p |= (T)v; } return old; }
+template <class T, class V> static inline T atomicXor(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p ^= (T)v; } return old; }
+template <class T> static inline T atomicInc(T* p, T lim) { T old = __atomic_load_n(p, __ATOMIC_SEQ_CST); while (!__atomic_compare_exchange_n(p, &old, old >= lim ? 0 : old + 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {} return old; }
 template <class T, class V> static inline T atomicExch(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p = (T)v; } return old; }
 template <class T> static inline T atomicCAS(T* p, T cmp, T v) { __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); return cmp; }
 template <class T, class V> static inline T atomicMax(T* p, V v) {

@@ -4,7 +4,8 @@ HIP ships ``cooperative_groups`` (``hip/hip_cooperative_groups.h``, mapped by th
 blocks, tiled partitions (tiles up to the wavefront size, so CUDA's ``tiled_partition<32>`` keeps its
 32-lane meaning on a 64-lane wavefront) and tile shuffles. ``<cooperative_groups/reduce.h>`` does not exist
 there: ``cg::reduce(tile, v, op)`` becomes a butterfly over the tile with ``tile.shfl_xor`` — every lane
-gets the result, as with ``cg::reduce`` — and ``cg::plus/less/greater`` become small functors. Grid-wide
+gets the result, as with ``cg::reduce`` — and ``cg::plus/less/greater`` become small functors. ``tile.meta_group_rank()``/``meta_group_size()`` (not in HIP 5.x) are computed
+from the parent thread block for tiles cut directly from one. Grid-wide
 ``this_grid().sync()`` needs a cooperative launch (``hipLaunchCooperativeKernel``): reported for review.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.frontend.source import parse_text
 from xpiler_core.passes._cst import Edit, apply_edits, top_insertion_point, walk
-from xpiler_core.passes.base import PassContext, PassInfo, SourceUnit
+from xpiler_core.passes.base import PassContext, PassInfo, SourceUnit, Unresolved
 
 INFO = PassInfo(
     name="cooperative_groups",
@@ -48,12 +49,21 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     aliases = set(re.findall(r"namespace\s+(\w+)\s*=\s*cooperative_groups\s*;", module.text)) | {"cooperative_groups"}
     edits: list[Edit] = []
     rewrites = 0
+    meta_rewrites = 0
     reduce_include = None
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
         if node.type == "preproc_include":
             path = node.child_by_field_name("path")
             if path is not None and src.node_text(path).strip('<>"') == "cooperative_groups/reduce.h":
                 reduce_include = node
+        elif node.type == "call_expression":
+            rewrite = _meta_group(src, node, module.text)
+            if rewrite is not None:
+                if rewrite.startswith("unresolved:"):
+                    ctx.unresolved.append(Unresolved(rewrite[len("unresolved:"):], Span.of(node), "meta_group"))
+                else:
+                    edits.append(Edit(node.start_byte, node.end_byte, rewrite))
+                    meta_rewrites += 1
         elif node.type == "qualified_identifier":
             scope = node.child_by_field_name("scope")
             name = node.child_by_field_name("name")
@@ -78,5 +88,36 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         ctx.notes.append(f"cooperative_groups: {rewrites} cg::reduce/functor use(s) rewritten for HIP")
     elif reduce_include is not None:
         edits.append(Edit(reduce_include.start_byte, reduce_include.end_byte, ""))
+    if meta_rewrites:
+        ctx.notes.append(f"cooperative_groups: {meta_rewrites} meta_group_rank/size call(s) computed from the block")
     data, _ = apply_edits(src.data, edits)
     return SourceUnit(data.decode("utf-8"), module.dialect, module.path)
+
+
+def _meta_group(src: Any, call: Any, text: str) -> str | None:
+    """``tile.meta_group_rank()`` / ``meta_group_size()`` (not in HIP 5.x) for tiles cut from a thread block.
+
+    The tile's index in its parent is the parent rank divided by the tile size; the count is the parent size
+    over the tile size, rounded up. Only tiles partitioned directly from a thread block are rewritten.
+    """
+    func = call.child_by_field_name("function")
+    if func is None or func.type != "field_expression":
+        return None
+    field = func.child_by_field_name("field")
+    tile_node = func.child_by_field_name("argument")
+    method = src.node_text(field) if field is not None else ""
+    if method not in ("meta_group_rank", "meta_group_size") or tile_node is None or tile_node.type != "identifier":
+        return None
+    tile = src.node_text(tile_node)
+    made = re.search(rf"\b{re.escape(tile)}\s*=\s*(?:\w+\s*::\s*)?tiled_partition\s*(?:<[^>]*>)?\s*\(\s*(\w+)\s*\)",
+                     text)
+    if made is None:
+        return f"unresolved:{method}() on '{tile}': HIP 5.x has no meta groups and the tile's parent is not visible"
+    parent = made.group(1)
+    is_block = re.search(rf"\bthread_block\s+{re.escape(parent)}\b|\b{re.escape(parent)}\s*=\s*(?:\w+\s*::\s*)?"
+                         r"this_thread_block\s*\(", text)
+    if is_block is None:
+        return f"unresolved:{method}() on '{tile}': its parent '{parent}' is not a thread block"
+    if method == "meta_group_rank":
+        return f"(static_cast<unsigned>({parent}.thread_rank()) / {tile}.size())"
+    return f"((static_cast<unsigned>({parent}.size()) + {tile}.size() - 1) / {tile}.size())"

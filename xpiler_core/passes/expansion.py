@@ -69,7 +69,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         count = A.binop("-", view.stop, view.start)
         etype = A.replace(d.type, quals=tuple(q for q in d.type.quals if q != "const"))
         size = A.Ternary(A.binop(">", count, A.lit(0)), count, A.lit(1))
-        return [A.DeclStmt((A.VarDecl(arr, etype, (size,)),)), A.replace(loop, body=body)]
+        return A.Block((A.DeclStmt((A.VarDecl(arr, etype, (size,)),)), A.replace(loop, body=body)))
 
     new_fn = map_loops(fn, expand)
     if not state["done"]:

@@ -37,6 +37,7 @@ from typing import Any
 from xpiler_core import ast as A
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.passes._ast_support import bool_param, enter, int_param, leave, scalar_writes
+from xpiler_core.passes._coop_groups import lower_cooperative_groups, uses_cooperative_groups
 from xpiler_core.passes._cpu_prelude import PRELUDE, PRELUDE_MARK
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 
@@ -875,9 +876,10 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     kernels = module.kernels()
     if not kernels:
         raise PassRefused("no __global__ kernel to recover loops from")
+    if uses_cooperative_groups(module):
+        module = lower_cooperative_groups(module)
+        kernels = module.kernels()
     for item in module.items:
-        if isinstance(item, A.Opaque) and ("namespace" in item.text and "cooperative_groups" in item.text):
-            raise PassRefused("cooperative groups are not supported by loop recovery", item.span)
         if isinstance(item, A.Opaque) and "nvcuda" in item.text:
             raise PassRefused("wmma fragments remain: run detensorization first", item.span)
     for k in kernels:

@@ -115,6 +115,15 @@ def spec_with_launch_args(spec: Any, launch_params: str, workdir: Path) -> Any:
                                args=[*spec.args, *extra])
 
 
+def gcc_verdict(candidate: str) -> Any:
+    """The GNU compiler's verdict on a candidate: g++ when it is C++ (the prelude, ``extern "C"``), as the
+    harness builds it, else gcc."""
+    from xpiler_core.verify.toolchains import compile_check
+
+    cplusplus = 'extern "C"' in candidate or "namespace" in candidate or "template" in candidate
+    return compile_check(candidate, Dialect.C, toolchain="g++" if cplusplus else None, flags=("-fopenmp",))
+
+
 def run_ast_passes(
     module: A.Module, names: list[str], ctx: PassContext, params: dict[str, dict[str, Any]]
 ) -> tuple[A.Module, list[dict[str, Any]]]:
@@ -167,8 +176,6 @@ def plan(
 ) -> TranslationResult:
     from xpiler_core.verify.harness import run_spec
     from xpiler_core.verify.spec import load_spec
-    from xpiler_core.verify.toolchains import compile_check
-
     started = time.perf_counter()
     report(progress, 0.0, f"translating {Path(path).name} (cuda->cpu)")
     spec = load_spec(options.spec_path) if options.spec_path else None
@@ -184,7 +191,7 @@ def plan(
         status, reason = "unresolved", "verification was turned off: not compiled, not executed"
     else:
         report(progress, 0.4, "compiling with gcc")
-        verdict = compile_check(candidate, Dialect.C)
+        verdict = gcc_verdict(candidate)
         if not verdict.ok:
             status, reason = "failed", "the candidate does not compile with gcc"
         else:

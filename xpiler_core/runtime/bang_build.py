@@ -157,8 +157,11 @@ class CapacityViolation:
 
 
 _OBJDUMP_LINE = re.compile(
-    r"^[0-9a-fA-F]+\s+(?P<flags>.{7})\s+xpiler_(?P<space>nram|wram|sram|ldram)\s+(?P<size>[0-9a-fA-F]+)\s+(?P<name>.+)$"
+    r"^[0-9a-fA-F]+\s+(?P<flags>.{7})\s+(?P<section>\S+)\s+(?P<size>[0-9a-fA-F]+)\s+(?:\.\w+\s+)?(?P<name>.+)$"
 )
+_ONCHIP_SECTION = re.compile(r"^xpiler_(nram|wram|sram|ldram)$")
+_ONCHIP_DECL = re.compile(r"\b(__nram__|__wram__|__mlu_shared__|__ldram__)\b[^;=(){}]*?\b(\w+)\s*(?=[\[;=])")
+_QUALIFIER_SPACE = {"__nram__": "nram", "__wram__": "wram", "__mlu_shared__": "sram", "__ldram__": "ldram"}
 
 
 def _split_symbol(demangled: str) -> tuple[str | None, str]:
@@ -178,13 +181,13 @@ def _split_symbol(demangled: str) -> tuple[str | None, str]:
     return head.strip(), name.strip()
 
 
-def read_onchip_symbols(binary: Path) -> list[OnChipSymbol]:
-    """On-chip variables of a linked binary, from ``objdump -t -C``."""
-    symbols: list[OnChipSymbol] = []
+def _object_symbols(binary: Path) -> list[tuple[str, OnChipSymbol]]:
+    """(section, symbol) for every sized data object of a linked binary, from ``objdump -t -C``."""
     try:
         proc = subprocess.run(["objdump", "-t", "-C", str(binary)], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RuntimeError(f"cannot read the symbol table of {binary}: {exc}") from None
+    out: list[tuple[str, OnChipSymbol]] = []
     for line in proc.stdout.splitlines():
         m = _OBJDUMP_LINE.match(line.strip())
         if m is None or "O" not in m.group("flags"):
@@ -193,8 +196,36 @@ def read_onchip_symbols(binary: Path) -> list[OnChipSymbol]:
         if size == 0:
             continue
         function, name = _split_symbol(m.group("name"))
-        symbols.append(OnChipSymbol(m.group("space"), name, function, size))
-    return symbols
+        section = m.group("section")
+        space = _ONCHIP_SECTION.match(section)
+        out.append((section, OnChipSymbol(space.group(1) if space else "", name, function, size)))
+    return out
+
+
+def read_onchip_symbols(binary: Path) -> list[OnChipSymbol]:
+    """On-chip variables of a linked binary (objects in the ``xpiler_*`` sections)."""
+    return [sym for _, sym in _object_symbols(binary) if sym.space]
+
+
+def misplaced_onchip_declarations(binary: Path, source: str, path: str) -> list[Diagnostic]:
+    """On-chip declarations g++ did not put on chip: function-local arrays in templates (GCC ignores
+    section attributes there), which the model would otherwise treat as GDRAM."""
+    declared = {m.group(2): m for m in _ONCHIP_DECL.finditer(source)}
+    diags: list[Diagnostic] = []
+    for section, sym in _object_symbols(binary):
+        if sym.space or sym.function is None or sym.name not in declared:
+            continue
+        m = declared[sym.name]
+        line = source.count("\n", 0, m.start())
+        col = m.start() - (source.rfind("\n", 0, m.start()) + 1)
+        message = (
+            f"'{sym.name}' is declared {m.group(1)} inside '{sym.function}', but g++ placed it in {section}: "
+            "on-chip arrays inside template functions are not supported by the BANG CPU model; declare the "
+            "buffer in a non-template kernel or helper, or at file scope"
+        )
+        diags.append(Diagnostic(Severity.ERROR, "bang-onchip-template", message,
+                                Span(m.start(), m.end(), line, col, line, col + len(m.group(0))), file=path))
+    return diags
 
 
 def _declaration_span(source: str, space: str, symbol: OnChipSymbol) -> Span:
@@ -315,7 +346,7 @@ def build_bang(
     gen = get_generation(generation)
     started = time.monotonic()
     prepared = prepare_source(text, path)
-    key = stable_key("bang-build-v1", prepared, gen.name, shared, list(flags), opt, _header_digest(), _compiler_version())
+    key = stable_key("bang-build-v2", prepared, gen.name, shared, list(flags), opt, _header_digest(), _compiler_version())
     cache_dir = cache_root() / "bang_build" / key
     artefact = cache_dir / ("libkernel.so" if shared else "kernel")
     record = cache_dir / "result.json"
@@ -329,7 +360,8 @@ def build_bang(
         src.write_text(prepared, encoding="utf-8")
         out = Path(tmp) / artefact.name
         command = [
-            "g++", "-std=c++17", opt, "-fno-strict-aliasing", "-I", str(INCLUDE_DIR), "-include", str(HEADER),
+            # -fno-weak: inline helpers' on-chip statics stay in their sections (no comdat conflicts)
+            "g++", "-std=c++17", opt, "-fno-strict-aliasing", "-fno-weak", "-I", str(INCLUDE_DIR), "-include", str(HEADER),
             *gen.defines(), *(["-fPIC", "-shared"] if shared else ["-rdynamic"]), *flags,
             "-x", "c++", str(src), "-x", "none", "-o", str(out), "-ldl",
         ]  # fmt: skip
@@ -365,7 +397,9 @@ def _from_record(
         build.capacity_violations = violations
         build.usage = usage
         build.diagnostics.extend(v.diagnostic for v in violations)
-        if violations:
+        misplaced = misplaced_onchip_declarations(artefact, text, path)
+        build.diagnostics.extend(misplaced)
+        if violations or misplaced:
             build.ok = False
             build.output = None
     build.seconds = time.monotonic() - started

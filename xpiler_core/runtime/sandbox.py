@@ -56,6 +56,22 @@ def _limits(memory_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+WORKER = Path(__file__).resolve().parent / "worker.py"
+
+
+def _scalar(dtype: str, value: float | int | None) -> tuple[str, float | int]:
+    """The ctypes type name and value the worker passes; 16-bit floats travel as their bit patterns."""
+    v = 0 if value is None else value
+    if dtype == "float16":
+        return "uint16", int(np.array(v, dtype=np.float16).view(np.uint16))
+    if dtype == "bfloat16":
+        bits = int(np.array(v, dtype=np.float32).view(np.uint32))
+        return "uint16", (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    if dtype == "bool":
+        return "bool", bool(v)
+    return dtype, int(v) if dtype.startswith(("int", "uint")) else float(v)
+
+
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -89,13 +105,17 @@ def call_library(
     """Call ``entry`` of ``library`` in a sandboxed child; outputs are the named buffers after the call."""
     workdir.mkdir(parents=True, exist_ok=True)
     request_args: list[dict[str, Any]] = []
+    layouts: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
     for i, arg in enumerate(args):
         if arg.array is not None:
-            file = f"in{i}_{arg.name}.npy"
-            np.save(workdir / file, arg.array)
-            request_args.append({"name": arg.name, "kind": "buffer", "dtype": arg.dtype, "file": file})
+            file = f"in{i}_{arg.name}.bin"
+            array = np.ascontiguousarray(arg.array)
+            (workdir / file).write_bytes(array.tobytes())
+            layouts[arg.name] = (array.dtype, array.shape)
+            request_args.append({"name": arg.name, "kind": "buffer", "file": file})
         else:
-            request_args.append({"name": arg.name, "kind": "scalar", "dtype": arg.dtype, "value": arg.value})
+            ctype, value = _scalar(arg.dtype, arg.value)
+            request_args.append({"name": arg.name, "kind": "scalar", "ctype": ctype, "value": value})
     status_file = workdir / "status.txt"
     request = {
         "library": str(library),
@@ -115,7 +135,8 @@ def call_library(
     child_env.update(env or {})
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "xpiler_core.runtime.worker", str(request_path)],
+        # -S -E: no site packages, no PYTHON* variables; the worker needs only the standard library.
+        [sys.executable, "-S", "-E", str(WORKER), str(request_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -152,18 +173,23 @@ def call_library(
     if rc != 0:
         message = _runtime_message(stderr)
         if message is None:
-            if rc < 0:
+            if "MemoryError" in stderr or "bad_alloc" in stderr or "Cannot allocate memory" in stderr:
+                message = f"out of memory (limit {memory_bytes / 2**30:g} GiB)"
+            elif rc < 0:
                 name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
                 where = f" in {kernel_hint}" if kernel_hint else ""
                 message = f"killed by {name}{where}"
-            elif "MemoryError" in stderr or "std::bad_alloc" in stderr:
-                message = "out of memory (limit exceeded)"
             else:
                 tail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {rc}"
                 message = f"run failed: {tail}"
         return CallResult(False, error=message, status=rc, stdout=stdout, stderr=stderr, seconds=seconds)
     result = json.loads((workdir / "result.json").read_text())
-    outs = {name: np.load(workdir / f"out_{name}.npy") for name in outputs}
+    outs = {
+        name: np.frombuffer((workdir / f"out_{name}.bin").read_bytes(), dtype=layouts[name][0])
+        .reshape(layouts[name][1])
+        .copy()
+        for name in outputs
+    }
     status = int(result.get("status", 0))
     error = None
     if status != 0:

@@ -1,11 +1,12 @@
-"""Child process that loads a built library with ctypes and calls one entry on numpy arrays.
+"""Child process that loads a built library with ctypes and calls one entry on raw buffers.
 
-``python -m xpiler_core.runtime.worker REQUEST.json``. The request names the library, the entry, the
-call mode (``kernel``: the generated ``xpiler_entry(void** args, const unsigned* config)`` wrapper;
-``host``: an ``extern "C"`` function called with the arguments themselves), and the arguments (buffers as
-``.npy`` files, scalars by value with a dtype). Buffers are written back as ``.npy`` files into the
-request's directory. Faults and deadlocks end this process with a message from the runtime on stderr; the
-parent turns that into a report. This module imports nothing from the rest of the package, so it starts fast.
+``python -S -E worker.py REQUEST.json`` (standard library only, no site packages: it starts fast). The
+request names the library, the entry, the call mode (``kernel``: the generated
+``xpiler_entry(void** args, const unsigned* config)`` wrapper; ``host``: an ``extern "C"`` function called
+with the arguments themselves) and the arguments: buffers as raw files (read into memory, written back
+after the call), scalars as ctypes type names with values (16-bit floats arrive as their bit patterns).
+Faults and deadlocks end this process with a message from the runtime on stderr; the parent turns that
+into a report.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-CTYPES_SCALARS: dict[str, Any] = {
+CTYPES: dict[str, Any] = {
     "int8": ctypes.c_int8,
     "uint8": ctypes.c_uint8,
     "int16": ctypes.c_int16,
@@ -33,39 +32,28 @@ CTYPES_SCALARS: dict[str, Any] = {
 }
 
 
-def _scalar(dtype: str, value: float | int) -> Any:
-    if dtype == "float16":
-        return ctypes.c_uint16(int(np.array(value, dtype=np.float16).view(np.uint16)))
-    if dtype == "bfloat16":
-        bits = int(np.array(value, dtype=np.float32).view(np.uint32))
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-        return ctypes.c_uint16(bits)
-    return CTYPES_SCALARS[dtype](value)
-
-
 def main(argv: list[str]) -> int:
     request_path = Path(argv[1])
     request = json.loads(request_path.read_text())
     workdir = request_path.parent
     lib = ctypes.CDLL(request["library"], mode=ctypes.RTLD_LOCAL)
-    arrays: dict[str, np.ndarray] = {}
+    buffers: dict[str, tuple[bytearray, Any]] = {}
     values: list[Any] = []
     for arg in request["args"]:
         if arg["kind"] == "buffer":
-            arr = np.ascontiguousarray(np.load(workdir / arg["file"]))
-            arrays[arg["name"]] = arr
-            values.append(ctypes.c_void_p(arr.ctypes.data))
+            data = bytearray((workdir / arg["file"]).read_bytes())
+            # One spare byte keeps from_buffer valid for empty arrays (a pointer is still passed).
+            data.extend(b"\0")
+            holder = (ctypes.c_char * len(data)).from_buffer(data)
+            buffers[arg["name"]] = (data, holder)
+            values.append(ctypes.c_void_p(ctypes.addressof(holder)))
         else:
-            values.append(_scalar(arg["dtype"], arg["value"]))
+            values.append(CTYPES[arg["ctype"]](arg["value"]))
     fn = getattr(lib, request["entry"])
     if request["mode"] == "kernel":
         pointers = (ctypes.c_void_p * max(1, len(values)))()
         for i, v in enumerate(values):
-            pointers[i] = (
-                v.value
-                if isinstance(v, ctypes.c_void_p)
-                else ctypes.cast(ctypes.pointer(v), ctypes.c_void_p).value
-            )
+            pointers[i] = v.value if isinstance(v, ctypes.c_void_p) else ctypes.addressof(v)
         config = (ctypes.c_uint * 7)(*request["config"])
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
@@ -77,7 +65,8 @@ def main(argv: list[str]) -> int:
         status = 0
     sys.stdout.flush()
     for name in request["outputs"]:
-        np.save(workdir / f"out_{name}.npy", arrays[name])
+        data, _ = buffers[name]
+        (workdir / f"out_{name}.bin").write_bytes(bytes(data[:-1]))
     (workdir / "result.json").write_text(json.dumps({"status": status}))
     return 0
 

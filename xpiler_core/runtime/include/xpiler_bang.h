@@ -78,7 +78,8 @@
 
 // ---------------------------------------------------------------------------------------------
 // Qualifiers.
-#define __mlu_global__
+// Kernels are marked with protected visibility: the model finds them in the symbol table by it.
+#define __mlu_global__ __attribute__((visibility("protected")))
 #define __mlu_entry__
 #define __mlu_host__
 #define __mlu_func__ inline
@@ -114,9 +115,11 @@ extern char __stop_xpiler_ldram[] __attribute__((weak, visibility("hidden")));
 }
 
 // Task coordinates: ordinary variables, updated whenever the scheduler resumes a task.
-inline thread_local int taskId = 0, taskIdX = 0, taskIdY = 0, taskIdZ = 0;
-inline thread_local int taskDim = 1, taskDimX = 1, taskDimY = 1, taskDimZ = 1;
-inline thread_local int clusterId = 0, clusterDim = 1, coreId = 0, coreDim = 1;
+// (No initializers: the build uses -fno-weak, where initialised inline variables draw warnings; the
+// scheduler assigns them before any task runs.)
+inline thread_local int taskId, taskIdX, taskIdY, taskIdZ;
+inline thread_local int taskDim, taskDimX, taskDimY, taskDimZ;
+inline thread_local int clusterId, clusterDim, coreId, coreDim;
 
 enum mluMemcpyDirection_t {
   GDRAM2NRAM, NRAM2GDRAM, GDRAM2WRAM, WRAM2GDRAM, NRAM2WRAM, WRAM2NRAM, NRAM2NRAM, WRAM2WRAM,
@@ -183,7 +186,7 @@ struct Task {
   const char* wait_what = "";
   ucontext_t ctx{};
   char* stack = nullptr;
-  std::vector<char> nram, wram, ldram;  // saved images while not resident
+  std::vector<char> image;  // saved per-core on-chip bytes (swap ranges) while not resident
   bool has_image = false;
   std::vector<PendingCopy> pending;  // __memcpy_async not yet completed by a __sync_*
 };
@@ -199,6 +202,8 @@ struct Launch {
   std::vector<Task> tasks;
   std::vector<Barrier> cluster_barriers;
   Barrier all_barrier;
+  std::vector<Region> core_ranges;     // per-core bytes to swap (NRAM, WRAM, LDRAM arrays this kernel can reach)
+  std::vector<Region> cluster_ranges;  // per-cluster bytes to swap (SRAM arrays this kernel can reach)
   std::vector<std::vector<char>> sram_images;
   std::vector<bool> sram_has_image;
   int resident_task = -1;
@@ -303,30 +308,61 @@ inline Region region_of(Space s, const void* p) {
 struct VarExtent {
   char* lo;
   char* hi;
-  std::string name;
+  std::string name;   // for messages: "tile in k"
+  std::string owner;  // enclosing function, normalised; empty at file scope
 };
 
-inline char module_marker = 0;  // hidden: its address identifies the module that includes the header
+struct SymbolTable {
+  std::vector<VarExtent> vars;       // sorted by address
+  std::vector<std::string> kernels;  // normalised names of __mlu_global__ functions
+};
 
-inline std::string readable_symbol(const char* mangled) {
+// "void ns::k<float>(float*, int)" -> "ns::k<float>": no parameters, no return type.
+inline std::string normalize_function(std::string s) {
+  const std::string anon = "(anonymous namespace)";
+  for (std::string::size_type at; (at = s.find(anon)) != std::string::npos;) s.replace(at, anon.size(), "{anon}");
+  int depth = 0;
+  std::string::size_type end = s.size();
+  for (std::string::size_type i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    if (s[i] == '>') --depth;
+    if (s[i] == '(' && depth == 0) {
+      end = i;
+      break;
+    }
+  }
+  s.resize(end);
+  depth = 0;
+  std::string::size_type start = 0;
+  for (std::string::size_type i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    if (s[i] == '>') --depth;
+    if (s[i] == ' ' && depth == 0) start = i + 1;
+  }
+  return s.substr(start);
+}
+
+inline std::string demangle(const char* mangled) {
   int status = 0;
   char* plain = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
   std::string text = (status == 0 && plain != nullptr) ? plain : mangled;
   std::free(plain);
-  // "k(float*, int)::tile" -> "tile in k"
-  std::string::size_type marker = text.rfind(")::");
-  if (marker == std::string::npos) return text;
-  std::string var = text.substr(marker + 3);
-  int depth = 0;
-  for (std::string::size_type i = marker + 1; i-- > 0;) {
-    if (text[i] == ')') ++depth;
-    if (text[i] == '(' && --depth == 0) return var + " in " + text.substr(0, i);
-  }
-  return var;
+  return text;
 }
 
-inline std::vector<VarExtent> load_onchip_variables() {
-  std::vector<VarExtent> out;
+inline char module_marker;  // hidden: its address identifies the module that includes the header
+
+// "k(float*, int)::tile" -> {"tile in k", "k"}; a file-scope "table" -> {"table", ""}.
+inline VarExtent describe_variable(const char* mangled, char* lo, char* hi) {
+  std::string text = demangle(mangled);
+  std::string::size_type marker = text.rfind(")::");
+  if (marker == std::string::npos) return VarExtent{lo, hi, text, ""};
+  std::string owner = normalize_function(text.substr(0, marker + 1));
+  return VarExtent{lo, hi, text.substr(marker + 3) + " in " + owner, owner};
+}
+
+inline SymbolTable load_symbol_table() {
+  SymbolTable out;
   Dl_info info;
   if (dladdr(&module_marker, &info) == 0 || info.dli_fname == nullptr) return out;
   const char* file = info.dli_fname;
@@ -367,21 +403,29 @@ inline std::vector<VarExtent> load_onchip_variables() {
       size_t at = tab.sh_offset + i * sizeof(Elf64_Sym);
       if (at + sizeof sym > data.size()) break;
       std::memcpy(&sym, data.data() + at, sizeof sym);
+      if (strtab.sh_offset + sym.st_name >= data.size()) continue;
+      const char* sym_name = data.data() + strtab.sh_offset + sym.st_name;
+      if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && ELF64_ST_VISIBILITY(sym.st_other) == STV_PROTECTED) {
+        out.kernels.push_back(normalize_function(demangle(sym_name)));
+        continue;
+      }
       if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_size == 0 || sym.st_shndx >= sh.size() ||
-          !onchip[sym.st_shndx] || strtab.sh_offset + sym.st_name >= data.size())
+          !onchip[sym.st_shndx])
         continue;
       char* lo = base + sym.st_value;
-      out.push_back(VarExtent{lo, lo + sym.st_size, readable_symbol(data.data() + strtab.sh_offset + sym.st_name)});
+      out.vars.push_back(describe_variable(sym_name, lo, lo + sym.st_size));
     }
   }
-  std::sort(out.begin(), out.end(), [](const VarExtent& a, const VarExtent& b) { return a.lo < b.lo; });
+  std::sort(out.vars.begin(), out.vars.end(), [](const VarExtent& a, const VarExtent& b) { return a.lo < b.lo; });
   return out;
 }
 
-inline const std::vector<VarExtent>& onchip_variables() {
-  static const std::vector<VarExtent> vars = load_onchip_variables();
-  return vars;
+inline const SymbolTable& symbol_table() {
+  static const SymbolTable table = load_symbol_table();
+  return table;
 }
+
+inline const std::vector<VarExtent>& onchip_variables() { return symbol_table().vars; }
 
 // The on-chip array containing p, or null (p in padding, or no symbol table).
 inline const VarExtent* variable_at(const void* p) {
@@ -635,16 +679,57 @@ inline void give_stack(char* s) {
 
 inline bool poison_enabled() { return env_flag("XPILER_BANG_POISON", true); }
 
-inline void save_region(const Region& r, std::vector<char>& image) {
-  image.assign(r.lo, r.lo + r.size());
+inline size_t total_size(const std::vector<Region>& ranges) {
+  size_t n = 0;
+  for (const Region& r : ranges) n += r.size();
+  return n;
 }
 
-inline void load_region(const Region& r, const std::vector<char>& image, bool has_image) {
-  if (r.size() == 0) return;
-  if (has_image)
-    std::memcpy(r.lo, image.data(), r.size());
-  else if (poison_enabled())
-    std::memset(r.lo, 0xFF, r.size());  // on-chip memory starts undefined: NaN / -1 patterns
+inline void save_ranges(const std::vector<Region>& ranges, std::vector<char>& image) {
+  image.resize(total_size(ranges));
+  size_t at = 0;
+  for (const Region& r : ranges) {
+    std::memcpy(image.data() + at, r.lo, r.size());
+    at += r.size();
+  }
+}
+
+inline void load_ranges(const std::vector<Region>& ranges, const std::vector<char>& image, bool has_image) {
+  size_t at = 0;
+  for (const Region& r : ranges) {
+    if (has_image)
+      std::memcpy(r.lo, image.data() + at, r.size());
+    else if (poison_enabled())
+      std::memset(r.lo, 0xFF, r.size());  // on-chip memory starts undefined: NaN / -1 patterns
+    at += r.size();
+  }
+}
+
+// The on-chip bytes a launch of `kernel` can reach: its own arrays, file-scope arrays and arrays of
+// functions that are not kernels (helpers it may call). Other kernels' arrays are left alone, so
+// task switches copy only what matters. Without a symbol table: the whole sections.
+inline void swap_ranges_for(const std::string& kernel, std::vector<Region>& per_core, std::vector<Region>& per_cluster) {
+  per_core.clear();
+  per_cluster.clear();
+  const SymbolTable& table = symbol_table();
+  bool known = !table.vars.empty() &&
+               std::find(table.kernels.begin(), table.kernels.end(), kernel) != table.kernels.end();
+  if (!known) {
+    for (Region r : {nram_section(), wram_section(), ldram_section()})
+      if (r.size() > 0) per_core.push_back(r);
+    if (sram_section().size() > 0) per_cluster.push_back(sram_section());
+    return;
+  }
+  for (const VarExtent& v : table.vars) {
+    bool other_kernel = !v.owner.empty() && v.owner != kernel &&
+                        std::find(table.kernels.begin(), table.kernels.end(), v.owner) != table.kernels.end();
+    if (other_kernel) continue;
+    std::vector<Region>& into = sram_section().touches(v.lo) ? per_cluster : per_core;
+    if (!into.empty() && into.back().hi >= v.lo && into.back().lo <= v.lo)  // merge neighbours
+      into.back().hi = std::max(into.back().hi, v.hi);
+    else
+      into.push_back(Region{v.lo, v.hi});
+  }
 }
 
 // Makes task i's per-core memories (and its cluster's SRAM) the ones in the sections.
@@ -654,23 +739,19 @@ inline void make_resident(Launch& l, int i) {
     if (l.resident_task >= 0) {
       Task& old = l.tasks[static_cast<size_t>(l.resident_task)];
       if (old.state != 3) {
-        save_region(nram_section(), old.nram);
-        save_region(wram_section(), old.wram);
-        save_region(ldram_section(), old.ldram);
+        save_ranges(l.core_ranges, old.image);
         old.has_image = true;
       }
     }
-    load_region(nram_section(), t.nram, t.has_image);
-    load_region(wram_section(), t.wram, t.has_image);
-    load_region(ldram_section(), t.ldram, t.has_image);
+    load_ranges(l.core_ranges, t.image, t.has_image);
     l.resident_task = i;
   }
   if (l.resident_cluster != t.cluster) {
     if (l.resident_cluster >= 0) {
-      save_region(sram_section(), l.sram_images[static_cast<size_t>(l.resident_cluster)]);
+      save_ranges(l.cluster_ranges, l.sram_images[static_cast<size_t>(l.resident_cluster)]);
       l.sram_has_image[static_cast<size_t>(l.resident_cluster)] = true;
     }
-    load_region(sram_section(), l.sram_images[static_cast<size_t>(t.cluster)],
+    load_ranges(l.cluster_ranges, l.sram_images[static_cast<size_t>(t.cluster)],
                 l.sram_has_image[static_cast<size_t>(t.cluster)]);
     l.resident_cluster = t.cluster;
   }
@@ -722,10 +803,8 @@ inline void barrier_wait(Barrier& b, const char* what) {
 }
 
 // Runs all tasks of one launch; returns false when the launch stopped on an error or deadlock.
-inline std::mutex& launch_mutex() {
-  static std::mutex m;
-  return m;
-}
+static std::mutex launch_mutex_storage;  // internal linkage: one per library, like the sections
+inline std::mutex& launch_mutex() { return launch_mutex_storage; }
 
 inline bool run_launch(Launch& l) {
   State& st = state();
@@ -772,9 +851,8 @@ inline bool run_launch(Launch& l) {
       if (t.state == 3) {
         give_stack(t.stack);
         t.stack = nullptr;
-        t.nram.clear();
-        t.wram.clear();
-        t.ldram.clear();
+        t.image.clear();
+        t.image.shrink_to_fit();
         if (l.resident_task == static_cast<int>(i)) l.resident_task = -1;
         ++done;
       }
@@ -878,9 +956,9 @@ inline void cnrtDestroy() {}
 inline cnrtRet_t cnrtSetDevice(int) { return cnrtSuccess; }
 inline cnrtRet_t cnrtGetDevice(int* dev) { if (dev) *dev = 0; return cnrtSuccess; }
 inline cnrtRet_t cnrtGetDeviceCount(unsigned int* n) { if (n) *n = 1; return cnrtSuccess; }
+static xpiler_cnrt_queue xpiler_the_queue;  // the one synchronous queue
 inline cnrtRet_t cnrtQueueCreate(cnrtQueue_t* q) {
-  static xpiler_cnrt_queue the_queue{0};
-  if (q) *q = &the_queue;
+  if (q) *q = &xpiler_the_queue;
   return cnrtSuccess;
 }
 inline cnrtRet_t cnrtQueueDestroy(cnrtQueue_t) { return cnrtSuccess; }
@@ -920,14 +998,15 @@ inline cnrtRet_t cnrtNotifierDuration(cnrtNotifier_t a, cnrtNotifier_t b, float*
 inline const char* cnrtGetErrorStr(cnrtRet_t r) { return r == cnrtSuccess ? "success" : "kernel failed"; }
 inline cnrtRet_t cnrtGetLastError() { return xpiler_cnrt_status(); }
 
-// Error access for harnesses that load the built library with ctypes.
-extern "C" __attribute__((used, visibility("default"))) inline const char* xpiler_bang_last_error() {
+// Error access for harnesses that load the built library with ctypes (explicitly weak, not inline:
+// they must stay exported under -fno-weak).
+extern "C" __attribute__((weak, used, visibility("default"))) const char* xpiler_bang_last_error() {
   return xpiler::bang::state().last_error.c_str();
 }
-extern "C" __attribute__((used, visibility("default"))) inline int xpiler_bang_error_count() {
+extern "C" __attribute__((weak, used, visibility("default"))) int xpiler_bang_error_count() {
   return xpiler::bang::state().error_count;
 }
-extern "C" __attribute__((used, visibility("default"))) inline void xpiler_bang_clear_error() {
+extern "C" __attribute__((weak, used, visibility("default"))) void xpiler_bang_clear_error() {
   xpiler::bang::state().last_error.clear();
   xpiler::bang::state().error_count = 0;
 }
@@ -1001,6 +1080,7 @@ struct Launcher {
     l.cluster_barriers.assign(static_cast<size_t>(clusters), Barrier{cores, 0, 0});
     l.all_barrier = Barrier{static_cast<int>(total), 0, 0};
     l.sram_images.assign(static_cast<size_t>(clusters), {});
+    swap_ranges_for(name, l.core_ranges, l.cluster_ranges);
     l.sram_has_image.assign(static_cast<size_t>(clusters), false);
     l.body = [](void* p) {
       Call* c = static_cast<Call*>(p);
@@ -1013,18 +1093,12 @@ struct Launcher {
 
 inline Launch* current_launch() { return state().launch; }
 
-// The kernel's symbol name for messages (dladdr sees exported symbols), or "kernel".
+// The kernel's name (dladdr sees exported symbols; normalised like the symbol table's), or "kernel".
 inline const char* kernel_name(void* fn) {
   Dl_info info;
   if (dladdr(fn, &info) == 0 || info.dli_sname == nullptr || info.dli_saddr != fn) return "kernel";
-  int status = 0;
-  char* plain = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
-  if (status != 0 || plain == nullptr) return info.dli_sname;
   static thread_local std::string keep;
-  keep.assign(plain);
-  std::free(plain);
-  std::string::size_type paren = keep.find('(');
-  if (paren != std::string::npos) keep.resize(paren);  // "name(args)" -> "name"
+  keep = normalize_function(demangle(info.dli_sname));
   return keep.c_str();
 }
 

@@ -1,0 +1,23 @@
+"""Shared helpers for the CPU-direction tests: build C text with gcc (cached) and call it with ctypes."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import pytest
+
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.runtime.build import build_library
+
+
+def build_c(text: str, workdir: Path) -> ctypes.CDLL:
+    result = build_library(text, Dialect.C, workdir, display_name="t.c", cplusplus_c="extern \"C\"" in text)
+    assert result.ok, result.log
+    assert result.library is not None
+    return ctypes.CDLL(str(result.library))
+
+
+@pytest.fixture
+def cbuild(tmp_path: Path):  # noqa: ANN201 - fixture
+    return lambda text: build_c(text, tmp_path)

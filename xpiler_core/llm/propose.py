@@ -1,0 +1,241 @@
+"""LLM proposals for a pass: retrieve manual sections, prompt, extract the code, and verify it.
+
+A proposal is never trusted. The reply's code block is parsed by the frontend, compiled by the target's real
+toolchain and executed against the test spec (the spec given by the user, or one built from the source),
+exactly as the rule-based candidates are. Only proposals that pass are returned; every attempt, accepted or
+not, is recorded in ``config.attempts`` for the manifest.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.llm.client import LLMConfig, LLMError, LLMReply, complete
+from xpiler_core.llm.manuals import Chunk
+from xpiler_core.llm.prompts import Prompt, build_prompt
+from xpiler_core.llm.retrieval import ManualIndex, build_query, default_index, folders_for, kernel_terms
+from xpiler_core.passes.base import PassContext, SourceUnit
+from xpiler_core.progress import CancelToken
+
+_FENCE = re.compile(r"^```[^\n`]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+@dataclass
+class ProposerConfig:
+    llm: LLMConfig
+    spec_path: str | None = None  # None: tests are built from the source (verify/autospec.py)
+    seed: int = 0
+    top_k: int = 4  # manual sections put into the prompt
+    replies: int = 1  # distinct prompts asked (attempt numbers vary the prompt, hence the cache key)
+    problem: str = ""  # why the rules could not finish (a refusal reason, a failing test)
+    rules_candidate: str | None = None
+    cancel: CancelToken | None = None
+    index: ManualIndex | None = None
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # filled in: one record per reply
+
+
+@dataclass(frozen=True)
+class Verification:
+    passed: bool
+    reason: str  # why it was rejected ("" when it passed)
+    compile: Any | None = None  # CompileVerdict
+    tests: Any | None = None  # SpecReport
+    spec_info: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A verified LLM proposal (unverified replies are never turned into a Proposal)."""
+
+    pass_name: str
+    text: str
+    model: str
+    prompt: Prompt
+    reply_sha256: str
+    cached: bool
+    verification: Verification
+
+
+def extract_code_block(reply: str) -> str | None:
+    """The code of the reply's fenced block (the longest when there are several), or None."""
+    blocks = [m.group(1) for m in _FENCE.finditer(reply)]
+    blocks = [b for b in blocks if b.strip()]
+    return max(blocks, key=len) if blocks else None
+
+
+def retrieve(pass_name: str, unit: SourceUnit, ctx: PassContext, config: ProposerConfig) -> tuple[str, list[Chunk]]:
+    """The retrieval query for this pass and kernel, and the manual sections it finds."""
+    summary = ""
+    try:
+        from xpiler_core.passes import get_pass
+
+        summary = get_pass(pass_name).INFO.summary
+    except KeyError:
+        summary = "translate the file"
+    terms = kernel_terms(unit.text, unit.path, unit.dialect)
+    query = build_query(pass_name, summary, terms, config.problem)
+    index = config.index or default_index()
+    hits = index.search(query, config.top_k, folders_for(ctx.source_dialect, ctx.target))
+    return query, [hit.chunk for hit in hits]
+
+
+def propose(pass_name: str, unit: SourceUnit, ctx: PassContext, config: ProposerConfig) -> list[Proposal]:
+    """Ask the LLM for ``pass_name``'s transformation of ``unit`` into ``ctx.target``; verified ones only.
+
+    Raises :class:`~xpiler_core.llm.client.LLMUnavailable` when the endpoint cannot be reached. Rejected
+    replies become warnings in ``ctx.diagnostics`` and records in ``config.attempts``.
+    """
+    query, chunks = retrieve(pass_name, unit, ctx, config)
+    accepted: list[Proposal] = []
+    for attempt in range(max(1, config.replies)):
+        if config.cancel is not None:
+            config.cancel.check()
+        problem = config.problem + (f" (attempt {attempt + 1}: an earlier reply was rejected)" if attempt else "")
+        prompt = build_prompt(pass_name, unit.text, ctx.source_dialect, ctx.target, ctx.warp_size, chunks,
+                              problem=problem, rules_candidate=config.rules_candidate)
+        record: dict[str, Any] = {"pass": pass_name, "model": config.llm.model, "query": query,
+                                  "chunk_ids": list(prompt.chunk_ids), "prompt": prompt.as_text()}
+        config.attempts.append(record)
+        try:
+            reply: LLMReply = complete(config.llm, prompt.messages)
+        except LLMError as exc:
+            _reject(ctx, record, pass_name, f"malformed reply: {exc.reason}")
+            continue
+        record.update({"prompt_sha256": reply.prompt_sha256, "reply_sha256": reply.reply_sha256,
+                       "cached": reply.cached})
+        code = extract_code_block(reply.text)
+        if code is None:
+            _reject(ctx, record, pass_name, "malformed reply: no fenced code block")
+            continue
+        verification = verify_proposal(code, unit, ctx, spec_path=config.spec_path, seed=config.seed,
+                                       cancel=config.cancel)
+        record["tests"] = _report_summary(verification.tests)
+        if not verification.passed:
+            _reject(ctx, record, pass_name, verification.reason)
+            continue
+        record["verdict"] = "verified"
+        accepted.append(Proposal(pass_name, code, config.llm.model, prompt, reply.reply_sha256, reply.cached,
+                                 verification))
+        break
+    return accepted
+
+
+def _reject(ctx: PassContext, record: dict[str, Any], pass_name: str, reason: str) -> None:
+    record["verdict"] = "rejected"
+    record["reason"] = reason
+    ctx.diagnostics.append(Diagnostic(Severity.WARNING, "llm.rejected",
+                                      f"LLM proposal for {pass_name} discarded: {reason}", Span.empty(), ctx.file))
+
+
+def _report_summary(report: Any | None) -> dict[str, Any] | None:
+    if report is None:
+        return None
+    return {"passed": bool(report.passed), "cases": len(report.cases),
+            "failed": sum(1 for c in report.cases if not c.passed), "build_error": bool(report.build_error)}
+
+
+def verify_proposal(
+    candidate: str,
+    unit: SourceUnit,
+    ctx: PassContext,
+    *,
+    spec_path: str | None = None,
+    seed: int = 0,
+    cancel: CancelToken | None = None,
+) -> Verification:
+    """Parse, compile and test ``candidate`` (in ``ctx.target``) against the source's tests.
+
+    Passes only with a clean parse, the target toolchain's acceptance and every test case matching.
+    A failing candidate goes to SMT repair when ``xpiler_core.repair`` offers ``repair_candidate``; the
+    repaired text must then pass the same checks.
+    """
+    verdict = _check(candidate, unit, ctx, spec_path, seed, cancel)
+    if verdict.passed or verdict.tests is None:
+        return verdict
+    repaired = _try_repair(candidate, unit, ctx, verdict)
+    if repaired is None or repaired == candidate:
+        return verdict
+    second = _check(repaired, unit, ctx, spec_path, seed, cancel)
+    return second if second.passed else verdict
+
+
+def _check(
+    candidate: str, unit: SourceUnit, ctx: PassContext, spec_path: str | None, seed: int,
+    cancel: CancelToken | None,
+) -> Verification:
+    from xpiler_core.frontend.source import parse_text
+
+    target = ctx.target
+    display = str(Path(unit.path).with_suffix(target.suffix))
+    parsed = parse_text(candidate, display, target)
+    errors = [d for d in parsed.diagnostics if d.severity is Severity.ERROR]
+    if errors:
+        first = errors[0]
+        return Verification(False, f"does not parse: {first.span.start_line + 1}:{first.span.start_col + 1}: "
+                                   f"{first.message}")
+    try:
+        from xpiler_core.verify.harness import run_spec
+        from xpiler_core.verify.spec import load_spec
+        from xpiler_core.verify.toolchains import compile_check
+    except ImportError as exc:
+        return Verification(False, f"verification unavailable ({exc}); an LLM proposal needs evidence")
+    verdict = compile_check(candidate, target)
+    if not verdict.ok:
+        lines = (verdict.stderr or "").strip().splitlines()
+        return Verification(False, f"the {target.value.upper()} toolchain rejects it"
+                                   + (f": {lines[0]}" if lines else ""), compile=verdict)
+    if cancel is not None:
+        cancel.check()
+    with tempfile.TemporaryDirectory(prefix="xpiler-llm-spec-") as tmp:
+        if spec_path:
+            spec = load_spec(spec_path)
+            spec_info: dict[str, Any] = {"path": spec_path, "auto": False}
+        else:
+            from xpiler_core.verify import autospec
+
+            built = autospec.build_spec(unit.text, unit.path, unit.dialect, Path(tmp))
+            if built.spec_path is None:
+                return Verification(False, f"no tests could be built ({built.reason}); an LLM proposal is "
+                                           "only accepted with test evidence", compile=verdict)
+            spec = load_spec(str(built.spec_path))
+            spec_info = {"auto": True, "reason": built.reason}
+        kind = "host" if target is Dialect.C else spec.kind
+        report = run_spec(spec, candidate_text=candidate, candidate_dialect=target, candidate_entry=spec.entry,
+                          candidate_kind=kind, warp_size=ctx.warp_size if target is not Dialect.C else None,
+                          seed=seed, cancel=cancel)
+    if report.build_error:
+        first = report.build_error.strip().splitlines()
+        return Verification(False, "the runtime could not build it" + (f": {first[0]}" if first else ""),
+                            verdict, report, spec_info)
+    if not report.passed:
+        failing = next((c for c in report.cases if not c.passed), None)
+        detail = ""
+        if failing is not None:
+            detail = f" (case {failing.sizes}: " + (failing.error or f"{failing.mismatches} mismatches in "
+                                                   f"{failing.output_name}, expected {failing.expected}, "
+                                                   f"got {failing.got}") + ")"
+        return Verification(False, "it computes different results" + detail, verdict, report, spec_info)
+    return Verification(True, "", verdict, report, spec_info)
+
+
+def _try_repair(candidate: str, unit: SourceUnit, ctx: PassContext, failed: Verification) -> str | None:
+    """Hand a failing candidate to SMT repair when that room provides ``repair_candidate``."""
+    try:
+        from xpiler_core import repair
+    except ImportError:
+        return None
+    repair_candidate = getattr(repair, "repair_candidate", None)
+    if not callable(repair_candidate):
+        return None
+    try:
+        result = repair_candidate(candidate, source=unit.text, target=ctx.target, report=failed.tests)
+    except Exception:  # noqa: BLE001 - a repair that breaks leaves the proposal rejected, as it was
+        return None
+    text = getattr(result, "text", result)
+    return text if isinstance(text, str) else None

@@ -1,0 +1,123 @@
+"""Cooperative groups → plain CUDA builtins, so loop recovery can treat them like hand-written code.
+
+``this_thread_block()`` handles become the block (``thread_rank`` = linear thread index, ``size``,
+``sync`` = ``__syncthreads``); ``tiled_partition<S>`` tiles become S-lane segments of the warp
+(``thread_rank`` = lane within the tile, ``meta_group_rank``/``meta_group_size``, ``shfl*`` with width S,
+``sync`` = ``__syncwarp``); ``cg::reduce(tile, v, cg::plus<T>()|greater|less)`` becomes a device function
+doing an S-wide xor butterfly. Anything else on a group handle is refused.
+"""
+
+from __future__ import annotations
+
+import re
+
+from xpiler_core import ast as A
+from xpiler_core.frontend.lower import lower_text
+from xpiler_core.passes.base import PassRefused
+
+_BLOCK_TYPE = re.compile(r"^(?:cg|cooperative_groups)::thread_block$")
+_TILE = re.compile(r"^\s*(?:cg::|cooperative_groups::)?thread_block_tile\s*<\s*(\d+)\s*>\s+(\w+)\s*=\s*"
+                   r"(?:cg::|cooperative_groups::)?tiled_partition\s*<\s*\d+\s*>\s*\(\s*\w+\s*\)\s*;?\s*$")
+_REDUCE = re.compile(r"^(?:cg|cooperative_groups)::(plus|greater|less)\s*<\s*([\w ]+?)\s*>$")
+
+
+def _bx(field: str) -> A.Expr:
+    return A.member(A.Name("blockDim"), field)
+
+
+def _linear() -> A.Expr:
+    tid = A.member(A.Name("threadIdx"), "x")
+    return A.binop("+", tid, A.binop("*", _bx("x"), A.binop("+", A.member(A.Name("threadIdx"), "y"),
+                                                          A.binop("*", _bx("y"), A.member(A.Name("threadIdx"), "z")))))
+
+
+def _size() -> A.Expr:
+    return A.binop("*", A.binop("*", _bx("x"), _bx("y")), _bx("z"))
+
+
+def uses_cooperative_groups(module: A.Module) -> bool:
+    return any(isinstance(n, A.Opaque) and "cooperative_groups" in n.text for n in module.items) or any(
+        isinstance(n, A.Name) and n.id.startswith(("cg::", "cooperative_groups::")) for n in A.walk(module))
+
+
+def lower_cooperative_groups(module: A.Module) -> A.Module:
+    blocks: set[str] = set()
+    tiles: dict[str, int] = {}
+    helpers: dict[str, A.Function] = {}
+
+    def drop_handles(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Block):
+            kept: list[A.Stmt] = []
+            for s in n.stmts:
+                if isinstance(s, A.DeclStmt) and len(s.decls) == 1 and _BLOCK_TYPE.match(s.decls[0].type.base):
+                    blocks.add(s.decls[0].name)
+                    continue
+                text = s.expr.text if isinstance(s, A.ExprStmt) and isinstance(s.expr, A.Opaque) else (
+                    s.text if isinstance(s, A.Opaque) else None)
+                m = _TILE.match(text) if text else None
+                if m:
+                    tiles[m.group(2)] = int(m.group(1))
+                    continue
+                kept.append(drop_handles(s) or s)  # type: ignore[arg-type]
+            return A.replace(n, stmts=tuple(kept))
+        return None
+
+    module = A.rewrite(module, drop_handles)
+
+    def method(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Call) and isinstance(n.func, A.Member) and isinstance(n.func.base, A.Name):
+            handle, name = n.func.base.id, n.func.field
+            args = tuple(A.rewrite(a, method) for a in n.args)
+            if handle in blocks:
+                table = {"thread_rank": _linear(), "size": _size(), "num_threads": _size(),
+                         "sync": A.call("__syncthreads")}
+                if name in table and not args:
+                    return table[name]
+                raise PassRefused(f"cooperative groups: thread_block::{name} is not supported", n.span)
+            if handle in tiles:
+                s = A.lit(tiles[handle])
+                lane = A.binop("%", _linear(), s)
+                full = A.Literal("0xffffffffu")
+                simple = {"thread_rank": lane, "meta_group_rank": A.binop("/", _linear(), s),
+                          "meta_group_size": A.binop("/", A.binop("+", _size(), A.lit(tiles[handle] - 1)), s),
+                          "size": s, "num_threads": s, "sync": A.call("__syncwarp")}
+                if name in simple and not args:
+                    return simple[name]
+                shfl = {"shfl": "__shfl_sync", "shfl_down": "__shfl_down_sync", "shfl_up": "__shfl_up_sync",
+                        "shfl_xor": "__shfl_xor_sync"}
+                if name in shfl and len(args) == 2:
+                    return A.call(shfl[name], full, args[0], args[1], s)
+                raise PassRefused(f"cooperative groups: thread_block_tile::{name} is not supported", n.span)
+        if isinstance(n, A.Call) and n.callee in ("cg::reduce", "cooperative_groups::reduce"):
+            if len(n.args) != 3 or not isinstance(n.args[0], A.Name) or n.args[0].id not in tiles:
+                raise PassRefused("cg::reduce over something other than a tiled_partition tile", n.span)
+            op = n.args[2]
+            m = _REDUCE.match(op.callee or "") if isinstance(op, A.Call) else None
+            if m is None:
+                raise PassRefused("cg::reduce with an operator other than plus/greater/less", n.span)
+            size, kind, ctype = tiles[n.args[0].id], m.group(1), m.group(2)
+            suffix = re.sub(r"\W", "_", ctype)
+            fname = f"xp_cg_reduce_{kind}_{size}_{suffix}"
+            if fname not in helpers:
+                combine = {"plus": "v + o", "greater": "(o > v ? o : v)", "less": "(o < v ? o : v)"}[kind]
+                src = (f"__device__ {ctype} {fname}({ctype} v) {{\n  for (int m = {size // 2}; m > 0; m >>= 1) {{\n"
+                       f"    {ctype} o = __shfl_xor_sync(0xffffffffu, v, m, {size});\n    v = {combine};\n  }}\n"
+                       f"  return v;\n}}\n")
+                helpers[fname] = lower_text(src, "<cg>.cu").functions()[0]
+            return A.call(fname, A.rewrite(n.args[1], method))
+        if isinstance(n, A.Name) and (n.id in blocks or n.id in tiles):
+            raise PassRefused(f"cooperative groups handle '{n.id}' used in an unsupported way", n.span)
+        return None
+
+    module = A.rewrite(module, method)
+    items: list[A.TopItem] = []
+    for item in module.items:
+        if isinstance(item, A.Opaque) and "cooperative_groups" in item.text:
+            continue
+        if isinstance(item, A.Include) and item.path.startswith("cooperative_groups"):
+            continue
+        if isinstance(item, A.Function) and helpers:
+            items.extend(helpers.values())
+            helpers = {}
+        items.append(item)
+    return A.replace(module, items=tuple(items))
