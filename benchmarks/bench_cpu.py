@@ -130,8 +130,8 @@ def _to_torch(name: str, value: Any) -> Any:
     if not isinstance(value, np.ndarray):
         return value
     t = torch.from_numpy(np.ascontiguousarray(value).copy())
-    if name in ("idx",) or (t.dtype == torch.int32 and name in ("values",)):
-        t = t.long()
+    if name in ("idx",) or (t.dtype == torch.int32 and name in ("values",)) or value.dtype == np.uint32:
+        t = torch.from_numpy(np.ascontiguousarray(value).astype(np.int64))
     return t
 
 
@@ -153,10 +153,11 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
-def bench_operator(spec_path: str, workdir: Path, min_time: float, min_runs: int,
-                   impls: dict[str, Callable[..., Any]]) -> dict[str, Any]:
+def bench_ours(spec_path: str, workdir: Path, min_time: float, min_runs: int) -> dict[str, Any]:
+    """Translate, build, load and time our output on every case (phase 1: no other thread pool is alive)."""
     spec = load_spec(spec_path)
-    row: dict[str, Any] = {"op": spec.name, "group": spec.group or Path(spec_path).parent.parent.name, "cases": []}
+    row: dict[str, Any] = {"op": spec.name, "group": spec.group or Path(spec_path).parent.parent.name, "cases": [],
+                           "spec": spec_path}
     candidate, records, _ctx = translate_to_cpu(spec.source.read_text(), str(spec.source), spec)
     if candidate is None:
         row["error"] = "translation refused: " + "; ".join(str(r["refused"]) for r in records if r["refused"])
@@ -169,8 +170,6 @@ def bench_operator(spec_path: str, workdir: Path, min_time: float, min_runs: int
     lib = ctypes.CDLL(str(built.library))
     entry = getattr(lib, spec.entry)
     launch = [n.strip() for n in _launch_params_used(records).split(",") if n.strip()]
-    reference = _load_reference(spec) if spec.reference else None
-    torch_fn = impls.get(spec.name)
     for index, case in enumerate(spec.cases):
         inputs = case_inputs(spec, case, index, 0)
         args: list[Any] = []
@@ -182,23 +181,32 @@ def bench_operator(spec_path: str, workdir: Path, min_time: float, min_runs: int
                 args.append(arr.ctypes.data_as(ctypes.c_void_p))
             else:
                 args.append(_CTYPES.get(a.dtype, ctypes.c_int32)(value))
-        for name, expr in zip(launch, spec.grid, strict=False):
+        for expr in spec.grid[: len(launch)]:
             args.append(ctypes.c_int32(evaluate_int(str(expr), case)))
-        _ = name if launch else None
         ours = median_time(lambda: entry(*args), min_time, min_runs)
-        result: dict[str, Any] = {"sizes": dict(case), "ours_s": ours}
-        if reference is not None:
+        row["cases"].append({"sizes": dict(case), "ours_s": ours})
+    return row
+
+
+def bench_baselines(row: dict[str, Any], min_time: float, min_runs: int, impls: dict[str, Callable[..., Any]],
+                    which: str) -> None:
+    """Time the numpy reference (``which="numpy"``) or PyTorch (``"torch"``) on the same inputs."""
+    if row.get("error"):
+        return
+    spec = load_spec(row["spec"])
+    reference = _load_reference(spec) if spec.reference else None
+    torch_fn = impls.get(spec.name)
+    for index, (case, result) in enumerate(zip(spec.cases, row["cases"], strict=True)):
+        inputs = case_inputs(spec, case, index, 0)
+        if which == "numpy" and reference is not None:
             result["numpy_s"] = median_time(lambda: reference_outputs(reference, spec, inputs), min_time, min_runs)
-        if torch_fn is not None:
+        if which == "torch" and torch_fn is not None:
             accepted = inspect.signature(torch_fn).parameters
             tensors = {a.name: _to_torch(a.name, inputs[a.name]) for a in spec.args if a.name in accepted}
             with torch.inference_mode():
                 result["torch_s"] = median_time(lambda: torch_fn(**tensors), min_time, min_runs)
-        row["cases"].append(result)
-    for key in ("numpy", "torch"):
-        ratios = [c[f"{key}_s"] / c["ours_s"] for c in row["cases"] if f"{key}_s" in c]
-        row[f"vs_{key}"] = geomean(ratios)
-    return row
+    ratios = [c[f"{which}_s"] / c["ours_s"] for c in row["cases"] if f"{which}_s" in c]
+    row[f"vs_{which}"] = geomean(ratios)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,13 +219,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     impls = _torch_impls()
     rows: list[dict[str, Any]] = []
+    # Phases keep thread pools apart: our OpenMP threads, then numpy, then PyTorch's own OpenMP runtime
+    # (two spinning runtimes on two cores distort each other's timings).
     with tempfile.TemporaryDirectory(prefix="xpiler-bench-cpu-") as tmp:
         for spec_path in sorted(glob.glob(str(ROOT / "suite" / "*" / "*" / "spec.toml"))):
             group, op = Path(spec_path).parent.parent.name, Path(spec_path).parent.name
             if (args.group and group not in args.group) or (args.op and op not in args.op):
                 continue
-            row = bench_operator(spec_path, Path(tmp), args.min_time, args.min_runs, impls)
-            rows.append(row)
+            rows.append(bench_ours(spec_path, Path(tmp), args.min_time, args.min_runs))
+        for which in ("numpy", "torch"):
+            for row in rows:
+                bench_baselines(row, args.min_time, args.min_runs, impls, which)
+        for row in rows:
             fmt = lambda v: f"{v:6.2f}x" if v else "   n/a"  # noqa: E731
             largest = row["cases"][-1] if row.get("cases") else {}
             print(f"{row['group']:14s} {row['op']:20s} vs numpy {fmt(row.get('vs_numpy'))}  vs torch "

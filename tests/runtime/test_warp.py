@@ -182,8 +182,17 @@ __global__ void hip_ballot(const int* p, unsigned long long* out, int* lanes) {
   out[threadIdx.x] = b;
   lanes[threadIdx.x] = __lane_id() + 1000 * __popcll(b);
 }
+template <typename T>
+__global__ void hip_scale(T* x, T a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
 extern "C" void t_hip_ballot(const int* p, unsigned long long* out, int* lanes, int n) {
   hipLaunchKernelGGL(hip_ballot, dim3(1), dim3(n), 0, 0, p, out, lanes);
+}
+extern "C" void t_hip_template(float* x, int n) {
+  hipLaunchKernelGGL(hip_scale, dim3((n + 63) / 64), dim3(64), 0, 0, x, 3.0f, n);           // T deduced
+  hipLaunchKernelGGL((hip_scale<float>), dim3((n + 63) / 64), dim3(64), 0, 0, x, 0.5f, n);  // explicit
 }
 """
 
@@ -220,3 +229,10 @@ def test_lane_masks_divergent_activemask_match_and_reduce(built_factory) -> None
         assert int(out[t, 5]) == sum(1 << i for i in range(32) if seg[i] == seg[lane])
         assert int(out[t, 6]) == int(seg.sum())
         assert int(out[t, 7]) == int(seg.max())
+
+
+def test_hip_launch_kernel_ggl_with_templates(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(HIP_SOURCE, Dialect.HIP, 64)
+    x = np.arange(100, dtype=np.float32)
+    (out,) = lib.outputs("t_hip_template", [x, np.int32(100)])
+    np.testing.assert_array_equal(out, x * 1.5)

@@ -210,8 +210,8 @@ def _check(
                           candidate_kind=kind, warp_size=ctx.warp_size if target is not Dialect.C else None,
                           seed=seed, cancel=cancel)
     if report.build_error:
-        first = report.build_error.strip().splitlines()
-        return Verification(False, "the runtime could not build it" + (f": {first[0]}" if first else ""),
+        log = report.build_error.strip().splitlines()
+        return Verification(False, "the runtime could not build it" + (f": {log[0]}" if log else ""),
                             verdict, report, spec_info)
     if not report.passed:
         failing = next((c for c in report.cases if not c.passed), None)

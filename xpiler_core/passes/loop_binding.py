@@ -42,6 +42,8 @@ INFO = PassInfo(
         ParamSpec("threads", "int", 0, "OpenMP num_threads (0: runtime default)", (0, 1, 2, 4, 8, 16)),
         ParamSpec("simd", "bool", True, "add #pragma omp simd to innermost thread loops when safe", (True, False)),
         ParamSpec("block", "int", 256, "CUDA threads per block (c->cuda)", (64, 128, 256, 512, 1024)),
+        ParamSpec("min_parallel", "int", 65536, "recovered kernels run serially below this many CUDA threads "
+                  "(an OpenMP fork/join costs more than small grids take)", (0, 4096, 16384, 65536, 262144)),
     ),
 )
 
@@ -71,6 +73,7 @@ def _bind_cpu(fn: A.Function, params: dict[str, Any]) -> A.Function:
         raise PassRefused(f"unknown OpenMP schedule '{schedule}'")
     threads = int_param(params, "threads", 0, 0, 4096)
     simd = bool_param(params, "simd", True)
+    min_parallel = int_param(params, "min_parallel", 65536, 0, 1 << 30)
     outer_var = wanted or "xp_bz"
     recovered = not wanted
     bound = 0
@@ -94,6 +97,8 @@ def _bind_cpu(fn: A.Function, params: dict[str, Any]) -> A.Function:
                             clause = f"omp parallel for collapse({depth}) schedule({schedule})"
                         if threads:
                             clause += f" num_threads({threads})"
+                        if recovered and min_parallel > 0:
+                            clause += f" if(xp_gdx * xp_gdy * xp_gdz * xp_nt >= {min_parallel})"
                         new = _pragma_before(stmts, i, clause)
                         if new is not stmts:
                             bound += 1
@@ -227,6 +232,12 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
     if ctx.target is Dialect.CUDA or ctx.target is Dialect.HIP:
+        from xpiler_core.passes._rebind_gpu import is_recovered, rebind_module
+
+        if any(is_recovered(f) for f in module.functions()):
+            out = rebind_module(module)
+            ctx.notes.append("loop binding: recovered block loops → blockIdx, thread loops → threadIdx")
+            return leave(unit, out, ctx, Dialect.CUDA)
         candidates = [f for f in module.functions() if not f.is_kernel and any(
             isinstance(s, A.For) for s in f.body.stmts)]
         if not candidates:

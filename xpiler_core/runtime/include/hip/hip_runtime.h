@@ -6,7 +6,10 @@
 #include "../xpiler/device.h"
 #include "../xpiler/api.h"
 XPILER_RUNTIME_API(hip)
-#define hipLaunchKernelGGL(K, G, B, S, ST, ...) ::xpiler::launch(K, G, B, S, ST)(__VA_ARGS__)
+// Through a generic lambda, so a function template named without arguments deduces them (as with <<<>>>).
+#define hipLaunchKernelGGL(K, G, B, S, ST, ...)                                                          \
+  ::xpiler::launch(::xpiler::deduced_kernel(#K, [](auto... xpiler_args) { K(xpiler_args...); }), G, B, S, \
+                   ST)(__VA_ARGS__)
 #define HIP_KERNEL_NAME(...) __VA_ARGS__
 #define HIP_DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(::xpiler::dynamic_shared_memory());
 #define HIP_DYNAMIC_SHARED_ATTRIBUTE

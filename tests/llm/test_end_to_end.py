@@ -1,0 +1,230 @@
+"""LLM proposals end to end: the real ``openai`` client against a scripted server on loopback.
+
+The kernel is the suite's broadcast add (CUDA → HIP) with its numpy reference; the replies are a correct
+HIP translation, a wrong one (subtracts), and malformed answers. What is asserted comes from the harness's
+verdict against numpy and from what crossed the socket, never from the proposer's own opinion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import uuid
+from pathlib import Path
+
+import pytest
+
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.llm import LLMConfig, LLMUnavailable, ProposerConfig, propose
+from xpiler_core.llm.client import complete
+from xpiler_core.passes.base import PassContext, SourceUnit
+from xpiler_core.pipeline import TranslateOptions, translate
+
+from .conftest import REPO, Raw, ScriptedOpenAI
+
+SPEC = REPO / "benchmarks" / "suite" / "elementwise" / "add" / "spec.toml"
+SOURCE = SPEC.with_name("add.cu")
+
+
+def source_text() -> str:
+    return SOURCE.read_text(encoding="utf-8")
+
+
+def correct_hip() -> str:
+    return "#include <hip/hip_runtime.h>\n" + source_text()
+
+
+def wrong_hip() -> str:
+    wrong = correct_hip().replace("] + B[", "] - B[")
+    assert wrong != correct_hip()
+    return wrong
+
+
+def fenced(code: str) -> str:
+    return f"Step 1: T_add[i, j] = A[i, j] + B[j].\nStep 2: nothing warp-specific.\n```cpp\n{code}```\n"
+
+
+def config_for(server: ScriptedOpenAI, **extra: object) -> LLMConfig:
+    # A fresh model name per test: replies cached by another test can never answer this one.
+    settings: dict[str, object] = {"timeout_s": 30.0, "max_retries": 0, **extra}
+    return LLMConfig(base_url=server.base_url, model=f"scripted-{uuid.uuid4().hex[:12]}",
+                     **settings)  # type: ignore[arg-type]
+
+
+def context() -> PassContext:
+    return PassContext(source_dialect=Dialect.CUDA, target=Dialect.HIP, warp_size=64, file=str(SOURCE))
+
+
+def unit() -> SourceUnit:
+    return SourceUnit(source_text(), Dialect.CUDA, str(SOURCE))
+
+
+@pytest.fixture(autouse=True)
+def caching_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XPILER_NO_CACHE", raising=False)
+
+
+def test_a_correct_reply_verifies_and_the_second_ask_comes_from_the_cache(openai_server: ScriptedOpenAI) -> None:
+    reply = fenced(correct_hip())
+    openai_server.queue(reply)
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC))
+    proposals = propose("translate", unit(), context(), config)
+    assert len(proposals) == 1
+    proposal = proposals[0]
+    assert proposal.text == correct_hip()
+    assert proposal.verification.tests.passed and len(proposal.verification.tests.cases) == 3
+    assert proposal.verification.compile.ok
+    assert proposal.reply_sha256 == hashlib.sha256(reply.encode()).hexdigest()
+    assert not proposal.cached
+    # what the client sent: the model, a system + user message with the source and retrieved chunk ids
+    assert len(openai_server.requests) == 1
+    sent = openai_server.requests[0]["body"]
+    assert sent["model"] == config.llm.model
+    user = sent["messages"][-1]["content"]
+    assert "default_function_kernel" in user and "Step 1" in user
+    assert proposal.prompt.chunk_ids and all(f"[{cid}]" in user for cid in proposal.prompt.chunk_ids)
+    # same model + prompt: answered by diskcache, no second request reaches the server
+    again = propose("translate", unit(), context(), ProposerConfig(llm=config.llm, spec_path=str(SPEC)))
+    assert len(openai_server.requests) == 1
+    assert again and again[0].cached and again[0].text == correct_hip()
+
+
+def test_a_wrong_reply_is_rejected_by_the_tests(openai_server: ScriptedOpenAI) -> None:
+    openai_server.queue(fenced(wrong_hip()))
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC))
+    ctx = context()
+    assert propose("translate", unit(), ctx, config) == []
+    [attempt] = config.attempts
+    assert attempt["verdict"] == "rejected"
+    assert "computes different results" in attempt["reason"]
+    assert attempt["tests"]["failed"] >= 1
+    assert any(d.code == "llm.rejected" for d in ctx.diagnostics)
+
+
+def test_a_reply_that_does_not_compile_is_rejected(openai_server: ScriptedOpenAI) -> None:
+    broken = correct_hip().replace("int m) {", "int m) { undeclared_thing = 1;")
+    openai_server.queue(fenced(broken))
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC))
+    assert propose("translate", unit(), context(), config) == []
+    assert "toolchain rejects it" in config.attempts[0]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("I would translate it like the source, just with hip headers.", "no fenced code block"),
+        (Raw(200, b'{"choices": [ this is not json'), "malformed reply"),
+        (Raw(200, b'{"object": "chat.completion", "choices": []}'), "malformed reply"),
+        (Raw(500, b'{"error": {"message": "model crashed"}}'), "HTTP 500"),
+    ],
+)
+def test_malformed_replies_are_discarded(openai_server: ScriptedOpenAI, reply: str | Raw, reason: str) -> None:
+    openai_server.queue(reply)
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC))
+    assert propose("translate", unit(), context(), config) == []
+    assert config.attempts[0]["verdict"] == "rejected"
+    assert reason in config.attempts[0]["reason"]
+
+
+def test_retries_reach_the_second_answer(openai_server: ScriptedOpenAI) -> None:
+    openai_server.queue(Raw(503, b'{"error": {"message": "busy"}}'), "```c\nint x;\n```")
+    config = config_for(openai_server, max_retries=1)
+    reply = complete(config, [{"role": "user", "content": "hello"}])
+    assert reply.text.startswith("```c")
+    assert len(openai_server.requests) == 2
+
+
+def test_the_api_key_comes_from_the_named_variable(openai_server: ScriptedOpenAI,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XPILER_TEST_KEY", "sk-test-123")
+    openai_server.queue("```c\nint x;\n```")
+    complete(config_for(openai_server, api_key_env="XPILER_TEST_KEY"), [{"role": "user", "content": "k"}])
+    assert openai_server.requests[0]["authorization"] == "Bearer sk-test-123"
+
+
+def test_an_unreachable_endpoint_is_a_clear_error() -> None:
+    with socket.socket() as probe:  # a loopback port with nobody listening
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(LLMUnavailable) as caught:
+        complete(LLMConfig(base_url=url, model="m", max_retries=0, timeout_s=5), [{"role": "user", "content": "x"}])
+    assert caught.value.url == url
+    assert url in caught.value.format() and "unavailable" in caught.value.format()
+
+
+def test_an_unconfigured_endpoint_says_what_to_set() -> None:
+    with pytest.raises(LLMUnavailable, match="XPILER_LLM_BASE_URL"):
+        complete(LLMConfig(), [{"role": "user", "content": "x"}])
+
+
+def _pipeline_options(server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch, proposer: str) -> TranslateOptions:
+    monkeypatch.setenv("XPILER_LLM_BASE_URL", server.base_url)
+    monkeypatch.setenv("XPILER_LLM_MODEL", f"scripted-{uuid.uuid4().hex[:12]}")
+    monkeypatch.setenv("XPILER_LLM_RETRIES", "0")
+    return TranslateOptions(target=Dialect.HIP, spec_path=str(SPEC), proposer=proposer)
+
+
+def test_pipeline_llm_proposer_adopts_only_a_verified_reply(openai_server: ScriptedOpenAI,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    reply = fenced(correct_hip())
+    openai_server.queue(reply)
+    result = translate(source_text(), str(SOURCE), _pipeline_options(openai_server, monkeypatch, "llm"))
+    assert result.status == "verified"
+    assert result.output_text == correct_hip()
+    assert result.tests.passed
+    record = result.manifest["proposer"]
+    assert record["mode"] == "llm" and record["accepted"]["reply_sha256"] == hashlib.sha256(reply.encode()).hexdigest()
+    assert record["accepted"]["chunk_ids"] and "default_function_kernel" in record["accepted"]["prompt"]
+    assert record["model"].startswith("scripted-")
+
+
+def test_pipeline_llm_proposer_falls_back_to_the_rules_on_a_wrong_reply(openai_server: ScriptedOpenAI,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    openai_server.queue(fenced(wrong_hip()))
+    result = translate(source_text(), str(SOURCE), _pipeline_options(openai_server, monkeypatch, "llm"))
+    assert "] - B[" not in result.output_text  # the wrong reply is never the result
+    assert result.manifest["proposer"]["accepted"] is None
+    assert result.manifest["proposer"]["attempts"][0]["verdict"] == "rejected"
+    assert any(d.code == "llm.rejected" for d in result.diagnostics)
+    assert len(openai_server.requests) == 1
+
+
+def test_pipeline_survives_an_unreachable_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("XPILER_LLM_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("XPILER_LLM_MODEL", "m")
+    monkeypatch.setenv("XPILER_LLM_RETRIES", "0")
+    options = TranslateOptions(target=Dialect.HIP, spec_path=str(SPEC), proposer="llm")
+    result = translate(source_text(), str(SOURCE), options)
+    [warning] = [d for d in result.diagnostics if d.code == "llm.unavailable"]
+    assert f"127.0.0.1:{port}" in warning.message
+    assert result.status == "verified"  # the rules' translation, verified on its own evidence
+
+
+def test_the_default_path_makes_no_network_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts: list[object] = []
+
+    def refuse(self: socket.socket, address: object) -> None:
+        attempts.append(address)
+        raise OSError("network access in the default path")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    import openai
+
+    def no_client(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the OpenAI client was constructed on the default path")
+
+    monkeypatch.setattr(openai, "OpenAI", no_client)
+    # even with an endpoint configured, "rules" (the default) never asks it
+    monkeypatch.setenv("XPILER_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("XPILER_LLM_MODEL", "m")
+    options = TranslateOptions(target=Dialect.HIP, spec_path=str(SPEC))
+    assert options.proposer == "rules"
+    result = translate(source_text(), str(SOURCE), options)
+    assert result.status == "verified"
+    assert attempts == []
+    assert "proposer" not in result.manifest
