@@ -76,11 +76,15 @@ def translate_with_proposer(
 
 
 def failed_pass(result: Any) -> tuple[str, str]:
-    """The pass to ask the LLM about and why: the first refusal, else the whole translation."""
+    """The pass to ask the LLM about and why: the first refusal, else the first pass that left constructs
+    unresolved, else the whole translation (with the result's reason: a compile error, a failing test)."""
     for record in result.passes_applied:
         if record.get("refused"):
             return str(record["name"]), str(record["refused"])
     reason = str(result.manifest.get("outcome", {}).get("reason") or result.summary or "")
+    for record in result.passes_applied:
+        if record.get("unresolved"):
+            return str(record["name"]), reason
     return "translate", reason
 
 

@@ -12,7 +12,7 @@ from rank_bm25 import BM25Okapi
 
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.llm.manuals import MANUALS_ROOT, Chunk, cached_chunks
-from xpiler_core.llm.tokens import tokenize
+from xpiler_core.llm.tokens import split_identifier, tokenize
 
 SYNONYMS_FILE = Path(__file__).with_name("synonyms.toml")
 
@@ -57,10 +57,11 @@ class ManualIndex:
         expanded = list(tokens)
         for token in tokens:
             expanded.extend(synonyms.get(token, ()))
-        for left, right in zip(tokens, tokens[1:], strict=False):
-            joined = left + right
-            if joined in self._vocabulary:
-                expanded.append(joined)
+        words = [split_identifier(w) for w in query.split()]
+        simple = [w[0] if len(w) == 1 else None for w in words]  # one-word identifiers only
+        for left, right in zip(simple, simple[1:], strict=False):
+            if left and right and left + right in self._vocabulary:
+                expanded.append(left + right)
         return expanded
 
     def search(self, query: str, k: int = 3, folders: Iterable[str] | None = None) -> list[Hit]:

@@ -226,6 +226,6 @@ def rebind_module(module: A.Module) -> A.Module:
         items.append(item)
     if not found:
         raise PassRefused("no loop-recovered function to bind to CUDA blocks and threads")
-    out = A.replace(module, items=tuple(items), dialect=Dialect.CUDA)
-    return A.rewrite(out, lambda n: A.call("xp_atomic_max_float", *n.args)
-                     if isinstance(n, A.Call) and n.callee == "atomicMax" and False else None)
+    if not any(isinstance(i, A.Opaque) and i.text.startswith("/* xpiler GPU prelude */") for i in items):
+        items.insert(0, A.Opaque(GPU_PRELUDE))
+    return A.replace(module, items=tuple(items), dialect=Dialect.CUDA)

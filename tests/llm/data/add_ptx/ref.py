@@ -1,0 +1,2 @@
+def add(a, b, n):
+    return a + b

@@ -1,0 +1,129 @@
+"""BANG C candidates in the harness: run a ``.mlu`` candidate on the MLU CPU model against a spec.
+
+The spec's arguments are passed in order (buffers as GDRAM pointers, scalars by value). A ``kernel``
+candidate is a ``__mlu_global__`` launched with ``task_dim`` tasks of ``task_type`` (the spec's CUDA grid
+and block describe the source, not the BANG launch, which the translation chooses); a ``host``
+candidate is an ``extern "C"`` host function that launches its kernels itself. Inputs, reference and
+comparison are the harness's own, so a BANG candidate is judged exactly like a CUDA/HIP/C one.
+Build failures include NRAM/WRAM/SRAM capacity violations of the configured generation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xpiler_core.progress import CancelToken
+from xpiler_core.runtime.bang_build import build_bang, format_build_errors
+from xpiler_core.runtime.bang_call import run_bang_kernel
+from xpiler_core.runtime.bang_run import BangWorker
+from xpiler_core.verify.harness import (
+    CaseResult,
+    SpecReport,
+    _compare_case,
+    _load_reference,
+    _select_cases,
+    _sizes,
+    reference_outputs,
+)
+from xpiler_core.verify.inputs import case_inputs
+from xpiler_core.verify.spec import KernelSpec
+
+DEFAULT_TASK_DIM = (16, 1, 1)  # four clusters of four cores, a Union1 launch
+DEFAULT_TASK_TYPE = "union1"
+_HOST_SCALARS = {"int32": "int", "int64": "long", "float32": "float", "float64": "double", "uint32": "int"}
+
+
+@dataclass
+class BangSpecReport(SpecReport):
+    """A :class:`SpecReport` plus what the MLU model's build said about on-chip memory."""
+
+    capacity_violations: list[str] = field(default_factory=list)
+    onchip_usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    generation: str = ""
+
+
+def _kernel_args(spec: KernelSpec, inputs: dict[str, Any]) -> list[Any]:
+    args: list[Any] = []
+    for a in spec.args:
+        if a.is_buffer:
+            args.append(np.array(inputs[a.name], copy=True))
+        else:
+            args.append(np.dtype(a.dtype).type(inputs[a.name]))
+    return args
+
+
+def _host_args(spec: KernelSpec, inputs: dict[str, Any]) -> list[Any]:
+    args: list[Any] = []
+    for a in spec.args:
+        if a.is_buffer:
+            args.append(np.array(inputs[a.name], copy=True))
+        else:
+            kind = _HOST_SCALARS.get(a.dtype)
+            if kind is None:
+                raise ValueError(f"scalar argument {a.name} of type {a.dtype} cannot be passed to a host function")
+            args.append((kind, inputs[a.name]))
+    return args
+
+
+def run_bang_spec(
+    spec: KernelSpec,
+    candidate_text: str,
+    *,
+    entry: str | None = None,
+    kind: str | None = None,
+    task_dim: tuple[int, int, int] = DEFAULT_TASK_DIM,
+    task_type: str = DEFAULT_TASK_TYPE,
+    generation: str | None = None,
+    cases: list[int] | None = None,
+    seed: int = 0,
+    cancel: CancelToken | None = None,
+    path: str = "candidate.mlu",
+) -> BangSpecReport:
+    """Run a BANG C candidate on the spec's cases (numpy reference only) and compare."""
+    started = time.monotonic()
+    indices = _select_cases(spec, cases)
+    entry = entry or spec.entry
+    kind = kind or spec.kind
+    if spec.reference is None:
+        return BangSpecReport(False, [], "BANG candidates are checked against a numpy reference; the spec has none",
+                              time.monotonic() - started, 0)
+    build = build_bang(candidate_text, path=path, generation=generation)
+    violations = [v.diagnostic.format() for v in build.capacity_violations]
+    if not build.ok or build.output is None:
+        return BangSpecReport(False, [], format_build_errors(build) or "build failed", time.monotonic() - started, 0,
+                              violations, build.usage, build.generation)
+    reference = _load_reference(spec)
+    results: list[CaseResult] = []
+    with BangWorker(timeout_s=spec.timeout_s) as worker:
+        for i in indices:
+            if cancel is not None:
+                cancel.check()
+            case = spec.cases[i]
+            sizes = _sizes(case)
+            case_started = time.monotonic()
+            inputs = case_inputs(spec, case, i, seed)
+            try:
+                expected = reference_outputs(reference, spec, inputs)
+            except Exception as exc:  # the reference is user code
+                results.append(CaseResult(sizes, False, error=f"reference raised {exc!r}"))
+                continue
+            if kind == "kernel":
+                run = run_bang_kernel(candidate_text, entry, _kernel_args(spec, inputs), dim=task_dim,
+                                      task_type=task_type, generation=generation, path=path, worker=worker)
+                error, arrays = (None if run.ok else run.error or "the launch failed"), run.arrays
+            else:
+                call = worker.call(str(build.output), entry, _host_args(spec, inputs), timeout_s=spec.timeout_s)
+                error, arrays = call.error, call.arrays
+            if error is not None:
+                results.append(CaseResult(sizes, False, error=error, seconds=time.monotonic() - case_started))
+                continue
+            got = {a.name: arr for a, arr in zip(spec.args, arrays, strict=False) if a.is_output and arr is not None}
+            result = _compare_case(spec, sizes, expected, got)
+            result.seconds = time.monotonic() - case_started
+            results.append(result)
+    return BangSpecReport(all(r.passed for r in results) and bool(results), results, None,
+                          time.monotonic() - started, 0, violations, build.usage, build.generation)
