@@ -37,9 +37,10 @@ class TranslateOptions:
     verify: bool = True
     seed: int = 0
     passes: list[str] | None = None  # None: the plan's default pass list
-    proposer: str = "rules"
+    proposer: str = "rules"  # "rules" | "llm" | "rules-then-llm" (xpiler_core/llm)
     # per-pass parameters, pass name -> {param: value}; recorded in the manifest
     pass_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    llm: Any | None = None  # an xpiler_core.llm.LLMConfig; None: the XPILER_LLM_* environment variables
 
 
 @dataclass

@@ -147,6 +147,7 @@ async def start_translation(server: XpilerServer, uri: str, target_arg: str | No
             proposer="llm" if config.llm_enabled and config.llm_endpoint else "rules",
             progress=progress,
             cancel=job.cancel,
+            llm={"base_url": config.llm_endpoint, "model": config.llm_model, "api_key_env": config.llm_api_key_env},
         )
 
     async def done(job: Job) -> None:

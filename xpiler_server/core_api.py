@@ -185,6 +185,7 @@ def translate(
     proposer: str,
     progress: ProgressFn,
     cancel: CancelToken,
+    llm: dict[str, str] | None = None,  # LLM settings (base_url, model, api_key_env) for proposer != "rules"
 ) -> Any:
     pipeline = _optional("xpiler_core.pipeline")
     if pipeline is None:
@@ -192,6 +193,9 @@ def translate(
     options = pipeline.TranslateOptions(
         target=target, warp_size=warp_size, spec_path=spec_path, verify=verify, proposer=proposer
     )
+    llm_module = _optional("xpiler_core.llm") if llm and proposer != "rules" else None
+    if llm_module is not None and llm is not None:  # added for issue 10 (LLM room): endpoint settings → core
+        options.llm = llm_module.LLMConfig(**llm)
     return pipeline.translate(text, path, options, progress=progress, cancel=cancel)
 
 

@@ -241,7 +241,7 @@ def test_rules_then_llm_asks_only_when_the_rules_do_not_verify(openai_server: Sc
     portable = "#include <hip/hip_runtime.h>\n" + source.replace(
         'float r;\n        asm volatile("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a[i]), "f"(b[i]));\n        c[i] = r;',
         "c[i] = a[i] + b[i];")
-    assert "asm" not in portable
+    assert "asm volatile" not in portable
     openai_server.queue(fenced(portable))
     options = _pipeline_options(openai_server, monkeypatch, "rules-then-llm")
     options.spec_path = str(PTX / "spec.toml")
@@ -269,3 +269,20 @@ def test_rules_then_llm_keeps_the_unverified_rules_output_when_the_reply_is_wron
     assert result.status != "verified"
     assert "a[i] * b[i]" not in result.output_text
     assert result.manifest["proposer"]["attempts"][0]["verdict"] == "rejected"
+
+
+def test_server_settings_reach_the_proposer(openai_server: ScriptedOpenAI) -> None:
+    """The editor's xpiler.llm.endpoint/model settings travel through the server's core API."""
+    from xpiler_core.progress import CancelToken
+    from xpiler_server import core_api
+
+    openai_server.queue(fenced(correct_hip()))
+    model = f"scripted-{uuid.uuid4().hex[:12]}"
+    messages: list[str] = []
+    result = core_api.translate(source_text(), str(SOURCE), Dialect.HIP, warp_size=None, spec_path=str(SPEC),
+                                verify=True, proposer="llm", progress=lambda f, m: messages.append(m),
+                                cancel=CancelToken(),
+                                llm={"base_url": openai_server.base_url, "model": model, "api_key_env": "NO_SUCH_VAR"})
+    assert openai_server.requests[0]["body"]["model"] == model
+    assert result.status == "verified" and result.output_text == correct_hip()
+    assert any("asking the LLM" in m for m in messages)

@@ -100,7 +100,13 @@ def adopt(
     toolchain = getattr(evidence.compile, "toolchain", "the target toolchain")
     summary = (f"verified: LLM proposal ({proposal.model}) for {proposal.pass_name}, accepted by {toolchain} "
                f"and {cases} test case(s)")
+    llm_record = {"name": f"llm:{proposal.pass_name}", "params": {"model": proposal.model}, "changed": True,
+                  "refused": None, "notes": ["the output is the verified LLM proposal, replacing the rules' output"],
+                  "unresolved": 0, "seconds": 0.0}
+    passes = [*skeleton.passes_applied, llm_record]
     manifest = dict(skeleton.manifest)
+    manifest["passes"] = passes
+    manifest["options"] = {**manifest.get("options", {}), "verify": True}
     manifest["candidate_sha256"] = sha256_text(proposal.text)
     manifest["spec"] = evidence.spec_info
     manifest["outcome"] = {**manifest.get("outcome", {}), "status": "verified", "reason": "",
@@ -108,6 +114,7 @@ def adopt(
                            "unresolved": []}
     result = dataclasses.replace(
         skeleton, output_text=proposal.text, status="verified", summary=summary, compile=evidence.compile,
+        passes_applied=passes,
         tests=evidence.tests, unresolved=[], manifest=manifest,
         diagnostics=[*diagnostics, Diagnostic(Severity.INFO, "llm.accepted", summary, Span.empty(),
                                               skeleton.source_path)],

@@ -103,7 +103,8 @@ def _thread_body(s: A.Stmt) -> A.Stmt | None:
 
 
 class _Rebinder:
-    def __init__(self) -> None:
+    def __init__(self, runtime_names: set[str] | None = None) -> None:
+        self.runtime_names = runtime_names or set()
         self.dynamic: list[tuple[str, A.Type, tuple[A.Expr | None, ...]]] = []
         self.thread_arrays: set[str] = set()
 
@@ -129,8 +130,15 @@ class _Rebinder:
                     self.dynamic.append((d.name, d.type, ()))
                     out.append(A.Opaque("double* xp_dsmem = (double*)(xp_shm + xp_off_xp_dsmem);"))
                 elif d.dims:
-                    if any(A.const_int(x) is None for x in d.dims if x is not None):
-                        raise PassRefused(f"block array '{d.name}' has a size unknown at compile time")
+                    runtime = {n.id for x in d.dims if x is not None for n in A.walk(x) if isinstance(n, A.Name)
+                               and (n.id in self.runtime_names or n.id.startswith("xp_"))}
+                    if runtime:
+                        raise PassRefused(f"block array '{d.name}' is sized by run-time values "
+                                          f"({', '.join(sorted(runtime))})")
+                    out.append(A.DeclStmt((A.replace(d, storage=("__shared__",)),)))
+                elif d.init is None:
+                    # block-level scalars without an initializer were __shared__ variables in the source
+                    # (thread-independent values recovery hoisted always carry their initializer)
                     out.append(A.DeclStmt((A.replace(d, storage=("__shared__",)),)))
                 else:
                     out.append(A.DeclStmt((d,)))
@@ -172,7 +180,8 @@ def rebind_function(fn: A.Function) -> tuple[A.Function, A.Function]:
         if loop is None:
             raise PassRefused(f"'{fn.name}': block loop over {var} not found")
         cur = loop.body
-    rb = _Rebinder()
+    rb = _Rebinder({p.name for p in fn.params if isinstance(p, A.Param) and p.name}
+                   | {d.name for d in A.walk(fn.body) if isinstance(d, A.VarDecl)})
     body = rb.block_stmts(A.stmts_of(cur))
     ids = [A.Opaque("const int xp_bx = blockIdx.x, xp_by = blockIdx.y, xp_bz = blockIdx.z;"),
            A.Opaque("const int xp_tx = threadIdx.x, xp_ty = threadIdx.y, xp_tz = threadIdx.z;"),
@@ -209,10 +218,39 @@ def rebind_function(fn: A.Function) -> tuple[A.Function, A.Function]:
     return kernel, host
 
 
+def _device_side(module: A.Module) -> tuple[set[str], set[str], set[str]]:
+    """(functions called from recovered kernels, functions called from host code, globals kernels read)."""
+    functions = {f.name: f for f in module.functions()}
+
+    def closure(roots: list[A.Function]) -> set[str]:
+        seen: set[str] = set()
+        stack = list(roots)
+        while stack:
+            f = stack.pop()
+            for n in A.walk(f.body):
+                if isinstance(n, A.Call) and n.callee:
+                    name = n.callee.split("<")[0]
+                    if name in functions and name not in seen and not is_recovered(functions[name]):
+                        seen.add(name)
+                        stack.append(functions[name])
+        return seen
+
+    kernels = [f for f in module.functions() if is_recovered(f)]
+    hosts = [f for f in module.functions() if not is_recovered(f) and (f.linkage == "C" or "static" not in f.qualifiers)]
+    device = closure(kernels)
+    host = closure(hosts)
+    global_names = {d.name for i in module.items if isinstance(i, A.DeclStmt) for d in i.decls}
+    read = {n.id for f in kernels for n in A.walk(f.body) if isinstance(n, A.Name)} & global_names
+    return device, host, read
+
+
 def rebind_module(module: A.Module) -> A.Module:
     items: list[Any] = []
     found = False
+    device, host, device_globals = _device_side(module)
     for item in module.items:
+        if isinstance(item, A.DeclStmt) and any(d.name in device_globals for d in item.decls):
+            item = A.DeclStmt(tuple(A.replace(d, storage=(*d.storage, "__device__")) for d in item.decls))
         if isinstance(item, A.Opaque) and item.text.startswith("/* xpiler CPU prelude */"):
             items.append(A.Opaque(GPU_PRELUDE))
             continue
@@ -221,8 +259,9 @@ def rebind_module(module: A.Module) -> A.Module:
             items.extend([kernel, host])
             found = True
             continue
-        if isinstance(item, A.Function) and item.linkage != "C" and "static" in item.qualifiers:
-            item = A.replace(item, qualifiers=(*item.qualifiers, "__host__", "__device__"))
+        if isinstance(item, A.Function) and item.name in device:
+            extra = ("__host__", "__device__") if item.name in host else ("__device__",)
+            item = A.replace(item, qualifiers=(*item.qualifiers, *extra))
         items.append(item)
     if not found:
         raise PassRefused("no loop-recovered function to bind to CUDA blocks and threads")

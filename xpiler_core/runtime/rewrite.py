@@ -145,10 +145,9 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
             body = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
             rewritten = _MACRO_LAUNCH.sub(lambda m: f"::xpiler::launch({m.group(1)}, {m.group(2).strip()})", body)
             edits.append((node.start_byte, node.end_byte, rewritten))
-            for m in _MACRO_LAUNCH.finditer(body):
-                result.launches.append(
-                    Launch(m.group(1), node.start_point[0] + body.count("\n", 0, m.start()), (m.group(2).strip(),))
-                )
+            for found in _MACRO_LAUNCH.finditer(body):
+                line = node.start_point[0] + body.count("\n", 0, found.start())
+                result.launches.append(Launch(found.group(1), line, (found.group(2).strip(),)))
         elif node.type == "declaration":
             decl = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
             if "__shared__" in decl and not decl.startswith("extern"):

@@ -1,0 +1,194 @@
+"""CUDA → Cambricon BANG C, verified on the CPU model of the MLU.
+
+Steps (each an AST pass; a refusal is reported, never a silent miscompile):
+
+1. ``detensorization`` + ``loop_recovery`` (shared with CUDA → CPU): kernels become block loops over
+   explicit thread loops (barriers split them; shared memory becomes block-local arrays).
+2. ``bang_binding``: the block loops are shared out round-robin over ``taskId``/``taskDim`` (a Union1
+   launch of 4 × clusters tasks); the entry becomes an ``extern "C" __mlu_global__`` kernel, host launches
+   become ``<<<dim, type, queue>>>``.
+3. ``bang_tensorize``: contiguous element-wise thread loops become NRAM tiles filled by ``__memcpy``
+   (tile size from the NRAM capacity of the configured MLU generation), ``__bang_*`` vector intrinsics where
+   every operation has one, a scalar loop on the NRAM tile where one has none, and double buffering with
+   ``__memcpy_async`` + ``__sync_io`` (``bang_pipeline`` parameter). Loops it cannot prove element-wise
+   stay scalar loops over GDRAM (correct, slow) and are named in the manifest.
+
+Verification: the candidate is built with the MLU model (g++, on-chip capacity check of the generation)
+and run on the spec's cases against the numpy reference (``verify/bang_support.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from xpiler_core import ast as A
+from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.frontend.lower import lower_text
+from xpiler_core.passes._cpu_prelude import PRELUDE
+from xpiler_core.passes.base import PassContext, Unresolved
+from xpiler_core.pipeline import (
+    TranslateOptions,
+    TranslationResult,
+    host_info,
+    report_dict,
+    sha256_text,
+    suggested_output_path,
+    xpiler_version,
+)
+from xpiler_core.plans.cuda_to_cpu import run_ast_passes, spec_launch_params, spec_with_launch_args
+from xpiler_core.printer import print_module
+from xpiler_core.progress import CancelToken, ProgressFn, report
+
+DEFAULT_PASSES = ["detensorization", "loop_recovery", "bang_binding"]
+TASKS = 16  # 4 clusters × 4 cores (Union1); the binding is correct for any task count
+
+BANG_PRELUDE_MARK = "/* xpiler BANG prelude */"
+
+
+def bang_prelude(tasks: int = TASKS) -> str:
+    """The CPU prelude's CUDA vocabulary (half/vector types, shuffles over per-thread arrays, dim3, host
+    memory API) minus what BANG already names (``half`` is the MLU's own type), plus the launch shape."""
+    body = PRELUDE.split("\n", 1)[1]
+    body = body.replace("typedef __half half;\n", "")
+    body = re.sub(r"#ifdef _OPENMP\n#include <omp.h>\n#endif\n", "", body)
+    # atomics: tasks of one launch interleave only at barriers on the model, and GDRAM read-modify-write
+    # from one core is not interrupted there; the _Pragma is an OpenMP-only hint, dropped here.
+    body = body.replace('_Pragma("omp atomic capture") ', "")
+    return (
+        f"{BANG_PRELUDE_MARK}\n#include <bang.h>\n{body}"
+        f"static inline cnrtDim3_t xp_task_dim(void) {{ cnrtDim3_t d = {{{tasks}, 1, 1}}; return d; }}\n"
+    )
+
+
+def translate_to_bang(
+    text: str,
+    path: str,
+    spec: Any | None = None,
+    pass_params: dict[str, dict[str, Any]] | None = None,
+    passes: list[str] | None = None,
+) -> tuple[str | None, list[dict[str, Any]], PassContext]:
+    """The BANG C candidate (``None`` when a required step refused) and one record per pass."""
+    module = lower_text(text, path)
+    ctx = PassContext(source_dialect=module.dialect, target=Dialect.BANG, file=path)
+    params = {k: dict(v) for k, v in (pass_params or {}).items()}
+    entry = ""
+    if spec is not None:
+        kernel = module.function(spec.entry)
+        launch = spec_launch_params(spec, kernel)
+        params.setdefault("loop_recovery", {})
+        for key, value in launch.items():
+            params["loop_recovery"].setdefault(key, value)
+        if spec.kind == "host":
+            params["loop_recovery"].setdefault("wrapper", False)
+        else:
+            entry = spec.entry
+    params.setdefault("bang_binding", {}).setdefault("entry", entry)
+    out, records = run_ast_passes(module, passes or DEFAULT_PASSES, ctx, params)
+    for required in ("loop_recovery", "bang_binding"):
+        record = next((r for r in records if r["name"] == required), None)
+        if record is not None and record["refused"]:
+            ctx.unresolved.append(Unresolved(record["refused"], Span.empty(), required))
+            return None, records, ctx
+    printed = print_module(A.replace(out, dialect=Dialect.BANG), Dialect.BANG)
+    if PRELUDE not in printed:
+        ctx.unresolved.append(Unresolved("the recovered module lost its support prelude", Span.empty(), "prelude"))
+        return None, records, ctx
+    return printed.replace(PRELUDE, bang_prelude()), records, ctx
+
+
+def intrinsics_used(candidate: str) -> list[str]:
+    """The BANG intrinsics and copy forms a candidate calls, sorted."""
+    return sorted(set(re.findall(r"\b(__bang_\w+|__memcpy_async|__memcpy|__sync_io)\s*\(", candidate)))
+
+
+def launch_params_used(records: list[dict[str, Any]]) -> str:
+    for r in records:
+        if r["name"] == "loop_recovery" and not r["refused"]:
+            return str(r["params"].get("launch_params") or "")
+    return ""
+
+
+def verify_bang(candidate: str, spec: Any, records: list[dict[str, Any]], seed: int = 0,
+                cancel: CancelToken | None = None, generation: str | None = None) -> tuple[Any, str]:
+    """Run the candidate on the model against the spec; returns (BangSpecReport, note)."""
+    from xpiler_core.verify.bang_support import run_bang_spec
+
+    note = ""
+    with tempfile.TemporaryDirectory(prefix="xpiler-bang-") as tmp:
+        test_spec = spec
+        extra = launch_params_used(records)
+        if extra:
+            test_spec = spec_with_launch_args(spec, extra, Path(tmp))
+            note = f"the grid is not a function of the kernel's parameters: {extra} are extra trailing parameters"
+        report_ = run_bang_spec(test_spec, candidate, seed=seed, cancel=cancel, generation=generation)
+    return report_, note
+
+
+def plan(
+    text: str,
+    path: str,
+    options: TranslateOptions,
+    progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+) -> TranslationResult:
+    from xpiler_core.verify.spec import load_spec
+
+    started = time.perf_counter()
+    report(progress, 0.0, f"translating {Path(path).name} (cuda->bang)")
+    spec = load_spec(options.spec_path) if options.spec_path else None
+    tmp_dir = None
+    if spec is None and options.verify:
+        from xpiler_core.verify import autospec
+
+        tmp_dir = tempfile.TemporaryDirectory(prefix="xpiler-bang-spec-")
+        built = autospec.build_spec(text, path, Dialect.CUDA, Path(tmp_dir.name))
+        if built.spec_path is not None:
+            spec = load_spec(str(built.spec_path))
+    try:
+        candidate, records, ctx = translate_to_bang(text, path, spec, options.pass_params, options.passes)
+        tests = None
+        reason = ""
+        if candidate is None:
+            status, reason, candidate = "unresolved", (ctx.unresolved[-1].reason if ctx.unresolved else "refused"), ""
+        elif not options.verify:
+            status, reason = "unresolved", "verification was turned off: not built, not executed"
+        elif spec is None or spec.reference is None:
+            status, reason = "unresolved", "no test spec with a numpy reference: the candidate was not executed"
+        else:
+            report(progress, 0.5, "building and running on the MLU model")
+            tests, note = verify_bang(candidate, spec, records, options.seed, cancel)
+            if tests.build_error:
+                status, reason = "failed", "the candidate does not build on the MLU model"
+            elif tests.passed and not ctx.unresolved:
+                status, reason = "verified", note
+            else:
+                status, reason = "failed", "the candidate does not match the reference on the MLU model"
+    finally:
+        if tmp_dir is not None:
+            tmp_dir.cleanup()
+    seconds = time.perf_counter() - started
+    applied = ", ".join(r["name"] for r in records if r["changed"]) or "none"
+    summary = f"{status}: cuda->bang, passes {applied}" + (f" ({reason})" if reason else "")
+    diagnostics = list(ctx.diagnostics)
+    if reason and status != "verified":
+        diagnostics.append(Diagnostic(Severity.WARNING, "translate.status", reason, Span.empty(), path))
+    manifest = {
+        "xpiler": xpiler_version(), "direction": "cuda->bang", "source": {"path": path, "sha256": sha256_text(text)},
+        "passes": records, "status": status, "reason": reason, "intrinsics": intrinsics_used(candidate),
+        "model": {"generation": getattr(tests, "generation", None), "onchip_usage": getattr(tests, "onchip_usage", None),
+                  "capacity_violations": getattr(tests, "capacity_violations", None), "tasks": TASKS,
+                  "task_type": "union1"},
+        "tests": report_dict(tests), "host": host_info(), "seconds": round(seconds, 4), "spec": options.spec_path,
+    }
+    report(progress, 1.0, status)
+    return TranslationResult(
+        source_path=path, source_dialect=Dialect.CUDA, target=Dialect.BANG, output_text=candidate,
+        suggested_output_path=suggested_output_path(path, Dialect.BANG), status=status, summary=summary,
+        passes_applied=records, compile=None, tests=tests, diagnostics=diagnostics, unresolved=list(ctx.unresolved),
+        manifest=manifest, seconds=seconds,
+    )

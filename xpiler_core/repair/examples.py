@@ -1,0 +1,135 @@
+"""Small concrete examples for repair: tiny shapes derived from a spec, seeded inputs, reference outputs.
+
+The solver sees executions on these shapes only; the full spec cases re-verify every repair afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xpiler_core.diagnostics import XpilerError
+from xpiler_core.frontend.lower import lower_text
+from xpiler_core.repair.interp import LaunchShape, Program, Unsupported, run_kernel
+from xpiler_core.verify.expr import ExprError
+from xpiler_core.verify.harness import _load_reference, launch_config, reference_outputs
+from xpiler_core.verify.inputs import case_inputs, shape_of, to_view
+from xpiler_core.verify.spec import KernelSpec
+
+# Sizes a spec's case variables are shrunk towards (odd, so partial blocks and tails are exercised).
+_TARGETS = (3, 5, 9, 17, 33, 65)
+
+
+@dataclass
+class Example:
+    """One tiny case: sizes, inputs (stored arrays and scalars), expected outputs, launch shape."""
+
+    case: dict[str, int]
+    inputs: dict[str, Any]
+    expected: dict[str, np.ndarray]
+    shape: LaunchShape
+    threads: int
+
+
+def shape_for(spec: KernelSpec, case: Mapping[str, Any]) -> LaunchShape:
+    cfg = launch_config(spec, case)
+    return LaunchShape((cfg[0], cfg[1], cfg[2]), (cfg[3], cfg[4], cfg[5]), cfg[6])
+
+
+def tiny_cases(spec: KernelSpec, max_threads: int) -> list[dict[str, int]]:
+    """Candidate small cases, smallest launch first (each at most ``max_threads`` threads in all)."""
+    seen: set[tuple[tuple[str, int], ...]] = set()
+    scored: list[tuple[int, int, dict[str, int]]] = []
+    for base in spec.cases:
+        variants = [dict(base)]
+        for t in _TARGETS:
+            # Shrink towards t while keeping each value's residue mod 8 (kernels often assume even sizes).
+            variants.append(
+                {k: int(v) if int(v) <= t + 2 * j else t + 2 * j + (int(v) - t - 2 * j) % 8
+                 for j, (k, v) in enumerate(sorted(base.items()))}
+            )
+        for case in variants:
+            key = tuple(sorted(case.items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                shape = shape_for(spec, case)
+                for a in spec.args:
+                    if a.is_buffer:
+                        shape_of(a, case, str(spec.path))
+            except (XpilerError, ExprError, ZeroDivisionError):
+                continue
+            threads = math.prod(shape.grid) * (math.prod(shape.block) if spec.kind == "kernel" else 1)
+            if 0 < threads <= max_threads:
+                scored.append((threads, sum(case.values()), case))
+    scored.sort(key=lambda s: (s[0], s[1]))
+    return [c for _, _, c in scored]
+
+
+def make_example(spec: KernelSpec, case: dict[str, int], index: int, seed: int) -> Example:
+    inputs = case_inputs(spec, case, 1000 + index, seed)
+    if spec.reference is not None:
+        expected = reference_outputs(_load_reference(spec), spec, inputs)
+    else:
+        expected = _interpreted_reference(spec, case, inputs)
+    shape = shape_for(spec, case)
+    threads = math.prod(shape.grid) * (math.prod(shape.block) if spec.kind == "kernel" else 1)
+    return Example(case, inputs, {k: np.asarray(v) for k, v in expected.items()}, shape, threads)
+
+
+def _interpreted_reference(spec: KernelSpec, case: dict[str, int], inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Differential specs: run the reference source on the interpreter (it is plain CUDA/C)."""
+    assert spec.reference_source is not None
+    text = spec.reference_source.read_text(encoding="utf-8")
+    prog = Program.of(lower_text(text, str(spec.reference_source)))
+    kind = spec.reference_kind or spec.kind
+    buffers = run_kernel(prog, spec.reference_entry or spec.entry, stored_args(spec, inputs), shape_for(spec, case), kind)
+    out = {}
+    for a in spec.args:
+        if a.is_output:
+            arr = np.asarray(inputs[a.name])
+            out[a.name] = np.array([float(v) for v in buffers[a.name].data]).astype(arr.dtype).reshape(arr.shape)
+    return out
+
+
+def stored_args(spec: KernelSpec, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for a in spec.args:
+        v = inputs[a.name]
+        if a.is_buffer:
+            if a.dtype in ("float16", "bfloat16"):
+                raise Unsupported(f"{a.dtype} buffers")
+            out[a.name] = np.array(v, copy=True)
+        else:
+            out[a.name] = v
+    return out
+
+
+def tolerance(spec: KernelSpec, name: str) -> tuple[float, float]:
+    for a in spec.args:
+        if a.name == name:
+            return (a.atol if a.atol is not None else spec.atol, a.rtol if a.rtol is not None else spec.rtol)
+    return spec.atol, spec.rtol
+
+
+def close(got: Any, expected: float, atol: float, rtol: float) -> bool:
+    """The harness's element rule: |got - expected| <= atol + rtol |expected|; NaN only matches NaN."""
+    g, e = float(got), float(expected)
+    if math.isnan(e) or math.isnan(g):
+        return math.isnan(e) and math.isnan(g)
+    if math.isinf(e) or math.isinf(g):
+        return e == g
+    return abs(g - e) <= atol + rtol * abs(e)
+
+
+def expected_flat(spec: KernelSpec, ex: Example, name: str) -> np.ndarray:
+    arg = next(a for a in spec.args if a.name == name)
+    exp = ex.expected[name]
+    if exp.dtype == np.uint16 and arg.dtype == "bfloat16":
+        exp = to_view(exp, arg.dtype)
+    return np.asarray(exp, dtype=np.float64).reshape(-1)

@@ -1,0 +1,1028 @@
+"""A small SIMT interpreter of the kernel AST, concrete or with z3 holes.
+
+Why: repair needs (a) an instrumented concrete run (which statement wrote each output element) and (b) the
+same execution with one sub-expression replaced by a hole whose unknown integer coefficients are z3
+variables, so that "the outputs equal the reference" becomes a formula over those coefficients.
+
+Values are concrete Python numbers (``int`` for C integers, ``np.float32`` for ``float``, ``float`` for
+``double``) or symbolic: a z3 integer/boolean term (integer values that depend on the hole) or a
+:class:`Choice` (a value that depends on the hole through control flow or a hole-dependent load: a list of
+mutually exclusive ``(condition, concrete value)`` cases). Branches on symbolic conditions are executed
+under a path condition and merged (no forking). Threads of a block run as generators that yield at
+``__syncthreads()``. Anything outside the supported C subset raises :class:`Unsupported` (repair refuses).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import z3
+
+from xpiler_core import ast as A
+
+INT_TYPES = frozenset(
+    {
+        "int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "unsigned long long", "size_t",
+        "short", "unsigned short", "char", "unsigned char", "int32_t", "uint32_t", "int64_t", "uint64_t",
+        "ptrdiff_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "signed char", "long int",
+    }
+)
+FLOAT_TYPES = frozenset({"float"})
+DOUBLE_TYPES = frozenset({"double"})
+MAX_CASES = 1024  # cases of one Choice before we refuse (keeps a sketch's formula small)
+
+
+class Unsupported(Exception):
+    """The kernel uses a construct the interpreter does not model (repair refuses honestly)."""
+
+
+class Infeasible(Exception):
+    """On a path that does not depend on the hole the kernel faults: no hole value can fix it."""
+
+
+class StepLimit(Exception):
+    """The run exceeded its step budget."""
+
+
+BoolLike = bool | z3.BoolRef
+
+
+def and_(a: BoolLike, b: BoolLike) -> BoolLike:
+    if a is False or b is False:
+        return False
+    if a is True:
+        return b
+    if b is True:
+        return a
+    return z3.And(a, b)
+
+
+def or_(a: BoolLike, b: BoolLike) -> BoolLike:
+    if a is True or b is True:
+        return True
+    if a is False:
+        return b
+    if b is False:
+        return a
+    return z3.Or(a, b)
+
+
+def not_(a: BoolLike) -> BoolLike:
+    if isinstance(a, bool):
+        return not a
+    return z3.Not(a)
+
+
+@dataclass(frozen=True)
+class Case:
+    cond: BoolLike
+    fixes: tuple[tuple[int, int], ...]  # (z3 term id, value) pairs this case assumes (prunes products)
+    value: Any
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A hole-dependent concrete value: exactly one case's condition holds."""
+
+    cases: tuple[Case, ...]
+
+
+def is_sym(v: Any) -> bool:
+    return isinstance(v, (z3.ExprRef, Choice))
+
+
+def _merge_fixes(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...] | None:
+    if not a:
+        return b
+    if not b:
+        return a
+    d = dict(a)
+    for k, v in b:
+        if d.get(k, v) != v:
+            return None
+        d[k] = v
+    return tuple(sorted(d.items()))
+
+
+def as_cases(v: Any) -> tuple[Case, ...]:
+    if isinstance(v, Choice):
+        return v.cases
+    if isinstance(v, z3.ExprRef):
+        raise Unsupported("a hole-dependent integer used in floating-point arithmetic")
+    return (Case(True, (), v),)
+
+
+def lift(fn: Callable[..., Any], *vals: Any) -> Any:
+    """Apply a concrete function to values, any of which may be a Choice."""
+    combos: list[tuple[BoolLike, tuple[tuple[int, int], ...], list[Any]]] = [(True, (), [])]
+    for v in vals:
+        nxt = []
+        for cond, fixes, args in combos:
+            for c in as_cases(v):
+                f = _merge_fixes(fixes, c.fixes)
+                if f is None:
+                    continue
+                cc = and_(cond, c.cond)
+                if cc is False:
+                    continue
+                nxt.append((cc, f, [*args, c.value]))
+        combos = nxt
+        if len(combos) > MAX_CASES:
+            raise Unsupported("too many hole-dependent cases")
+    out = [Case(c, f, fn(*args)) for c, f, args in combos]
+    return simplify_choice(out)
+
+
+def simplify_choice(cases: list[Case]) -> Any:
+    if len(cases) == 1 and cases[0].cond is True:
+        return cases[0].value
+    if cases and all(_same(c.value, cases[0].value) for c in cases):
+        return cases[0].value
+    return Choice(tuple(cases))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (z3.ExprRef, Choice, Ptr)) or isinstance(b, (z3.ExprRef, Choice, Ptr)):
+        return a is b
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:  # noqa: BLE001 - incomparable values are simply different
+        return False
+
+
+def merge(cond: BoolLike, a: Any, b: Any) -> Any:
+    """``cond ? a : b`` over possibly symbolic values."""
+    if cond is True:
+        return a
+    if cond is False:
+        return b
+    if _same(a, b):
+        return a
+    if isinstance(a, Ptr) or isinstance(b, Ptr):
+        if isinstance(a, Ptr) and isinstance(b, Ptr) and a.buf is b.buf and a.inner == b.inner:
+            return Ptr(a.buf, merge(cond, a.off, b.off), a.inner)
+        raise Unsupported("pointer chosen by a hole-dependent condition")
+    if _int_like(a) and _int_like(b):
+        return z3.If(cond, _zint(a), _zint(b))
+    if _bool_like(a) and _bool_like(b):
+        return z3.If(cond, a, b)
+    cases = [Case(and_(cond, c.cond), c.fixes, c.value) for c in as_cases(a)]
+    cases += [Case(and_(not_(cond), c.cond), c.fixes, c.value) for c in as_cases(b)]
+    return simplify_choice([c for c in cases if c.cond is not False])
+
+
+def _int_like(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, z3.ArithRef) and v.is_int())
+
+
+def _bool_like(v: Any) -> bool:
+    return isinstance(v, (bool, z3.BoolRef))
+
+
+def _zint(v: Any) -> Any:
+    return z3.IntVal(v) if isinstance(v, int) else v
+
+
+@dataclass
+class Buffer:
+    name: str
+    kind: str  # "int" | "float" | "double" | "bool"
+    data: list[Any]
+    writers: dict[int, int] | None = None  # element → id of the statement that last wrote it
+
+
+@dataclass(frozen=True)
+class Ptr:
+    buf: Buffer
+    off: Any  # int or z3 term
+    inner: tuple[int, ...] = ()  # remaining inner dimensions of a multi-dimensional array
+
+    def stride(self) -> int:
+        return int(np.prod(self.inner)) if self.inner else 1
+
+
+def type_kind(t: A.Type) -> str:
+    base = " ".join(q for q in t.base.split() if q not in ("const", "volatile", "__restrict__"))
+    if base in INT_TYPES:
+        return "int"
+    if base in FLOAT_TYPES:
+        return "float"
+    if base in DOUBLE_TYPES:
+        return "double"
+    if base == "bool":
+        return "bool"
+    if base == "auto":
+        return "auto"
+    raise Unsupported(f"type '{t.base}'")
+
+
+def convert(v: Any, kind: str) -> Any:
+    """C conversion of a value to a scalar kind."""
+    if kind == "auto" or isinstance(v, Ptr):
+        return v
+    if isinstance(v, Choice):
+        return lift(lambda x: convert(x, kind), v)
+    if isinstance(v, z3.BoolRef):
+        return z3.If(v, 1, 0) if kind == "int" else (v if kind == "bool" else _refuse_float())
+    if isinstance(v, z3.ArithRef):
+        if kind == "int":
+            return v
+        if kind == "bool":
+            return v != 0
+        return _refuse_float()
+    if kind == "int":
+        if isinstance(v, (float, np.floating)):
+            if not math.isfinite(float(v)):
+                raise Infeasible("non-finite value converted to an integer")
+            return int(float(v))
+        return int(v)
+    if kind == "float":
+        return np.float32(v)
+    if kind == "double":
+        return float(v)
+    return bool(v)
+
+
+def _refuse_float() -> Any:
+    raise Unsupported("a hole-dependent integer converted to floating point")
+
+
+_MACRO = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*([-+]?[0-9.eE+-]+[fFuUlL]*)\s*\)?\s*$")
+
+
+def macro_values(module: A.Module) -> dict[str, Any]:
+    """Object-like ``#define NAME number`` macros (the only macros the interpreter understands)."""
+    out: dict[str, Any] = {}
+    for item in module.items:
+        if isinstance(item, A.Opaque):
+            m = _MACRO.match(item.text.strip())
+            if m:
+                lit = A.Literal(m.group(2))
+                try:
+                    out[m.group(1)] = literal_value(lit)
+                except Unsupported:
+                    continue
+    return out
+
+
+def literal_value(lit: A.Literal) -> Any:
+    if lit.kind == "bool":
+        return lit.text == "true"
+    iv = lit.int_value
+    if iv is not None:
+        return iv
+    text = lit.text.lower()
+    if lit.kind == "number":
+        try:
+            if text.endswith("f"):
+                return np.float32(float(text[:-1]))
+            return float(text)
+        except ValueError:
+            pass
+    raise Unsupported(f"literal {lit.text}")
+
+
+def _c_div(a: int, b: int) -> int:
+    if b == 0:
+        raise Infeasible("integer division by zero")
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _z_div(a: Any, b: Any) -> Any:
+    if isinstance(b, int):
+        if b == 0:
+            raise Infeasible("integer division by zero")
+        if b > 0:
+            return z3.If(a >= 0, a / b, -((-a) / b))
+    raise Unsupported("division by a hole-dependent value")
+
+
+def _z_mod(a: Any, b: Any) -> Any:
+    if isinstance(b, int) and b > 0:
+        return z3.If(a >= 0, a % b, -((-a) % b))
+    raise Unsupported("remainder by a hole-dependent value")
+
+
+def _concrete_binop(op: str, a: Any, b: Any) -> Any:
+    if op in ("&&", "||"):
+        return (bool(a) and bool(b)) if op == "&&" else (bool(a) or bool(b))
+    both_int = isinstance(a, (int, bool)) and isinstance(b, (int, bool))
+    if op in ("<", "<=", ">", ">=", "==", "!="):
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op]
+    if both_int:
+        a, b = int(a), int(b)
+        if op == "/":
+            return _c_div(a, b)
+        if op == "%":
+            return a - b * _c_div(a, b)
+        fn = A._FOLD.get(op)
+        if fn is None:
+            raise Unsupported(f"operator {op}")
+        r = fn(a, b)
+        if r is None:
+            raise Infeasible(f"invalid shift in {a} {op} {b}")
+        return r
+    if op in ("+", "-", "*", "/"):
+        if isinstance(a, (int, bool)):
+            a = type(b)(a)
+        if isinstance(b, (int, bool)):
+            b = type(a)(b)
+        with np.errstate(all="ignore"):
+            if op == "+":
+                return a + b
+            if op == "-":
+                return a - b
+            if op == "*":
+                return a * b
+            if float(b) == 0.0:
+                return type(a)(math.copysign(math.inf, float(a)) if float(a) else math.nan)
+            return a / b
+    raise Unsupported(f"operator {op} on floating point")
+
+
+def binop(op: str, a: Any, b: Any) -> Any:
+    if isinstance(a, Ptr) or isinstance(b, Ptr):
+        return _ptr_arith(op, a, b)
+    if isinstance(a, Choice) or isinstance(b, Choice):
+        if isinstance(a, z3.ExprRef) or isinstance(b, z3.ExprRef):
+            if op in ("&&", "||"):
+                return (and_ if op == "&&" else or_)(truth(a), truth(b))
+            raise Unsupported("mixing hole-dependent integers and values")
+        if op in ("&&", "||"):
+            return (and_ if op == "&&" else or_)(truth(a), truth(b))
+        r = lift(lambda x, y: _concrete_binop(op, x, y), a, b)
+        if isinstance(r, Choice) and all(isinstance(c.value, bool) for c in r.cases):
+            return _choice_truth(r)
+        return r
+    if isinstance(a, z3.ExprRef) or isinstance(b, z3.ExprRef):
+        return _sym_binop(op, a, b)
+    return _concrete_binop(op, a, b)
+
+
+def _sym_binop(op: str, a: Any, b: Any) -> Any:
+    if op in ("&&", "||"):
+        return (and_ if op == "&&" else or_)(truth(a), truth(b))
+    if isinstance(a, (float, np.floating)) or isinstance(b, (float, np.floating)):
+        raise Unsupported("hole-dependent integer in floating-point arithmetic")
+    if isinstance(a, z3.BoolRef):
+        a = z3.If(a, 1, 0)
+    if isinstance(b, z3.BoolRef):
+        b = z3.If(b, 1, 0)
+    a = _zint(int(a)) if isinstance(a, (int, bool)) else a
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return _z_div(a, b)
+    if op == "%":
+        return _z_mod(a, b)
+    if op in ("<", "<=", ">", ">=", "==", "!="):
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op]
+    if op == "<<" and isinstance(b, int) and 0 <= b < 31:
+        return a * (1 << b)
+    if op == ">>" and isinstance(b, int) and 0 <= b < 31:
+        return z3.If(a >= 0, a / (1 << b), -((-a + (1 << b) - 1) / (1 << b)))
+    if op == "&" and isinstance(b, int) and b >= 0 and (b + 1) & b == 0:
+        return a % (b + 1)  # two's-complement mask by 2^k-1 is the Euclidean remainder
+    raise Unsupported(f"operator {op} on a hole-dependent integer")
+
+
+def _ptr_arith(op: str, a: Any, b: Any) -> Any:
+    if isinstance(a, Ptr) and not isinstance(b, Ptr) and op in ("+", "-"):
+        k = b if op == "+" else binop("-", 0, b)
+        return Ptr(a.buf, binop("+", a.off, binop("*", k, a.stride())), a.inner)
+    if isinstance(b, Ptr) and not isinstance(a, Ptr) and op == "+":
+        return _ptr_arith("+", b, a)
+    raise Unsupported(f"pointer operator {op}")
+
+
+def truth(v: Any) -> BoolLike:
+    if isinstance(v, z3.BoolRef):
+        return v
+    if isinstance(v, z3.ArithRef):
+        return v != 0
+    if isinstance(v, Choice):
+        return _choice_truth(v)
+    if isinstance(v, Ptr):
+        return True
+    return bool(v)
+
+
+def _choice_truth(v: Choice) -> BoolLike:
+    out: BoolLike = False
+    for c in v.cases:
+        if bool(c.value):
+            out = or_(out, c.cond)
+    return out
+
+
+# ----------------------------------------------------------------------------------------- runtime
+@dataclass
+class LaunchShape:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+
+HoleFn = Callable[["Thread"], Any]
+
+
+@dataclass
+class Program:
+    """A module prepared for interpretation: functions by name, macro values, hole evaluators."""
+
+    module: A.Module
+    functions: dict[str, A.Function]
+    macros: dict[str, Any]
+    holes: dict[int, HoleFn] = field(default_factory=dict)
+    obligations: list[Any] = field(default_factory=list)  # z3 constraints every model must satisfy
+    steps: int = 0
+    max_steps: int = 3_000_000
+    loop_cap: int = 96  # iterations of a loop whose condition depends on the hole
+    instrument: bool = False
+
+    @classmethod
+    def of(cls, module: A.Module) -> Program:
+        funcs = {f.name: f for f in module.items if isinstance(f, A.Function)}
+        return cls(module, funcs, macro_values(module))
+
+
+@dataclass
+class _Loop:
+    broken: BoolLike = False
+    continued: BoolLike = False
+
+
+@dataclass(frozen=True)
+class Hole(A.Expr):
+    """Marker node standing for a sketch hole (evaluated by ``Program.holes[hid]``)."""
+
+    hid: int
+
+
+class Thread:
+    """One thread's execution state."""
+
+    def __init__(self, prog: Program, builtins: dict[tuple[str, str], int], shared: dict[str, Buffer]):
+        self.prog = prog
+        self.builtins = builtins
+        self.shared = shared
+        self.scopes: list[dict[str, list[Any]]] = [{}]  # name → [value, kind, decl_pc]
+        self.pc: BoolLike = True
+        self.loops: list[_Loop] = []
+        self.ret: Any = None
+        self.stmt_id = 0
+
+    # -- variables
+    def lookup(self, name: str) -> list[Any] | None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def declare(self, name: str, value: Any, kind: str) -> None:
+        self.scopes[-1][name] = [value, kind, self.pc]
+
+    def value_of_name(self, name: str) -> Any:
+        slot = self.lookup(name)
+        if slot is not None:
+            return slot[0]
+        if name in self.prog.macros:
+            return self.prog.macros[name]
+        if name == "warpSize":
+            return 32
+        if name in ("true", "false"):
+            return name == "true"
+        raise Unsupported(f"unknown name '{name}'")
+
+    def tick(self) -> None:
+        self.prog.steps += 1
+        if self.prog.steps > self.prog.max_steps:
+            raise StepLimit("interpretation step budget exhausted")
+
+    # -- expressions
+    def eval(self, e: A.Expr) -> Any:  # noqa: C901 - one dispatch over the expression kinds
+        self.tick()
+        if isinstance(e, Hole):
+            return self.prog.holes[e.hid](self)
+        if isinstance(e, A.Literal):
+            return literal_value(e)
+        if isinstance(e, A.Name):
+            return self.value_of_name(e.id)
+        if isinstance(e, A.Member):
+            ref = A.builtin_ref(e)
+            if ref is None:
+                raise Unsupported("struct member access")
+            return self.builtins[ref]
+        if isinstance(e, A.Binary):
+            if e.op in ("&&", "||"):
+                left = truth(self.eval(e.left))
+                if isinstance(left, bool):
+                    if (e.op == "&&" and not left) or (e.op == "||" and left):
+                        return left
+                    return truth(self.eval(e.right))
+                saved = self.pc
+                self.pc = and_(saved, left if e.op == "&&" else not_(left))
+                try:
+                    right = truth(self.eval(e.right))
+                finally:
+                    self.pc = saved
+                return and_(left, right) if e.op == "&&" else or_(left, right)
+            if e.op == ",":
+                self.eval(e.left)
+                return self.eval(e.right)
+            return binop(e.op, self.eval(e.left), self.eval(e.right))
+        if isinstance(e, A.Unary):
+            return self._unary(e)
+        if isinstance(e, A.Ternary):
+            c = truth(self.eval(e.cond))
+            if isinstance(c, bool):
+                return self.eval(e.then if c else e.else_)
+            saved = self.pc
+            try:
+                self.pc = and_(saved, c)
+                a = self.eval(e.then)
+                self.pc = and_(saved, not_(c))
+                b = self.eval(e.else_)
+            finally:
+                self.pc = saved
+            return merge(c, a, b)
+        if isinstance(e, A.Index):
+            return self.load(self.address(e))
+        if isinstance(e, A.Cast):
+            v = self.eval(e.operand)
+            if e.type.pointers:
+                return v
+            return convert(v, type_kind(e.type))
+        if isinstance(e, A.Assign):
+            return self.assign(e)
+        if isinstance(e, A.Call):
+            return self.call(e)
+        raise Unsupported(f"expression {type(e).__name__}")
+
+    def _unary(self, e: A.Unary) -> Any:
+        if e.op in ("++", "--"):
+            old = self.eval(e.operand)
+            new = binop("+" if e.op == "++" else "-", old, 1)
+            self.store_lvalue(e.operand, new)
+            return old if e.postfix else new
+        if e.op == "&":
+            if isinstance(e.operand, A.Index):
+                return self.address(e.operand)
+            raise Unsupported("address of a scalar")
+        if e.op == "*":
+            p = self.eval(e.operand)
+            if not isinstance(p, Ptr):
+                raise Unsupported("dereference of a non-pointer")
+            return self.load(p)
+        v = self.eval(e.operand)
+        if e.op == "-":
+            return binop("-", 0, v) if not isinstance(v, (float, np.floating)) else -v
+        if e.op == "+":
+            return v
+        if e.op == "!":
+            return not_(truth(v))
+        if e.op == "~":
+            if isinstance(v, int):
+                return ~v
+        raise Unsupported(f"unary {e.op}")
+
+    def address(self, e: A.Expr) -> Ptr:
+        if isinstance(e, A.Index):
+            base = self.eval(e.base) if not isinstance(e.base, A.Index) else self.address(e.base)
+            if not isinstance(base, Ptr):
+                raise Unsupported("subscript of a non-pointer")
+            i = self.eval(e.index)
+            if isinstance(i, Choice):
+                i = _choice_to_int(i)
+            if isinstance(i, bool):
+                i = int(i)
+            return Ptr(base.buf, binop("+", base.off, binop("*", i, base.stride())), base.inner[1:])
+        v = self.eval(e)
+        if not isinstance(v, Ptr):
+            raise Unsupported("not an address")
+        return v
+
+    def load(self, p: Ptr) -> Any:
+        if p.inner:
+            return p  # a row of a multi-dimensional array decays to a pointer
+        data = p.buf.data
+        if isinstance(p.off, int):
+            if not 0 <= p.off < len(data):
+                return self._fault(f"out-of-bounds read of {p.buf.name}[{p.off}]", p)
+            return data[p.off]
+        self.prog.obligations.append(z3.Implies(_zb(self.pc), z3.And(p.off >= 0, p.off < len(data))))
+        cases = []
+        tid = p.off.get_id()
+        for k in range(len(data)):
+            for c in as_cases(data[k]) if not _int_like(data[k]) else (Case(True, (), data[k]),):
+                cases.append(Case(and_(p.off == k, c.cond), _merge_fixes(((tid, k),), c.fixes) or ((tid, k),), c.value))
+        if len(cases) > MAX_CASES:
+            raise Unsupported("hole-dependent load from a large array")
+        if cases and all(_int_like(c.value) for c in cases):
+            out: Any = z3.IntVal(0)
+            for c in cases:
+                out = z3.If(_zb(c.cond), _zint(c.value), out)
+            return out
+        return simplify_choice(cases)
+
+    def _fault(self, msg: str, p: Ptr) -> Any:
+        if self.pc is True:
+            raise Infeasible(msg)
+        self.prog.obligations.append(z3.Not(_zb(self.pc)))
+        return _zero_of(p.buf.kind)
+
+    def store(self, p: Ptr, value: Any) -> None:
+        if p.inner:
+            raise Unsupported("assignment to an array row")
+        buf = p.buf
+        value = convert(value, buf.kind)
+        if isinstance(p.off, int):
+            if not 0 <= p.off < len(buf.data):
+                self._fault(f"out-of-bounds write of {buf.name}[{p.off}]", p)
+                return
+            buf.data[p.off] = merge(self.pc, value, buf.data[p.off])
+            if buf.writers is not None:
+                buf.writers[p.off] = self.stmt_id
+            return
+        self.prog.obligations.append(z3.Implies(_zb(self.pc), z3.And(p.off >= 0, p.off < len(buf.data))))
+        for k in range(len(buf.data)):
+            buf.data[k] = merge(and_(self.pc, p.off == k), value, buf.data[k])
+
+    def store_lvalue(self, target: A.Expr, value: Any) -> None:
+        if isinstance(target, A.Name):
+            slot = self.lookup(target.id)
+            if slot is None:
+                raise Unsupported(f"assignment to unknown '{target.id}'")
+            new = convert(value, slot[1])
+            slot[0] = new if slot[2] is self.pc else merge(self.pc, new, slot[0])
+            return
+        if isinstance(target, A.Index):
+            self.store(self.address(target), value)
+            return
+        if isinstance(target, A.Unary) and target.op == "*":
+            p = self.eval(target.operand)
+            if isinstance(p, Ptr):
+                self.store(p, value)
+                return
+        raise Unsupported("assignment target")
+
+    def assign(self, e: A.Assign) -> Any:
+        if e.op == "=":
+            value = self.eval(e.value)
+        else:
+            value = binop(e.op[:-1], self.eval(e.target), self.eval(e.value))
+        self.store_lvalue(e.target, value)
+        return value
+
+    def call(self, e: A.Call) -> Any:
+        name = e.callee
+        if name is None:
+            raise Unsupported("indirect call")
+        if name in ("atomicAdd", "atomicMax", "atomicMin", "atomicExch") and len(e.args) == 2:
+            p = self.eval(e.args[0])
+            if not isinstance(p, Ptr):
+                raise Unsupported("atomic on a non-pointer")
+            old = self.load(p)
+            v = self.eval(e.args[1])
+            op = {"atomicAdd": lambda a, b: binop("+", a, b), "atomicExch": lambda a, b: b}.get(name)
+            new = op(old, v) if op else _minmax(name == "atomicMax", old, v)
+            self.store(p, new)
+            return old
+        if name in ("__ldg",) and len(e.args) == 1:
+            p = self.eval(e.args[0])
+            if not isinstance(p, Ptr):
+                raise Unsupported("__ldg of a non-pointer")
+            return self.load(p)
+        if name in self.prog.functions:
+            return self.call_function(self.prog.functions[name], [self.eval(a) for a in e.args])
+        args = [self.eval(a) for a in e.args]
+        fn = MATH.get(name)
+        if fn is None:
+            raise Unsupported(f"call to '{name}'")
+        if name in ("max", "min") and any(isinstance(a, z3.ExprRef) for a in args):
+            return _minmax(name == "max", args[0], args[1])
+        return lift(fn, *args)
+
+    def call_function(self, fn: A.Function, args: list[Any]) -> Any:
+        if fn.template is not None:
+            raise Unsupported("template function")
+        saved_scopes, saved_loops, saved_ret, saved_pc = self.scopes, self.loops, self.ret, self.pc
+        self.scopes, self.loops, self.ret = [{}], [], None
+        kind = "void" if fn.ret.base == "void" and not fn.ret.pointers else ("auto" if fn.ret.pointers else type_kind(fn.ret))
+        for p, a in zip(fn.params, args, strict=False):
+            if not isinstance(p, A.Param) or p.name is None:
+                raise Unsupported("unnamed parameter")
+            pk = "auto" if p.type.pointers else type_kind(p.type)
+            self.declare(p.name, convert(a, pk), pk)
+        try:
+            for _ in self.exec(fn.body):
+                raise Unsupported("barrier inside a device function")
+            out = self.ret
+        finally:
+            self.scopes, self.loops, self.ret, self.pc = saved_scopes, saved_loops, saved_ret, saved_pc
+        return None if kind == "void" or out is None else convert(out, kind)
+
+    # -- statements (generators: they yield at barriers)
+    def exec(self, s: A.Stmt) -> Iterator[None]:  # noqa: C901 - one dispatch over the statement kinds
+        if self.pc is False:
+            return
+        self.tick()
+        if isinstance(s, A.Block):
+            self.scopes.append({})
+            try:
+                for child in s.stmts:
+                    if self.pc is False:
+                        break
+                    yield from self.exec(child)
+            finally:
+                self.scopes.pop()
+        elif isinstance(s, A.ExprStmt):
+            if A.is_barrier(s):
+                yield
+                return
+            self.stmt_id = id(s)
+            self.eval(s.expr)
+        elif isinstance(s, A.DeclStmt):
+            self.stmt_id = id(s)
+            for d in s.decls:
+                self._declare(d)
+        elif isinstance(s, A.If):
+            c = truth(self.eval(s.cond))
+            if isinstance(c, bool):
+                if c:
+                    yield from self.exec(s.then)
+                elif s.else_ is not None:
+                    yield from self.exec(s.else_)
+                return
+            start = self.pc
+            self.pc = and_(start, c)
+            yield from self.exec(s.then)
+            after_then = self.pc
+            self.pc = and_(start, not_(c))
+            if s.else_ is not None:
+                yield from self.exec(s.else_)
+            self.pc = or_(after_then, self.pc)
+        elif isinstance(s, A.For):
+            yield from self._for(s)
+        elif isinstance(s, A.While):
+            yield from self._loop(None, s.cond, None, s.body)
+        elif isinstance(s, A.Return):
+            if s.value is not None:
+                v = self.eval(s.value)
+                self.ret = v if self.ret is None else merge(self.pc, v, self.ret)
+            self.pc = False
+        elif isinstance(s, A.Break):
+            if not self.loops:
+                raise Unsupported("break outside a loop")
+            self.loops[-1].broken = or_(self.loops[-1].broken, self.pc)
+            self.pc = False
+        elif isinstance(s, A.Continue):
+            if not self.loops:
+                raise Unsupported("continue outside a loop")
+            self.loops[-1].continued = or_(self.loops[-1].continued, self.pc)
+            self.pc = False
+        elif isinstance(s, (A.Pragma, A.Comment, A.Empty)):
+            return
+        else:
+            raise Unsupported(f"statement {type(s).__name__}")
+
+    def _declare(self, d: A.VarDecl) -> None:
+        if d.is_shared:
+            if d.name not in self.shared:
+                self.shared[d.name] = self._array(d)
+            buf = self.shared[d.name]
+            self.declare(d.name, Ptr(buf, 0, self._dims(d)[1:]), "auto")
+            return
+        if d.dims:
+            buf = self._array(d)
+            self.declare(d.name, Ptr(buf, 0, self._dims(d)[1:]), "auto")
+            if d.init is not None:
+                raise Unsupported("array initializer")
+            return
+        kind = "auto" if d.type.pointers else type_kind(d.type)
+        if d.init is None:
+            value: Any = _zero_of(kind) if kind != "auto" else None
+        else:
+            if d.init_style != "=":
+                raise Unsupported("constructor-style initializer")
+            value = convert(self.eval(d.init), kind)
+        self.declare(d.name, value, kind)
+
+    def _dims(self, d: A.VarDecl) -> tuple[int, ...]:
+        out = []
+        for dim in d.dims:
+            v = None if dim is None else A.const_int(dim, {k: v for k, v in self.prog.macros.items() if isinstance(v, int)})
+            if v is None or v <= 0:
+                raise Unsupported("array with a non-constant extent")
+            out.append(v)
+        return tuple(out)
+
+    def _array(self, d: A.VarDecl) -> Buffer:
+        if "extern" in d.storage:
+            raise Unsupported("dynamic shared memory")
+        n = int(np.prod(self._dims(d)))
+        kind = type_kind(d.type)
+        return Buffer(d.name, kind, [_zero_of(kind)] * n)
+
+    def _for(self, s: A.For) -> Iterator[None]:
+        self.scopes.append({})
+        try:
+            if s.init is not None:
+                yield from self.exec(s.init)
+            loop_vars = set(self.scopes[-1])
+            yield from self._loop(s.init, s.cond, s.step, s.body, loop_vars)
+        finally:
+            self.scopes.pop()
+
+    def _loop(
+        self, init: A.Stmt | None, cond: A.Expr | None, step: A.Expr | None, body: A.Stmt,
+        loop_vars: set[str] | None = None,
+    ) -> Iterator[None]:
+        exits: BoolLike = False
+        iterations = 0
+        while True:
+            c = True if cond is None else truth(self.eval(cond))
+            exits = or_(exits, and_(self.pc, not_(c)))
+            self.pc = and_(self.pc, c)
+            if self.pc is False:
+                break
+            iterations += 1
+            if not isinstance(self.pc, bool) and iterations > self.prog.loop_cap:
+                self.prog.obligations.append(z3.Not(_zb(self.pc)))
+                break
+            ctx = _Loop()
+            self.loops.append(ctx)
+            try:
+                yield from self.exec(body)
+            finally:
+                self.loops.pop()
+            exits = or_(exits, ctx.broken)
+            self.pc = or_(self.pc, ctx.continued)
+            if self.pc is False:
+                break
+            if step is not None:
+                self.tick()
+                if loop_vars and isinstance(step, (A.Assign, A.Unary)):
+                    # Threads not in pc have left the loop; its own variables are dead for them.
+                    for name in loop_vars:
+                        slot = self.lookup(name)
+                        if slot is not None:
+                            slot[2] = self.pc
+                self.eval(step)
+        self.pc = exits
+
+
+def _zb(c: BoolLike) -> Any:
+    return z3.BoolVal(c) if isinstance(c, bool) else c
+
+
+def _zero_of(kind: str) -> Any:
+    return {"int": 0, "float": np.float32(0), "double": 0.0, "bool": False}.get(kind, 0)
+
+
+def _choice_to_int(c: Choice) -> Any:
+    if not all(isinstance(x.value, (int, bool)) for x in c.cases):
+        raise Unsupported("floating-point subscript")
+    out: Any = z3.IntVal(int(c.cases[-1].value))
+    for x in c.cases[:-1]:
+        out = z3.If(_zb(x.cond), int(x.value), out)
+    return out
+
+
+def _minmax(is_max: bool, a: Any, b: Any) -> Any:
+    if isinstance(a, z3.ExprRef) or isinstance(b, z3.ExprRef):
+        if isinstance(a, Choice) or isinstance(b, Choice):
+            raise Unsupported("min/max of mixed hole-dependent values")
+        a, b = _zint(a) if isinstance(a, int) else a, _zint(b) if isinstance(b, int) else b
+        return z3.If(a >= b, a, b) if is_max else z3.If(a <= b, a, b)
+    return lift(lambda x, y: _cmax(x, y) if is_max else _cmin(x, y), a, b)
+
+
+def _cmax(x: Any, y: Any) -> Any:
+    if isinstance(x, int) and isinstance(y, int):
+        return max(x, y)
+    return np.float32(np.fmax(x, y)) if isinstance(x, np.float32) or isinstance(y, np.float32) else float(np.fmax(x, y))
+
+
+def _cmin(x: Any, y: Any) -> Any:
+    if isinstance(x, int) and isinstance(y, int):
+        return min(x, y)
+    return np.float32(np.fmin(x, y)) if isinstance(x, np.float32) or isinstance(y, np.float32) else float(np.fmin(x, y))
+
+
+def _f32(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def apply(x: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return np.float32(fn(np.float32(x)))
+
+    return apply
+
+
+def _f64(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def apply(x: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return float(fn(np.float64(x)))
+
+    return apply
+
+
+MATH: dict[str, Callable[..., Any]] = {
+    "max": _cmax, "min": _cmin, "fmaxf": lambda a, b: np.float32(np.fmax(a, b)),
+    "fminf": lambda a, b: np.float32(np.fmin(a, b)), "fmax": lambda a, b: float(np.fmax(a, b)),
+    "fmin": lambda a, b: float(np.fmin(a, b)), "abs": abs,
+    "expf": _f32(np.exp), "__expf": _f32(np.exp), "exp": _f64(np.exp), "tanhf": _f32(np.tanh),
+    "tanh": _f64(np.tanh), "sqrtf": _f32(np.sqrt), "sqrt": _f64(np.sqrt), "rsqrtf": _f32(lambda x: 1 / np.sqrt(x)),
+    "logf": _f32(np.log), "__logf": _f32(np.log), "log": _f64(np.log), "sinf": _f32(np.sin), "__sinf": _f32(np.sin),
+    "cosf": _f32(np.cos), "__cosf": _f32(np.cos), "fabsf": _f32(np.abs), "fabs": _f64(np.abs),
+    "floorf": _f32(np.floor), "ceilf": _f32(np.ceil), "erff": _f32(lambda x: np.float32(math.erf(float(x)))),
+    "powf": lambda a, b: np.float32(np.power(np.float32(a), np.float32(b))),
+}
+
+
+# ------------------------------------------------------------------------------------------ launching
+def make_buffer(name: str, array: np.ndarray, instrument: bool) -> Buffer:
+    flat = np.asarray(array).reshape(-1)
+    if flat.dtype.kind == "f":
+        if flat.dtype == np.float32:
+            kind, data = "float", [np.float32(x) for x in flat]
+        elif flat.dtype == np.float64:
+            kind, data = "double", [float(x) for x in flat]
+        else:
+            raise Unsupported(f"buffer dtype {flat.dtype}")
+    elif flat.dtype.kind in "iu":
+        kind, data = "int", [int(x) for x in flat]
+    elif flat.dtype.kind == "b":
+        kind, data = "bool", [bool(x) for x in flat]
+    else:
+        raise Unsupported(f"buffer dtype {flat.dtype}")
+    return Buffer(name, kind, data, {} if instrument else None)
+
+
+def run_kernel(
+    prog: Program,
+    entry: str,
+    args: Mapping[str, Any],
+    shape: LaunchShape,
+    kind: str = "kernel",
+) -> dict[str, Buffer]:
+    """Run ``entry`` on the given arguments (arrays and scalars, by parameter name); returns the buffers."""
+    fn = prog.functions.get(entry)
+    if fn is None:
+        raise Unsupported(f"entry '{entry}' is not a modeled function")
+    if fn.template is not None:
+        raise Unsupported("template kernel")
+    buffers: dict[str, Buffer] = {}
+    params: list[tuple[str, Any, str]] = []
+    for p in fn.params:
+        if not isinstance(p, A.Param) or p.name is None or p.name not in args:
+            raise Unsupported("kernel parameter without a matching spec argument")
+        a = args[p.name]
+        if isinstance(a, np.ndarray):
+            if not p.type.pointers:
+                raise Unsupported(f"array passed to scalar parameter '{p.name}'")
+            buffers[p.name] = make_buffer(p.name, a, prog.instrument)
+            params.append((p.name, Ptr(buffers[p.name], 0), "auto"))
+        else:
+            pk = type_kind(p.type)
+            params.append((p.name, convert(a, pk), pk))
+    gx, gy, gz = shape.grid
+    bx, by, bz = shape.block if kind == "kernel" else (1, 1, 1)
+    for bz_i in range(gz):
+        for by_i in range(gy):
+            for bx_i in range(gx):
+                shared: dict[str, Buffer] = {}
+                gens = []
+                for tz in range(bz):
+                    for ty in range(by):
+                        for tx in range(bx):
+                            builtins = {
+                                ("threadIdx", "x"): tx, ("threadIdx", "y"): ty, ("threadIdx", "z"): tz,
+                                ("blockIdx", "x"): bx_i, ("blockIdx", "y"): by_i, ("blockIdx", "z"): bz_i,
+                                ("blockDim", "x"): bx, ("blockDim", "y"): by, ("blockDim", "z"): bz,
+                                ("gridDim", "x"): gx, ("gridDim", "y"): gy, ("gridDim", "z"): gz,
+                            }
+                            th = Thread(prog, builtins, shared)
+                            for name, value, k in params:
+                                th.declare(name, value, k)
+                            gens.append(th.exec(fn.body))
+                live = gens
+                while live:
+                    nxt = []
+                    for g in live:
+                        try:
+                            next(g)
+                            nxt.append(g)
+                        except StopIteration:
+                            pass
+                    live = nxt
+    return buffers
