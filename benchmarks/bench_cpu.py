@@ -4,7 +4,8 @@ For every suite operator: translate the CUDA source with the default CPU plan (s
 build it with g++ -O2 -fopenmp, load the shared object with ctypes into this process and time it on each
 case's inputs; time the spec's numpy reference (float64 inside, as written in the suite) and a PyTorch CPU
 implementation of the same operator on the same inputs. Each figure is the median of repeated runs
-(``--min-time`` seconds, at least ``--min-runs`` runs) in one process. Ratios are baseline time / our time
+(``--min-time`` seconds, at least ``--min-runs`` runs) in one process, with 1 and with 2 threads on both
+sides (the better median counts; see ``THREAD_COUNTS``). Ratios are baseline time / our time
 (> 1: ours is faster); per operator the geometric mean over cases, per group over operators.
 
     python benchmarks/bench_cpu.py [--group G ...] [--op NAME ...] [--min-time 0.2] [--json OUT]
@@ -52,6 +53,20 @@ except ImportError:  # the torch column becomes n/a
 
 _CTYPES = {"int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint32": ctypes.c_uint32, "float32": ctypes.c_float,
            "float64": ctypes.c_double, "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16}
+
+
+# Both sides are timed with 1 and 2 threads and keep their better median: on a shared two-core machine a
+# two-thread parallel region can wait a whole scheduler slice for its second core.
+THREAD_COUNTS = (1, 2)
+_GOMP: ctypes.CDLL | None = None
+
+
+def _set_omp_threads(threads: int) -> None:
+    """Thread count of the system libgomp that our shared objects use (PyTorch brings its own)."""
+    global _GOMP
+    if _GOMP is None:
+        _GOMP = ctypes.CDLL("libgomp.so.1")
+    _GOMP.omp_set_num_threads(ctypes.c_int(threads))
 
 
 def _torch_impls() -> dict[str, Callable[..., Any]]:
@@ -183,8 +198,13 @@ def bench_ours(spec_path: str, workdir: Path, min_time: float, min_runs: int) ->
                 args.append(_CTYPES.get(a.dtype, ctypes.c_int32)(value))
         for expr in spec.grid[: len(launch)]:
             args.append(ctypes.c_int32(evaluate_int(str(expr), case)))
-        ours = median_time(lambda: entry(*args), min_time, min_runs)
-        row["cases"].append({"sizes": dict(case), "ours_s": ours})
+        per_threads = {}
+        for threads in THREAD_COUNTS:
+            _set_omp_threads(threads)
+            per_threads[threads] = median_time(lambda args=args: entry(*args), min_time, min_runs)
+        _set_omp_threads(THREAD_COUNTS[-1])
+        row["cases"].append({"sizes": dict(case), "ours_s": min(per_threads.values()),
+                             "ours_by_threads": per_threads})
     return row
 
 
@@ -199,12 +219,20 @@ def bench_baselines(row: dict[str, Any], min_time: float, min_runs: int, impls: 
     for index, (case, result) in enumerate(zip(spec.cases, row["cases"], strict=True)):
         inputs = case_inputs(spec, case, index, 0)
         if which == "numpy" and reference is not None:
-            result["numpy_s"] = median_time(lambda: reference_outputs(reference, spec, inputs), min_time, min_runs)
+            result["numpy_s"] = median_time(lambda inputs=inputs: reference_outputs(reference, spec, inputs), min_time,
+                                           min_runs)
         if which == "torch" and torch_fn is not None:
             accepted = inspect.signature(torch_fn).parameters
             tensors = {a.name: _to_torch(a.name, inputs[a.name]) for a in spec.args if a.name in accepted}
+            per_threads = {}
             with torch.inference_mode():
-                result["torch_s"] = median_time(lambda: torch_fn(**tensors), min_time, min_runs)
+                for threads in THREAD_COUNTS:
+                    torch.set_num_threads(threads)
+                    per_threads[threads] = median_time(lambda tensors=tensors: torch_fn(**tensors), min_time,
+                                                       min_runs)
+            torch.set_num_threads(THREAD_COUNTS[-1])
+            result["torch_s"] = min(per_threads.values())
+            result["torch_by_threads"] = per_threads
     ratios = [c[f"{which}_s"] / c["ours_s"] for c in row["cases"] if f"{which}_s" in c]
     row[f"vs_{which}"] = geomean(ratios)
 

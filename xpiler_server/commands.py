@@ -496,7 +496,71 @@ async def show_manifest_of(server: XpilerServer, uri: str) -> dict[str, Any]:
 
 
 async def start_tuning(server: XpilerServer, uri: str, target_arg: str | None) -> dict[str, Any]:
-    entry = core_api.tuning_entry()
-    if entry is None:
-        raise JsonRpcInvalidParams("tuning not available: xpiler_core.tune has no tuning entry point yet")
-    raise JsonRpcInvalidParams("tuning not available: the server does not know this tuning API yet")
+    if core_api.tuning_entry() is None:
+        raise JsonRpcInvalidParams("tuning not available: this installation of xpiler has no tuner")
+    path, text, version = _snapshot(server, uri)
+    _check_size(text, path)
+    if target_arg is not None and target_arg.lower() not in TARGET_NAMES:
+        raise JsonRpcInvalidParams(f"unknown target '{target_arg}' (hip, cpu, cuda, bang)")
+    # Tuning measures real latency, so it defaults to the target this machine can run: the CPU. Other
+    # targets are passed on and the core says why it will not claim latencies it cannot measure.
+    target = TARGET_NAMES[target_arg.lower()] if target_arg else Dialect.C
+    config = server.config
+    spec_path = core_api.find_spec(path)
+
+    def work(job: Job, progress: Any) -> Any:
+        job.live.update({"trials": 0, "budget": config.tuning_trials, "budget_s": config.tuning_seconds})
+
+        def on_event(event: Any) -> None:
+            live = {"trials": event.trials, "phase": event.kind, "elapsed_s": round(event.elapsed_s, 2)}
+            if event.best_speedup is not None:
+                live["speedup"] = round(event.best_speedup, 3)
+            if event.best_latency_s is not None:
+                live["best_latency_ms"] = round(event.best_latency_s * 1000, 4)
+            if event.best_config is not None:
+                live["best_config"] = event.best_config
+            if event.baseline_latency_s is not None:
+                live["baseline_latency_ms"] = round(event.baseline_latency_s * 1000, 4)
+            with job.lock:
+                job.live.update(live)
+            progress(event.fraction, event.message)  # also checks the cancel token
+
+        return core_api.tune(
+            text,
+            path,
+            target,
+            spec_path=spec_path,
+            budget_s=config.tuning_seconds,
+            max_trials=config.tuning_trials,
+            progress=progress,
+            cancel=job.cancel,
+            on_event=on_event,
+        )
+
+    async def done(job: Job) -> None:
+        if job.state != "done":
+            return
+        result = job.result
+        best = result.best
+        job.message = (
+            f"best {best.speedup:.2f}x over the untuned translation ({'confirmed' if result.confirmed else 'untuned kept'}),"
+            f" {result.trials_measured} trials: {best.description}"
+        )
+        current = server.documents.get(uri)
+        if current is not None and current.version != version:
+            job.stale = True
+            job.message = f"stale: the document changed (v{version} → v{current.version}); tuned code not applied"
+            return
+        out_path = results.fresh_path(
+            Path(path).with_name(f"{Path(path).stem}.tuned{target.suffix}"), {doc.path for doc in server.documents}
+        )
+        applied, reason = await results.create_file(server, out_path, result.best_text)
+        if not applied:
+            job.error = reason
+            return
+        job.live["output"] = str(out_path)
+        await results.show_file(server, out_path)
+
+    title = f"Tune {Path(path).name} for {target_name(target).upper()}"
+    job = await server.jobs.start("tune", uri, version, title, work, done)
+    return {"jobId": job.id}

@@ -401,8 +401,25 @@ def _last_store_to(parsed: ParsedSource, within: Span, buffer: str) -> Span | No
 
 
 def tuning_entry() -> Any | None:
-    """The core's streaming tuning entry point, or None when tuning is not available."""
+    """The core's tuning entry point (``tune(text, path, options, progress, cancel, on_event)``), or None."""
     tune = _optional("xpiler_core.tune")
-    if tune is None:
-        return None
-    return getattr(tune, "tune_stream", None) or getattr(tune, "tune", None)
+    return getattr(tune, "tune", None) if tune is not None else None
+
+
+def tune(
+    text: str,
+    path: str,
+    target: Dialect,
+    *,
+    spec_path: str | None,
+    budget_s: float,
+    max_trials: int,
+    progress: ProgressFn,
+    cancel: CancelToken,
+    on_event: Any,
+) -> Any:
+    module = _optional("xpiler_core.tune")
+    if module is None:
+        raise CoreUnavailable("tuning not available: xpiler_core.tune is missing")
+    options = module.TuneOptions(target=target, spec_path=spec_path, budget_s=budget_s, max_trials=max_trials)
+    return module.tune(text, path, options, progress=progress, cancel=cancel, on_event=on_event)

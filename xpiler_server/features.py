@@ -263,11 +263,19 @@ def _verification_section(job: Job) -> str:
 
 def _tuning_section(job: Job) -> str:
     snap = job.snapshot()
-    live = job.live
+    live = snap["live"]
     parts = [f"**tuning** ({snap['state']}, {snap['percentage']}%): {snap['message']}"]
-    for key, label in (("best_config", "best config"), ("best_latency", "latency"), ("speedup", "speedup"), ("trials", "trials")):
-        if key in live:
-            parts.append(f"- {label}: {live[key]}")
+    if "trials" in live:
+        parts.append(f"- trials: {live['trials']} of at most {live.get('budget', '?')}")
+    if "best_config" in live:
+        parts.append(f"- best config: `{live['best_config']}`")
+    if "best_latency_ms" in live:
+        baseline = f" (untuned {live['baseline_latency_ms']} ms)" if "baseline_latency_ms" in live else ""
+        parts.append(f"- latency: {live['best_latency_ms']} ms{baseline}")
+    if "speedup" in live:
+        parts.append(f"- speedup: {live['speedup']}x")
+    if live.get("output"):
+        parts.append(f"- tuned code: `{live['output']}`")
     return "\n".join(parts)
 
 

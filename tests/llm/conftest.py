@@ -82,7 +82,10 @@ def _handler(state: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
 
 
 @pytest.fixture
-def openai_server() -> Iterator[ScriptedOpenAI]:
+def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAI]:
+    # loopback traffic must never go through a proxy configured in the environment
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     state = ScriptedOpenAI(server)
     server.RequestHandlerClass = _handler(state)

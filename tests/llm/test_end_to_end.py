@@ -8,6 +8,7 @@ verdict against numpy and from what crossed the socket, never from the proposer'
 from __future__ import annotations
 
 import hashlib
+import shutil
 import socket
 import uuid
 from pathlib import Path
@@ -21,6 +22,9 @@ from xpiler_core.passes.base import PassContext, SourceUnit
 from xpiler_core.pipeline import TranslateOptions, translate
 
 from .conftest import REPO, Raw, ScriptedOpenAI
+
+# Verification compiles with the real hipcc; without it only the protocol-level tests can run.
+needs_hipcc = pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc not installed")
 
 SPEC = REPO / "benchmarks" / "suite" / "elementwise" / "add" / "spec.toml"
 SOURCE = SPEC.with_name("add.cu")
@@ -64,6 +68,7 @@ def caching_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("XPILER_NO_CACHE", raising=False)
 
 
+@needs_hipcc
 def test_a_correct_reply_verifies_and_the_second_ask_comes_from_the_cache(openai_server: ScriptedOpenAI) -> None:
     reply = fenced(correct_hip())
     openai_server.queue(reply)
@@ -91,6 +96,7 @@ def test_a_correct_reply_verifies_and_the_second_ask_comes_from_the_cache(openai
     assert again and again[0].cached and again[0].text == correct_hip()
 
 
+@needs_hipcc
 def test_a_wrong_reply_is_rejected_by_the_tests(openai_server: ScriptedOpenAI) -> None:
     openai_server.queue(fenced(wrong_hip()))
     config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC))
@@ -103,6 +109,7 @@ def test_a_wrong_reply_is_rejected_by_the_tests(openai_server: ScriptedOpenAI) -
     assert any(d.code == "llm.rejected" for d in ctx.diagnostics)
 
 
+@needs_hipcc
 def test_a_reply_that_does_not_compile_is_rejected(openai_server: ScriptedOpenAI) -> None:
     broken = correct_hip().replace("int m) {", "int m) { undeclared_thing = 1;")
     openai_server.queue(fenced(broken))
@@ -167,6 +174,7 @@ def _pipeline_options(server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch, p
     return TranslateOptions(target=Dialect.HIP, spec_path=str(SPEC), proposer=proposer)
 
 
+@needs_hipcc
 def test_pipeline_llm_proposer_adopts_only_a_verified_reply(openai_server: ScriptedOpenAI,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     reply = fenced(correct_hip())
@@ -181,6 +189,7 @@ def test_pipeline_llm_proposer_adopts_only_a_verified_reply(openai_server: Scrip
     assert record["model"].startswith("scripted-")
 
 
+@needs_hipcc
 def test_pipeline_llm_proposer_falls_back_to_the_rules_on_a_wrong_reply(openai_server: ScriptedOpenAI,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     openai_server.queue(fenced(wrong_hip()))
@@ -192,6 +201,7 @@ def test_pipeline_llm_proposer_falls_back_to_the_rules_on_a_wrong_reply(openai_s
     assert len(openai_server.requests) == 1
 
 
+@needs_hipcc
 def test_pipeline_survives_an_unreachable_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -206,6 +216,7 @@ def test_pipeline_survives_an_unreachable_endpoint(monkeypatch: pytest.MonkeyPat
     assert result.status == "verified"  # the rules' translation, verified on its own evidence
 
 
+@needs_hipcc
 def test_the_default_path_makes_no_network_call(monkeypatch: pytest.MonkeyPatch) -> None:
     attempts: list[object] = []
 
@@ -235,6 +246,7 @@ def test_the_default_path_makes_no_network_call(monkeypatch: pytest.MonkeyPatch)
 PTX = Path(__file__).with_name("data") / "add_ptx"
 
 
+@needs_hipcc
 def test_rules_then_llm_asks_only_when_the_rules_do_not_verify(openai_server: ScriptedOpenAI,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     source = (PTX / "add_ptx.cu").read_text()
@@ -256,6 +268,7 @@ def test_rules_then_llm_asks_only_when_the_rules_do_not_verify(openai_server: Sc
     assert result.manifest["proposer"]["attempts"] == []
 
 
+@needs_hipcc
 def test_rules_then_llm_keeps_the_unverified_rules_output_when_the_reply_is_wrong(
         openai_server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
     source = (PTX / "add_ptx.cu").read_text()
@@ -271,6 +284,7 @@ def test_rules_then_llm_keeps_the_unverified_rules_output_when_the_reply_is_wron
     assert result.manifest["proposer"]["attempts"][0]["verdict"] == "rejected"
 
 
+@needs_hipcc
 def test_server_settings_reach_the_proposer(openai_server: ScriptedOpenAI) -> None:
     """The editor's xpiler.llm.endpoint/model settings travel through the server's core API."""
     from xpiler_core.progress import CancelToken
@@ -286,3 +300,37 @@ def test_server_settings_reach_the_proposer(openai_server: ScriptedOpenAI) -> No
     assert openai_server.requests[0]["body"]["model"] == model
     assert result.status == "verified" and result.output_text == correct_hip()
     assert any("asking the LLM" in m for m in messages)
+
+
+@needs_hipcc
+def test_without_a_spec_the_tests_built_from_the_source_gate_the_reply(openai_server: ScriptedOpenAI) -> None:
+    path = Path(__file__).with_name("data") / "scale" / "scale.cu"
+    source = path.read_text()
+    good = source.replace("#include <cuda_runtime.h>", "#include <hip/hip_runtime.h>")
+    bad = good.replace("+ 1.0f", "- 1.0f")
+    openai_server.queue(fenced(bad), fenced(good))
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=None, replies=2)
+    ctx = PassContext(source_dialect=Dialect.CUDA, target=Dialect.HIP, warp_size=64, file=str(path))
+    [proposal] = propose("translate", SourceUnit(source, Dialect.CUDA, str(path)), ctx, config)
+    assert [a["verdict"] for a in config.attempts] == ["rejected", "verified"]
+    assert "different results" in config.attempts[0]["reason"]
+    assert proposal.text == good
+    assert proposal.verification.spec_info is not None and proposal.verification.spec_info["auto"]
+    # the second prompt differs (it says an earlier reply was rejected), so it is not a cache hit
+    assert openai_server.requests[0]["body"]["messages"] != openai_server.requests[1]["body"]["messages"]
+
+
+def test_an_unknown_proposer_is_a_clear_error() -> None:
+    from xpiler_core.diagnostics import XpilerError
+
+    with pytest.raises(XpilerError, match="unknown proposer 'gpt'"):
+        translate(source_text(), str(SOURCE), TranslateOptions(target=Dialect.HIP, proposer="gpt", verify=False))
+
+
+def test_settings_come_from_the_environment() -> None:
+    config = LLMConfig.from_env({"XPILER_LLM_BASE_URL": "http://h:1/v1", "XPILER_LLM_MODEL": "coder",
+                                 "XPILER_LLM_API_KEY_ENV": "MY_KEY", "XPILER_LLM_TIMEOUT": "7",
+                                 "XPILER_LLM_RETRIES": "4"})
+    assert config == LLMConfig(base_url="http://h:1/v1", model="coder", api_key_env="MY_KEY", timeout_s=7.0,
+                               max_retries=4)
+    assert LLMConfig.from_env({}).missing() is not None and config.missing() is None

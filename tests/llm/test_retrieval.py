@@ -115,3 +115,17 @@ def test_kernel_terms_retrieve_the_sections_the_kernel_needs() -> None:
 
 def test_manuals_root_is_the_repository_folder() -> None:
     assert MANUALS_ROOT == REPO / "manuals"
+
+
+@pytest.mark.parametrize(("target", "folder"), [(Dialect.BANG, "bang"), (Dialect.C, "cpu"), (Dialect.HIP, "hip")])
+def test_the_prompt_gets_sections_of_the_target_not_only_of_the_source(target: Dialect, folder: str) -> None:
+    from xpiler_core.llm.client import LLMConfig
+    from xpiler_core.llm.propose import ProposerConfig, retrieve
+    from xpiler_core.passes.base import PassContext, SourceUnit
+
+    path = REPO / "examples" / "vector_add.cu"
+    unit = SourceUnit(path.read_text(), Dialect.CUDA, str(path))
+    _, chunks = retrieve("translate", unit, PassContext(Dialect.CUDA, target, file=str(path)),
+                         ProposerConfig(llm=LLMConfig(), top_k=4))
+    assert len(chunks) == 4 and len({c.id for c in chunks}) == 4
+    assert sum(c.folder == folder for c in chunks) >= 2

@@ -32,6 +32,9 @@ class LLMUnavailable(XpilerError):
         self.url = url
         self.reason = reason
 
+    def format(self) -> str:  # not located in a source file: no line:col
+        return f"error: {self.message}"
+
 
 class LLMError(XpilerError):
     """The endpoint answered, but not with a usable chat completion (HTTP error, malformed body)."""
@@ -40,6 +43,9 @@ class LLMError(XpilerError):
         super().__init__(f"LLM endpoint {url} gave no usable reply: {reason}", url)
         self.url = url
         self.reason = reason
+
+    def format(self) -> str:
+        return f"error: {self.message}"
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,15 @@ from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.llm.client import LLMConfig, LLMError, LLMReply, complete
 from xpiler_core.llm.manuals import Chunk
-from xpiler_core.llm.prompts import Prompt, build_prompt
-from xpiler_core.llm.retrieval import ManualIndex, build_query, default_index, folders_for, kernel_terms
+from xpiler_core.llm.prompts import Prompt, build_prompt, templates
+from xpiler_core.llm.retrieval import (
+    FOLDERS,
+    ManualIndex,
+    build_query,
+    default_index,
+    folders_for,
+    kernel_terms,
+)
 from xpiler_core.passes.base import PassContext, SourceUnit
 from xpiler_core.progress import CancelToken
 
@@ -79,10 +86,15 @@ def retrieve(pass_name: str, unit: SourceUnit, ctx: PassContext, config: Propose
     except KeyError:
         summary = "translate the file"
     terms = kernel_terms(unit.text, unit.path, unit.dialect)
-    query = build_query(pass_name, summary, terms, config.problem)
+    target_facts = " ".join(templates()["targets"].get(ctx.target.value, {}).get("facts", []))
+    query = build_query(pass_name, summary, [*terms, target_facts], config.problem)
     index = config.index or default_index()
-    hits = index.search(query, config.top_k, folders_for(ctx.source_dialect, ctx.target))
-    return query, [hit.chunk for hit in hits]
+    # At least half of the sections come from the target's own notes: the source's API alone would
+    # otherwise fill the prompt with what the kernel already uses.
+    own = index.search(query, (config.top_k + 1) // 2, [FOLDERS[ctx.target][0]])
+    both = index.search(query, config.top_k, folders_for(ctx.source_dialect, ctx.target))
+    chunks = list({hit.chunk.id: hit.chunk for hit in [*own, *both]}.values())[: config.top_k]
+    return query, chunks
 
 
 def propose(pass_name: str, unit: SourceUnit, ctx: PassContext, config: ProposerConfig) -> list[Proposal]:

@@ -130,8 +130,14 @@ static inline unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c
 }
 template <class T> static inline T __ldg(const T* p) { return *p; }
 template <class T> static inline T xp_min(T a, T b) { return a < b ? a : b; }
-using std::min;
-using std::max;
+/* CUDA's min/max: by value (std::max returns a reference, which keeps loops from vectorizing); the float
+   versions return the non-NaN operand like fminf/fmaxf, written as selects so they vectorize. */
+static inline float max(float a, float b) { return (b != b || a > b) ? a : b; }
+static inline float min(float a, float b) { return (b != b || a < b) ? a : b; }
+static inline double max(double a, double b) { return (b != b || a > b) ? a : b; }
+static inline double min(double a, double b) { return (b != b || a < b) ? a : b; }
+template <class A, class B> static inline auto max(A a, B b) -> decltype(a + b) { return a > b ? a : b; }
+template <class A, class B> static inline auto min(A a, B b) -> decltype(a + b) { return a < b ? a : b; }
 /* Warp collectives read a per-thread array filled before the (split) barrier; t is the thread's linear
    index, n the block's thread count, w the warp size, width the shuffle segment. Out-of-range lanes get
    their own value, as CUDA specifies. */

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from xpiler_core import ast as A
+from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.passes.base import PassRefused
 from xpiler_core.printer import print_node
-from xpiler_core.frontend.dialect import Dialect
 
 GPU_PRELUDE = r"""/* xpiler GPU prelude */
 #include <cuda_runtime.h>
@@ -255,8 +255,8 @@ def rebind_module(module: A.Module) -> A.Module:
             items.append(A.Opaque(GPU_PRELUDE))
             continue
         if isinstance(item, A.Function) and is_recovered(item):
-            kernel, host = rebind_function(item)
-            items.extend([kernel, host])
+            kernel_fn, host_fn = rebind_function(item)
+            items.extend([kernel_fn, host_fn])
             found = True
             continue
         if isinstance(item, A.Function) and item.name in device:

@@ -18,6 +18,7 @@ grid-wide synchronisation (``cooperative_groups`` grid sync), which a round-robi
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from xpiler_core import ast as A
@@ -104,9 +105,14 @@ def _is_block_function(fn: A.Function) -> bool:
 def _mlu_kernel(block_fn: A.Function) -> A.Function:
     """``__mlu_global__ void K_mlu(<block_fn params>) { K_blocks(<params>); }``."""
     args = tuple(A.name(p.name) for p in block_fn.params if isinstance(p, A.Param) and p.name)
-    body = A.block(A.expr_stmt(A.call(block_fn.name, *args)))
+    callee = block_fn.name
+    if block_fn.template:
+        # "<typename T, int BLOCK = 4>" → "<T, BLOCK>"
+        parts = [p.split("=")[0].strip() for p in block_fn.template.strip().strip("<>").split(",")]
+        callee += "<" + ", ".join(re.findall(r"[A-Za-z_]\w*", p)[-1] for p in parts if p) + ">"
+    body = A.block(A.expr_stmt(A.call(callee, *args)))
     return A.Function(_kernel_name(block_fn.name), A.ctype("void"), block_fn.params, body,
-                      qualifiers=("__mlu_global__",))
+                      qualifiers=("__mlu_global__",), template=block_fn.template)
 
 
 def _kernel_name(block_name: str) -> str:
@@ -135,10 +141,14 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     launched: set[str] = set()
 
     def to_launch(node: A.Node) -> A.Node | None:
-        if isinstance(node, A.Call) and isinstance(node.func, A.Name) and node.func.id in block_functions:
-            launched.add(node.func.id)
-            config = (A.call("xp_task_dim"), A.name(task_type), A.lit(0))
-            return A.Launch(A.name(_kernel_name(node.func.id)), config, node.args)
+        if isinstance(node, A.Call) and isinstance(node.func, A.Name):
+            # a templated kernel is called as name<args>(...): the launch keeps the template arguments
+            base, _, targs = node.func.id.partition("<")
+            if base.strip() in block_functions:
+                launched.add(base.strip())
+                config = (A.call("xp_task_dim"), A.name(task_type), A.lit(0))
+                kernel = _kernel_name(base.strip()) + (f"<{targs}" if targs else "")
+                return A.Launch(A.name(kernel), config, node.args)
         return None
 
     out: list[A.TopItem] = []

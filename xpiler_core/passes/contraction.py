@@ -58,13 +58,15 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
           and head.expr.target == A.Index(A.Name(var), A.Name(view.var)) and var not in names_in(head.expr.value))
     if not ok:
         raise PassRefused(f"the first use of '{var}' in the loop is not an unconditional write of a[{view.var}]")
-    d = next(d for d in stmts[decl_at].decls if d.name == var)  # type: ignore[union-attr]
+    decl_stmt = stmts[decl_at]
+    assert isinstance(decl_stmt, A.DeclStmt) and isinstance(head, A.ExprStmt) and isinstance(head.expr, A.Assign)
+    d = next(d for d in decl_stmt.decls if d.name == var)
     scalar = A.Name(var)
-    new_head = A.DeclStmt((A.VarDecl(var, d.type, (), head.expr.value),))  # type: ignore[union-attr]
+    new_head = A.DeclStmt((A.VarDecl(var, d.type, (), head.expr.value),))
     rest = A.rewrite(A.Block(tuple(body[first + 1:])),
                      lambda n: scalar if isinstance(n, A.Index) and n.base == A.Name(var) else None)
     new_loop = A.replace(loop, body=A.Block((*body[:first], new_head, *rest.stmts)))
-    others = tuple(x for x in stmts[decl_at].decls if x.name != var)  # type: ignore[union-attr]
+    others = tuple(x for x in decl_stmt.decls if x.name != var)
     stmts[users[0]] = new_loop
     if others:
         stmts[decl_at] = A.DeclStmt(others)

@@ -41,6 +41,8 @@ INFO = PassInfo(
         ParamSpec("schedule", "str", "static", "OpenMP schedule", ("static", "dynamic", "guided")),
         ParamSpec("threads", "int", 0, "OpenMP num_threads (0: runtime default)", (0, 1, 2, 4, 8, 16)),
         ParamSpec("simd", "bool", True, "add #pragma omp simd to innermost thread loops when safe", (True, False)),
+        ParamSpec("bound_guards", "bool", True, "turn thread loops' remainder guards (if (i < n)) into loop "
+                  "bounds and unswitch thread-independent branches, so the loops vectorize", (True, False)),
         ParamSpec("block", "int", 256, "CUDA threads per block (c->cuda)", (64, 128, 256, 512, 1024)),
         ParamSpec("min_parallel", "int", 65536, "recovered kernels run serially below this many CUDA threads "
                   "(an OpenMP fork/join costs more than small grids take)", (0, 4096, 16384, 65536, 262144)),
@@ -60,9 +62,124 @@ def _simd_safe(body: A.Stmt) -> bool:
 
 
 def _pragma_before(stmts: tuple[A.Stmt, ...], index: int, text: str) -> tuple[A.Stmt, ...]:
-    if index > 0 and isinstance(stmts[index - 1], A.Pragma) and stmts[index - 1].text.startswith("omp"):
+    prev = stmts[index - 1] if index > 0 else None
+    if isinstance(prev, A.Pragma) and prev.text.startswith("omp"):
         return stmts
     return (*stmts[:index], A.Pragma(text), *stmts[index:])
+
+
+# ---- remainder guards → loop bounds (so the thread loop has no control flow and vectorizes) ----------
+_THREAD_LOCAL = ("xp_tx", "xp_t")
+
+
+def _invariant(expr: A.Expr, local: set[str]) -> bool:
+    """Thread-independent and side-effect free: no thread index, no body-local names, no memory or calls."""
+    for n in A.walk(expr):
+        if isinstance(n, A.Name) and (n.id in _THREAD_LOCAL or n.id in local):
+            return False
+        if isinstance(n, (A.Index, A.Call, A.Assign, A.Opaque)) or (isinstance(n, A.Unary) and n.op in (
+                "*", "++", "--")):
+            return False
+    return True
+
+
+def _tx_offset(expr: A.Expr, local: set[str]) -> A.Expr | None:
+    """``expr`` = ``xp_tx + X`` with X invariant → X; else ``None``."""
+    while isinstance(expr, A.Cast) and expr.type.base == "int" and not expr.type.pointers:
+        expr = expr.operand
+    if expr == A.Name("xp_tx"):
+        return A.lit(0)
+    if isinstance(expr, A.Binary) and expr.op == "+":
+        for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
+            inner = _tx_offset(a, local)
+            if inner is not None and _invariant(b, local):
+                return b if inner == A.lit(0) else A.binop("+", b, inner)
+    return None
+
+
+def _guard_bound(cond: A.Expr, defs: dict[str, A.Expr], local: set[str]) -> A.Expr | None:
+    """``E < N`` with E = xp_tx + X (after substituting the body's definitions) → N - X."""
+    if not (isinstance(cond, A.Binary) and cond.op in ("<", ">")):
+        return None
+    e, bound = (cond.left, cond.right) if cond.op == "<" else (cond.right, cond.left)
+    for _ in range(4):
+        names = {n.id for n in A.walk(e) if isinstance(n, A.Name)} & set(defs)
+        if not names:
+            break
+        e = A.substitute(e, {k: defs[k] for k in names})
+    offset = _tx_offset(e, local)
+    if offset is None or not _invariant(bound, local):
+        return None
+    return A.binop("-", bound, offset)
+
+
+def _negated_guard(cond: A.Expr) -> A.Expr | None:
+    """The continue condition ``E >= N`` as the keep condition ``E < N``."""
+    if isinstance(cond, A.Binary) and cond.op == ">=":
+        return A.binop("<", cond.left, cond.right)
+    if isinstance(cond, A.Binary) and cond.op == "<=":
+        return A.binop(">", cond.left, cond.right)
+    return None
+
+
+def _refine_thread_loop(loop: A.For, counter: list[int]) -> A.Stmt:
+    body = list(A.stmts_of(loop.body))
+    head = [s for s in body[:1] if isinstance(s, A.DeclStmt) and s.decls[0].name == "xp_t"]
+    rest = body[len(head):]
+    local = {d.name for s in rest for d in (s.decls if isinstance(s, A.DeclStmt) else ())}
+    # unswitch a thread-independent if/else
+    if len(rest) == 1 and isinstance(rest[0], A.If) and _invariant(rest[0].cond, local | {"xp_t"}):
+        branch = rest[0]
+        then = _refine_thread_loop(A.replace(loop, body=A.Block((*head, *A.stmts_of(branch.then)))), counter)
+        other = None if branch.else_ is None else _refine_thread_loop(
+            A.replace(loop, body=A.Block((*head, *A.stmts_of(branch.else_)))), counter)
+        return A.If(branch.cond, A.Block((then,)), None if other is None else A.Block((other,)))
+    defs: dict[str, A.Expr] = {}
+    k = 0
+    while k < len(rest) and isinstance(rest[k], A.DeclStmt):
+        decl_stmt = rest[k]
+        assert isinstance(decl_stmt, A.DeclStmt)
+        for d in decl_stmt.decls:
+            if d.init is not None and not d.dims:
+                defs[d.name] = d.init
+        k += 1
+    if k >= len(rest) or not isinstance(rest[k], A.If):
+        return loop
+    guard = rest[k]
+    assert isinstance(guard, A.If)
+    kept: list[A.Stmt] | None = None
+    bound: A.Expr | None = None
+    if k == len(rest) - 1 and guard.else_ is None:
+        bound = _guard_bound(guard.cond, defs, local)
+        kept = [*rest[:k], *A.stmts_of(guard.then)]
+    elif guard.else_ is None and A.stmts_of(guard.then) in ((A.Continue(),),):
+        keep = _negated_guard(guard.cond)
+        bound = _guard_bound(keep, defs, local) if keep is not None else None
+        kept = [*rest[:k], *rest[k + 1:]]
+    if bound is None or kept is None:
+        return loop
+    if any(isinstance(n, A.Continue) for s in kept for n in A.walk(s)):
+        return loop
+    counter[0] += 1
+    hi = f"xp_hi{counter[0]}"
+    limit = A.decl(hi, A.ctype("int", 0, ("const",)), A.call("xp_min", A.Name("xp_bdx"), A.Cast(A.ctype("int"), bound)))
+    new_loop = A.For(loop.init, A.binop("<", A.Name("xp_tx"), A.Name(hi)), loop.step, A.Block((*head, *kept)))
+    return A.Block((limit, new_loop))
+
+
+def _refine_guards(fn: A.Function) -> A.Function:
+    counter = [0]
+
+    def visit(loop: A.For) -> A.Stmt | None:
+        view = loop.canonical()
+        if view is not None and view.var == "xp_tx":
+            return _refine_thread_loop(loop, counter)
+        return None
+
+    from xpiler_core.passes._ast_support import map_loops
+
+    out: A.Function = map_loops(fn, visit)
+    return out
 
 
 def _bind_cpu(fn: A.Function, params: dict[str, Any]) -> A.Function:
@@ -121,6 +238,8 @@ def _bind_cpu(fn: A.Function, params: dict[str, Any]) -> A.Function:
                     return A.replace(inner, body=wrapped)
             return inner
 
+    if recovered and bool_param(params, "bound_guards", True):
+        fn = _refine_guards(fn)
     out = _Bind().visit(fn)
     if not bound:
         raise PassRefused(f"no loop over '{outer_var}' to bind in '{fn.name}'")
@@ -158,7 +277,8 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
     for i, s in enumerate(stmts):
         if isinstance(s, A.For):
             view = s.canonical()
-            marked = i > 0 and isinstance(stmts[i - 1], A.Pragma) and "parallel for" in stmts[i - 1].text
+            prev = stmts[i - 1] if i > 0 else None
+            marked = isinstance(prev, A.Pragma) and "parallel for" in prev.text
             if view is not None and ((wanted and view.var == wanted) or (not wanted and marked)):
                 target, pos = s, i
                 break

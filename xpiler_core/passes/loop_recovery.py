@@ -272,7 +272,7 @@ class _KernelState:
     warp: int
     block_decls: list[A.Stmt] = field(default_factory=list)
     types: dict[str, A.Type] = field(default_factory=dict)
-    counter: itertools.count = field(default_factory=itertools.count)  # type: ignore[type-arg]
+    counter: itertools.count[int] = field(default_factory=itertools.count)
     exit_labels: int = 0
 
 
@@ -631,7 +631,7 @@ def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
     return A.for_range("xp_tz", A.lit(0), A.Name("xp_bdz"), loop)
 
 
-def _scoped_substitute(stmt: A.Stmt, mapping: dict[str, A.Expr]) -> A.Stmt:
+def _scoped_substitute(stmt: A.Stmt, mapping: dict[str, Any]) -> A.Stmt:
     """Like ``A.substitute`` but a nested declaration of a name shadows the mapping in its scope."""
     if not mapping:
         return stmt
@@ -821,8 +821,8 @@ def infer_grid(kernel: A.Function, block: list[A.Expr]) -> list[A.Expr] | None:
 
     for n in A.walk(kernel.body):
         if isinstance(n, A.Binary) and n.op in ("<", ">=", ">", "<="):
-            idx, bound = (n.left, n.right) if n.op in ("<", ">=") else (n.right, n.left)
-            bound = _over_params(bound, defs, set(kernel.param_names()))
+            idx, raw_bound = (n.left, n.right) if n.op in ("<", ">=") else (n.right, n.left)
+            bound = _over_params(raw_bound, defs, set(kernel.param_names()))
             if bound is not None and is_global_index(idx):
                 return [A.binop("/", A.binop("-", A.binop("+", bound, bsize), A.lit(1)), bsize)]
     return None

@@ -22,7 +22,7 @@ from xpiler_core import ast as A
 from xpiler_core.passes._ast_support import enter, leave, names_in, target_function
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 
-TARGETS = {
+TARGETS: dict[str, dict[str, str | int]] = {
     "avx2": {"attr": "avx2,fma", "width": 8, "ps": "_mm256", "reg": "__m256"},
     "avx512": {"attr": "avx512f", "width": 16, "ps": "_mm512", "reg": "__m512"},
     "avx512vnni": {"attr": "avx512f,avx512bw,avx512vnni", "width": 64, "ps": "_mm512", "reg": "__m512i"},
@@ -81,7 +81,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             state["reason"] = "the loop body is not a single assignment"
             return None
         stmt = body[0].expr
-        i, w = view.var, cfg["width"]
+        i, w = view.var, int(str(cfg["width"]))
         iv = A.fresh_name(fn, f"{i}_v")
         main_stop = A.binop("-", view.stop, A.lit(w))
         vec: list[A.Stmt] = []

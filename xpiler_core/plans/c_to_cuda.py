@@ -23,6 +23,7 @@ from xpiler_core.passes import get_pass
 from xpiler_core.passes._cpu_prelude import PRELUDE
 from xpiler_core.passes.base import PassContext, PassRefused, Unresolved
 from xpiler_core.pipeline import (
+    Status,
     TranslateOptions,
     TranslationResult,
     host_info,
@@ -61,6 +62,7 @@ def plan(
     from xpiler_core.verify.spec import load_spec
     from xpiler_core.verify.toolchains import compile_check
 
+    status: Status
     started = time.perf_counter()
     report(progress, 0.0, f"translating {Path(path).name} (c->cuda)")
     candidate, ctx = translate_to_cuda(text, path, options.pass_params.get("loop_binding"))

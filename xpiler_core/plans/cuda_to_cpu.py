@@ -25,6 +25,7 @@ from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes import get_pass
 from xpiler_core.passes.base import PassContext, PassRefused, Unresolved
 from xpiler_core.pipeline import (
+    Status,
     TranslateOptions,
     TranslationResult,
     host_info,
@@ -72,12 +73,12 @@ def spec_launch_params(spec: Any, kernel: A.Function | None) -> dict[str, str]:
         return text
 
     out: dict[str, str] = {"entry": spec.entry}
-    grid = [convert(g) for g in spec.grid]
+    grid: list[str | None] = [convert(g) for g in spec.grid]
     if any(g is None for g in grid):
         # the grid depends on sizes the kernel is not given (rows of a buffer): the wrapper takes it
-        names = [f"xp_grid_{axis}" for axis in "xyz"[: len(grid)]]
-        grid = names
-        out["launch_params"] = ", ".join(names)
+        grid_names = [f"xp_grid_{axis}" for axis in "xyz"[: len(grid)]]
+        grid = list(grid_names)
+        out["launch_params"] = ", ".join(grid_names)
     block = [convert(b) for b in spec.block]
     smem = convert(spec.shared_bytes)
     if all(g is not None for g in grid):
@@ -176,6 +177,7 @@ def plan(
 ) -> TranslationResult:
     from xpiler_core.verify.harness import run_spec
     from xpiler_core.verify.spec import load_spec
+    status: Status
     started = time.perf_counter()
     report(progress, 0.0, f"translating {Path(path).name} (cuda->cpu)")
     spec = load_spec(options.spec_path) if options.spec_path else None

@@ -92,8 +92,17 @@ class Choice:
     cases: tuple[Case, ...]
 
 
+@dataclass(frozen=True, eq=False)
+class Ite:
+    """``cond ? then : else_`` kept lazily (a hole-dependent merge of two values)."""
+
+    cond: Any
+    then: Any
+    else_: Any
+
+
 def is_sym(v: Any) -> bool:
-    return isinstance(v, (z3.ExprRef, Choice))
+    return isinstance(v, (z3.ExprRef, Choice, Ite))
 
 
 def _merge_fixes(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...] | None:
@@ -112,13 +121,20 @@ def _merge_fixes(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...])
 def as_cases(v: Any) -> tuple[Case, ...]:
     if isinstance(v, Choice):
         return v.cases
+    if isinstance(v, Ite):
+        raise Unsupported("nested hole-dependent value")
     if isinstance(v, z3.ExprRef):
         raise Unsupported("a hole-dependent integer used in floating-point arithmetic")
     return (Case(True, (), v),)
 
 
 def lift(fn: Callable[..., Any], *vals: Any) -> Any:
-    """Apply a concrete function to values, any of which may be a Choice."""
+    """Apply a concrete function to values, any of which may be a Choice or an Ite."""
+    for i, v in enumerate(vals):
+        if isinstance(v, Ite):
+            a = lift(fn, *vals[:i], v.then, *vals[i + 1 :])
+            b = lift(fn, *vals[:i], v.else_, *vals[i + 1 :])
+            return merge(v.cond, a, b)
     combos: list[tuple[BoolLike, tuple[tuple[int, int], ...], list[Any]]] = [(True, (), [])]
     for v in vals:
         nxt = []
@@ -147,7 +163,7 @@ def simplify_choice(cases: list[Case]) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (z3.ExprRef, Choice, Ptr)) or isinstance(b, (z3.ExprRef, Choice, Ptr)):
+    if isinstance(a, (z3.ExprRef, Choice, Ptr, Ite)) or isinstance(b, (z3.ExprRef, Choice, Ptr, Ite)):
         return a is b
     try:
         return bool(a == b) and type(a) is type(b)
@@ -171,9 +187,9 @@ def merge(cond: BoolLike, a: Any, b: Any) -> Any:
         return z3.If(cond, _zint(a), _zint(b))
     if _bool_like(a) and _bool_like(b):
         return z3.If(cond, a, b)
-    cases = [Case(and_(cond, c.cond), c.fixes, c.value) for c in as_cases(a)]
-    cases += [Case(and_(not_(cond), c.cond), c.fixes, c.value) for c in as_cases(b)]
-    return simplify_choice([c for c in cases if c.cond is not False])
+    if isinstance(a, z3.ExprRef) or isinstance(b, z3.ExprRef):
+        raise Unsupported("merge of a hole-dependent integer with a non-integer")
+    return Ite(cond, a, b)
 
 
 def _int_like(v: Any) -> bool:
@@ -225,7 +241,7 @@ def convert(v: Any, kind: str) -> Any:
     """C conversion of a value to a scalar kind."""
     if kind == "auto" or isinstance(v, Ptr):
         return v
-    if isinstance(v, Choice):
+    if isinstance(v, (Choice, Ite)):
         return lift(lambda x: convert(x, kind), v)
     if isinstance(v, z3.BoolRef):
         return z3.If(v, 1, 0) if kind == "int" else (v if kind == "bool" else _refuse_float())
@@ -349,7 +365,7 @@ def _concrete_binop(op: str, a: Any, b: Any) -> Any:
 def binop(op: str, a: Any, b: Any) -> Any:
     if isinstance(a, Ptr) or isinstance(b, Ptr):
         return _ptr_arith(op, a, b)
-    if isinstance(a, Choice) or isinstance(b, Choice):
+    if isinstance(a, (Choice, Ite)) or isinstance(b, (Choice, Ite)):
         if isinstance(a, z3.ExprRef) or isinstance(b, z3.ExprRef):
             if op in ("&&", "||"):
                 return (and_ if op == "&&" else or_)(truth(a), truth(b))
@@ -357,8 +373,8 @@ def binop(op: str, a: Any, b: Any) -> Any:
         if op in ("&&", "||"):
             return (and_ if op == "&&" else or_)(truth(a), truth(b))
         r = lift(lambda x, y: _concrete_binop(op, x, y), a, b)
-        if isinstance(r, Choice) and all(isinstance(c.value, bool) for c in r.cases):
-            return _choice_truth(r)
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            return truth(r)
         return r
     if isinstance(a, z3.ExprRef) or isinstance(b, z3.ExprRef):
         return _sym_binop(op, a, b)
@@ -412,6 +428,11 @@ def truth(v: Any) -> BoolLike:
         return v != 0
     if isinstance(v, Choice):
         return _choice_truth(v)
+    if isinstance(v, Ite):
+        a, b = truth(v.then), truth(v.else_)
+        if isinstance(a, bool) and isinstance(b, bool):
+            return v.cond if (a and not b) else (not_(v.cond) if (b and not a) else a)
+        return z3.If(_zb(v.cond), _zb(a), _zb(b))
     if isinstance(v, Ptr):
         return True
     return bool(v)
@@ -449,6 +470,7 @@ class Program:
     max_steps: int = 3_000_000
     loop_cap: int = 96  # iterations of a loop whose condition depends on the hole
     instrument: bool = False
+    last_stmt: int = 0  # id of the statement that faulted last (localization of crashes)
 
     @classmethod
     def of(cls, module: A.Module) -> Program:
@@ -602,7 +624,7 @@ class Thread:
             if not isinstance(base, Ptr):
                 raise Unsupported("subscript of a non-pointer")
             i = self.eval(e.index)
-            if isinstance(i, Choice):
+            if isinstance(i, (Choice, Ite)):
                 i = _choice_to_int(i)
             if isinstance(i, bool):
                 i = int(i)
@@ -621,22 +643,24 @@ class Thread:
                 return self._fault(f"out-of-bounds read of {p.buf.name}[{p.off}]", p)
             return data[p.off]
         self.prog.obligations.append(z3.Implies(_zb(self.pc), z3.And(p.off >= 0, p.off < len(data))))
-        cases = []
-        tid = p.off.get_id()
-        for k in range(len(data)):
-            for c in as_cases(data[k]) if not _int_like(data[k]) else (Case(True, (), data[k]),):
-                cases.append(Case(and_(p.off == k, c.cond), _merge_fixes(((tid, k),), c.fixes) or ((tid, k),), c.value))
-        if len(cases) > MAX_CASES:
+        if len(data) > MAX_CASES:
             raise Unsupported("hole-dependent load from a large array")
-        if cases and all(_int_like(c.value) for c in cases):
+        if all(_int_like(d) for d in data):
             out: Any = z3.IntVal(0)
-            for c in cases:
-                out = z3.If(_zb(c.cond), _zint(c.value), out)
+            for k, d in enumerate(data):
+                out = z3.If(p.off == k, _zint(d), out)
             return out
-        return simplify_choice(cases)
+        if any(is_sym(d) for d in data):
+            acc: Any = data[0]
+            for k in range(1, len(data)):
+                acc = merge(p.off == k, data[k], acc)
+            return acc
+        tid = p.off.get_id()
+        return simplify_choice([Case(p.off == k, ((tid, k),), d) for k, d in enumerate(data)])
 
     def _fault(self, msg: str, p: Ptr) -> Any:
         if self.pc is True:
+            self.prog.last_stmt = self.stmt_id
             raise Infeasible(msg)
         self.prog.obligations.append(z3.Not(_zb(self.pc)))
         return _zero_of(p.buf.kind)
@@ -890,8 +914,14 @@ def _zero_of(kind: str) -> Any:
     return {"int": 0, "float": np.float32(0), "double": 0.0, "bool": False}.get(kind, 0)
 
 
-def _choice_to_int(c: Choice) -> Any:
-    if not all(isinstance(x.value, (int, bool)) for x in c.cases):
+def _choice_to_int(c: Any) -> Any:
+    if isinstance(c, Ite):
+        return z3.If(_zb(c.cond), _choice_to_int(c.then), _choice_to_int(c.else_))
+    if isinstance(c, z3.ArithRef):
+        return c
+    if isinstance(c, (int, bool)):
+        return z3.IntVal(int(c))
+    if not isinstance(c, Choice) or not all(isinstance(x.value, (int, bool)) for x in c.cases):
         raise Unsupported("floating-point subscript")
     out: Any = z3.IntVal(int(c.cases[-1].value))
     for x in c.cases[:-1]:

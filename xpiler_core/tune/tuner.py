@@ -1,0 +1,342 @@
+"""Hierarchical auto-tuning, streamed: the public entry points ``tune`` (callback) and ``tune_stream``
+(iterator).
+
+Phases, all within one budget of measured trials and seconds:
+1. the untuned translation is verified and timed (the reference of every speedup);
+2. intra-pass search of loop binding's parameters (OpenMP schedule, threads, collapse, SIMD, the serial
+   threshold) on the plain sequence;
+3. MCTS over structural pass sequences, each action's parameters searched in place, binding as found;
+4. the best few are re-timed against the untuned translation with more rounds; the winner must beat it by
+   more than the noise, else the untuned translation stays the answer (speedup 1.0).
+Every candidate is compiled and run on all the spec's cases before its time counts.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xpiler_core.diagnostics import XpilerError
+from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.progress import Cancelled, CancelToken, ProgressFn, report
+from xpiler_core.tune.config import Config, Step, freeze
+from xpiler_core.tune.cpu_problem import BINDING, Action, CpuTuningProblem, open_problem
+from xpiler_core.tune.mcts import mcts
+from xpiler_core.tune.measure import MeasureSettings, clearly_faster, paired_speedup
+from xpiler_core.tune.records import TrialRecord
+from xpiler_core.tune.search import search_params
+
+DEFAULT_BUDGET_S = 60.0
+DEFAULT_TRIALS = 48
+
+
+@dataclass
+class TuneOptions:
+    target: Dialect = Dialect.C
+    spec_path: str | None = None
+    budget_s: float = DEFAULT_BUDGET_S
+    max_trials: int = DEFAULT_TRIALS
+    seed: int = 0
+    binding_share: float = 0.4  # of the trial budget, for loop binding's own search
+    max_depth: int = 3
+    settings: MeasureSettings = field(default_factory=MeasureSettings)
+
+
+@dataclass
+class TuneEvent:
+    """One progress event. ``kind``: start | trial | best | phase | done."""
+
+    kind: str
+    message: str
+    trials: int  # measured trials so far (resumed ones not included)
+    elapsed_s: float
+    fraction: float
+    config: str | None = None
+    verified: bool | None = None
+    latency_s: float | None = None
+    speedup: float | None = None
+    best_config: str | None = None
+    best_latency_s: float | None = None
+    best_speedup: float | None = None
+    baseline_latency_s: float | None = None
+    resumed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Candidate:
+    config: Config
+    description: str
+    verified: bool
+    latency_s: float | None
+    speedup: float
+    text_sha256: str
+
+
+@dataclass
+class TuneResult:
+    source_path: str
+    target: Dialect
+    baseline_latency_s: float
+    best: Candidate
+    best_text: str
+    candidates: list[Candidate]  # verified ones, fastest first
+    trials_measured: int
+    trials_resumed: int
+    seconds: float
+    case: dict[str, int]
+    machine: str
+    confirmed: bool  # the best beat the untuned translation beyond the noise in the final re-timing
+
+
+class _Budget:
+    def __init__(self, problem: CpuTuningProblem, max_trials: int, budget_s: float, cancel: CancelToken | None) -> None:
+        self.problem, self.max_trials, self.cancel = problem, max_trials, cancel
+        self.started = time.monotonic()
+        self.deadline = self.started + budget_s
+        self.budget_s = budget_s
+
+    def spent(self) -> int:
+        return self.problem.trials_measured
+
+    def exhausted(self) -> bool:
+        if self.cancel is not None:
+            self.cancel.check()
+        return self.spent() >= self.max_trials or time.monotonic() >= self.deadline
+
+    def fraction(self) -> float:
+        by_trials = self.spent() / max(1, self.max_trials)
+        by_time = (time.monotonic() - self.started) / max(1e-6, self.budget_s)
+        return min(0.95, max(by_trials, by_time))
+
+
+def find_spec_for(path: str) -> str | None:
+    """A kernel test spec next to ``path`` whose ``source`` is this file."""
+    import tomllib
+
+    source = Path(path).resolve()
+    folder = source.parent
+    for candidate in [folder / f"{source.stem}.toml", folder / "spec.toml", *sorted(folder.glob("*.toml"))]:
+        try:
+            data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        if isinstance(data.get("source"), str) and (folder / data["source"]).resolve() == source:
+            return str(candidate)
+    return None
+
+
+def tune(
+    text: str,
+    path: str,
+    options: TuneOptions,
+    progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+    on_event: Callable[[TuneEvent], None] | None = None,
+) -> TuneResult:
+    """Tune ``text`` for ``options.target``; events go to ``on_event`` as they happen."""
+    if options.target is not Dialect.C:
+        raise XpilerError(
+            f"tuning for {options.target.value} is not measured here: this machine has no "
+            f"{options.target.value} device, and xpiler does not claim latencies it cannot measure; tune --to cpu",
+            path,
+        )
+    source = detect_dialect(text, path)
+    if source not in (Dialect.CUDA,):
+        raise XpilerError(f"tuning for the CPU starts from CUDA source; this file is {source.value}", path)
+    from xpiler_core.verify.spec import load_spec
+
+    spec_path = options.spec_path or find_spec_for(path)
+    if spec_path is None:
+        raise XpilerError("tuning needs a kernel test spec (its cases are the inputs that are timed): pass --spec "
+                          "SPEC.toml or put one next to the source", path)
+    spec = load_spec(spec_path)
+    started = time.monotonic()
+    rng = random.Random(options.seed)
+    emit = on_event or (lambda event: None)
+    problem, tmp = open_problem(text, path, spec, seed=options.seed, settings=options.settings, cancel=cancel)
+    try:
+        return _run(problem, options, rng, started, emit, progress, cancel)
+    finally:
+        tmp.cleanup()
+
+
+def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, started: float,
+         emit: Callable[[TuneEvent], None], progress: ProgressFn | None, cancel: CancelToken | None) -> TuneResult:
+    budget = _Budget(problem, options.max_trials, options.budget_s, cancel)
+    best: dict[str, Any] = {"config": problem.baseline, "speedup": 1.0, "latency": None}
+
+    def event(kind: str, message: str, record: TrialRecord | None = None, config: Config | None = None) -> None:
+        fraction = budget.fraction()
+        report(progress, fraction, message)
+        emit(TuneEvent(
+            kind, message, problem.trials_measured, round(time.monotonic() - started, 3), fraction,
+            config=config.describe() if config else None, verified=record.verified if record else None,
+            latency_s=record.latency_s if record else None, speedup=record.speedup if record else None,
+            best_config=best["config"].describe(), best_latency_s=best["latency"], best_speedup=best["speedup"],
+            baseline_latency_s=problem.baseline_stats.median_s if problem.baseline_stats else None,
+            resumed=problem.trials_resumed,
+        ))
+
+    report(progress, 0.0, "verifying and timing the untuned translation")
+    baseline = problem.start()
+    best["latency"] = baseline.median_s
+    event("start", f"untuned: {baseline.median_s * 1e6:.1f} us on case {problem.spec.cases[problem.case_index]}")
+
+    def score(config: Config) -> float | None:
+        if budget.exhausted():
+            return None
+        record, _measured = problem.evaluate(config)
+        if record is None:
+            return None
+        value = record.speedup if record.verified and record.latency_s else 0.0
+        if value > best["speedup"]:
+            best.update(config=config, speedup=value, latency=record.latency_s)
+            event("best", f"best so far {value:.2f}x: {config.describe()}", record, config)
+        else:
+            event("trial", f"trial {problem.trials_measured}: {value:.2f}x {config.describe()}", record, config)
+        return value
+
+    # phase 2: loop binding's parameters on the plain sequence
+    binding_defaults = dict(problem.binding_defaults)
+    space = problem.live_space((), None, problem.binding_defaults)
+    event("phase", f"searching loop binding ({', '.join(space) or 'nothing to tune'})")
+    quota = max(1, int(options.max_trials * options.binding_share))
+    found = search_params(space, binding_defaults,
+                          lambda p: score(Config((), freeze({**binding_defaults, **p}))),
+                          quota, rng, budget.spent, budget.exhausted)
+    binding = freeze({**binding_defaults, **found.best})
+
+    # phase 3: MCTS over structural sequences with that binding
+    class Adapter:
+        def actions(self, steps: tuple[Step, ...]) -> list[Action]:
+            return sorted(problem.actions(steps), key=lambda a: (a.name, a.target))
+
+        def expand(self, steps: tuple[Step, ...], action: Action) -> tuple[Step, float] | None:
+            pass_space = problem.live_space(steps, action, binding)
+            defaults = {k: v for k, v in _defaults(action.name).items() if k in pass_space}
+
+            def point(p: dict[str, Any]) -> float | None:
+                return score(Config((*steps, Step(action.name, freeze({**dict(action.target), **p}))), binding))
+
+            out = search_params(pass_space, defaults, point, 4, rng, budget.spent, budget.exhausted)
+            if out.evaluated == 0:
+                return None
+            return Step(action.name, freeze({**dict(action.target), **out.best})), out.score
+
+        def rollout_step(self, steps: tuple[Step, ...], action: Action) -> Step:
+            return Step(action.name, action.target)
+
+        def reward(self, steps: tuple[Step, ...]) -> float:
+            return score(Config(steps, binding)) or 0.0
+
+    if not budget.exhausted():
+        event("phase", "searching pass sequences (MCTS)")
+        root = problem.evaluate(Config((), binding))[0]
+        mcts(Adapter(), root.speedup if root and root.verified else 0.0, rng, budget.exhausted,
+             max_depth=options.max_depth)
+
+    # phase 4: confirm the finalists against the untuned translation
+    report(progress, 0.96, "re-timing the best candidates")
+    verified = _verified_candidates(problem)
+    finalists = [c.config for c in verified[:3]]
+    winner: Candidate | None = None
+    confirmed = False
+    if finalists:
+        results = problem.confirm(finalists)
+        ranked = sorted(results, key=lambda r: -paired_speedup(r[1], r[2]))
+        for config, base, cand in ranked:
+            if clearly_faster(base, cand):
+                match = next(c for c in verified if c.config == config)
+                winner = Candidate(config, config.describe(), True, cand.median_s, paired_speedup(base, cand),
+                                   match.text_sha256)
+                confirmed = True
+                break
+    baseline_latency = problem.baseline_stats.median_s if problem.baseline_stats else float("nan")
+    if winner is None:
+        from xpiler_core.tune.records import sha256_text
+
+        winner = Candidate(problem.baseline, problem.baseline.describe(), True, baseline_latency, 1.0,
+                           sha256_text(problem.baseline_text))
+    best.update(config=winner.config, speedup=winner.speedup, latency=winner.latency_s)
+    best_text = problem.render(winner.config) or problem.baseline_text
+    winner_record = problem.records.get(winner.text_sha256) or TrialRecord(
+        winner.config.as_dict(), winner.text_sha256, True, winner.latency_s, baseline_latency, 1.0)
+    if confirmed:
+        winner_record.speedup, winner_record.latency_s = winner.speedup, winner.latency_s
+    problem.records.put_best(winner_record)
+    result = TuneResult(
+        source_path=problem.path, target=Dialect.C, baseline_latency_s=baseline_latency, best=winner,
+        best_text=best_text, candidates=verified, trials_measured=problem.trials_measured,
+        trials_resumed=problem.trials_resumed, seconds=time.monotonic() - started,
+        case=dict(problem.spec.cases[problem.case_index]), machine=problem.records.machine, confirmed=confirmed,
+    )
+    event("done", f"best {winner.speedup:.2f}x ({'confirmed' if confirmed else 'untuned kept'}): {winner.description}")
+    report(progress, 1.0, "done")
+    return result
+
+
+def _defaults(name: str) -> dict[str, Any]:
+    from xpiler_core.passes import get_pass
+
+    return get_pass(name).INFO.defaults()
+
+
+def _verified_candidates(problem: CpuTuningProblem) -> list[Candidate]:
+    seen = problem._memo.values()
+    out = [Candidate(Config.from_dict(r.config), Config.from_dict(r.config).describe(), True, r.latency_s, r.speedup,
+                     r.text_sha256) for r in seen if r.verified and r.latency_s]
+    return sorted(out, key=lambda c: -c.speedup)
+
+
+def reproduce(text: str, path: str, spec_path: str, config: Config) -> str | None:
+    """The candidate text of ``config`` rebuilt from scratch (compare its sha256 with the record's)."""
+    from xpiler_core.verify.spec import load_spec
+
+    problem, tmp = open_problem(text, path, load_spec(spec_path))
+    try:
+        return problem.render(config)
+    finally:
+        tmp.cleanup()
+
+
+def tune_stream(
+    text: str, path: str, options: TuneOptions, cancel: CancelToken | None = None,
+) -> Iterator[TuneEvent | TuneResult]:
+    """Iterate over the events of a tuning run, then its :class:`TuneResult`. Closing the iterator early
+    cancels the run. Errors of the run (``XpilerError``) are raised from the iterator."""
+    token = cancel or CancelToken()
+    events: queue.Queue[Any] = queue.Queue()
+    done = object()
+
+    def work() -> None:
+        try:
+            events.put(tune(text, path, options, cancel=token, on_event=events.put))
+        except BaseException as exc:  # handed to the consumer, re-raised there
+            events.put(exc)
+        finally:
+            events.put(done)
+
+    thread = threading.Thread(target=work, name="xpiler-tune", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = events.get()
+            if item is done:
+                return
+            if isinstance(item, Cancelled) and token.cancelled:
+                raise item
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        token.cancel()
+        thread.join(timeout=30)
