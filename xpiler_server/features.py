@@ -30,7 +30,8 @@ def register(server: XpilerServer) -> None:
     @server.feature(types.INITIALIZE)
     @guarded("initialize")
     def initialize(params: types.InitializeParams) -> None:
-        server.config = server.config.merged(params.initialization_options)
+        server.initialization_options = params.initialization_options
+        server.apply_settings(None)
 
     @server.feature(types.INITIALIZED)
     @guarded("initialized")
@@ -41,7 +42,7 @@ def register(server: XpilerServer) -> None:
     @guarded("didChangeConfiguration")
     async def did_change_configuration(params: types.DidChangeConfigurationParams) -> None:
         if isinstance(params.settings, dict) and params.settings:
-            server.config = server.config.merged(params.settings)
+            server.apply_settings(params.settings)  # pushed settings; a pull below wins when the client has one
         await server.refresh_configuration()
 
     @server.feature(types.SHUTDOWN)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import attrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 
 from xpiler_core import __version__
@@ -84,6 +84,9 @@ class XpilerServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("xpiler", __version__, protocol_cls=GuardedProtocol, max_workers=4)
         self.config = XpilerConfig()
+        # initializationOptions: the base every later settings read is applied to (a settings read is the
+        # client's whole current view, so a key that disappeared goes back to this base, not stays stale).
+        self.initialization_options: Any = None
         self.documents = DocumentStore()
         self.jobs = JobManager(self)
         # One analysis thread: analyses of a document replay edits in order; the parse holds the GIL anyway.
@@ -132,8 +135,10 @@ class XpilerServer(LanguageServer):
             log.debug("could not send log message", exc_info=True)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        # Out-of-band errors (a notification handler raised, a message did not parse): log, do not pop up.
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        if source is FeatureRequestError:
+            return  # the request's own error response already says it
+        # Out-of-band errors (a notification handler raised, a message did not parse): the log, not a pop-up.
         self.log_to_client(f"xpiler: internal error: {error}", types.MessageType.Error)
 
     # ------------------------------------------------------------------ diagnostics
@@ -246,6 +251,9 @@ class XpilerServer(LanguageServer):
 
     # ------------------------------------------------------------------ configuration
 
+    def apply_settings(self, settings: Any) -> None:
+        self.config = XpilerConfig().merged(self.initialization_options).merged(settings)
+
     def apply_environment(self) -> None:
         """Settings the core reads from the environment: compiler locations and the LLM endpoint."""
         if self.config.llm_enabled and self.config.llm_endpoint:
@@ -267,7 +275,7 @@ class XpilerServer(LanguageServer):
                     timeout=5,
                 )
                 if values:
-                    self.config = self.config.merged(values[0])
+                    self.apply_settings(values[0])
             except Exception:
                 log.warning("workspace/configuration failed; keeping current settings", exc_info=True)
         self.apply_environment()

@@ -72,7 +72,7 @@ def caching_on(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_correct_reply_verifies_and_the_second_ask_comes_from_the_cache(openai_server: ScriptedOpenAI) -> None:
     reply = fenced(correct_hip())
     openai_server.queue(reply)
-    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC))
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC), repair_budget_s=0)
     proposals = propose("translate", unit(), context(), config)
     assert len(proposals) == 1
     proposal = proposals[0]
@@ -99,7 +99,7 @@ def test_a_correct_reply_verifies_and_the_second_ask_comes_from_the_cache(openai
 @needs_hipcc
 def test_a_wrong_reply_is_rejected_by_the_tests(openai_server: ScriptedOpenAI) -> None:
     openai_server.queue(fenced(wrong_hip()))
-    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC))
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC), repair_budget_s=0)
     ctx = context()
     assert propose("translate", unit(), ctx, config) == []
     [attempt] = config.attempts
@@ -113,7 +113,7 @@ def test_a_wrong_reply_is_rejected_by_the_tests(openai_server: ScriptedOpenAI) -
 def test_a_reply_that_does_not_compile_is_rejected(openai_server: ScriptedOpenAI) -> None:
     broken = correct_hip().replace("int m) {", "int m) { undeclared_thing = 1;")
     openai_server.queue(fenced(broken))
-    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC))
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC), repair_budget_s=0)
     assert propose("translate", unit(), context(), config) == []
     assert "toolchain rejects it" in config.attempts[0]["reason"]
 
@@ -129,7 +129,7 @@ def test_a_reply_that_does_not_compile_is_rejected(openai_server: ScriptedOpenAI
 )
 def test_malformed_replies_are_discarded(openai_server: ScriptedOpenAI, reply: str | Raw, reason: str) -> None:
     openai_server.queue(reply)
-    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC))
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC), repair_budget_s=0)
     assert propose("translate", unit(), context(), config) == []
     assert config.attempts[0]["verdict"] == "rejected"
     assert reason in config.attempts[0]["reason"]
@@ -171,6 +171,7 @@ def _pipeline_options(server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch, p
     monkeypatch.setenv("XPILER_LLM_BASE_URL", server.base_url)
     monkeypatch.setenv("XPILER_LLM_MODEL", f"scripted-{uuid.uuid4().hex[:12]}")
     monkeypatch.setenv("XPILER_LLM_RETRIES", "0")
+    monkeypatch.setenv("XPILER_LLM_REPAIR_BUDGET", "0")  # repair is tested on its own below
     return TranslateOptions(target=Dialect.HIP, spec_path=str(SPEC), proposer=proposer)
 
 
@@ -309,7 +310,7 @@ def test_without_a_spec_the_tests_built_from_the_source_gate_the_reply(openai_se
     good = source.replace("#include <cuda_runtime.h>", "#include <hip/hip_runtime.h>")
     bad = good.replace("+ 1.0f", "- 1.0f")
     openai_server.queue(fenced(bad), fenced(good))
-    config = ProposerConfig(llm=config_for(openai_server), spec_path=None, replies=2)
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=None, replies=2, repair_budget_s=0)
     ctx = PassContext(source_dialect=Dialect.CUDA, target=Dialect.HIP, warp_size=64, file=str(path))
     [proposal] = propose("translate", SourceUnit(source, Dialect.CUDA, str(path)), ctx, config)
     assert [a["verdict"] for a in config.attempts] == ["rejected", "verified"]
@@ -330,7 +331,36 @@ def test_an_unknown_proposer_is_a_clear_error() -> None:
 def test_settings_come_from_the_environment() -> None:
     config = LLMConfig.from_env({"XPILER_LLM_BASE_URL": "http://h:1/v1", "XPILER_LLM_MODEL": "coder",
                                  "XPILER_LLM_API_KEY_ENV": "MY_KEY", "XPILER_LLM_TIMEOUT": "7",
-                                 "XPILER_LLM_RETRIES": "4"})
+                                 "XPILER_LLM_RETRIES": "4", "XPILER_LLM_REPAIR_BUDGET": "0"})
     assert config == LLMConfig(base_url="http://h:1/v1", model="coder", api_key_env="MY_KEY", timeout_s=7.0,
-                               max_retries=4)
+                               max_retries=4, repair_budget_s=0.0)
     assert LLMConfig.from_env({}).missing() is not None and config.missing() is None
+
+
+def test_the_default_path_does_not_even_load_the_llm_code() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from xpiler_core.pipeline import translate, TranslateOptions\n"
+        "from xpiler_core.frontend.dialect import Dialect\n"
+        f"text = open({str(SOURCE)!r}).read()\n"
+        f"translate(text, {str(SOURCE)!r}, TranslateOptions(target=Dialect.HIP, verify=False))\n"
+        "print(sorted(m for m in ('openai', 'httpx', 'xpiler_core.llm', 'rank_bm25') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@needs_hipcc
+def test_a_wrong_reply_goes_to_smt_repair_and_stays_rejected_unless_repaired(openai_server: ScriptedOpenAI) -> None:
+    pytest.importorskip("xpiler_core.repair.engine")
+    openai_server.queue(fenced(wrong_hip()))
+    config = ProposerConfig(llm=config_for(openai_server), spec_path=str(SPEC), repair_budget_s=2)
+    proposals = propose("translate", unit(), context(), config)
+    [attempt] = config.attempts
+    assert "SMT repair" in attempt["reason"] or attempt["verdict"] == "verified after SMT repair"
+    for proposal in proposals:  # only a repair that passed the numpy reference may come back
+        assert proposal.text != wrong_hip()
+        assert proposal.verification.tests is not None and proposal.verification.tests.passed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -113,6 +114,7 @@ def test_kernel_terms_retrieve_the_sections_the_kernel_needs() -> None:
     assert "cuda/device#shfl-xor-sync" in ids or "hip/differences#shuffles-without-masks-shfl-shfl-down-shfl-xor" in ids
 
 
+@pytest.mark.skipif(bool(os.environ.get("XPILER_MANUALS_DIR")), reason="manuals relocated by the environment")
 def test_manuals_root_is_the_repository_folder() -> None:
     assert MANUALS_ROOT == REPO / "manuals"
 

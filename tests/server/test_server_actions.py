@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 SOFTMAX = REPO / "examples" / "softmax_warp.cu"
 
 pytestmark = [
-    pytest.mark.asyncio,
+    pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.skipif(Dialect.HIP not in core_api.available_targets(Dialect.CUDA), reason="no CUDA→HIP plan in the core yet"),
 ]
 
@@ -56,7 +56,7 @@ async def test_run_pass_actions_for_every_pass_apply_the_pass_output(client: Lan
         change
         for params in client.applied_edits  # type: ignore[attr-defined]
         for change in params.edit.document_changes or []
-        if isinstance(change, types.TextDocumentEdit)
+        if isinstance(change, types.TextDocumentEdit) and change.text_document.uri == uri
     ]
     assert edit.text_document.uri == uri and edit.text_document.version == 1
     expected = run_pass("warp_size", text, str(source), {}, Dialect.HIP).text
@@ -94,6 +94,10 @@ async def test_configuration_target_switches_warp_diagnostics(client: LanguageCl
     client.set_configuration({"target": "cpu"}, section="xpiler")
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
     await wait_until_diagnostics(client, uri, lambda diagnostics: not has_hazards(diagnostics))
+    # Back to the defaults for the other tests of this module (they share the server).
+    client.set_configuration({}, section="xpiler")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await wait_until_diagnostics(client, uri, has_hazards)
 
 
 async def test_rapid_edits_during_a_job(client: LanguageClient, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 from server_lsp_helpers import wait_for_version
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 GOOD = """\
 __global__ void scale(float *x, int n) {

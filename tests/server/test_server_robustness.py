@@ -22,10 +22,11 @@ from server_lsp_helpers import (
 )
 from test_server_diagnostics import GOOD
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_lsp.fixture(
+    scope="module",
     config=ClientServerConfig(
         server_command=server_command("fault_server.py"), client_factory=make_editor_client, server_env=SERVER_ENV
     )
@@ -133,3 +134,4 @@ async def test_garbage_and_huge_files_do_not_crash_or_hang(client: LanguageClien
             client.workspace_execute_command_async(types.ExecuteCommandParams(command="xpiler.translate", arguments=[huge_uri, "hip"])),
             timeout=30,
         )
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=huge_uri)))

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 RELU = REPO / "benchmarks" / "suite" / "activation" / "relu"
 
 pytestmark = [
-    pytest.mark.asyncio,
+    pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.skipif(core_api._optional("xpiler_core.verify.harness") is None, reason="no harness in the core yet"),
 ]
 

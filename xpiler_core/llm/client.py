@@ -22,6 +22,7 @@ ENV_MODEL = "XPILER_LLM_MODEL"
 ENV_API_KEY_ENV = "XPILER_LLM_API_KEY_ENV"
 ENV_TIMEOUT = "XPILER_LLM_TIMEOUT"
 ENV_RETRIES = "XPILER_LLM_RETRIES"
+ENV_REPAIR_BUDGET = "XPILER_LLM_REPAIR_BUDGET"
 
 
 class LLMUnavailable(XpilerError):
@@ -57,6 +58,7 @@ class LLMConfig:
     max_retries: int = 2
     temperature: float = 0.0
     max_tokens: int = 4096
+    repair_budget_s: float = 30.0  # SMT repair time for a reply that runs but computes wrong results; 0: off
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMConfig:
@@ -67,6 +69,7 @@ class LLMConfig:
             api_key_env=env.get(ENV_API_KEY_ENV, "OPENAI_API_KEY") or "OPENAI_API_KEY",
             timeout_s=float(env.get(ENV_TIMEOUT, "") or 60.0),
             max_retries=int(env.get(ENV_RETRIES, "") or 2),
+            repair_budget_s=float(env.get(ENV_REPAIR_BUDGET, "") or 30.0),
         )
 
     def missing(self) -> str | None:

@@ -56,7 +56,7 @@ def translate_with_proposer(
         return result
     report(progress, 0.5, f"asking the LLM ({config.model or 'unconfigured'}) for {pass_name}")
     proposer_config = ProposerConfig(llm=config, spec_path=options.spec_path, seed=options.seed, problem=problem,
-                                     rules_candidate=partial, cancel=cancel)
+                                     rules_candidate=partial, cancel=cancel, repair_budget_s=config.repair_budget_s)
     proposals: list[Proposal] = []
     unavailable: str | None = None
     try:

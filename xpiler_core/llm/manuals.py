@@ -7,12 +7,14 @@ in document order. The file's ``# `` title and its introduction are kept as the 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-MANUALS_ROOT = Path(__file__).resolve().parents[2] / "manuals"
+# The repository's manuals/ folder; XPILER_MANUALS_DIR points elsewhere (an installed copy, a test corpus).
+MANUALS_ROOT = Path(os.environ.get("XPILER_MANUALS_DIR") or Path(__file__).resolve().parents[2] / "manuals")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ not, is recorded in ``config.attempts`` for the manifest.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ class ProposerConfig:
     problem: str = ""  # why the rules could not finish (a refusal reason, a failing test)
     rules_candidate: str | None = None
     cancel: CancelToken | None = None
+    repair_budget_s: float = 30.0  # SMT repair of replies that run but compute wrong results; 0: off
     index: ManualIndex | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)  # filled in: one record per reply
 
@@ -54,6 +56,7 @@ class Verification:
     compile: Any | None = None  # CompileVerdict
     tests: Any | None = None  # SpecReport
     spec_info: dict[str, Any] | None = None
+    text: str | None = None  # set when SMT repair changed the candidate: the text that verified
 
 
 @dataclass(frozen=True)
@@ -126,14 +129,14 @@ def propose(pass_name: str, unit: SourceUnit, ctx: PassContext, config: Proposer
             _reject(ctx, record, pass_name, "malformed reply: no fenced code block")
             continue
         verification = verify_proposal(code, unit, ctx, spec_path=config.spec_path, seed=config.seed,
-                                       cancel=config.cancel)
+                                       cancel=config.cancel, repair_budget_s=config.repair_budget_s)
         record["tests"] = _report_summary(verification.tests)
         if not verification.passed:
             _reject(ctx, record, pass_name, verification.reason)
             continue
-        record["verdict"] = "verified"
-        accepted.append(Proposal(pass_name, code, config.llm.model, prompt, reply.reply_sha256, reply.cached,
-                                 verification))
+        record["verdict"] = "verified" if verification.text is None else "verified after SMT repair"
+        accepted.append(Proposal(pass_name, verification.text or code, config.llm.model, prompt,
+                                 reply.reply_sha256, reply.cached, verification))
         break
     return accepted
 
@@ -160,27 +163,15 @@ def verify_proposal(
     spec_path: str | None = None,
     seed: int = 0,
     cancel: CancelToken | None = None,
+    repair_budget_s: float = 0.0,
 ) -> Verification:
     """Parse, compile and test ``candidate`` (in ``ctx.target``) against the source's tests.
 
     Passes only with a clean parse, the target toolchain's acceptance and every test case matching.
-    A failing candidate goes to SMT repair when ``xpiler_core.repair`` offers ``repair_candidate``; the
-    repaired text must then pass the same checks.
+    With ``repair_budget_s > 0`` a candidate that runs but computes wrong results goes to SMT repair
+    (``xpiler_core.repair``); the repaired text must then pass the same checks, and is what the returned
+    verification's ``text`` holds.
     """
-    verdict = _check(candidate, unit, ctx, spec_path, seed, cancel)
-    if verdict.passed or verdict.tests is None:
-        return verdict
-    repaired = _try_repair(candidate, unit, ctx, verdict)
-    if repaired is None or repaired == candidate:
-        return verdict
-    second = _check(repaired, unit, ctx, spec_path, seed, cancel)
-    return second if second.passed else verdict
-
-
-def _check(
-    candidate: str, unit: SourceUnit, ctx: PassContext, spec_path: str | None, seed: int,
-    cancel: CancelToken | None,
-) -> Verification:
     from xpiler_core.frontend.source import parse_text
 
     target = ctx.target
@@ -192,18 +183,10 @@ def _check(
         return Verification(False, f"does not parse: {first.span.start_line + 1}:{first.span.start_col + 1}: "
                                    f"{first.message}")
     try:
-        from xpiler_core.verify.harness import run_spec
+        from xpiler_core.verify.harness import run_spec  # noqa: F401 - checked here, used by _run
         from xpiler_core.verify.spec import load_spec
-        from xpiler_core.verify.toolchains import compile_check
     except ImportError as exc:
         return Verification(False, f"verification unavailable ({exc}); an LLM proposal needs evidence")
-    verdict = compile_check(candidate, target)
-    if not verdict.ok:
-        lines = (verdict.stderr or "").strip().splitlines()
-        return Verification(False, f"the {target.value.upper()} toolchain rejects it"
-                                   + (f": {lines[0]}" if lines else ""), compile=verdict)
-    if cancel is not None:
-        cancel.check()
     with tempfile.TemporaryDirectory(prefix="xpiler-llm-spec-") as tmp:
         if spec_path:
             spec = load_spec(spec_path)
@@ -214,13 +197,39 @@ def _check(
             built = autospec.build_spec(unit.text, unit.path, unit.dialect, Path(tmp))
             if built.spec_path is None:
                 return Verification(False, f"no tests could be built ({built.reason}); an LLM proposal is "
-                                           "only accepted with test evidence", compile=verdict)
+                                           "only accepted with test evidence")
             spec = load_spec(str(built.spec_path))
             spec_info = {"auto": True, "reason": built.reason}
-        kind = "host" if target is Dialect.C else spec.kind
-        report = run_spec(spec, candidate_text=candidate, candidate_dialect=target, candidate_entry=spec.entry,
-                          candidate_kind=kind, warp_size=ctx.warp_size if target is not Dialect.C else None,
-                          seed=seed, cancel=cancel)
+        verdict = _compile_and_test(candidate, spec, spec_info, ctx, seed, cancel)
+        if verdict.passed or verdict.tests is None or verdict.tests.build_error or repair_budget_s <= 0:
+            return verdict
+        repaired, note = _try_repair(candidate, display, spec, ctx, verdict, seed, repair_budget_s, cancel)
+        if repaired is None:
+            return dataclasses.replace(verdict, reason=f"{verdict.reason}; SMT repair: {note}")
+        second = _compile_and_test(repaired, spec, {**spec_info, "repair": note}, ctx, seed, cancel)
+        if not second.passed:
+            return dataclasses.replace(verdict, reason=f"{verdict.reason}; the SMT repair did not verify either")
+        return dataclasses.replace(second, text=repaired)
+
+
+def _compile_and_test(
+    candidate: str, spec: Any, spec_info: dict[str, Any], ctx: PassContext, seed: int, cancel: CancelToken | None,
+) -> Verification:
+    from xpiler_core.verify.harness import run_spec
+    from xpiler_core.verify.toolchains import compile_check
+
+    target = ctx.target
+    verdict = compile_check(candidate, target)
+    if not verdict.ok:
+        lines = (verdict.stderr or "").strip().splitlines()
+        return Verification(False, f"the {target.value.upper()} toolchain rejects it"
+                                   + (f": {lines[0]}" if lines else ""), compile=verdict)
+    if cancel is not None:
+        cancel.check()
+    kind = "host" if target is Dialect.C else spec.kind
+    report = run_spec(spec, candidate_text=candidate, candidate_dialect=target, candidate_entry=spec.entry,
+                      candidate_kind=kind, warp_size=ctx.warp_size if target is not Dialect.C else None,
+                      seed=seed, cancel=cancel)
     if report.build_error:
         log = report.build_error.strip().splitlines()
         return Verification(False, "the runtime could not build it" + (f": {log[0]}" if log else ""),
@@ -236,18 +245,22 @@ def _check(
     return Verification(True, "", verdict, report, spec_info)
 
 
-def _try_repair(candidate: str, unit: SourceUnit, ctx: PassContext, failed: Verification) -> str | None:
-    """Hand a failing candidate to SMT repair when that room provides ``repair_candidate``."""
+def _try_repair(
+    candidate: str, display: str, spec: Any, ctx: PassContext, failed: Verification, seed: int,
+    budget_s: float, cancel: CancelToken | None,
+) -> tuple[str | None, str]:
+    """Hand a candidate that runs but computes wrong results to SMT repair: (repaired text or None, note)."""
     try:
-        from xpiler_core import repair
+        from xpiler_core.repair.engine import repair_candidate
     except ImportError:
-        return None
-    repair_candidate = getattr(repair, "repair_candidate", None)
-    if not callable(repair_candidate):
-        return None
+        return None, "not available"
+    kind = "host" if ctx.target is Dialect.C else spec.kind
     try:
-        result = repair_candidate(candidate, source=unit.text, target=ctx.target, report=failed.tests)
-    except Exception:  # noqa: BLE001 - a repair that breaks leaves the proposal rejected, as it was
-        return None
-    text = getattr(result, "text", result)
-    return text if isinstance(text, str) else None
+        result = repair_candidate(candidate, display, spec, dialect=ctx.target, entry=spec.entry, kind=kind,
+                                  warp_size=ctx.warp_size if ctx.target is not Dialect.C else None,
+                                  budget_s=budget_s, seed=seed, initial_report=failed.tests, cancel=cancel)
+    except Exception as exc:  # noqa: BLE001 - a repair that breaks leaves the proposal rejected, as it was
+        return None, f"failed ({exc.__class__.__name__})"
+    text = getattr(result, "text", None)
+    note = f"{getattr(result, 'status', '?')}: {getattr(result, 'message', '')}"
+    return (text if getattr(result, "status", "") == "repaired" and isinstance(text, str) else None), note

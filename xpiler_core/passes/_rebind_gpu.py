@@ -27,6 +27,7 @@ GPU_PRELUDE = r"""/* xpiler GPU prelude */
 #include <stdio.h>
 #include <limits.h>
 #include <float.h>
+template <class T> __host__ __device__ __forceinline__ T xp_min(T a, T b) { return a < b ? a : b; }
 template <class T> __device__ __forceinline__ T xp_shfl_idx(const T* a, int t, int n, int w, int src, int width) {
   int lane = t % w, base = t - lane + (lane / width) * width, s = base + (src % width + width) % width;
   return s < n ? a[s] : a[t];
@@ -91,15 +92,28 @@ def _strip_to(s: A.Stmt, var: str) -> A.For | None:
 
 
 def _thread_body(s: A.Stmt) -> A.Stmt | None:
-    cur: A.Stmt | None = s
-    for var in _THREAD_VARS:
-        loop = _strip_to(cur, var) if cur is not None else None
-        if loop is None:
-            return None
-        cur = loop.body
-    assert cur is not None
-    stmts = tuple(x for x in A.stmts_of(cur) if not (isinstance(x, A.DeclStmt) and x.decls[0].name == "xp_t"))
-    return A.Block(stmts)
+    """The code one CUDA thread runs for a thread loop nest ``for tz / for ty / ... for tx`` (``None`` if ``s``
+    is not one). Loops over ``xp_tx`` (possibly bounded by a guard, possibly under thread-independent
+    branches) become ``if (cond) do { body } while (0)`` for the thread's own ``xp_tx``."""
+    tz = _strip_to(s, "xp_tz")
+    ty = _strip_to(tz.body, "xp_ty") if tz is not None else None
+    if ty is None:
+        return None
+    found = [False]
+
+    def to_thread(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Pragma):
+            return A.Empty()
+        if isinstance(n, A.For) and _loop_var(n) == "xp_tx":
+            found[0] = True
+            stmts = tuple(x for x in A.stmts_of(n.body)
+                          if not (isinstance(x, A.DeclStmt) and x.decls[0].name == "xp_t"))
+            cond = n.cond if n.cond is not None else A.lit(1)
+            return A.If(cond, A.DoWhile(A.Block(stmts), A.lit(0)))
+        return None
+
+    body = A.rewrite(ty.body, to_thread)
+    return body if found[0] else None
 
 
 class _Rebinder:
@@ -118,7 +132,7 @@ class _Rebinder:
         body = _thread_body(s) if isinstance(s, (A.For, A.Block)) else None
         if body is not None:
             barrier = A.ExprStmt(A.call("__syncthreads"))
-            return [barrier, A.DoWhile(body, A.lit(0)), barrier]
+            return [barrier, A.Block((body,)) if not isinstance(body, A.Block) else body, barrier]
         if isinstance(s, A.DeclStmt):
             out: list[A.Stmt] = []
             for d in s.decls:

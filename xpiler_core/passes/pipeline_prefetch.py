@@ -43,8 +43,12 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             return None
         seen: set[str] = set()
         hints: list[A.Stmt] = []
+        # a hint sits at the top of the body: its index may only use names visible there
+        inner = {d.name for d in A.walk(loop.body) if isinstance(d, A.VarDecl)}
         for a in A.array_accesses(loop.body):
             if a.write or a.base in seen or len(a.indices) != 1 or view.var not in names_in(a.indices[0]):
+                continue
+            if names_in(a.indices[0]) & inner:
                 continue
             seen.add(a.base)
             ahead = A.substitute(a.indices[0], {view.var: A.binop("+", A.Name(view.var),

@@ -44,7 +44,7 @@ from xpiler_core.plans.cuda_to_cpu import run_ast_passes, spec_launch_params, sp
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 
-DEFAULT_PASSES = ["detensorization", "loop_recovery", "bang_binding"]
+DEFAULT_PASSES = ["detensorization", "loop_recovery", "bang_binding", "bang_tensorize"]
 TASKS = 16  # 4 clusters × 4 cores (Union1); the binding is correct for any task count
 
 BANG_PRELUDE_MARK = "/* xpiler BANG prelude */"
@@ -60,7 +60,9 @@ def bang_prelude(tasks: int = TASKS) -> str:
     # from one core is not interrupted there; the _Pragma is an OpenMP-only hint, dropped here.
     body = body.replace('_Pragma("omp atomic capture") ', "")
     return (
-        f"{BANG_PRELUDE_MARK}\n#include <bang.h>\n{body}"
+        f"{BANG_PRELUDE_MARK}\n#include <bang.h>\n"
+        "#ifndef __mlu_const__\n#define __mlu_const__ /* constant data lives in GDRAM on the model */\n#endif\n"
+        f"{body}"
         f"static inline cnrtDim3_t xp_task_dim(void) {{ cnrtDim3_t d = {{{tasks}, 1, 1}}; return d; }}\n"
     )
 
@@ -71,6 +73,7 @@ def translate_to_bang(
     spec: Any | None = None,
     pass_params: dict[str, dict[str, Any]] | None = None,
     passes: list[str] | None = None,
+    generation: str | None = None,
 ) -> tuple[str | None, list[dict[str, Any]], PassContext]:
     """The BANG C candidate (``None`` when a required step refused) and one record per pass."""
     module = lower_text(text, path)
@@ -88,6 +91,9 @@ def translate_to_bang(
         else:
             entry = spec.entry
     params.setdefault("bang_binding", {}).setdefault("entry", entry)
+    from xpiler_core.runtime.bang_build import get_generation
+
+    params.setdefault("bang_tensorize", {}).setdefault("nram_bytes", get_generation(generation).capacity_bytes("nram"))
     out, records = run_ast_passes(module, passes or DEFAULT_PASSES, ctx, params)
     for required in ("loop_recovery", "bang_binding"):
         record = next((r for r in records if r["name"] == required), None)

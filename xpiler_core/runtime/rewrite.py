@@ -1,10 +1,13 @@
 """The mechanical source rewrite that lets g++ compile CUDA/HIP source against the runtime headers.
 
-Only two constructs need it, because C++ cannot express them:
+Three constructs need it, because C++ cannot express them:
 
 * ``K<<<c0, c1[, c2[, c3]]>>>(args)`` becomes ``::xpiler::launch(K, c0, c1[, c2[, c3]])(args)``;
 * ``extern __shared__ T name[];`` becomes a pointer to the launch's dynamic shared memory (a local
-  ``T* const name`` inside functions, a macro at file scope).
+  ``T* const name`` inside functions, a macro at file scope);
+* a static ``__shared__`` declaration is followed, on the same line, by a hook that fills the arrays with
+  the runtime's poison pattern once per block (uninitialised shared memory is garbage on a GPU, and
+  ``static thread_local`` storage would otherwise read as zero).
 
 Launches are found on the tree-sitter CST (``call_expression`` with a ``kernel_call_syntax`` child), so
 strings, comments and ``<<``/``>>`` operators are never touched. Every replacement keeps the number of
@@ -48,6 +51,7 @@ class RewriteResult:
     text: str
     launches: list[Launch] = field(default_factory=list)
     dynamic_shared: list[str] = field(default_factory=list)
+    static_shared: list[str] = field(default_factory=list)
 
 
 def _same_lines(replacement: str, original: str) -> str:
@@ -94,6 +98,40 @@ def _function_template_names(nodes: list[Node]) -> set[str]:
             if name is not None and name.type == "identifier" and name.text is not None:
                 names.add(name.text.decode("utf-8", "replace"))
     return names
+
+
+_DECLARATOR_TYPES = (
+    "array_declarator",
+    "parenthesized_declarator",
+    "pointer_declarator",
+    "reference_declarator",
+    "init_declarator",
+)
+
+
+def _declared_name(declarator: Node) -> str | None:
+    """The identifier a declarator declares (``s`` in ``s[2][3]``, ``*p``, ``(a[4])``), if it has one."""
+    node: Node | None = declarator
+    while node is not None:
+        if node.type == "identifier":
+            return node.text.decode("utf-8", "replace") if node.text is not None else None
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            inner = next(
+                (c for c in node.named_children if c.type == "identifier" or c.type in _DECLARATOR_TYPES), None
+            )
+        node = inner
+    return None
+
+
+def _shared_fill_hook(node: Node, names: list[str]) -> str:
+    """Code appended after a static ``__shared__`` declaration so each block starts on poisoned arrays."""
+    objs = ", ".join(names)
+    if _inside_function(node):
+        stamp = f"xpiler_smem_stamp_{node.start_byte}"
+        return f" static thread_local unsigned long long {stamp}; ::xpiler::fresh_shared({stamp}, {objs});"
+    fills = " ".join(f"::xpiler::poison_shared({n});" for n in names)
+    return f" static const bool xpiler_smem_filler_{node.start_byte} = ::xpiler::register_shared([] {{ {fills} }});"
 
 
 def _kernel_expression(function: Node, kernel: str, templates: set[str]) -> str:
@@ -155,6 +193,15 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
                 for child in node.children:
                     if child.type == "storage_class_specifier" and child.text == b"static":
                         edits.append((child.start_byte, child.end_byte, " " * (child.end_byte - child.start_byte)))
+                is_shared = any(c.type == "type_qualifier" and c.text == b"__shared__" for c in node.children)
+                names = [
+                    name
+                    for d in node.children_by_field_name("declarator")
+                    if (name := _declared_name(d)) is not None
+                ]
+                if is_shared and names:
+                    edits.append((node.end_byte, node.end_byte, _shared_fill_hook(node, names)))
+                    result.static_shared.extend(names)
                 continue
             if not decl.startswith("extern") or "__shared__" not in decl:
                 continue

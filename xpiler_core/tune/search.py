@@ -82,9 +82,16 @@ def search_params(
 def _evolve(space: Space, start: dict[str, Any], try_point: Callable[[dict[str, Any]], None],
             current: Callable[[], tuple[dict[str, Any], float]], rng: random.Random,
             budget_left: Callable[[], bool]) -> None:
-    """(1+λ) evolution with random restarts: mutate one or two parameters of the best point so far; one
-    point in four is drawn uniformly so the search does not stay in one basin."""
+    """Coordinate moves first (every single-parameter change of the start point, in random order: cheap
+    first-order information), then (1+1) evolution: mutate one or two parameters of the best point so far,
+    with one point in four drawn uniformly so the search does not stay in one basin."""
     keys = sorted(space)
+    moves = [{**start, key: choice} for key in keys for choice in space[key] if choice != start[key]]
+    rng.shuffle(moves)
+    for move in moves:
+        if not budget_left():
+            return
+        try_point(move)
     stale = 0
     while budget_left() and stale < 200:
         best, before = current()

@@ -95,6 +95,9 @@ class TuneResult:
     case: dict[str, int]
     machine: str
     confirmed: bool  # the best beat the untuned translation beyond the noise in the final re-timing
+    baseline_text: str = ""
+    measured_spec: Any = None  # the KernelSpec whose case was timed (with launch-shape arguments if added)
+    case_index: int = 0
 
 
 class _Budget:
@@ -230,19 +233,24 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
             out = search_params(pass_space, defaults, point, 4, rng, budget.spent, budget.exhausted)
             if out.evaluated == 0:
                 return None
-            return Step(action.name, freeze({**dict(action.target), **out.best})), out.score
+            return Step(action.name, freeze({**dict(action.target), **out.best})), normalized(out.score)
 
         def rollout_step(self, steps: tuple[Step, ...], action: Action) -> Step:
             return Step(action.name, action.target)
 
         def reward(self, steps: tuple[Step, ...]) -> float:
-            return score(Config(steps, binding)) or 0.0
+            return normalized(score(Config(steps, binding)) or 0.0)
+
+    root_record = problem.evaluate(Config((), binding))[0]
+    root_speedup = root_record.speedup if root_record and root_record.verified and root_record.speedup > 0 else 1.0
+
+    def normalized(speedup: float) -> float:
+        """UCT wants bounded rewards: speedup relative to the root sequence, clipped to [0, 2], halved."""
+        return min(2.0, speedup / root_speedup) / 2
 
     if not budget.exhausted():
         event("phase", "searching pass sequences (MCTS)")
-        root = problem.evaluate(Config((), binding))[0]
-        mcts(Adapter(), root.speedup if root and root.verified else 0.0, rng, budget.exhausted,
-             max_depth=options.max_depth)
+        mcts(Adapter(), 0.5, rng, budget.exhausted, max_depth=options.max_depth)
 
     # phase 4: confirm the finalists against the untuned translation
     report(progress, 0.96, "re-timing the best candidates")
@@ -278,6 +286,7 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
         best_text=best_text, candidates=verified, trials_measured=problem.trials_measured,
         trials_resumed=problem.trials_resumed, seconds=time.monotonic() - started,
         case=dict(problem.spec.cases[problem.case_index]), machine=problem.records.machine, confirmed=confirmed,
+        baseline_text=problem.baseline_text, measured_spec=problem.spec, case_index=problem.case_index,
     )
     event("done", f"best {winner.speedup:.2f}x ({'confirmed' if confirmed else 'untuned kept'}): {winner.description}")
     report(progress, 1.0, "done")

@@ -100,6 +100,9 @@ struct LaunchInfo {
   size_t shared_bytes;
 };
 inline LaunchInfo g_launch;  // the kernel running now (fault/deadlock reports)
+// Counts the blocks this OS thread has started, across launches: a shared array whose stamp differs from
+// the running block's serial has not been filled for this block yet.
+inline thread_local unsigned long long tls_block_serial = 0;
 inline int g_status_fd = -2;
 
 [[noreturn]] inline void die(int code, const char* msg) {
@@ -119,6 +122,8 @@ struct Worker {
   std::vector<int> free_stacks;  // indices into stacks
   char* dyn_smem = nullptr;
   std::vector<max_align_t> dyn_smem_store;
+  unsigned long long block_serial = 0;  // this block's number on this OS thread (see tls_block_serial)
+  unsigned long long dyn_smem_stamp = 0;
   bool fiber_mode = false;
   bool driver_done = false;
   int driver_stack = -1;
@@ -149,6 +154,51 @@ struct Worker {
   void give_stack(int s) { free_stacks.push_back(s); }
   char* stack_top(int s) { return stacks[s] + 4096 + XPILER_STACK_BYTES; }
 };
+
+// ---- uninitialised shared memory -------------------------------------------------------------------
+// On a GPU, shared memory nobody wrote in this block holds garbage. Zero-filled storage would let a kernel
+// that reads such slots pass here and fail on hardware, so every block starts with its shared memory
+// (static arrays and the dynamic buffer) filled with 0xFF bytes: NaN for float/half/double, -1 for ints.
+// XPILER_SHARED_FILL=zero restores zero-filled storage; the fill happens lazily, the first time a thread
+// of the block executes the array's declaration (file-scope arrays: at block start).
+inline int shared_fill_byte() {
+  static const int v = [] {
+    const char* e = getenv("XPILER_SHARED_FILL");
+    if (!e || !*e || strcmp(e, "poison") == 0) return 0xFF;
+    if (strcmp(e, "zero") == 0) return 0;
+    die(kExitLaunch, "xpiler: XPILER_SHARED_FILL must be 'poison' or 'zero'\n");
+  }();
+  return v;
+}
+
+template <class T>
+inline void poison_shared(T& obj) {
+  // A polymorphic object's vtable pointer is not data a kernel could read as garbage: leave such objects.
+  if constexpr (!std::is_polymorphic_v<std::remove_all_extents_t<T>>)
+    memset(const_cast<void*>(static_cast<const volatile void*>(&obj)), shared_fill_byte(), sizeof(T));
+}
+
+// Called right after a function-scope `__shared__` declaration (inserted by the rewrite): the first thread
+// of each block to pass the declaration fills the arrays; no thread can name them before that point.
+template <class... T>
+inline void fresh_shared(unsigned long long& stamp, T&... objs) {
+  Worker* w = tls_worker;
+  if (w == nullptr || stamp == w->block_serial) return;
+  stamp = w->block_serial;
+  (poison_shared(objs), ...);
+}
+
+// File-scope `__shared__` arrays have no declaration a thread executes: the rewrite registers a filler
+// for each, and every block runs them all before its first thread starts.
+using SharedFiller = void (*)();
+inline std::vector<SharedFiller>& file_scope_shared() {
+  static std::vector<SharedFiller> fillers;
+  return fillers;
+}
+inline bool register_shared(SharedFiller f) {
+  file_scope_shared().push_back(f);
+  return true;
+}
 
 // ---- context switching -------------------------------------------------------------------------------
 #ifdef XPILER_UCONTEXT
@@ -349,6 +399,8 @@ inline void run_sweeps(Worker* w) {
 
 inline void run_block(Worker* w, const KernelCall* call, uint3 bidx) {
   w->block_idx = bidx;
+  w->block_serial = ++tls_block_serial;
+  for (SharedFiller f : file_scope_shared()) f();
   w->call = call;
   const dim3 b = w->block_dim;
   unsigned n = w->nthreads;

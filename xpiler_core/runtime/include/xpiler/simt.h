@@ -11,7 +11,15 @@ inline const dim3& block_dim() { return tls_worker->block_dim; }
 inline const dim3& grid_dim() { return tls_worker->grid_dim; }
 inline unsigned linear_tid() { return tls_worker->cur->linear; }
 inline int lane_id() { return static_cast<int>(tls_worker->cur->linear % kWarpSize); }
-inline void* dynamic_shared_memory() { return tls_worker->dyn_smem; }
+// The launch's dynamic shared buffer, filled (see shared_fill_byte) the first time a block asks for it.
+inline void* dynamic_shared_memory() {
+  Worker* w = tls_worker;
+  if (w->dyn_smem_stamp != w->block_serial) {
+    w->dyn_smem_stamp = w->block_serial;
+    memset(w->dyn_smem, shared_fill_byte(), w->dyn_smem_store.size() * sizeof(max_align_t));
+  }
+  return w->dyn_smem;
+}
 
 // ---- block barrier ----------------------------------------------------------------------------------------
 inline int block_barrier(int site, int pred) {

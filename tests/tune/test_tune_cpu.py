@@ -1,0 +1,113 @@
+"""Tuning a real suite kernel for the CPU: verified candidates, events, records, resume, reproduction."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import RELU_SOURCE, RELU_SPEC
+
+from xpiler_core.cli import main as cli_main
+from xpiler_core.diagnostics import XpilerError
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.progress import Cancelled, CancelToken
+from xpiler_core.tune import Config, TuneEvent, TuneOptions, TuneResult, reproduce, tune, tune_stream
+from xpiler_core.tune.measure import MeasureSettings
+from xpiler_core.tune.records import RecordStore, sha256_text
+from xpiler_core.verify.harness import run_spec
+from xpiler_core.verify.spec import load_spec
+
+FAST = MeasureSettings(warmup=1, rounds=5, sample_s=0.001, max_s=0.5, timeout_s=30)
+
+
+def _options(trials: int, seed: int = 0) -> TuneOptions:
+    return TuneOptions(spec_path=str(RELU_SPEC), budget_s=120, max_trials=trials, seed=seed, settings=FAST)
+
+
+@pytest.fixture(scope="module")
+def tuned() -> tuple[TuneResult, list[TuneEvent]]:
+    events: list[TuneEvent] = []
+    result = tune(RELU_SOURCE.read_text(), str(RELU_SOURCE), _options(4), on_event=events.append)
+    return result, events
+
+
+def test_best_candidate_passes_the_numpy_reference_independently(tuned) -> None:
+    result, _ = tuned
+    report = run_spec(load_spec(str(RELU_SPEC)), candidate_text=result.best_text, candidate_dialect=Dialect.C,
+                      candidate_entry="default_function_kernel", candidate_kind="host", seed=7)
+    assert report.passed, report.summary()
+    assert result.best.verified and result.trials_measured <= 4
+    assert all(c.verified for c in result.candidates)
+    assert result.best.speedup >= 1.0 or not result.confirmed
+
+
+def test_events_stream_in_order_with_best_figures(tuned) -> None:
+    _, events = tuned
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "start" and kinds[-1] == "done"
+    trials = [e.trials for e in events]
+    assert trials == sorted(trials) and trials[-1] >= 1
+    assert all(e.best_config and e.best_latency_s and e.best_latency_s > 0 for e in events)
+    assert any(e.kind in ("trial", "best") and e.latency_s for e in events)
+
+
+def test_best_is_reproducible_from_its_record(tuned) -> None:
+    result, _ = tuned
+    store = RecordStore(RELU_SOURCE.read_text(), "cuda->cpu", RELU_SPEC.read_text(), result.case_index)
+    record = store.best()
+    assert record is not None and record.text_sha256 == result.best.text_sha256
+    rebuilt = reproduce(RELU_SOURCE.read_text(), str(RELU_SOURCE), str(RELU_SPEC), Config.from_dict(record.config))
+    assert rebuilt is not None and sha256_text(rebuilt) == record.text_sha256
+    assert len(store.trials()) >= result.trials_measured
+
+
+def test_retuning_resumes_from_the_records(tuned) -> None:
+    first, _ = tuned
+    again = tune(RELU_SOURCE.read_text(), str(RELU_SOURCE), _options(1))
+    assert again.trials_resumed >= first.trials_measured  # the same search path, answered from the records
+    assert again.trials_measured <= 1
+
+
+def test_cancel_stops_tuning_promptly() -> None:
+    token = CancelToken()
+
+    def on_event(event: TuneEvent) -> None:
+        if event.kind == "start":
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        tune(RELU_SOURCE.read_text(), str(RELU_SOURCE), _options(30, seed=5), cancel=token, on_event=on_event)
+
+
+def test_stream_yields_events_then_the_result_and_closing_it_cancels() -> None:
+    stream = tune_stream(RELU_SOURCE.read_text(), str(RELU_SOURCE), _options(30, seed=9))
+    first = next(stream)
+    assert isinstance(first, TuneEvent) and first.kind == "start"
+    before = threading.active_count()
+    stream.close()  # cancels the run and joins its thread
+    assert threading.active_count() <= before
+
+
+def test_gpu_targets_are_refused_not_measured() -> None:
+    with pytest.raises(XpilerError, match="not measured here"):
+        tune(RELU_SOURCE.read_text(), str(RELU_SOURCE), TuneOptions(target=Dialect.HIP))
+
+
+def test_a_file_without_spec_is_refused(tmp_path) -> None:
+    src = tmp_path / "k.cu"
+    src.write_text(RELU_SOURCE.read_text())
+    with pytest.raises(XpilerError, match="needs a kernel test spec"):
+        tune(src.read_text(), str(src), TuneOptions())
+
+
+def test_cli_prints_a_table_of_candidates(capsys, tuned) -> None:
+    code = cli_main(["tune", str(RELU_SOURCE), "--to", "cpu", "--budget", "60s", "--trials", "1", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "rank" in out and "speedup" in out and "untuned latency" in out
+    assert "resumed from records" in out
+
+
+def test_cli_refuses_gpu_targets(capsys) -> None:
+    assert cli_main(["tune", str(RELU_SOURCE), "--to", "hip"]) == 1
+    assert "not measured here" in capsys.readouterr().err

@@ -1,0 +1,241 @@
+"""BANG C → CUDA with detensorization, verified on the SIMT runtime (or compiled by nvcc without a spec).
+
+Mapping (correctness first; one MLU task per CUDA block, run by the block's thread 0):
+
+* ``taskId``/``taskDim`` (and X/Y/Z) are the linear block index and the block count; Block-type task
+  numbering: ``coreId = 0``, ``coreDim = 1``, ``clusterId = taskId``, ``clusterDim = taskDim``.
+  Kernels return at once on threads other than thread 0, so any block size launches the same tasks.
+* ``__bang_*`` intrinsics become scalar loops over their element count, from the ``[detensor]`` table of
+  ``tables/bang_intrinsics.toml``; ``__memcpy``/``__memcpy_async`` become byte copies; ``__sync_io`` and
+  friends disappear (the copies are synchronous).
+* ``__nram__`` arrays become ``__shared__`` arrays of the task's block (thread 0 alone uses them);
+  ``__mlu_func__``/``__mlu_global__`` map to ``__device__``/``__global__`` (printer styles);
+  launches ``K<<<dim, type, queue>>>`` become ``K<<<dim3(dim.x, dim.y, dim.z), 1>>>``.
+* Refused (unresolved, with the construct named): cluster/SRAM synchronisation (``__sync_cluster``,
+  ``__sync_all``, ``__mlu_shared__``), WRAM/LDRAM, and intrinsics without a detensorization rule
+  (matmul, conv, pooling, reductions in this version).
+
+The Xpiler BANG prelude that CUDA → BANG outputs start with (CUDA vocabulary spelled for the MLU model) is
+recognised and replaced by CUDA's own headers plus the ``xp_*`` helpers as ``__host__ __device__``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import tomllib
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from xpiler_core import ast as A
+from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.frontend.lower import lower_text
+from xpiler_core.passes._cpu_prelude import PRELUDE
+from xpiler_core.pipeline import (
+    TranslateOptions,
+    TranslationResult,
+    host_info,
+    report_dict,
+    sha256_text,
+    suggested_output_path,
+    verdict_dict,
+    xpiler_version,
+)
+from xpiler_core.printer import print_module
+from xpiler_core.progress import CancelToken, ProgressFn, report
+
+UNSUPPORTED = ("__sync_cluster", "__sync_all", "__mlu_shared__", "__wram__", "__ldram__")
+SYNC_CALLS = frozenset({"__sync_io", "__sync_compute", "__sync", "__sync_io_move_compute"})
+COPY_CALLS = frozenset({"__memcpy", "__memcpy_async"})
+
+CUDA_PRELUDE_HEAD = r"""/* xpiler BANG->CUDA prelude */
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <math.h>
+#include <string.h>
+#define taskId ((int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)))
+#define taskDim ((int)(gridDim.x * gridDim.y * gridDim.z))
+#define taskIdX ((int)blockIdx.x)
+#define taskIdY ((int)blockIdx.y)
+#define taskIdZ ((int)blockIdx.z)
+#define taskDimX ((int)gridDim.x)
+#define taskDimY ((int)gridDim.y)
+#define taskDimZ ((int)gridDim.z)
+#define coreId 0
+#define coreDim 1
+#define clusterId taskId
+#define clusterDim taskDim
+typedef struct { unsigned int x, y, z; } cnrtDim3_t;
+typedef enum { cnrtFuncTypeBlock = 1, cnrtFuncTypeUnion1 = 4, cnrtFuncTypeUnion2 = 8, cnrtFuncTypeUnion4 = 16,
+               cnrtFuncTypeUnion8 = 32, cnrtFuncTypeUnion16 = 64 } cnrtFunctionType_t;
+typedef void* cnrtQueue_t;
+static inline dim3 xp_cuda_grid(cnrtDim3_t d) { return dim3(d.x, d.y, d.z); }
+__device__ static inline void xp_memcpy(void* dst, const void* src, int bytes) { memcpy(dst, src, (size_t)bytes); }
+__device__ static inline void xp_memcpy_strided(void* dst, const void* src, int bytes, int dst_stride, int src_stride,
+                                                int segnum) {
+  for (int s = 0; s <= segnum; ++s)
+    memcpy((char*)dst + (size_t)s * dst_stride, (const char*)src + (size_t)s * src_stride, (size_t)bytes);
+}
+"""
+
+
+@cache
+def _detensor_table() -> dict[str, dict[str, Any]]:
+    with resources.files("xpiler_core.tables").joinpath("bang_intrinsics.toml").open("rb") as f:
+        data: dict[str, dict[str, Any]] = tomllib.load(f)["detensor"]
+    return data
+
+
+def _xp_helpers() -> str:
+    """The ``xp_*`` helpers of the CPU prelude (min, shuffles over per-thread arrays) for host and device."""
+    start = PRELUDE.index("template <class T> static inline T xp_min")
+    end = PRELUDE.index("/* Atomics")
+    text = PRELUDE[start:end].replace("using std::min;\nusing std::max;\n", "")
+    return text.replace("static inline", "__host__ __device__ static inline")
+
+
+def _split_xpiler_prelude(text: str) -> tuple[str, bool]:
+    """Drop the CUDA → BANG prelude (everything up to its last line) when the file starts with it."""
+    from xpiler_core.plans.cuda_to_bang import BANG_PRELUDE_MARK
+
+    if not text.lstrip().startswith(BANG_PRELUDE_MARK):
+        return text, False
+    end_marker = "static inline cnrtDim3_t xp_task_dim(void)"
+    at = text.find(end_marker)
+    if at < 0:
+        return text, False
+    line_end = text.find("\n", at)
+    task_dim_line = text[at:line_end]
+    return task_dim_line + "\n" + text[line_end + 1:], True
+
+
+def _element_loop(call: A.Call, rule: dict[str, Any], counter: list[int]) -> A.Stmt:
+    names: list[str] = list(rule["args"])
+    if len(call.args) != len(names):
+        raise ValueError(f"{call.func}: expected {len(names)} arguments")
+    counter[0] += 1
+    ivar = f"xp_i{counter[0]}"
+    module = lower_text(f"void xp_f() {{ {rule['element']}; }}", "<detensor>", Dialect.CUDA)
+    fn = module.function("xp_f")
+    assert fn is not None
+    stmt = fn.body.stmts[0]
+    mapping: dict[str, A.Expr] = {n: a for n, a in zip(names, call.args, strict=True) if n != "n"}
+    mapping["i"] = A.name(ivar)
+    body = A.substitute(stmt, mapping)
+    count = call.args[names.index("n")]
+    return A.for_range(ivar, A.lit(0), count, body)
+
+
+def detensorize(module: A.Module) -> A.Module:
+    """``__bang_*``/``__memcpy``/``__sync_*`` calls → loops and copies; ``__nram__`` → ``__shared__``."""
+    table = _detensor_table()
+    counter = [0]
+    missing: list[str] = []
+
+    def visit(node: A.Node) -> A.Node | None:
+        if isinstance(node, A.ExprStmt) and isinstance(node.expr, A.Call) and isinstance(node.expr.func, A.Name):
+            name = node.expr.func.id
+            if name in table:
+                return _element_loop(node.expr, table[name], counter)
+            if name in COPY_CALLS:
+                args = node.expr.args
+                if len(args) == 4:
+                    return A.expr_stmt(A.call("xp_memcpy", args[0], args[1], args[2]))
+                if len(args) == 7:
+                    return A.expr_stmt(A.call("xp_memcpy_strided", args[0], args[1], args[2], *args[4:7]))
+            if name in SYNC_CALLS:
+                return A.Empty()
+            if name.startswith("__bang_"):
+                missing.append(name)
+        if isinstance(node, A.VarDecl) and "__nram__" in node.storage:
+            return A.replace(node, storage=tuple("__shared__" if q == "__nram__" else q for q in node.storage))
+        if isinstance(node, A.Launch):
+            dim = node.config[0] if node.config else A.call("xp_task_dim")
+            return A.replace(node, config=(A.call("xp_cuda_grid", dim), A.lit(1)))
+        return None
+
+    out = A.rewrite(module, visit)
+    if missing:
+        raise ValueError(f"no detensorization rule for {', '.join(sorted(set(missing)))}")
+    items: list[A.TopItem] = []
+    for item in out.items:
+        if isinstance(item, A.Function) and any(q in ("__mlu_global__", "__mlu_entry__") for q in item.qualifiers):
+            only_thread0 = lower_text("void xp_f() { if (threadIdx.x + threadIdx.y + threadIdx.z != 0) return; }",
+                                      "<detensor>", Dialect.CUDA).function("xp_f")
+            assert only_thread0 is not None
+            item = A.replace(item, body=A.replace(item.body, stmts=only_thread0.body.stmts + item.body.stmts))
+        items.append(item)
+    return A.replace(out, items=tuple(items))
+
+
+def translate_bang_to_cuda(text: str, path: str) -> tuple[str | None, str]:
+    """CUDA text, or None with the reason it could not be translated."""
+    for word in UNSUPPORTED:
+        if re.search(rf"\b{re.escape(word)}\b", text):
+            return None, f"{word} has no mapping to CUDA in this version (cluster/WRAM/LDRAM semantics)"
+    body, had_prelude = _split_xpiler_prelude(text)
+    body = re.sub(r"#\s*include\s*[<\"](bang|mlu|cnrt)\.h[>\"]", "", body)
+    module = lower_text(body, path, Dialect.BANG)
+    try:
+        module = detensorize(module)
+    except ValueError as exc:
+        return None, str(exc)
+    printed = print_module(A.replace(module, dialect=Dialect.CUDA), Dialect.CUDA)
+    printed = printed.replace("static inline cnrtDim3_t xp_task_dim", "static inline cnrtDim3_t xp_task_dim", 1)
+    return CUDA_PRELUDE_HEAD + _xp_helpers() + printed, "" if had_prelude else ""
+
+
+def plan(
+    text: str,
+    path: str,
+    options: TranslateOptions,
+    progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+) -> TranslationResult:
+    from xpiler_core.verify.harness import run_spec
+    from xpiler_core.verify.spec import load_spec
+    from xpiler_core.verify.toolchains import compile_check
+
+    started = time.perf_counter()
+    report(progress, 0.0, f"translating {Path(path).name} (bang->cuda)")
+    candidate, reason = translate_bang_to_cuda(text, path)
+    verdict = tests = None
+    if candidate is None:
+        status, candidate = "unresolved", ""
+    elif not options.verify:
+        status, reason = "unresolved", "verification was turned off: not compiled, not executed"
+    else:
+        report(progress, 0.4, "compiling with nvcc")
+        verdict = compile_check(candidate, Dialect.CUDA)
+        if not verdict.ok:
+            status, reason = "failed", "the candidate does not compile with nvcc"
+        elif options.spec_path:
+            if cancel is not None:
+                cancel.check()
+            report(progress, 0.6, "running tests on the SIMT runtime")
+            spec = load_spec(options.spec_path)
+            tests = run_spec(spec, candidate_text=candidate, candidate_dialect=Dialect.CUDA,
+                             warp_size=options.warp_size or 32, seed=options.seed, cancel=cancel)
+            status = "verified" if tests.passed else "failed"
+            reason = "" if tests.passed else "the candidate does not match the reference"
+        else:
+            status, reason = "compiled-not-executed", "no test spec given: compiled by nvcc, not executed"
+    seconds = time.perf_counter() - started
+    summary = f"{status}: bang->cuda" + (f" ({reason})" if reason else "")
+    diagnostics = [] if not reason else [Diagnostic(Severity.WARNING, "translate.status", reason, Span.empty(), path)]
+    manifest = {
+        "xpiler": xpiler_version(), "direction": "bang->cuda", "source": {"path": path, "sha256": sha256_text(text)},
+        "passes": [{"name": "detensorize", "changed": bool(candidate)}], "status": status, "reason": reason,
+        "compile": verdict_dict(verdict), "tests": report_dict(tests), "host": host_info(),
+        "seconds": round(seconds, 4), "spec": options.spec_path,
+    }
+    report(progress, 1.0, status)
+    return TranslationResult(
+        source_path=path, source_dialect=Dialect.BANG, target=Dialect.CUDA, output_text=candidate,
+        suggested_output_path=suggested_output_path(path, Dialect.CUDA), status=status, summary=summary,
+        passes_applied=manifest["passes"], compile=verdict, tests=tests, diagnostics=diagnostics, unresolved=[],
+        manifest=manifest, seconds=seconds,
+    )
