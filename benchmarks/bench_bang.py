@@ -29,11 +29,14 @@ from xpiler_core.plans.cuda_to_bang import intrinsics_used, translate_to_bang, v
 from xpiler_core.verify.spec import load_spec  # noqa: E402
 
 
-def round_trip(candidate: str, spec: Any) -> dict[str, Any]:
+def round_trip(candidate: str, spec: Any, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """BANG → CUDA on a translation, nvcc verdict and a run at warp 32 against the reference."""
+    import tempfile
+
     from xpiler_core.frontend.dialect import Dialect
     from xpiler_core.plans.bang_to_cuda import translate_bang_to_cuda
-    from xpiler_core.plans.cuda_to_bang import launch_params_used  # noqa: F401
+    from xpiler_core.plans.cuda_to_bang import launch_params_used
+    from xpiler_core.plans.cuda_to_cpu import spec_with_launch_args
     from xpiler_core.verify.harness import run_spec
     from xpiler_core.verify.toolchains import compile_check
 
@@ -43,7 +46,11 @@ def round_trip(candidate: str, spec: Any) -> dict[str, Any]:
     verdict = compile_check(cuda, Dialect.CUDA)
     if not verdict.ok:
         return {"status": "nvcc-failed", "reason": verdict.stderr[-600:]}
-    rep = run_spec(spec, candidate_text=cuda, candidate_dialect=Dialect.CUDA, warp_size=32)
+    with tempfile.TemporaryDirectory(prefix="xpiler-rt-") as tmp:
+        extra = launch_params_used(records or [])
+        # a wrapper that takes the grid as trailing parameters is called with them (as in the forward check)
+        test_spec = spec_with_launch_args(spec, extra, Path(tmp)) if extra else spec
+        rep = run_spec(test_spec, candidate_text=cuda, candidate_dialect=Dialect.CUDA, warp_size=32)
     return {"status": "pass" if rep.passed else "fail", "reason": "" if rep.passed else rep.summary()[-600:]}
 
 
@@ -70,7 +77,7 @@ def run_one(spec_path: str, with_round_trip: bool) -> dict[str, Any]:
     if with_round_trip:
         from xpiler_core.verify.spec import load_spec as _load
 
-        row["round_trip"] = round_trip(candidate, _load(spec_path))
+        row["round_trip"] = round_trip(candidate, _load(spec_path), records)
     row["seconds"] = round(time.perf_counter() - started, 2)
     return row
 

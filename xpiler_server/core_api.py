@@ -54,12 +54,12 @@ def analyze_model(parsed: ParsedSource) -> tuple[Any, list[KernelInfo], list[Dia
     """The kernel model of a parse, its kernels and its diagnostics (unsupported constructs…)."""
     model_module = _optional("xpiler_core.frontend.model")
     if model_module is None:
-        return None, _kernels_from_tree(parsed), []
+        return None, [], []
     try:
         model = model_module.build_model(parsed)
     except Exception as exc:  # the frontend promises not to raise; if it does, say so on line 1
         log.exception("build_model failed on %s", parsed.path)
-        return None, _kernels_from_tree(parsed), [
+        return None, [], [
             Diagnostic(Severity.WARNING, "server.model-failed", f"kernel model failed: {exc}", Span.empty(), parsed.path)
         ]
     return model, _kernels_from_model(model), list(getattr(model, "diagnostics", []) or [])
@@ -84,23 +84,6 @@ def _kernels_from_model(model: Any) -> list[KernelInfo]:
 def _name_prefix(span: Span, name: str) -> Span:
     width = len(name.encode("utf-8"))
     return Span(span.start_byte, span.start_byte + width, span.start_line, span.start_col, span.start_line, span.start_col + width)
-
-
-def _kernels_from_tree(parsed: ParsedSource) -> list[KernelInfo]:
-    """``__global__`` definitions found directly in the tree (used until/unless the model is available)."""
-    kernels: list[KernelInfo] = []
-    for node in parsed.root.children:
-        if node.type != "function_definition":
-            continue
-        if not any(child.type in ("__global__",) for child in node.children):
-            continue
-        declarator = node.child_by_field_name("declarator")
-        while declarator is not None and declarator.type not in ("identifier", "field_identifier"):
-            declarator = declarator.child_by_field_name("declarator")
-        if declarator is None:
-            continue
-        kernels.append(KernelInfo(parsed.node_text(declarator), Span.of(node), Span.of(declarator)))
-    return kernels
 
 
 # ---------------------------------------------------------------------------------------------------------

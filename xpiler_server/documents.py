@@ -79,6 +79,9 @@ class Document:
     pending: list[TextEditOp] = field(default_factory=list)
     full_reparse: bool = True
     analysis: Analysis | None = None
+    # (version, edit) since the stored analysis (None: a whole-document replacement), so a position in the
+    # current text can be mapped back into the last analysis without waiting for a new one.
+    history: list[tuple[int, TextEditOp | None]] = field(default_factory=list)
     _parsed: ParsedSource | None = None
     _line_index: LineIndex | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -99,20 +102,22 @@ class Document:
         """Apply ``TextDocumentContentChangeEvent``s in order and move to ``version``."""
         with self.lock:
             for change in changes:
-                self._apply_change(change, encoding)
+                self._apply_change(change, encoding, version)
             self.version = version
 
-    def _apply_change(self, change: Any, encoding: str) -> None:
+    def _apply_change(self, change: Any, encoding: str, version: int) -> None:
         rng = getattr(change, "range", None)
         if rng is None:
             self.text = change.text
             self.pending.clear()
             self.full_reparse = True
+            self.history.append((version, None))
             return
         index = self.line_index
         start = index.offset(rng.start, encoding)
         end = max(start, index.offset(rng.end, encoding))
         self.text = self.text[:start] + change.text + self.text[end:]
+        self.history.append((version, TextEditOp(start, end, change.text)))
         if len(self.pending) >= MAX_REPLAYED_EDITS:
             self.full_reparse = True
             self.pending.clear()
@@ -152,7 +157,29 @@ class Document:
             # A slower run must not replace a newer analysis that finished first.
             if self.analysis is None or self.analysis.version <= version:
                 self.analysis = analysis
+                self.history = [entry for entry in self.history if entry[0] > version]
         return analysis
+
+    def map_to_last_analysis(self, offset: int) -> tuple[Analysis, int] | None:
+        """The last stored analysis and the byte offset in its text of ``offset`` (a str index in the current
+        text), undoing the edits made since; None when there is no analysis or a whole-text replacement
+        intervened. A position inside an edited region maps to the region's start."""
+        with self.lock:
+            analysis = self.analysis
+            if analysis is None:
+                return None
+            ops = [op for version, op in self.history if version > analysis.version]
+        if any(op is None for op in ops):
+            return None
+        for op in reversed(ops):
+            assert op is not None
+            if offset >= op.start + len(op.new_text):
+                offset -= len(op.new_text) - (op.end - op.start)
+            elif offset > op.start:
+                offset = op.start
+        old = analysis.text
+        offset = max(0, min(offset, len(old)))
+        return analysis, offset if old.isascii() else _utf8_len(old[:offset])
 
     def _reparse(
         self, previous: ParsedSource | None, text: str, edits: list[TextEditOp], full: bool

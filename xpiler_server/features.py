@@ -136,9 +136,14 @@ async def code_actions(server: XpilerServer, params: types.CodeActionParams) -> 
                 )
             )
     if _kind_wanted(RUN_PASS_KIND, only):
-        analysis = await server.analysis_of(doc)
-        offset = analysis.lines.byte_offset(params.range.start, server.encoding) if analysis.parsed else -1
-        kernel = analysis.kernel_at(offset) if offset >= 0 else None
+        # The kernel under the cursor, from the last analysis with the cursor mapped back through the edits
+        # made since (code actions are asked for on every cursor move: they must not wait for a reparse).
+        mapped = doc.map_to_last_analysis(doc.line_index.offset(params.range.start, server.encoding))
+        if mapped is None:
+            analysis = await server.analysis_of(doc)
+            mapped = (analysis, analysis.lines.byte_offset(params.range.start, server.encoding))
+        analysis, offset = mapped
+        kernel = analysis.kernel_at(offset) if analysis.parsed is not None else None
         if kernel is not None:
             for entry in core_api.passes():
                 title = f"Run pass: {entry.name}"

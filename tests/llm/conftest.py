@@ -8,6 +8,7 @@ failing answers). Requests are recorded so tests can see what the client really 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -97,3 +98,26 @@ def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAI]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture
+def network_refused(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every socket connect of this process fails and is recorded; constructing an OpenAI client fails.
+
+    Returns the list of addresses something tried to connect to (empty: no network call was attempted).
+    """
+    attempts: list[object] = []
+
+    def refuse(self: socket.socket, address: object) -> None:
+        attempts.append(address)
+        raise OSError("network access in the default path")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    import openai
+
+    def no_client(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the OpenAI client was constructed on the default path")
+
+    monkeypatch.setattr(openai, "OpenAI", no_client)
+    return attempts

@@ -47,8 +47,29 @@ def test_extern_shared_in_function_and_file_scope() -> None:
     )
     assert "volatile int (* const counts)[32] = reinterpret_cast<volatile int (*)[32]>(" in lines[3]
     assert "__shared__ float t[4];" in lines[4]
-    assert lines[5] == "         __shared__ int u[2];"  # `static` blanked: __shared__ is static already
+    assert lines[5].startswith("         __shared__ int u[2];")  # `static` blanked: __shared__ is static already
     assert sorted(out.dynamic_shared) == ["counts", "gbuf", "raw"]
+    assert out.static_shared == ["t", "u"]
+
+
+def test_static_shared_declarations_get_a_per_block_fill_hook_on_the_same_line() -> None:
+    src = (
+        "__shared__ float tile[32];\n"
+        "template <class T> __global__ void k(T* x) {\n"
+        "  __shared__ __align__(16) float a[4][4], b;\n"
+        "  volatile __shared__ T c[8];\n"
+        "  __shared__ typename T::Storage st;\n"
+        "}\n"
+    )
+    out = rewrite_for_cpu(src)
+    lines = out.text.splitlines()
+    assert out.text.count("\n") == src.count("\n")
+    assert lines[0].startswith("__shared__ float tile[32]; static const bool xpiler_smem_filler_")
+    assert "::xpiler::register_shared([] { ::xpiler::poison_shared(tile); })" in lines[0]
+    for line, names in ((lines[2], "a, b"), (lines[3], "c"), (lines[4], "st")):
+        stamp = line.split("static thread_local unsigned long long ")[1].split(";")[0]
+        assert line.endswith(f"::xpiler::fresh_shared({stamp}, {names});")
+    assert out.static_shared == ["tile", "a", "b", "c", "st"]
 
 
 @settings(max_examples=60, deadline=None)

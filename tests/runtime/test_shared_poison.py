@@ -96,8 +96,14 @@ BLOCKS = 5
 def _sums(kernel: str, x: np.ndarray, *, shared_bytes: int = 0, fill: str | None = None) -> np.ndarray:
     env = {"XPILER_SHARED_FILL": fill} if fill else None
     run = run_kernel(
-        SOURCE, kernel, grid=BLOCKS, block=48, shared_bytes=shared_bytes,
-        args=[x, np.zeros(BLOCKS, np.float32)], threads=1, env=env,
+        SOURCE,
+        kernel,
+        grid=BLOCKS,
+        block=48,
+        shared_bytes=shared_bytes,
+        args=[x, np.zeros(BLOCKS, np.float32)],
+        threads=1,
+        env=env,
     )
     assert run.ok, run.error
     assert run.arrays[1] is not None
@@ -140,7 +146,9 @@ def test_uncleared_histogram_is_wrong_cleared_one_is_right(n: int, seed: int) ->
     blocks = (n + 127) // 128
     runs = {}
     for kernel in ("histogram_uncleared", "histogram_cleared"):
-        run = run_kernel(SOURCE, kernel, grid=blocks, block=128, args=[x, np.zeros(16, np.int32), np.int32(n)])
+        run = run_kernel(
+            SOURCE, kernel, grid=blocks, block=128, args=[x, np.zeros(16, np.int32), np.int32(n)]
+        )
         assert run.ok, run.error
         runs[kernel] = run.arrays[1]
     np.testing.assert_array_equal(runs["histogram_cleared"], expected)
@@ -176,7 +184,11 @@ def test_file_scope_shared_array_is_poisoned_per_block() -> None:
 def test_an_unknown_fill_setting_is_refused() -> None:
     x = np.zeros(48, np.float32)
     run = run_kernel(
-        SOURCE, "sum_padded", grid=1, block=48, args=[x, np.zeros(1, np.float32)],
+        SOURCE,
+        "sum_padded",
+        grid=1,
+        block=48,
+        args=[x, np.zeros(1, np.float32)],
         env={"XPILER_SHARED_FILL": "random"},
     )
     assert not run.ok

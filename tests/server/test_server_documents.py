@@ -99,3 +99,32 @@ def test_carried_diagnostic_ranges_follow_the_text(edits: list[tuple[float, floa
     index = LineIndex.of(text)
     assert rng is not None
     assert text[index.offset(rng.start, UTF16) : index.offset(rng.end, UTF16)] == "blockIdx"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), fragments), min_size=1, max_size=6), st.floats(0, 1))
+def test_cursor_maps_back_into_the_last_analysis(edits: list[tuple[float, float, str]], where: float) -> None:
+    """A cursor on unedited text maps to the same character of the analysed text."""
+    doc = Document("file:///t/k.cu", "/t/k.cu", "cuda", 1, BASE)
+    doc.analyze()
+    text, version = BASE, 1
+    current: list[int | None] = list(range(len(BASE)))  # current index → index in BASE, None where edited
+    for a, b, new in edits:
+        lo, hi = sorted((int(a * len(text)), int(b * len(text))))
+        change = types.TextDocumentContentChangePartial(
+            range=types.Range(start=utf16_position(text, lo), end=utf16_position(text, hi)), text=new
+        )
+        text = text[:lo] + new + text[hi:]
+        current = current[:lo] + [None] * len(new) + current[hi:]
+        version += 1
+        doc.apply_changes([change], version, UTF16)
+    if not text:
+        return
+    cursor = min(int(where * len(text)), len(text) - 1)
+    mapped = doc.map_to_last_analysis(cursor)
+    assert mapped is not None
+    analysis, byte_offset = mapped
+    assert analysis.version == 1
+    expected = current[cursor]
+    if expected is not None:
+        assert byte_offset == len(BASE[:expected].encode("utf-8"))

@@ -1,24 +1,34 @@
-"""``xpiler translate FILE --to hip|cuda|c|bang [-o OUT] [--spec SPEC] [--manifest FILE]``.
+"""``xpiler translate FILE --to hip|cuda|c|bang [-o OUT] [--spec SPEC] [--manifest FILE] [--proposer P]``.
 
 Translates FILE, verifies the result (the target's real compiler, then the source and the translation run
 on the same inputs), writes the translation next to the source (never over it) and a manifest under
 ``.xpiler/`` next to the output, and prints a short summary. Exit status: 0 verified or compiled-not-executed,
 3 unresolved (the reasons are printed as ``file:line:col`` warnings), 1 on errors.
+
+``--proposer`` is "rules" by default: no LLM code is loaded and no network call is made. "llm" and
+"rules-then-llm" ask the endpoint named by ``--llm-base-url``/``--llm-model``/``--llm-api-key-env``, each
+falling back to its ``XPILER_LLM_*`` environment variable (see ``xpiler_core.llm``).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xpiler_core.diagnostics import Severity, XpilerError
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.source import decode_source
 from xpiler_core.pipeline import TranslateOptions, TranslationResult, translate, write_outputs
 
+if TYPE_CHECKING:
+    from xpiler_core.llm.client import LLMConfig
+
 EXIT_UNRESOLVED = 3
+# The same names as xpiler_core.llm.hook.PROPOSERS, repeated so the default path never imports the LLM code.
+PROPOSERS = ("rules", "llm", "rules-then-llm")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,6 +49,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--param", action="append", default=[], metavar="PASS.NAME=VALUE",
                         help="a pass parameter, e.g. warp_size.strategy=lanes32 (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of the summary")
+    llm = parser.add_argument_group("LLM proposer", "used only with --proposer llm or rules-then-llm")
+    llm.add_argument("--proposer", choices=PROPOSERS, default="rules",
+                     help="rules (default, no network), llm (ask the LLM first, rules as fallback) or "
+                          "rules-then-llm (ask only when the rules' result is not verified)")
+    llm.add_argument("--llm-base-url", metavar="URL",
+                     help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: $XPILER_LLM_BASE_URL)")
+    llm.add_argument("--llm-model", metavar="NAME", help="model name (default: $XPILER_LLM_MODEL)")
+    llm.add_argument("--llm-api-key-env", metavar="VAR",
+                     help="name of the environment variable holding the API key "
+                          "(default: $XPILER_LLM_API_KEY_ENV, else OPENAI_API_KEY)")
     parser.set_defaults(func=run)
 
 
@@ -73,7 +93,26 @@ def options_from_args(args: argparse.Namespace) -> TranslateOptions:
         seed=args.seed,
         passes=[p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None,
         pass_params=parse_params(args.param),
+        proposer=args.proposer,
+        llm=llm_config_from_args(args),
     )
+
+
+def given_llm_flags(args: argparse.Namespace) -> list[str]:
+    given = (("--llm-base-url", args.llm_base_url), ("--llm-model", args.llm_model),
+             ("--llm-api-key-env", args.llm_api_key_env))
+    return [flag for flag, value in given if value]
+
+
+def llm_config_from_args(args: argparse.Namespace) -> LLMConfig | None:
+    """The LLM settings for a proposer other than "rules": the ``--llm-*`` flags over ``XPILER_LLM_*``."""
+    if args.proposer == "rules":
+        return None
+    from xpiler_core.llm.client import LLMConfig  # imported here: "rules" never loads the LLM code
+
+    env = LLMConfig.from_env()
+    return dataclasses.replace(env, base_url=args.llm_base_url or env.base_url, model=args.llm_model or env.model,
+                               api_key_env=args.llm_api_key_env or env.api_key_env)
 
 
 def read_source(path: str) -> str:
@@ -86,6 +125,10 @@ def read_source(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.proposer == "rules" and given_llm_flags(args):
+        flags = ", ".join(given_llm_flags(args))
+        print(f"xpiler translate: error: {flags} only apply with --proposer llm or rules-then-llm", file=sys.stderr)
+        return 2
     text = read_source(args.file)
     options = options_from_args(args)
     result = translate(text, args.file, options)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from pathlib import PurePath
 
 
-class Dialect(str, Enum):
+class Dialect(StrEnum):
     CUDA = "cuda"
     HIP = "hip"
     BANG = "bang"

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-# The repository's manuals/ folder; XPILER_MANUALS_DIR points elsewhere (an installed copy, a test corpus).
-MANUALS_ROOT = Path(os.environ.get("XPILER_MANUALS_DIR") or Path(__file__).resolve().parents[2] / "manuals")
+# ``xpiler_core/_manuals`` is a symlink to the repository's manuals/ folder in a checkout (and an editable
+# install); a wheel built by ``pip install .`` carries a copy of it as package data. XPILER_MANUALS_DIR points
+# elsewhere (another corpus, a test's).
+PACKAGED_MANUALS = Path(__file__).resolve().parents[1] / "_manuals"
+MANUALS_ROOT = Path(os.environ.get("XPILER_MANUALS_DIR") or PACKAGED_MANUALS.resolve())
 
 
 @dataclass(frozen=True)

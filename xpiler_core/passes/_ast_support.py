@@ -89,6 +89,17 @@ def map_loops(node: A.Node, fn: Any) -> Any:
             out = fn(inner)
             return inner if out is None else out
 
+        def visit_Block(self, block: A.Block) -> Any:  # noqa: N802
+            new = self.generic_visit(block)
+            if new is block:
+                return block
+            # a loop pragma (omp for/simd, unroll) whose loop was replaced by something else is dropped:
+            # it would now apply to the wrong statement (or not compile)
+            stmts = new.stmts
+            kept = tuple(s for i, s in enumerate(stmts) if not (
+                isinstance(s, A.Pragma) and (i + 1 >= len(stmts) or not isinstance(stmts[i + 1], A.For))))
+            return A.replace(new, stmts=kept) if kept != stmts else new
+
     return _Loops().visit(node)
 
 

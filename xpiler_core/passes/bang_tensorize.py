@@ -87,7 +87,8 @@ def _global_index(e: A.Expr) -> A.Expr | None:
             continue
         if isinstance(prod, A.Binary) and prod.op == "*":
             for bx, c in ((prod.left, prod.right), (prod.right, prod.left)):
-                if isinstance(_strip_casts(bx), A.Name) and _strip_casts(bx).id == "xp_bx":  # type: ignore[union-attr]
+                base = _strip_casts(bx)
+                if isinstance(base, A.Name) and base.id == "xp_bx":
                     if not _uses(c, THREAD_NAMES | {"xp_bx"}):
                         return c
     return None
@@ -208,7 +209,14 @@ def _check_body(ek: ElementKernel, params: dict[str, A.Param]) -> None:
             return A.Index(A.rewrite(n.base, hide_index), A.name("xp_elem"))
         return None
 
+    declared: set[str] = set()
     for stmt in (A.rewrite(s, hide_index) for s in ek.body):
+        pointer_uses = sum(1 for n in A.walk(stmt) if isinstance(n, A.Name) and n.id in params)
+        element_uses = sum(1 for n in A.walk(stmt) if isinstance(n, A.Index) and isinstance(n.base, A.Name)
+                           and n.base.id in params)
+        if pointer_uses != element_uses:
+            raise PassRefused("element body uses a pointer parameter other than as P[G] (a gather or a call "
+                              "that may read or write other elements)")
         if not isinstance(stmt, A.DeclStmt | A.ExprStmt):
             raise PassRefused("element body is not straight-line code")
         if isinstance(stmt, A.ExprStmt) and not isinstance(stmt.expr, A.Assign):
@@ -225,9 +233,13 @@ def _check_body(ek: ElementKernel, params: dict[str, A.Param]) -> None:
                     raise PassRefused("element body accesses an array other than P[G] for a pointer parameter P")
             if isinstance(n, A.Unary) and n.op in ("&",):
                 raise PassRefused("element body takes an address")
+        if isinstance(stmt, A.DeclStmt):
+            declared.update(d.name for d in stmt.decls)
         if isinstance(stmt, A.ExprStmt):
             assert isinstance(stmt.expr, A.Assign)
             target = stmt.expr.target
+            if isinstance(target, A.Name) and target.id not in declared:
+                raise PassRefused(f"element body assigns {target.id}, declared outside it")
             if not (isinstance(target, A.Index) or isinstance(target, A.Name)):
                 raise PassRefused("element body assigns through something other than P[G] or a local")
 
@@ -252,7 +264,8 @@ class Emitter:
         return f"xp_tmp{self.temps}"
 
     def is_tile_expr(self, e: A.Expr, index: A.Expr) -> bool:
-        return any((isinstance(n, A.Index)) or (isinstance(n, A.Name) and n.id in self.locals_) for n in A.walk(e))
+        return any(isinstance(n, A.Index) or (isinstance(n, A.Name) and (n.id in self.locals_ or n == index))
+                   for n in A.walk(e))
 
     def vector(self, e: A.Expr, index: A.Expr) -> str | None:
         """Name of a float tile holding ``e`` (emitting intrinsic calls), or None when some op has none."""
@@ -260,6 +273,8 @@ class Emitter:
             return self.tile(e.base.id) if self.arrays.get(e.base.id) in VECTOR_TYPES else None
         if isinstance(e, A.Name) and e.id in self.locals_:
             return self.tile(e.id) if self.locals_[e.id] in VECTOR_TYPES else None
+        if isinstance(e, A.Name) and e == index:
+            return None  # the element index as a value: scalar loop
         if isinstance(e, A.Cast) and e.type.base == "float" and not e.type.pointers:
             return self.vector(e.operand, index)
         if isinstance(e, A.Binary):
@@ -304,8 +319,10 @@ class Emitter:
         self.lines.append(f"{intrinsic}({dst}, {', '.join(operands)}, xp_nv);")
         return dst
 
-    def scalar_loop(self, target: str, target_type: str, value: A.Expr) -> None:
+    def scalar_loop(self, target: str, target_type: str, value: A.Expr, index: A.Expr) -> None:
         def to_tile(n: A.Node) -> A.Node | None:
+            if isinstance(n, A.Name) and n == index:
+                return A.binop("+", A.name("xp_o"), A.name("xp_j"))  # the element's global index
             if isinstance(n, A.Index) and isinstance(n.base, A.Name):
                 return A.index(A.name(self.tile(n.base.id)), A.name("xp_j"))
             if isinstance(n, A.Name) and n.id in self.locals_:
@@ -326,7 +343,7 @@ class Emitter:
                 return
             del self.lines[mark[0]:]
             self.temps, self.intrinsics = mark[1], mark[2]
-        self.scalar_loop(target, target_type, value)
+        self.scalar_loop(target, target_type, value, index)
 
 
 def _is_zero(text: str) -> bool:
@@ -341,7 +358,7 @@ def _element_type(t: A.Type) -> str:
 
 
 def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], nram_bytes: int,
-          max_tile: int, pipeline: bool) -> tuple[list[str], set[str], int]:
+          max_tile: int, pipeline: bool) -> tuple[list[str], list[str], set[str], int]:
     arrays = {name: _element_type(p.type) for name, p in params.items()}
     locals_: dict[str, str] = {}
     for stmt in ek.body:
@@ -400,7 +417,6 @@ def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], 
     for k in range(1, em.temps + 1):
         carve.append(f"__nram__ float xp_tmp{k}[{tile}];")
         offset += tile * 4
-    lines += carve
     lines.append(f"const int xp_total = xp_max_int(0, {ek.total});")
     lines.append("const int xp_per = (xp_total + taskDim - 1) / taskDim;")
     lines.append("const int xp_lo = xp_min_int(xp_total, taskId * xp_per);")
@@ -441,7 +457,7 @@ def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], 
     for name in em.written:
         lines.append(f"__memcpy({name} + xp_o, {em.tile(name)}, xp_n * {_sizeof(arrays[name])}, NRAM2GDRAM);")
     lines.append("}")
-    return lines, em.intrinsics, offset
+    return carve, lines, em.intrinsics, offset
 
 
 def _sizeof(t: str) -> int:
@@ -503,7 +519,9 @@ def tensorize_function(fn: A.Function, table: dict[str, Any], nram_bytes: int, m
     assert isinstance(loop, A.For)
     params = {p.name: p for p in fn.params if isinstance(p, A.Param) and p.name and len(p.type.pointers) == 1}
     ek = _analyse(_thread_body(loop), params)
-    lines, intrinsics, pool_bytes = _emit(ek, params, table, nram_bytes, max_tile, pipeline)
+    carve, lines, intrinsics, pool_bytes = _emit(ek, params, table, nram_bytes, max_tile, pipeline)
+    # on-chip buffers at function scope (where BANG C declares them and the frontend models them)
+    ek.prologue[:0] = _parse_stmts(carve)
     pre = " && ".join(["xp_bdy == 1", "xp_bdz == 1", "xp_gdy == 1", "xp_gdz == 1",
                        f"({print_expr(ek.block_size, Dialect.BANG)}) == xp_bdx", *ek.preconditions])
     tiled = _parse_stmts(["{", *lines, "return;", "}"])

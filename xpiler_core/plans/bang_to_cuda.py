@@ -27,7 +27,7 @@ import tomllib
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from xpiler_core import ast as A
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
@@ -35,6 +35,7 @@ from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes._cpu_prelude import PRELUDE
 from xpiler_core.pipeline import (
+    Status,
     TranslateOptions,
     TranslationResult,
     host_info,
@@ -49,12 +50,15 @@ from xpiler_core.progress import CancelToken, ProgressFn, report
 
 UNSUPPORTED = ("__sync_cluster", "__sync_all", "__mlu_shared__", "__wram__", "__ldram__")
 SYNC_CALLS = frozenset({"__sync_io", "__sync_compute", "__sync", "__sync_io_move_compute"})
+MAX_BLOCK_THREADS = 1024
 COPY_CALLS = frozenset({"__memcpy", "__memcpy_async"})
 
 CUDA_PRELUDE_HEAD = r"""/* xpiler BANG->CUDA prelude */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #define taskId ((int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)))
 #define taskDim ((int)(gridDim.x * gridDim.y * gridDim.z))
@@ -91,10 +95,21 @@ def _detensor_table() -> dict[str, dict[str, Any]]:
 
 def _xp_helpers() -> str:
     """The ``xp_*`` helpers of the CPU prelude (min, shuffles over per-thread arrays) for host and device."""
-    start = PRELUDE.index("template <class T> static inline T xp_min")
-    end = PRELUDE.index("/* Atomics")
-    text = PRELUDE[start:end].replace("using std::min;\nusing std::max;\n", "")
-    return text.replace("static inline", "__host__ __device__ static inline")
+    kept: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for line in PRELUDE.splitlines():
+        if depth == 0:
+            current = []
+        current.append(line)
+        depth += line.count("{") - line.count("}")
+        if depth == 0 and current:
+            head = current[0]
+            # whole top-level definitions of xp_* functions only (CUDA has the rest)
+            if re.match(r"(template <[^>]*> )?static inline [\w ]+\b(xp_\w+)\(", head):
+                kept.append("\n".join(current))
+            current = []
+    return "\n".join(kept).replace("static inline", "__host__ __device__ static inline") + "\n"
 
 
 def _split_xpiler_prelude(text: str) -> tuple[str, bool]:
@@ -129,7 +144,8 @@ def _element_loop(call: A.Call, rule: dict[str, Any], counter: list[int]) -> A.S
     return A.for_range(ivar, A.lit(0), count, body)
 
 
-def detensorize(module: A.Module) -> A.Module:
+def detensorize(module: A.Module, kernels: frozenset[str] = frozenset(),
+                device_functions: frozenset[str] = frozenset()) -> A.Module:
     """``__bang_*``/``__memcpy``/``__sync_*`` calls → loops and copies; ``__nram__`` → ``__shared__``."""
     table = _detensor_table()
     counter = [0]
@@ -150,6 +166,13 @@ def detensorize(module: A.Module) -> A.Module:
                 return A.Empty()
             if name.startswith("__bang_"):
                 missing.append(name)
+        if isinstance(node, A.VarDecl) and any(isinstance(d, A.Name) and d.id == "xp_nt" for d in node.dims):
+            # per-thread arrays of a recovered CUDA block (dim xp_nt = threads per block) are bounded by
+            # CUDA's 1024 threads per block; CUDA device code has no variable-length arrays
+            dims = tuple(A.lit(MAX_BLOCK_THREADS) if isinstance(d, A.Name) and d.id == "xp_nt" else d
+                         for d in node.dims)
+            return A.replace(node, dims=dims, storage=tuple(
+                "__shared__" if q == "__nram__" else q for q in node.storage))
         if isinstance(node, A.VarDecl) and "__nram__" in node.storage:
             return A.replace(node, storage=tuple("__shared__" if q == "__nram__" else q for q in node.storage))
         if isinstance(node, A.Launch):
@@ -162,11 +185,17 @@ def detensorize(module: A.Module) -> A.Module:
         raise ValueError(f"no detensorization rule for {', '.join(sorted(set(missing)))}")
     items: list[A.TopItem] = []
     for item in out.items:
-        if isinstance(item, A.Function) and any(q in ("__mlu_global__", "__mlu_entry__") for q in item.qualifiers):
+        if isinstance(item, A.Function) and (item.name in kernels or item.is_kernel
+                                             or any(q in ("__mlu_global__", "__mlu_entry__") for q in item.qualifiers)):
             only_thread0 = lower_text("void xp_f() { if (threadIdx.x + threadIdx.y + threadIdx.z != 0) return; }",
                                       "<detensor>", Dialect.CUDA).function("xp_f")
             assert only_thread0 is not None
-            item = A.replace(item, body=A.replace(item.body, stmts=only_thread0.body.stmts + item.body.stmts))
+            quals = tuple(q for q in item.qualifiers if q not in ("__mlu_global__", "__mlu_entry__", "__global__"))
+            item = A.replace(item, body=A.replace(item.body, stmts=only_thread0.body.stmts + item.body.stmts),
+                             qualifiers=("__global__", *quals))
+        elif isinstance(item, A.Function) and item.name in device_functions and not item.is_device:
+            quals = tuple(q for q in item.qualifiers if q not in ("__mlu_func__", "__mlu_device__"))
+            item = A.replace(item, qualifiers=("__device__", *quals))
         items.append(item)
     return A.replace(out, items=tuple(items))
 
@@ -180,7 +209,10 @@ def translate_bang_to_cuda(text: str, path: str) -> tuple[str | None, str]:
     body = re.sub(r"#\s*include\s*[<\"](bang|mlu|cnrt)\.h[>\"]", "", body)
     module = lower_text(body, path, Dialect.BANG)
     try:
-        module = detensorize(module)
+        # kernels by their qualifier in the text (the lowering may keep extern "C" kernels' qualifier apart)
+        kernels = frozenset(re.findall(r"__mlu_(?:global|entry)__\s+(?:[\w:<>*&\s]+?\s)?(\w+)\s*\(", body))
+        helpers = frozenset(re.findall(r"__mlu_(?:func|device)__\s+(?:[\w:<>*&\s]+?\s)?(\w+)\s*\(", body))
+        module = detensorize(module, kernels, helpers)
     except ValueError as exc:
         return None, str(exc)
     printed = print_module(A.replace(module, dialect=Dialect.CUDA), Dialect.CUDA)
@@ -235,7 +267,7 @@ def plan(
     report(progress, 1.0, status)
     return TranslationResult(
         source_path=path, source_dialect=Dialect.BANG, target=Dialect.CUDA, output_text=candidate,
-        suggested_output_path=suggested_output_path(path, Dialect.CUDA), status=status, summary=summary,
-        passes_applied=manifest["passes"], compile=verdict, tests=tests, diagnostics=diagnostics, unresolved=[],
+        suggested_output_path=suggested_output_path(path, Dialect.CUDA), status=cast(Status, status), summary=summary,
+        passes_applied=[{"name": "detensorize", "changed": bool(candidate)}], compile=verdict, tests=tests, diagnostics=diagnostics, unresolved=[],
         manifest=manifest, seconds=seconds,
     )

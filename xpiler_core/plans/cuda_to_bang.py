@@ -23,7 +23,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from xpiler_core import ast as A
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
@@ -32,6 +32,7 @@ from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes._cpu_prelude import PRELUDE
 from xpiler_core.passes.base import PassContext, Unresolved
 from xpiler_core.pipeline import (
+    Status,
     TranslateOptions,
     TranslationResult,
     host_info,
@@ -100,7 +101,15 @@ def translate_to_bang(
         if record is not None and record["refused"]:
             ctx.unresolved.append(Unresolved(record["refused"], Span.empty(), required))
             return None, records, ctx
-    printed = print_module(A.replace(out, dialect=Dialect.BANG), Dialect.BANG)
+    # device functions of the source are MLU device functions (loop recovery spells them as host C)
+    device_names = {f.name for f in module.functions() if f.is_device}
+    items = tuple(
+        A.replace(item, qualifiers=("__mlu_func__", *(q for q in item.qualifiers
+                                                      if q not in ("static", "inline", "__forceinline__", "__mlu_func__"))))
+        if isinstance(item, A.Function) and item.name in device_names else item
+        for item in out.items
+    )
+    printed = print_module(A.replace(out, dialect=Dialect.BANG, items=items), Dialect.BANG)
     if PRELUDE not in printed:
         ctx.unresolved.append(Unresolved("the recovered module lost its support prelude", Span.empty(), "prelude"))
         return None, records, ctx
@@ -194,7 +203,7 @@ def plan(
     report(progress, 1.0, status)
     return TranslationResult(
         source_path=path, source_dialect=Dialect.CUDA, target=Dialect.BANG, output_text=candidate,
-        suggested_output_path=suggested_output_path(path, Dialect.BANG), status=status, summary=summary,
+        suggested_output_path=suggested_output_path(path, Dialect.BANG), status=cast(Status, status), summary=summary,
         passes_applied=records, compile=None, tests=tests, diagnostics=diagnostics, unresolved=list(ctx.unresolved),
         manifest=manifest, seconds=seconds,
     )

@@ -25,11 +25,13 @@ from xpiler_core.repair import sketch as SK
 from xpiler_core.repair.interp import (
     Buffer, Choice, Infeasible, Ite, Program, StepLimit, Unsupported, _zb, not_, run_kernel,
 )
-from xpiler_core.repair.suspects import FunctionSites, collect, implicated_statements, iter_int_sites
+from xpiler_core.repair.suspects import FunctionSites, collect, get_at, implicated_statements, iter_int_sites
 from xpiler_core.verify.harness import SpecReport, run_spec
 from xpiler_core.verify.spec import KernelSpec, load_spec
 
 MAX_EXAMPLE_THREADS = 2048
+SKETCH_SECONDS = 4.0  # interpretation time one sketch may take
+SOLVER_SECONDS = 6.0
 
 
 @dataclass
@@ -223,26 +225,41 @@ def repair_candidate(
         if budget.left() <= 0:
             return done("unrepaired", f"time budget ({budget_s:.0f} s) spent after {result.suspects_tried} suspects")
         result.suspects_tried += 1
+        # Counterexample-guided: encode the smallest failing example, add another only when a model
+        # fits the encoded ones but not it (cheaper than encoding every example for every suspect).
+        deadline = time.monotonic() + min(SKETCH_SECONDS, budget.left())
         try:
-            constraints = _encode(spec, prog, fn, entry, kind, sk, chosen)
+            constraints = _encode(spec, prog, fn, entry, kind, sk, chosen[:1], deadline)
         except (Unsupported, StepLimit, Infeasible, z3.Z3Exception, RecursionError):
             continue
         if constraints is None:
             continue
+        encoded = 1
         opt = z3.Optimize()
-        opt.set("timeout", int(max(1.0, min(10.0, budget.left())) * 1000))
+        opt.set("timeout", int(max(0.5, min(SOLVER_SECONDS, budget.left())) * 1000))
         opt.add(*sk.constraints, *constraints)
         opt.minimize(sk.objective)
-        for _ in range(3):  # a few models per sketch: the full cases may reject the first
-            if opt.check() != z3.sat:
+        for _ in range(4):  # a few models per sketch: examples or the full cases may reject one
+            if budget.left() <= 0 or opt.check() != z3.sat:
                 break
             model = opt.model()
             edits = sk.decode(model)
             if not edits:
                 break
             repaired = apply_edits(text, edits)
-            if not _fits_examples(spec, repaired, path, dialect, entry, kind, chosen):
-                opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
+            bad = _first_misfit(spec, repaired, path, dialect, entry, kind, chosen)
+            if bad is not None:
+                if bad >= encoded and encoded < len(chosen):
+                    try:
+                        more = _encode(spec, prog, fn, entry, kind, sk, chosen[encoded:bad + 1], deadline + SKETCH_SECONDS)
+                    except (Unsupported, StepLimit, Infeasible, z3.Z3Exception, RecursionError):
+                        break
+                    if more is None:
+                        break
+                    encoded = bad + 1
+                    opt.add(*more)
+                else:
+                    opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
                 continue
             full = verify(repaired)
             if full.passed:
@@ -253,8 +270,6 @@ def repair_candidate(
                 return done("repaired", f"`{first.old}` → `{first.new}` ({sk.kind} hole) passes all {len(full.cases)} cases")
             result.false_repairs += 1
             opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
-            if budget.left() <= 0:
-                break
     return done("unrepaired", f"no single-expression repair found among {result.suspects_tried} suspects")
 
 
@@ -301,14 +316,16 @@ def _choose_examples(
 def _rank_sketches(
     fs: FunctionSites, prog: Program, src: SK.SourceText, writers: set[int], missing: set[str]
 ) -> list[SK.Sketch]:
-    implicated = implicated_statements(fs, writers, missing)
-    rank = {p: i for i, p in enumerate(implicated)}
+    implicated, n_direct = implicated_statements(fs, writers, missing)
+    # Bucket 0: writers of bad elements, the statements that fed them through memory, their guards and
+    # loops; bucket 1: declarations they read; bucket 2: the rest. Inside a bucket cheap holes go first.
+    rank = {p: (0 if i < n_direct else 1) for i, p in enumerate(implicated)}
     out: list[tuple[tuple[int, ...], SK.Sketch]] = []
-    kind_order = {"compare": 0, "const": 1, "swap": 2, "affine": 3}
+    kind_order = {"compare": 0, "const": 1, "swap": 2, "loop": 3, "affine": 4}
     for site in fs.sites:
         if site.node.span is None:
             continue
-        stmt_rank = rank.get(site.stmt, len(rank) + 1)
+        stmt_rank = rank.get(site.stmt, 2)
         size = sum(1 for _ in A.walk(site.node))
         made: list[SK.Sketch] = []
         try:
@@ -317,28 +334,36 @@ def _rank_sketches(
             made += SK.swap_sketches(site, src)
         except (AssertionError, ValueError):
             pass
+        # Holes in loop conditions make the whole loop hole-dependent: the costliest, so they go later.
+        in_loop_head = isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
         for sk in made:
-            out.append(((stmt_rank, kind_order[sk.kind], size), sk))
+            order = kind_order["loop"] if in_loop_head else kind_order[sk.kind]
+            out.append(((stmt_rank, order, size), sk))
     for site in iter_int_sites(fs):
         if site.node.span is None:
             continue
-        stmt_rank = rank.get(site.stmt, len(rank) + 1)
+        stmt_rank = rank.get(site.stmt, 2)
         size = sum(1 for _ in A.walk(site.node))
         if size > 40:
             continue
         if isinstance(site.node, A.Literal):
             out.append(((stmt_rank, kind_order["const"], size), SK.const_sketch(site)))
         else:
-            out.append(((stmt_rank, kind_order["affine"], size), SK.affine_sketch(site, fs, prog.macros, src)))
+            in_loop_head = isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
+            order = kind_order["loop"] if in_loop_head else (kind_order["affine"] if size > 2 else kind_order["const"])
+            out.append(((stmt_rank, order, size), SK.affine_sketch(site, fs, prog.macros, src)))
     out.sort(key=lambda t: t[0])
     return [sk for _, sk in out]
 
 
 def _encode(
-    spec: KernelSpec, prog: Program, fn: A.Function, entry: str, kind: str, sk: SK.Sketch, chosen: list[EX.Example]
+    spec: KernelSpec, prog: Program, fn: A.Function, entry: str, kind: str, sk: SK.Sketch, chosen: list[EX.Example],
+    deadline: float | None = None,
 ) -> list[Any] | None:
     holed, evaluators = SK.install(fn, sk)
     sprog = Program(prog.module, {**prog.functions, entry: holed}, prog.macros, evaluators)
+    sprog.bounds = sk.bounds
+    sprog.deadline = deadline
     constraints: list[Any] = []
     for ex in chosen:
         buffers = _run(spec, sprog, entry, kind, ex)
@@ -349,19 +374,22 @@ def _encode(
     return constraints
 
 
-def _fits_examples(
+def _first_misfit(
     spec: KernelSpec, text: str, path: str, dialect: Dialect, entry: str, kind: str, chosen: list[EX.Example]
-) -> bool:
-    """The stitched text, re-lowered and run concretely, matches the small examples (guards the encoding)."""
+) -> int | None:
+    """Index of the first small example the stitched text (re-lowered, run concretely) gets wrong."""
     try:
         prog = Program.of(lower_text(text, path, dialect))
-        for ex in chosen:
+    except Exception:  # noqa: BLE001 - a stitched text we cannot even lower is simply not a repair
+        return 0
+    for i, ex in enumerate(chosen):
+        try:
             ok, _, _ = _outputs_match(spec, ex, _run(spec, prog, entry, kind, ex))
-            if not ok:
-                return False
-        return True
-    except (Unsupported, Infeasible, StepLimit):
-        return False
+        except (Unsupported, Infeasible, StepLimit):
+            ok = False
+        if not ok:
+            return i
+    return None
 
 
 def summarize(result: RepairResult) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -468,8 +469,10 @@ class Program:
     obligations: list[Any] = field(default_factory=list)  # z3 constraints every model must satisfy
     steps: int = 0
     max_steps: int = 3_000_000
-    loop_cap: int = 96  # iterations of a loop whose condition depends on the hole
+    loop_cap: int = 12  # iterations of a loop whose condition depends on the hole
     instrument: bool = False
+    bounds: dict[str, tuple[int, int]] = field(default_factory=dict)  # hole unknowns' ranges
+    deadline: float | None = None  # time.monotonic() after which the run stops (StepLimit)
     last_stmt: int = 0  # id of the statement that faulted last (localization of crashes)
 
     @classmethod
@@ -527,9 +530,13 @@ class Thread:
         raise Unsupported(f"unknown name '{name}'")
 
     def tick(self) -> None:
-        self.prog.steps += 1
-        if self.prog.steps > self.prog.max_steps:
-            raise StepLimit("interpretation step budget exhausted")
+        prog = self.prog
+        prog.steps += 1
+        if prog.steps & 2047 == 0:
+            if prog.steps > prog.max_steps:
+                raise StepLimit("interpretation step budget exhausted")
+            if prog.deadline is not None and time.monotonic() > prog.deadline:
+                raise StepLimit("interpretation time budget exhausted")
 
     # -- expressions
     def eval(self, e: A.Expr) -> Any:  # noqa: C901 - one dispatch over the expression kinds
@@ -643,20 +650,29 @@ class Thread:
                 return self._fault(f"out-of-bounds read of {p.buf.name}[{p.off}]", p)
             return data[p.off]
         self.prog.obligations.append(z3.Implies(_zb(self.pc), z3.And(p.off >= 0, p.off < len(data))))
-        if len(data) > MAX_CASES:
+        ks = self._cells(p.off, len(data))
+        if not ks:
+            return self._fault(f"read of {p.buf.name} out of bounds for every hole value", p)
+        if len(ks) > MAX_CASES:
             raise Unsupported("hole-dependent load from a large array")
-        if all(_int_like(d) for d in data):
-            out: Any = z3.IntVal(0)
-            for k, d in enumerate(data):
-                out = z3.If(p.off == k, _zint(d), out)
+        if all(_int_like(data[k]) for k in ks):
+            out: Any = _zint(data[ks[0]])
+            for k in ks[1:]:
+                out = z3.If(p.off == k, _zint(data[k]), out)
             return out
-        if any(is_sym(d) for d in data):
-            acc: Any = data[0]
-            for k in range(1, len(data)):
+        if any(is_sym(data[k]) for k in ks):
+            acc: Any = data[ks[0]]
+            for k in ks[1:]:
                 acc = merge(p.off == k, data[k], acc)
             return acc
         tid = p.off.get_id()
-        return simplify_choice([Case(p.off == k, ((tid, k),), d) for k, d in enumerate(data)])
+        return simplify_choice([Case(p.off == k, ((tid, k),), data[k]) for k in ks])
+
+    def _cells(self, off: Any, size: int) -> list[int]:
+        """Elements a hole-dependent offset can reach, from interval bounds of the hole's unknowns."""
+        r = int_range(off, self.prog.bounds, {})
+        lo, hi = (0, size - 1) if r is None else (max(0, r[0]), min(size - 1, r[1]))
+        return list(range(lo, hi + 1))
 
     def _fault(self, msg: str, p: Ptr) -> Any:
         if self.pc is True:
@@ -679,7 +695,7 @@ class Thread:
                 buf.writers[p.off] = self.stmt_id
             return
         self.prog.obligations.append(z3.Implies(_zb(self.pc), z3.And(p.off >= 0, p.off < len(buf.data))))
-        for k in range(len(buf.data)):
+        for k in self._cells(p.off, len(buf.data)):
             buf.data[k] = merge(and_(self.pc, p.off == k), value, buf.data[k])
 
     def store_lvalue(self, target: A.Expr, value: Any) -> None:
@@ -904,6 +920,57 @@ class Thread:
                             slot[2] = self.pc
                 self.eval(step)
         self.pc = exits
+
+
+def int_range(t: Any, bounds: Mapping[str, tuple[int, int]], memo: dict[int, Any]) -> tuple[int, int] | None:
+    """Interval of a z3 integer term given the unknowns' bounds (None when unbounded)."""
+    if isinstance(t, int):
+        return (t, t)
+    key = t.get_id()
+    if key in memo:
+        return memo[key]
+    out: tuple[int, int] | None = None
+    if z3.is_int_value(t):
+        v = t.as_long()
+        out = (v, v)
+    elif z3.is_const(t):
+        out = bounds.get(str(t))
+    elif z3.is_app(t):
+        kind = t.decl().kind()
+        kids = t.children()
+        if kind == z3.Z3_OP_ITE:
+            a, b = int_range(kids[1], bounds, memo), int_range(kids[2], bounds, memo)
+            out = None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
+        else:
+            rs = [int_range(k, bounds, memo) for k in kids]
+            if all(r is not None for r in rs):
+                out = _combine(kind, rs)  # type: ignore[arg-type]
+    memo[key] = out
+    return out
+
+
+def _combine(kind: int, rs: list[tuple[int, int]]) -> tuple[int, int] | None:
+    if kind == z3.Z3_OP_ADD:
+        return (sum(r[0] for r in rs), sum(r[1] for r in rs))
+    if kind == z3.Z3_OP_SUB:
+        lo, hi = rs[0]
+        for r in rs[1:]:
+            lo, hi = lo - r[1], hi - r[0]
+        return (lo, hi)
+    if kind == z3.Z3_OP_UMINUS:
+        return (-rs[0][1], -rs[0][0])
+    if kind == z3.Z3_OP_MUL:
+        lo, hi = rs[0]
+        for r in rs[1:]:
+            prods = [lo * r[0], lo * r[1], hi * r[0], hi * r[1]]
+            lo, hi = min(prods), max(prods)
+        return (lo, hi)
+    if kind in (z3.Z3_OP_IDIV, z3.Z3_OP_DIV) and len(rs) == 2 and rs[1][0] == rs[1][1] and rs[1][0] > 0:
+        d = rs[1][0]
+        return (rs[0][0] // d, rs[0][1] // d)
+    if kind == z3.Z3_OP_MOD and len(rs) == 2 and rs[1][0] == rs[1][1] and rs[1][0] > 0:
+        return (0, rs[1][0] - 1)
+    return None
 
 
 def _zb(c: BoolLike) -> Any:

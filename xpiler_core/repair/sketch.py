@@ -54,7 +54,7 @@ class Sketch:
     objective: Any
     decode: Callable[[z3.ModelRef], list[Edit]]
     describe: Callable[[z3.ModelRef], dict[str, Any]]
-    priority: tuple[int, ...] = field(default=(0,))
+    bounds: dict[str, tuple[int, int]] = field(default_factory=dict)  # unknown name → (lo, hi)
 
 
 class SourceText:
@@ -201,6 +201,8 @@ class AffineHole:
         self.constraints = [z3.And(c >= o - COEF_RADIUS, c <= o + COEF_RADIUS) for c, o in zip(self.coefs, self.orig, strict=True)]
         self.constraints.append(z3.And(self.c0 >= const0 - CONST_RADIUS, self.c0 <= const0 + CONST_RADIUS))
         self.cost = z3.Sum([_abs(c - o) for c, o in zip(self.coefs, self.orig, strict=True)] + [_abs(self.c0 - const0)])
+        self.bounds = {str(c): (o - COEF_RADIUS, o + COEF_RADIUS) for c, o in zip(self.coefs, self.orig, strict=True)}
+        self.bounds[str(self.c0)] = (const0 - CONST_RADIUS, const0 + CONST_RADIUS)
 
     def evaluate(self, th: Thread) -> Any:
         total: Any = self.c0
@@ -270,6 +272,7 @@ def const_sketch(site: Site) -> Sketch:
     return Sketch(
         "const", site, {site.path: lambda th: c}, [c], [z3.And(c >= old - radius, c <= old + radius)],
         _abs(c - old), decode, lambda m: {"value": m.eval(c, model_completion=True).as_long()},
+        {str(c): (old - radius, old + radius)},
     )
 
 
@@ -280,7 +283,7 @@ def affine_sketch(site: Site, fs: FunctionSites, macros: dict[str, Any], src: So
     old = src.of(site.node)
     return Sketch(
         "affine", site, {site.path: hole.evaluate}, [*hole.coefs, hole.c0], hole.constraints, hole.cost,
-        lambda m: [Edit(span, old, _paren(hole.text(m, src)))], hole.values,
+        lambda m: [Edit(span, old, _paren(hole.text(m, src)))], hole.values, hole.bounds,
     )
 
 
@@ -320,6 +323,7 @@ def compare_sketch(site: Site, fs: FunctionSites, macros: dict[str, Any], src: S
     return Sketch(
         "compare", site, {site.path: evaluate}, [sel, *hole.coefs, hole.c0],
         [*hole.constraints, sel >= 0, sel < len(CMP_OPS)], hole.cost + z3.If(sel == orig_sel, 0, 1), decode, describe,
+        {**hole.bounds, str(sel): (0, len(CMP_OPS) - 1)},
     )
 
 

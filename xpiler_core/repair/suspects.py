@@ -171,7 +171,7 @@ class _Walker:
                 self.expr(a, (*path, "args", i), ctx, stmt, scope)
 
 
-def implicated_statements(fs: FunctionSites, stmt_ids: set[int], missing_bases: set[str]) -> list[Path]:
+def implicated_statements(fs: FunctionSites, stmt_ids: set[int], missing_bases: set[str]) -> tuple[list[Path], int]:
     """Statements to suspect first: writers of bad elements, stores to arrays with unwritten bad elements,
     their enclosing guards and loops, then the declarations of the integer variables they read."""
     direct: list[Path] = [fs.stmt_paths[i] for i in stmt_ids if i in fs.stmt_paths]
@@ -182,11 +182,24 @@ def implicated_statements(fs: FunctionSites, stmt_ids: set[int], missing_bases: 
                 base = A._base_name(target.operand if isinstance(target, A.Unary) else target) if target is not None else None
                 if base in missing_bases and site.stmt not in direct:
                     direct.append(site.stmt)
+    # Memory def-use: statements that wrote the arrays (shared tiles, local accumulators) these read.
+    writers_of: dict[str, list[Path]] = {}
+    for site in fs.sites:
+        if isinstance(site.node, A.Assign):
+            base = A._base_name(site.node.target)
+            if base is not None and not isinstance(site.node.target, A.Name):
+                writers_of.setdefault(base, []).append(site.stmt)
+    for p in list(direct):
+        for base in sorted(A.read_write(get_at(fs.fn, p)).mem_reads):
+            for w in writers_of.get(base, []):
+                if w not in direct:
+                    direct.append(w)
     ordered: list[Path] = []
     for p in direct:
         for q in [p, *reversed(fs.parents.get(p, []))]:
             if q not in ordered:
                 ordered.append(q)
+    n_direct = len(ordered)
     # One level of def-use: declarations of the names these statements (and their guards) read.
     for p in list(ordered):
         node = get_at(fs.fn, p)
@@ -196,7 +209,7 @@ def implicated_statements(fs: FunctionSites, stmt_ids: set[int], missing_bases: 
                 for d in fs.decls.get(name, []):
                     if d not in ordered:
                         ordered.append(d)
-    return ordered
+    return ordered, n_direct
 
 
 def iter_int_sites(fs: FunctionSites) -> Iterator[Site]:

@@ -199,7 +199,8 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
                     for d in node.children_by_field_name("declarator")
                     if (name := _declared_name(d)) is not None
                 ]
-                if is_shared and names:
+                # The fill hook calls the SIMT runtime (CUDA/HIP headers); the BANG model has its own.
+                if is_shared and names and dialect in (Dialect.CUDA, Dialect.HIP):
                     edits.append((node.end_byte, node.end_byte, _shared_fill_hook(node, names)))
                     result.static_shared.extend(names)
                 continue

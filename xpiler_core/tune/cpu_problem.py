@@ -27,7 +27,13 @@ from xpiler_core.passes.base import PassContext, PassRefused
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken
 from xpiler_core.tune.config import Config, Params, Step, freeze
-from xpiler_core.tune.measure import LatencyStats, MeasureError, MeasureSettings, largest_case, measure_libraries
+from xpiler_core.tune.measure import (
+    LatencyStats,
+    MeasureError,
+    MeasureSettings,
+    largest_case,
+    measure_libraries,
+)
 from xpiler_core.tune.records import RecordStore, TrialRecord, sha256_text
 from xpiler_core.verify.spec import KernelSpec
 
@@ -145,7 +151,8 @@ class CpuTuningProblem:
                 loops = sorted({v.var for v in (lp.canonical() for lp in find_loops(fn.body)) if v is not None})
                 if not loops:
                     continue
-                arrays = sorted(p.name for p in fn.params if p.name and p.type.pointers) if "array" in declared else [""]
+                arrays = sorted(p.name for p in fn.params if isinstance(p, A.Param) and p.name and p.type.pointers) \
+                    if "array" in declared else [""]
                 loop_choices = loops if "loop" in declared else [""]
                 for loop, array in itertools.product(loop_choices, arrays):
                     target = [("function", fn.name)] if "function" in declared else []

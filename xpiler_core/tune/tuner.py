@@ -26,7 +26,7 @@ from xpiler_core.diagnostics import XpilerError
 from xpiler_core.frontend.dialect import Dialect, detect_dialect
 from xpiler_core.progress import Cancelled, CancelToken, ProgressFn, report
 from xpiler_core.tune.config import Config, Step, freeze
-from xpiler_core.tune.cpu_problem import BINDING, Action, CpuTuningProblem, open_problem
+from xpiler_core.tune.cpu_problem import Action, CpuTuningProblem, open_problem
 from xpiler_core.tune.mcts import mcts
 from xpiler_core.tune.measure import MeasureSettings, clearly_faster, paired_speedup
 from xpiler_core.tune.records import TrialRecord
@@ -54,7 +54,7 @@ class TuneEvent:
 
     kind: str
     message: str
-    trials: int  # measured trials so far (resumed ones not included)
+    trials: int  # trials so far: measured in this run + answered from the records (``resumed``)
     elapsed_s: float
     fraction: float
     config: str | None = None
@@ -108,7 +108,9 @@ class _Budget:
         self.budget_s = budget_s
 
     def spent(self) -> int:
-        return self.problem.trials_measured
+        # Trials answered from the records count as spent: a re-run with the same options replays the same
+        # search without measuring anything; a larger budget continues where the last run stopped.
+        return self.problem.trials_measured + self.problem.trials_resumed
 
     def exhausted(self) -> bool:
         if self.cancel is not None:
@@ -181,7 +183,7 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
         fraction = budget.fraction()
         report(progress, fraction, message)
         emit(TuneEvent(
-            kind, message, problem.trials_measured, round(time.monotonic() - started, 3), fraction,
+            kind, message, budget.spent(), round(time.monotonic() - started, 3), fraction,
             config=config.describe() if config else None, verified=record.verified if record else None,
             latency_s=record.latency_s if record else None, speedup=record.speedup if record else None,
             best_config=best["config"].describe(), best_latency_s=best["latency"], best_speedup=best["speedup"],
@@ -205,7 +207,7 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
             best.update(config=config, speedup=value, latency=record.latency_s)
             event("best", f"best so far {value:.2f}x: {config.describe()}", record, config)
         else:
-            event("trial", f"trial {problem.trials_measured}: {value:.2f}x {config.describe()}", record, config)
+            event("trial", f"trial {budget.spent()}: {value:.2f}x {config.describe()}", record, config)
         return value
 
     # phase 2: loop binding's parameters on the plain sequence

@@ -114,6 +114,17 @@ def _init_for(dtype: str) -> str:
     return "normal"
 
 
+def _buffer_arg(name: str, dtype: str, shape: str, role: str, init: str) -> list[str]:
+    """The spec lines of a one-dimensional buffer argument."""
+    return ["[[args]]", f'name = "{name}"', f'dtype = "{dtype}"', f'shape = ["{shape}"]', f'role = "{role}"',
+            f'init = "{init}"', ""]
+
+
+def _scalar_arg(name: str, dtype: str, value: str) -> list[str]:
+    """The spec lines of a scalar argument; ``value`` is a number or a size name."""
+    return ["[[args]]", f'name = "{name}"', f'dtype = "{dtype}"', 'role = "scalar"', f'value = "{value}"', ""]
+
+
 def _tolerance(dtypes: list[str]) -> str:
     if "float16" in dtypes:
         return "{ atol = 1e-2, rtol = 1e-2 }"
@@ -180,36 +191,15 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
             role = roles.get(p.name, set())
             role_name = "inout" if role == {"in", "out"} else ("out" if role == {"out"} else "in")
             dtypes.append(dtype)
-            args += [
-                "[[args]]",
-                f'name = "{p.name}"',
-                f'dtype = "{dtype}"',
-                f'shape = ["{shapes[p.name]}"]',
-                f'role = "{role_name}"',
-            ]
-            args.append(f'init = "{_init_for(dtype)}"' if role_name != "out" else 'init = "zeros"')
-            args.append("")
+            init = _init_for(dtype) if role_name != "out" else "zeros"
+            args += _buffer_arg(p.name, dtype, shapes[p.name], role_name, init)
         elif _is_int_scalar(p):
-            args += [
-                "[[args]]",
-                f'name = "{p.name}"',
-                'dtype = "int32"',
-                'role = "scalar"',
-                f'value = "{p.name}"',
-                "",
-            ]
+            args += _scalar_arg(p.name, "int32", p.name)
         elif dtype in ("float32", "float64"):
-            args += [
-                "[[args]]",
-                f'name = "{p.name}"',
-                f'dtype = "{dtype}"',
-                'role = "scalar"',
-                'value = "2"',
-                "",
-            ]
+            args += _scalar_arg(p.name, dtype, "2")
         elif _STREAM.match(p.base_type.strip()):
             # the default stream: a null handle, passed as a 64-bit zero
-            args += ["[[args]]", f'name = "{p.name}"', 'dtype = "int64"', 'role = "scalar"', 'value = "0"', ""]
+            args += _scalar_arg(p.name, "int64", "0")
         else:
             return f"host entry {entry.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
     if not sizes:
@@ -284,36 +274,14 @@ def _kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, 
             dtypes.append(dtype)
             role = "in" if p.is_const else "inout"
             init = _init_for(dtype) if p.is_const else "zeros"
-            args += [
-                "[[args]]",
-                f'name = "{p.name}"',
-                f'dtype = "{dtype}"',
-                f'shape = ["{size}"]',
-                f'role = "{role}"',
-                f'init = "{init}"',
-                "",
-            ]
+            args += _buffer_arg(p.name, dtype, size, role, init)
         elif p in int_params:
-            args += [
-                "[[args]]",
-                f'name = "{p.name}"',
-                'dtype = "int32"',
-                'role = "scalar"',
-                f'value = "{size}"',
-                "",
-            ]
+            args += _scalar_arg(p.name, "int32", size)
         elif p in other:
             dtype = _dtype(p)
             if dtype not in ("float32", "float64"):
                 return f"kernel {kernel.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
-            args += [
-                "[[args]]",
-                f'name = "{p.name}"',
-                f'dtype = "{dtype}"',
-                'role = "scalar"',
-                'value = "2"',
-                "",
-            ]
+            args += _scalar_arg(p.name, dtype, "2")
     lines.append(f"tolerance = {_tolerance(dtypes)}")
     lines.append("")
     spec = "\n".join(lines + args) + "\n" + _cases([size])

@@ -84,28 +84,28 @@ inline T __shfl_xor_sync(unsigned long long mask, T var, int lane_mask, int widt
                          int site = __builtin_LINE()) {
   return ::xpiler::shuffle(mask, var, ::xpiler::kShflXor, lane_mask, width, site);
 }
-// Legacy (pre-CUDA 9) and HIP forms without a mask: every active lane takes part.
+// Legacy (pre-CUDA 9) and HIP forms without a mask: every active lane takes part, nobody is waited for.
 template <class T>
 inline T __shfl(T var, int src, int width = warpSize, int site = __builtin_LINE()) {
-  return ::xpiler::shuffle(::xpiler::kFullWarp, var, ::xpiler::kShflIdx, src, width, site);
+  return ::xpiler::shuffle(::xpiler::kFullWarp, var, ::xpiler::kShflIdx, src, width, site, true);
 }
 template <class T>
 inline T __shfl_up(T var, unsigned delta, int width = warpSize, int site = __builtin_LINE()) {
-  return ::xpiler::shuffle(::xpiler::kFullWarp, var, ::xpiler::kShflUp, static_cast<int>(delta), width, site);
+  return ::xpiler::shuffle(::xpiler::kFullWarp, var, ::xpiler::kShflUp, static_cast<int>(delta), width, site, true);
 }
 template <class T>
 inline T __shfl_down(T var, unsigned delta, int width = warpSize, int site = __builtin_LINE()) {
-  return ::xpiler::shuffle(::xpiler::kFullWarp, var, ::xpiler::kShflDown, static_cast<int>(delta), width, site);
+  return ::xpiler::shuffle(::xpiler::kFullWarp, var, ::xpiler::kShflDown, static_cast<int>(delta), width, site, true);
 }
 template <class T>
 inline T __shfl_xor(T var, int lane_mask, int width = warpSize, int site = __builtin_LINE()) {
-  return ::xpiler::shuffle(::xpiler::kFullWarp, var, ::xpiler::kShflXor, lane_mask, width, site);
+  return ::xpiler::shuffle(::xpiler::kFullWarp, var, ::xpiler::kShflXor, lane_mask, width, site, true);
 }
 inline xpiler_ballot_t __ballot_sync(unsigned long long mask, int pred, int site = __builtin_LINE()) {
   return static_cast<xpiler_ballot_t>(::xpiler::ballot(mask, pred, site));
 }
 inline xpiler_ballot_t __ballot(int pred, int site = __builtin_LINE()) {
-  return static_cast<xpiler_ballot_t>(::xpiler::ballot(::xpiler::kFullWarp, pred, site));
+  return static_cast<xpiler_ballot_t>(::xpiler::ballot(::xpiler::kFullWarp, pred, site, true));
 }
 inline int __any_sync(unsigned long long mask, int pred, int site = __builtin_LINE()) {
   return ::xpiler::vote_any(mask, pred, site);
@@ -113,8 +113,8 @@ inline int __any_sync(unsigned long long mask, int pred, int site = __builtin_LI
 inline int __all_sync(unsigned long long mask, int pred, int site = __builtin_LINE()) {
   return ::xpiler::vote_all(mask, pred, site);
 }
-inline int __any(int pred, int site = __builtin_LINE()) { return ::xpiler::vote_any(::xpiler::kFullWarp, pred, site); }
-inline int __all(int pred, int site = __builtin_LINE()) { return ::xpiler::vote_all(::xpiler::kFullWarp, pred, site); }
+inline int __any(int pred, int site = __builtin_LINE()) { return ::xpiler::vote_any(::xpiler::kFullWarp, pred, site, true); }
+inline int __all(int pred, int site = __builtin_LINE()) { return ::xpiler::vote_all(::xpiler::kFullWarp, pred, site, true); }
 inline xpiler_ballot_t __activemask(int site = __builtin_LINE()) {
   return static_cast<xpiler_ballot_t>(::xpiler::active_mask(site));
 }

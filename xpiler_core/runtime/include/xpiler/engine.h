@@ -73,11 +73,22 @@ struct Lane {
   Context ctx;
 };
 
+// Which warp collective a lane called: lanes at different call sites only meet in one collective when they
+// call the same intrinsic with the same mask (PTX: "the same qualifiers and the same membermask").
+enum CollectiveOp : uint8_t {
+  kOpShflIdx, kOpShflUp, kOpShflDown, kOpShflXor, kOpBallot, kOpAny, kOpAll, kOpActiveMask, kOpSyncWarp,
+  kOpMatchAny, kOpReduce,
+};
+// Legacy forms without a mask (`__shfl`, `__ballot`, `__any`, HIP's usual spelling): the lanes that are
+// there take part, so such a collective never waits for anyone.
+constexpr uint8_t kImplicitMask = 0x80;
+
 struct WarpRound {
   lanemask_t arrived;
   uint64_t value[kWarpSize];
   lanemask_t mask[kWarpSize];
   int site[kWarpSize];
+  uint8_t op[kWarpSize];
 };
 
 struct WarpState {
@@ -328,13 +339,9 @@ inline void complete_barrier(Worker* w) {
 }
 
 // Which lanes of a warp round may proceed: every group of lanes at one call site whose masks name only
-// lanes that are at that site or have exited (a converged collective). When no group is complete
-// (divergent code calling a collective with a full mask), every lane proceeds, as lanes would on a GPU
-// without independent thread scheduling.
-inline lanemask_t lanes_to_release(Worker* w, const WarpRound& r, unsigned first) {
-  lanemask_t alive = 0;
-  for (int lane = 0; lane < kWarpSize && first + lane < w->nthreads; ++lane)
-    if (w->lanes[first + lane].state != kDone) alive |= 1ull << lane;
+// lanes that are at that site or have exited (a converged collective). Exited lanes do not count: PTX waits
+// for the "non-exited threads" of the mask. Returns 0 when no group is complete.
+inline lanemask_t complete_groups(const WarpRound& r, lanemask_t alive) {
   lanemask_t remaining = r.arrived, release = 0;
   while (remaining) {
     const int lead = __builtin_ctzll(remaining);
@@ -342,12 +349,65 @@ inline lanemask_t lanes_to_release(Worker* w, const WarpRound& r, unsigned first
     for (int lane = lead; lane < kWarpSize; ++lane)
       if ((remaining >> lane & 1) && r.site[lane] == r.site[lead]) {
         group |= 1ull << lane;
-        need |= r.mask[lane];
+        if (!(r.op[lane] & kImplicitMask)) need |= r.mask[lane];
       }
     if ((need & alive & ~group) == 0) release |= group;
     remaining &= ~group;
   }
-  return release ? release : r.arrived;
+  return release;
+}
+
+inline const char* collective_name(uint8_t op) {
+  static const char* const names[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+                                      "__ballot_sync", "__any_sync", "__all_sync", "__activemask",
+                                      "__syncwarp", "__match_any_sync", "__reduce_*_sync"};
+  const unsigned i = op & ~kImplicitMask;
+  return i < sizeof names / sizeof names[0] ? names[i] : "warp collective";
+}
+
+// No group of the warp can complete: some lane waits for a lane of its mask that is alive but somewhere
+// else. That lane is at a block barrier (which cannot complete while this warp waits) or at another warp
+// collective. On hardware this is a deadlock or garbage, so it is reported as a deadlock, except when every
+// waiting lane calls the same intrinsic with the same mask from different call sites: since sm_70 those
+// lanes meet in one collective, and they are run as one here.
+inline void resolve_divergent_collective(Worker* w, WarpRound& r, unsigned first, lanemask_t alive) {
+  const int lead = __builtin_ctzll(r.arrived);
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    if (!(r.arrived >> lane & 1) || (r.op[lane] & kImplicitMask)) continue;
+    const lanemask_t missing = r.mask[lane] & alive & ~r.arrived;
+    const bool mismatch = r.op[lane] != r.op[lead] || r.mask[lane] != r.mask[lead];
+    if (!missing && !mismatch) continue;
+    char why[512];
+    const Lane& me = w->lanes[first + lane];
+    if (missing) {
+      const int other = __builtin_ctzll(missing);
+      const Lane& o = w->lanes[first + other];
+      snprintf(why, sizeof why,
+               "%s at line %d (mask 0x%llx) in divergent code: thread (%u,%u,%u) waits for lane %d (thread "
+               "(%u,%u,%u)), which is at __syncthreads at line %d",
+               collective_name(r.op[lane]), r.site[lane], r.mask[lane], me.idx.x, me.idx.y, me.idx.z, other,
+               o.idx.x, o.idx.y, o.idx.z, o.site);
+    } else {
+      snprintf(why, sizeof why,
+               "%s at line %d (mask 0x%llx) in divergent code: lanes of its mask are at %s at line %d (mask "
+               "0x%llx) instead",
+               collective_name(r.op[lane]), r.site[lane], r.mask[lane], collective_name(r.op[lead]), r.site[lead],
+               r.mask[lead]);
+    }
+    report_deadlock(w, why);
+  }
+  for (int lane = 0; lane < kWarpSize; ++lane)
+    if (r.arrived >> lane & 1) r.site[lane] = r.site[lead];
+}
+
+inline lanemask_t lanes_to_release(Worker* w, WarpRound& r, unsigned first) {
+  lanemask_t alive = 0;
+  for (int lane = 0; lane < kWarpSize && first + lane < w->nthreads; ++lane)
+    if (w->lanes[first + lane].state != kDone) alive |= 1ull << lane;
+  const lanemask_t release = complete_groups(r, alive);
+  if (release) return release;
+  resolve_divergent_collective(w, r, first, alive);
+  return r.arrived;
 }
 
 inline void run_sweeps(Worker* w) {
@@ -386,6 +446,7 @@ inline void run_sweeps(Worker* w) {
           next.value[lane] = r.value[lane];
           next.mask[lane] = r.mask[lane];
           next.site[lane] = r.site[lane];
+          next.op[lane] = r.op[lane];
           next.arrived |= 1ull << lane;
           l.round = ws.round + 1;
         }

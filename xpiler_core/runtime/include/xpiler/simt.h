@@ -47,7 +47,7 @@ struct Arrival {
   }
 };
 
-inline Arrival warp_arrive(lanemask_t mask, uint64_t value, int site) {
+inline Arrival warp_arrive(lanemask_t mask, uint64_t value, int site, uint8_t op) {
   Worker* w = tls_worker;
   ensure_fiber_mode(w);
   Lane* me = w->cur;
@@ -57,23 +57,31 @@ inline Arrival warp_arrive(lanemask_t mask, uint64_t value, int site) {
   r.value[lane] = value;
   r.mask[lane] = mask;
   r.site[lane] = site;
+  r.op[lane] = op;
   r.arrived |= 1ull << lane;
   me->round = ws.round;
   me->state = kAtWarp;
   yield_to_scheduler(w);
   // The scheduler may have carried this lane into a later round: read the buffer it was released from.
+  // Its site is read back too: lanes of one collective called from several sites share the lead's site.
   Lane* again = tls_worker->cur;
-  return Arrival{&tls_worker->warps[again->linear / kWarpSize].buf[again->round & 1], lane, site};
+  const WarpRound* released = &tls_worker->warps[again->linear / kWarpSize].buf[again->round & 1];
+  return Arrival{released, lane, released->site[lane]};
 }
 
-enum ShuffleKind { kShflIdx, kShflUp, kShflDown, kShflXor };
+enum ShuffleKind { kShflIdx = kOpShflIdx, kShflUp = kOpShflUp, kShflDown = kOpShflDown, kShflXor = kOpShflXor };
+
+// The op a collective records; `implicit_mask` marks the legacy forms that take no mask.
+inline uint8_t op_code(CollectiveOp op, bool implicit_mask) {
+  return static_cast<uint8_t>(op | (implicit_mask ? kImplicitMask : 0));
+}
 
 template <class T>
-inline T shuffle(lanemask_t mask, T var, ShuffleKind kind, int arg, int width, int site) {
+inline T shuffle(lanemask_t mask, T var, ShuffleKind kind, int arg, int width, int site, bool implicit_mask = false) {
   static_assert(sizeof(T) <= 8, "shuffles move at most 64 bits");
   uint64_t bits = 0;
   std::memcpy(&bits, &var, sizeof(T));
-  const Arrival a = warp_arrive(mask, bits, site);
+  const Arrival a = warp_arrive(mask, bits, site, op_code(static_cast<CollectiveOp>(kind), implicit_mask));
   const int lane = a.lane;
   const int w = (width <= 0 || width > kWarpSize) ? kWarpSize : width;
   const int base = lane & ~(w - 1);
@@ -93,8 +101,8 @@ inline T shuffle(lanemask_t mask, T var, ShuffleKind kind, int arg, int width, i
   return out;
 }
 
-inline lanemask_t ballot(lanemask_t mask, int pred, int site) {
-  const Arrival a = warp_arrive(mask, pred != 0, site);
+inline lanemask_t ballot(lanemask_t mask, int pred, int site, bool implicit_mask = false) {
+  const Arrival a = warp_arrive(mask, pred != 0, site, op_code(kOpBallot, implicit_mask));
   lanemask_t m = 0;
   const lanemask_t peers = a.peers();
   for (int l = 0; l < kWarpSize; ++l)
@@ -104,16 +112,16 @@ inline lanemask_t ballot(lanemask_t mask, int pred, int site) {
 
 inline lanemask_t peers_in(lanemask_t mask, const Arrival& a) { return (a.peers() & mask) | (1ull << a.lane); }
 
-inline int vote_any(lanemask_t mask, int pred, int site) {
-  const Arrival a = warp_arrive(mask, pred != 0, site);
+inline int vote_any(lanemask_t mask, int pred, int site, bool implicit_mask = false) {
+  const Arrival a = warp_arrive(mask, pred != 0, site, op_code(kOpAny, implicit_mask));
   const lanemask_t p = peers_in(mask, a);
   for (int l = 0; l < kWarpSize; ++l)
     if ((p >> l & 1) && a.round->value[l]) return 1;
   return 0;
 }
 
-inline int vote_all(lanemask_t mask, int pred, int site) {
-  const Arrival a = warp_arrive(mask, pred != 0, site);
+inline int vote_all(lanemask_t mask, int pred, int site, bool implicit_mask = false) {
+  const Arrival a = warp_arrive(mask, pred != 0, site, op_code(kOpAll, implicit_mask));
   const lanemask_t p = peers_in(mask, a);
   for (int l = 0; l < kWarpSize; ++l)
     if ((p >> l & 1) && !a.round->value[l]) return 0;
@@ -122,15 +130,15 @@ inline int vote_all(lanemask_t mask, int pred, int site) {
 
 // Not a synchronisation: the mask names only the caller, so converged lanes at this site answer together.
 inline lanemask_t active_mask(int site) {
-  return warp_arrive(1ull << lane_id(), 0, site).peers();
+  return warp_arrive(1ull << lane_id(), 0, site, kOpActiveMask).peers();
 }
-inline void sync_warp(lanemask_t mask, int site) { (void)warp_arrive(mask, 0, site); }
+inline void sync_warp(lanemask_t mask, int site) { (void)warp_arrive(mask, 0, site, kOpSyncWarp); }
 
 template <class T>
 inline lanemask_t match_any(lanemask_t mask, T value, int site) {
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
-  const Arrival a = warp_arrive(mask, bits, site);
+  const Arrival a = warp_arrive(mask, bits, site, kOpMatchAny);
   const lanemask_t p = peers_in(mask, a);
   lanemask_t m = 0;
   for (int l = 0; l < kWarpSize; ++l)
@@ -142,7 +150,7 @@ template <class T, class Op>
 inline T warp_reduce_values(lanemask_t mask, T value, Op op, int site) {
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
-  const Arrival a = warp_arrive(mask, bits, site);
+  const Arrival a = warp_arrive(mask, bits, site, kOpReduce);
   const lanemask_t p = peers_in(mask, a);
   bool first = true;
   T acc = value;
