@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import glob
 import inspect
 import json
@@ -201,7 +202,7 @@ def bench_ours(spec_path: str, workdir: Path, min_time: float, min_runs: int) ->
         per_threads = {}
         for threads in THREAD_COUNTS:
             _set_omp_threads(threads)
-            per_threads[threads] = median_time(lambda args=args: entry(*args), min_time, min_runs)
+            per_threads[threads] = median_time(functools.partial(entry, *args), min_time, min_runs)
         _set_omp_threads(THREAD_COUNTS[-1])
         row["cases"].append({"sizes": dict(case), "ours_s": min(per_threads.values()),
                              "ours_by_threads": per_threads})
@@ -219,8 +220,8 @@ def bench_baselines(row: dict[str, Any], min_time: float, min_runs: int, impls: 
     for index, (case, result) in enumerate(zip(spec.cases, row["cases"], strict=True)):
         inputs = case_inputs(spec, case, index, 0)
         if which == "numpy" and reference is not None:
-            result["numpy_s"] = median_time(lambda inputs=inputs: reference_outputs(reference, spec, inputs), min_time,
-                                           min_runs)
+            result["numpy_s"] = median_time(functools.partial(reference_outputs, reference, spec, inputs),
+                                           min_time, min_runs)
         if which == "torch" and torch_fn is not None:
             accepted = inspect.signature(torch_fn).parameters
             tensors = {a.name: _to_torch(a.name, inputs[a.name]) for a in spec.args if a.name in accepted}
@@ -228,7 +229,7 @@ def bench_baselines(row: dict[str, Any], min_time: float, min_runs: int, impls: 
             with torch.inference_mode():
                 for threads in THREAD_COUNTS:
                     torch.set_num_threads(threads)
-                    per_threads[threads] = median_time(lambda tensors=tensors: torch_fn(**tensors), min_time,
+                    per_threads[threads] = median_time(functools.partial(torch_fn, **tensors), min_time,
                                                        min_runs)
             torch.set_num_threads(THREAD_COUNTS[-1])
             result["torch_s"] = min(per_threads.values())

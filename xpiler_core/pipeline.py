@@ -41,6 +41,7 @@ class TranslateOptions:
     # per-pass parameters, pass name -> {param: value}; recorded in the manifest
     pass_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     llm: Any | None = None  # an xpiler_core.llm.LLMConfig; None: the XPILER_LLM_* environment variables
+    repair: bool = True  # try a local SMT repair (xpiler_core/repair) when the candidate fails its spec
 
 
 @dataclass
@@ -102,6 +103,14 @@ def translate(
         return proposed
     # ---- end of LLM proposer hook ----
     result: TranslationResult = plan_module.plan(text, path, options, progress, cancel)
+    # ---- SMT repair hook (xpiler_core/repair, issue 8): a candidate failing its spec gets one local repair
+    # attempt before it is reported unresolved; the attempt is recorded in manifest["repair"] ----
+    if options.repair:
+        from xpiler_core.repair.hook import repair_translation, should_repair
+
+        if should_repair(result, options):
+            result = repair_translation(result, options, progress, cancel)
+    # ---- end of SMT repair hook ----
     return result
 
 

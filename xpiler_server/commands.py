@@ -160,7 +160,7 @@ async def start_translation(server: XpilerServer, uri: str, target_arg: str | No
         current = server.documents.get(uri)
         if current is not None and current.version == version:
             analysis = await server.analysis_of(current)
-            server.set_job_diagnostics(uri, "translate", version, _translation_diagnostics(server, current, analysis, result))
+            await server.set_job_diagnostics(uri, "translate", version, _translation_diagnostics(server, current, analysis, result))
         if current is not None and current.version != version:
             job.stale = True
             job.message = f"stale: the document changed (v{version} → v{current.version}); not applied"
@@ -302,7 +302,14 @@ async def start_verification(server: XpilerServer, uri: str) -> dict[str, Any]:
         if analysis.version != version:
             job.stale = True
             return
-        server.set_job_diagnostics(uri, "verify", version, _verification_diagnostics(server, doc, analysis, evidence))
+        await server.set_job_diagnostics(uri, "verify", version, _verification_diagnostics(server, doc, analysis, evidence))
+        # ---- SMT repair hook (xpiler_core/repair, issue 8): a failing test gets a background repair job whose
+        # result becomes a quick-fix on the test.failed diagnostic (xpiler_server/repair_fix.py) ----
+        if evidence.passed is False and evidence.compile_ok and evidence.failing is not None:
+            from xpiler_server.repair_fix import start_repair
+
+            await start_repair(server, uri, version, path, text, spec_path, dialect, warp_size)
+        # ---- end of SMT repair hook ----
 
     title = f"Verify {Path(path).name}"
     job = await server.jobs.start("verify", uri, version, title, work, done)

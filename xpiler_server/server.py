@@ -245,9 +245,10 @@ class XpilerServer(LanguageServer):
         self.target_diagnostics.pop(uri, None)
         self._target_version.pop(uri, None)
 
-    def set_job_diagnostics(self, uri: str, kind: str, version: int, diagnostics: list[types.Diagnostic]) -> None:
+    async def set_job_diagnostics(self, uri: str, kind: str, version: int, diagnostics: list[types.Diagnostic]) -> None:
+        """Store a job's diagnostics for ``version`` and publish now, before the job reports it finished."""
         self.job_diagnostics.setdefault(uri, {})[kind] = (version, diagnostics)
-        self.schedule_diagnostics(uri, 0)
+        await self.publish_diagnostics(uri)
 
     # ------------------------------------------------------------------ configuration
 

@@ -222,3 +222,24 @@ def test_detensorization_expands_dp4a_exactly(cbuild) -> None:  # noqa: ANN001
         got = call(lib, "f", [ctypes.c_int] * 3, a, b, c, restype=ctypes.c_int)
         assert got == int(expected)
     assert isinstance(A.lit(1), A.Literal)
+
+
+def _cpu_has(flag: str) -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return flag in fh.read().split()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _cpu_has("avx512_vnni"), reason="this CPU cannot execute AVX-512 VNNI")
+def test_vnni_output_runs_and_matches_numpy(cbuild) -> None:  # noqa: ANN001
+    text = "#include <stdint.h>\nint dot8(const int8_t* a, const int8_t* b, int n) {\n  int acc = 0;\n" \
+           "  for (int i = 0; i < n; ++i) acc += (int)a[i] * (int)b[i];\n  return acc;\n}\n"
+    lib = cbuild(run_pass("tensorization", {"function": "dot8", "target": "avx512vnni"}, text))
+    i8p = np.ctypeslib.ndpointer(dtype=np.int8, flags="C_CONTIGUOUS")
+    rng = np.random.default_rng(5)
+    for n in (0, 63, 64, 200, 1000):
+        a, b = rng.integers(-128, 128, n, dtype=np.int8), rng.integers(-128, 128, n, dtype=np.int8)
+        got = call(lib, "dot8", [i8p, i8p, ctypes.c_int], a, b, n, restype=ctypes.c_int)
+        assert got == int(a.astype(np.int64) @ b.astype(np.int64))

@@ -24,7 +24,15 @@ PRELUDE = PRELUDE_MARK + r"""
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 namespace xpiler_cpu {
+#if defined(__F16C__)
+/* hardware conversions (round to nearest even, like the portable versions below) */
+static inline float h2f(unsigned short h) { return _cvtsh_ss(h); }
+static inline unsigned short f2h(float f) { return (unsigned short)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+#else
 static inline float h2f(unsigned short h) {
   unsigned int sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu, bits;
   if (exp == 0) {
@@ -50,6 +58,7 @@ static inline unsigned short f2h(float f) {  /* round to nearest even */
   if (rem > 0x1000u || (rem == 0x1000u && (out & 1u))) ++out;
   return (unsigned short)out;
 }
+#endif
 }  // namespace xpiler_cpu
 struct __half {
   unsigned short x;

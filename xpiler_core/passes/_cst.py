@@ -150,6 +150,26 @@ def top_insertion_point(src: ParsedSource) -> int:
     return len(src.data)
 
 
+def marked_region(text: str, begin_mark: str, end_mark: str) -> tuple[int, int] | None:
+    """[start, end) of the helper block a pass inserted between its begin and end marks, or None."""
+    start = text.find(begin_mark)
+    if start < 0:
+        return None
+    end = text.find(end_mark, start)
+    return (start, end + len(end_mark)) if end >= 0 else None
+
+
+def remove_marked_region(text: str, begin_mark: str, end_mark: str) -> str:
+    """``text`` without the marked helper block and the newline after it (unchanged when there is none)."""
+    region = marked_region(text, begin_mark, end_mark)
+    if region is None:
+        return text
+    start, end = region
+    if text[end : end + 1] == "\n":
+        end += 1
+    return text[:start] + text[end:]
+
+
 def line_col(data: bytes, offset: int) -> tuple[int, int]:
     line = data.count(b"\n", 0, offset)
     return line, offset - (data.rfind(b"\n", 0, offset) + 1)

@@ -556,6 +556,9 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         except PassRefused as refusal:
             reasons.append(f"{item.name}: {refusal.reason}")
             continue
+        except (AssertionError, KeyError, ValueError) as exc:  # an unforeseen shape: keep the scalar form
+            reasons.append(f"{item.name}: not analysable ({type(exc).__name__})")
+            continue
         items[k] = new_fn
         pool = max(pool, used)
         done += 1

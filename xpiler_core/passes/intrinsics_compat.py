@@ -12,7 +12,14 @@ from typing import Any
 
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.source import parse_text
-from xpiler_core.passes._cst import Edit, apply_edits, call_arguments, top_insertion_point, walk
+from xpiler_core.passes._cst import (
+    Edit,
+    apply_edits,
+    call_arguments,
+    remove_marked_region,
+    top_insertion_point,
+    walk,
+)
 from xpiler_core.passes.base import PassContext, PassInfo, SourceUnit
 
 INFO = PassInfo(
@@ -42,11 +49,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     backwards = module.dialect is Dialect.HIP and ctx.target is Dialect.CUDA
     text = module.text
     if backwards:
-        start = text.find(BEGIN_MARK)
-        end = text.find(END_MARK, start)
-        if start >= 0 and end >= 0:
-            end += len(END_MARK) + (1 if text[end + len(END_MARK) : end + len(END_MARK) + 1] == "\n" else 0)
-            text = text[:start] + text[end:]
+        text = remove_marked_region(text, BEGIN_MARK, END_MARK)
     renames = {v: k for k, v in _RENAMES.items()} if backwards else _RENAMES
     src = parse_text(text, module.path, module.dialect)
     edits: list[Edit] = []

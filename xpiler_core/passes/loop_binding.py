@@ -43,6 +43,9 @@ INFO = PassInfo(
         ParamSpec("simd", "bool", True, "add #pragma omp simd to innermost thread loops when safe", (True, False)),
         ParamSpec("bound_guards", "bool", True, "turn thread loops' remainder guards (if (i < n)) into loop "
                   "bounds and unswitch thread-independent branches, so the loops vectorize", (True, False)),
+        ParamSpec("isa", "str", "", "instruction-set extensions to compile the CPU output for "
+                  "(#pragma GCC target), e.g. avx2,fma,f16c; empty: the compiler's baseline",
+                  ("", "avx2,fma,f16c", "avx512f,avx512bw,avx512vl,fma,f16c")),
         ParamSpec("block", "int", 256, "CUDA threads per block (c->cuda)", (64, 128, 256, 512, 1024)),
         ParamSpec("min_parallel", "int", 65536, "recovered kernels run serially below this many CUDA threads "
                   "(an OpenMP fork/join costs more than small grids take)", (0, 4096, 16384, 65536, 262144)),
@@ -336,9 +339,8 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
                       A.binop("/", A.binop("+", count_outer, A.lit(15)), A.lit(16)))
         block = A.call("dim3", A.lit(16), A.lit(16))
     launch = A.Launch(A.Name(kname), (grid, block), args)
-    host_pre: list[A.Stmt] = []
     count_pos = A.binop(">", count_outer, A.lit(0))
-    host = A.replace(fn, body=A.Block((*host_pre, A.If(count_pos, A.ExprStmt(launch)),)), linkage="C",
+    host = A.replace(fn, body=A.Block((A.If(count_pos, A.ExprStmt(launch)),)), linkage="C",
                      qualifiers=tuple(q for q in fn.qualifiers if q not in ("static", "inline")))
     items: list[Any] = []
     for item in module.items:
@@ -382,6 +384,12 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         items.append(item)
     if not changed:
         raise PassRefused("; ".join(reasons) or "no recovered block loop (run loop_recovery) and no loop=VAR given")
+    isa = str(params.get("isa") or "").strip()
+    if isa:
+        if not all(part.strip().replace("_", "").replace("-", "").isalnum() for part in isa.split(",")):
+            raise PassRefused(f"isa={isa!r} is not a comma-separated list of extension names")
+        items.insert(0, A.Pragma(f'GCC target("{isa}")'))
     ctx.notes.append("loop binding: OpenMP parallel for over blocks" + (", simd over threads" if
-                                                                       bool_param(params, "simd", True) else ""))
+                                                                       bool_param(params, "simd", True) else "")
+                     + (f", compiled for {isa}" if isa else ""))
     return leave(unit, A.replace(module, items=tuple(items)), ctx, Dialect.C)

@@ -28,7 +28,6 @@ bare-kernel wrapper (C expressions over the kernel parameters, comma-separated p
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -518,12 +517,9 @@ def _threadloop_decls(loop: _ThreadLoop) -> set[str]:
     return {d.name for s in loop.stmts if isinstance(s, A.DeclStmt) for d in s.decls}
 
 
-def _build_kernel(kernel: A.Function, warp: int) -> A.Function:
+def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Function:
     st = _KernelState(warp=warp, types=A.declared_types(kernel))
-    inliner = _Inliner_cache.get("inliner")
-    body = kernel.body
-    if inliner is not None:
-        body = A.Block(inliner.stmts(body.stmts))
+    body = A.Block(inliner.stmts(kernel.body.stmts))
     body = A.Block(_warp_normalize(body.stmts, st))
     st.types = A.declared_types(A.replace(kernel, body=body))
     fission = _Fission(A.replace(kernel, body=body), st)
@@ -572,9 +568,6 @@ def _build_kernel(kernel: A.Function, warp: int) -> A.Function:
     )
     quals = tuple(q for q in kernel.qualifiers if q not in A.KERNEL_QUALIFIERS) + ("static",)
     return A.replace(kernel, params=params, body=new_body, qualifiers=quals, linkage=None, launch_bounds=())
-
-
-_Inliner_cache: dict[str, _Inliner | None] = {}
 
 
 def _strip_threadloops(s: A.Stmt) -> A.Stmt:
@@ -886,12 +879,9 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         if any(isinstance(n, A.Opaque) for n in A.walk(k.body)):
             bad = next(n for n in A.walk(k.body) if isinstance(n, A.Opaque))
             raise PassRefused(f"kernel '{k.name}' contains code the AST does not model: {bad.text[:60]!r}", bad.span)
-    _Inliner_cache["inliner"] = _Inliner(module)
-    inlined = _Inliner_cache["inliner"].inline if _Inliner_cache["inliner"] else set()
-    try:
-        new_kernels = {k.name: _build_kernel(k, warp) for k in kernels}
-    finally:
-        _Inliner_cache.pop("inliner", None)
+    inliner = _Inliner(module)
+    inlined = inliner.inline
+    new_kernels = {k.name: _build_kernel(k, warp, inliner) for k in kernels}
     host_entries = [f for f in module.functions() if f.linkage == "C" and not f.is_kernel]
     entry_name = str(params.get("entry") or "")
     wrap = bool_param(params, "wrapper", True) and (bool(entry_name) or not host_entries)
@@ -912,7 +902,6 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         new_kernels[target.name] = A.replace(new_kernels[target.name], name=f"{target.name}_blocks")
         extra = [e.strip() for e in str(params.get("launch_params") or "").split(",") if e.strip()]
         wrapped = _wrapper(target, grid, block, smem, extra)
-        wrapped = A.replace(wrapped, params=tuple(_unconst_param(p) for p in wrapped.params))
     items: list[A.TopItem] = [A.Opaque(PRELUDE, reason="cpu prelude")]
     for item in module.items:
         if isinstance(item, A.Include):
@@ -936,9 +925,4 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     return leave(unit, out, ctx, Dialect.C)
 
 
-def _unconst_param(p: A.Param | A.Opaque) -> A.Param | A.Opaque:
-    return p
-
-
 __all__ = ["INFO", "apply", "infer_block", "infer_grid"]
-_ = dataclasses  # kept for replace() on helper dataclasses

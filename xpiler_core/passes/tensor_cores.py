@@ -25,7 +25,7 @@ from typing import Any
 from xpiler_core.diagnostics import Span
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.source import parse_text
-from xpiler_core.passes._cst import Edit, apply_edits, walk
+from xpiler_core.passes._cst import Edit, apply_edits, marked_region, walk
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, SourceUnit, Unresolved
 
 INFO = PassInfo(
@@ -164,14 +164,10 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
 
 def _to_cuda(module: SourceUnit, ctx: PassContext) -> SourceUnit:
     text = module.text
-    start = text.find(BEGIN_MARK)
-    changed = False
-    if start >= 0:
-        end = text.find(END_MARK, start)
-        if end >= 0:
-            end += len(END_MARK)
-            text = text[:start] + "#include <mma.h>" + text[end:]
-            changed = True
+    region = marked_region(text, BEGIN_MARK, END_MARK)
+    changed = region is not None
+    if region is not None:
+        text = text[: region[0]] + "#include <mma.h>" + text[region[1] :]
     text2 = re.sub(r"namespace\s+wmma\s*=\s*(xpiler_wmma|rocwmma)\s*;", "using namespace nvcuda;", text)
     text2 = re.sub(r"\b(xpiler_wmma|rocwmma)\s*::", "nvcuda::wmma::", text2)
     text2 = re.sub(r"using\s+namespace\s+(xpiler_wmma|rocwmma)\s*;", "using namespace nvcuda::wmma;", text2)

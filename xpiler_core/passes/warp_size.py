@@ -34,7 +34,15 @@ from tree_sitter import Node
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.source import ParsedSource, parse_text
-from xpiler_core.passes._cst import Edit, apply_edits, call_arguments, top_insertion_point, walk
+from xpiler_core.passes._cst import (
+    Edit,
+    apply_edits,
+    call_arguments,
+    marked_region,
+    remove_marked_region,
+    top_insertion_point,
+    walk,
+)
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused, SourceUnit, Unresolved
 
 INFO = PassInfo(
@@ -158,11 +166,7 @@ def native_is_plausible(text: str) -> bool:
 
 
 def _helper_region(text: str) -> tuple[int, int] | None:
-    start = text.find(BEGIN_MARK)
-    if start < 0:
-        return None
-    end = text.find(END_MARK, start)
-    return (start, end + len(END_MARK)) if end >= 0 else None
+    return marked_region(text, BEGIN_MARK, END_MARK)
 
 
 def _lanes32(module: SourceUnit, ctx: PassContext) -> SourceUnit:
@@ -272,13 +276,8 @@ _WAVE64_HAZARDS: list[tuple[re.Pattern[str], str]] = [
 
 
 def _hip_to_cuda(module: SourceUnit, ctx: PassContext) -> SourceUnit:
-    text = module.text
-    region = _helper_region(text)
-    if region is not None:
-        start, end = region
-        if text[end : end + 1] == "\n":
-            end += 1
-        text = text[:start] + text[end:]
+    text = remove_marked_region(module.text, BEGIN_MARK, END_MARK)
+    helpers_removed = text != module.text
     src = parse_text(text, module.path, module.dialect)
     edits: list[Edit] = []
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
@@ -305,7 +304,7 @@ def _hip_to_cuda(module: SourceUnit, ctx: PassContext) -> SourceUnit:
                 Unresolved(f"HIP code assumes 64-lane wavefronts ({label}); CUDA warps have 32 lanes",
                            Span(match.start(), match.end(), line, col, line, col), label)
             )
-    if edits or region:
+    if edits or helpers_removed:
         ctx.notes.append(f"warp_size(hip->cuda): helper block removed, {len(edits)} helper call(s) restored")
     return SourceUnit(out, module.dialect, module.path)
 

@@ -45,7 +45,7 @@ from xpiler_core.plans.cuda_to_cpu import run_ast_passes, spec_launch_params, sp
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 
-DEFAULT_PASSES = ["detensorization", "loop_recovery", "bang_binding", "bang_tensorize"]
+DEFAULT_PASSES = ["detensorization", "loop_recovery", "bang_binding", "bang_tensorize", "bang_reduce"]
 TASKS = 16  # 4 clusters × 4 cores (Union1); the binding is correct for any task count
 
 BANG_PRELUDE_MARK = "/* xpiler BANG prelude */"
@@ -172,8 +172,8 @@ def plan(
             status, reason, candidate = "unresolved", (ctx.unresolved[-1].reason if ctx.unresolved else "refused"), ""
         elif not options.verify:
             status, reason = "unresolved", "verification was turned off: not built, not executed"
-        elif spec is None or spec.reference is None:
-            status, reason = "unresolved", "no test spec with a numpy reference: the candidate was not executed"
+        elif spec is None:
+            status, reason = "unresolved", "no test spec could be built: the candidate was not executed"
         else:
             report(progress, 0.5, "building and running on the MLU model")
             tests, note = verify_bang(candidate, spec, records, options.seed, cancel)

@@ -116,6 +116,16 @@ def spec_with_launch_args(spec: Any, launch_params: str, workdir: Path) -> Any:
                                args=[*spec.args, *extra])
 
 
+def host_isa() -> str:
+    """The vector extensions the output is compiled for: AVX2/FMA/F16C when this CPU has them (the CPU
+    output is built for the machine it runs on, like -march=native), else the compiler's baseline."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return ""
+    return "avx2,fma,f16c" if {"avx2", "fma", "f16c"} <= flags else ""
+
+
 def gcc_verdict(candidate: str) -> Any:
     """The GNU compiler's verdict on a candidate: g++ when it is C++ (the prelude, ``extern "C"``), as the
     harness builds it, else gcc."""
@@ -160,6 +170,7 @@ def translate_to_cpu(
             params["loop_recovery"].setdefault(key, value)
         if spec.kind == "host":
             params["loop_recovery"].setdefault("wrapper", False)
+    params.setdefault("loop_binding", {}).setdefault("isa", host_isa())
     out, records = run_ast_passes(module, passes or DEFAULT_PASSES, ctx, params)
     recovery = next((r for r in records if r["name"] == "loop_recovery"), None)
     if recovery is not None and recovery["refused"]:
@@ -181,10 +192,42 @@ def plan(
     started = time.perf_counter()
     report(progress, 0.0, f"translating {Path(path).name} (cuda->cpu)")
     spec = load_spec(options.spec_path) if options.spec_path else None
-    candidate, records, ctx = translate_to_cpu(text, path, spec, options.pass_params, options.passes)
+    pass_names = list(options.passes or DEFAULT_PASSES)
+    candidate, records, ctx = translate_to_cpu(text, path, spec, options.pass_params, pass_names)
     verdict = tests = None
     reason = ""
     tmp_spec: Any = None
+
+    def verify(cand: str, recs: list[dict[str, Any]]) -> tuple[Any, Any, str]:
+        """(compile verdict, test report, note) for one candidate."""
+        nonlocal tmp_spec
+        verdict = gcc_verdict(cand)
+        if not verdict.ok:
+            return verdict, None, ""
+        if cancel is not None:
+            cancel.check()
+        report(progress, 0.6, "running tests")
+        note = ""
+        with tempfile.TemporaryDirectory(prefix="xpiler-cpu-") as tmp:
+            if spec is None and tmp_spec is None:
+                from xpiler_core.verify import autospec
+
+                built = autospec.build_spec(text, path, Dialect.CUDA, Path(tmp))
+                if built.spec_path is not None:
+                    tmp_spec = load_spec(str(built.spec_path))
+            test_spec = spec or tmp_spec
+            launch_params = _launch_params_used(recs)
+            if test_spec is not None and launch_params:
+                test_spec = spec_with_launch_args(test_spec, launch_params, Path(tmp))
+                note = (f"the grid is not a function of the kernel's parameters: {launch_params} are extra "
+                        "trailing parameters of the output function")
+            tests = None
+            if test_spec is not None:
+                tests = run_spec(test_spec, candidate_text=cand, candidate_dialect=Dialect.C,
+                                 candidate_entry=test_spec.entry, candidate_kind="host", seed=options.seed,
+                                 cancel=cancel)
+        return verdict, tests, note
+
     if candidate is None:
         status = "unresolved"
         reason = ctx.unresolved[-1].reason if ctx.unresolved else "loop recovery refused"
@@ -193,36 +236,26 @@ def plan(
         status, reason = "unresolved", "verification was turned off: not compiled, not executed"
     else:
         report(progress, 0.4, "compiling with gcc")
-        verdict = gcc_verdict(candidate)
+        verdict, tests, reason = verify(candidate, records)
+        optional = pass_names[pass_names.index("loop_recovery") + 1:] if "loop_recovery" in pass_names else []
+        if optional and (not verdict.ok or (tests is not None and not tests.passed)):
+            # each step is verified: fall back to the candidate before the optional steps
+            base_names = pass_names[: pass_names.index("loop_recovery") + 1]
+            fallback, base_records, base_ctx = translate_to_cpu(text, path, spec, options.pass_params, base_names)
+            if fallback is not None:
+                v2, t2, note2 = verify(fallback, base_records)
+                if v2.ok and t2 is not None and t2.passed:
+                    ctx.notes.append(f"{', '.join(optional)} output failed verification; kept the candidate "
+                                     "after loop_recovery")
+                    candidate, records, verdict, tests, reason = fallback, base_records, v2, t2, note2
         if not verdict.ok:
             status, reason = "failed", "the candidate does not compile with gcc"
+        elif tests is None:
+            status, reason = "compiled-not-executed", "no test spec could be built for this file"
+        elif tests.passed and not ctx.unresolved:
+            status = "verified"
         else:
-            if cancel is not None:
-                cancel.check()
-            report(progress, 0.6, "running tests")
-            with tempfile.TemporaryDirectory(prefix="xpiler-cpu-") as tmp:
-                if spec is None:
-                    from xpiler_core.verify import autospec
-
-                    built = autospec.build_spec(text, path, Dialect.CUDA, Path(tmp))
-                    if built.spec_path is not None:
-                        tmp_spec = load_spec(str(built.spec_path))
-                test_spec = spec or tmp_spec
-                launch_params = _launch_params_used(records)
-                if test_spec is not None and launch_params:
-                    test_spec = spec_with_launch_args(test_spec, launch_params, Path(tmp))
-                    reason = f"the grid is not a function of the kernel's parameters: {launch_params} are extra " \
-                             "trailing parameters of the output function"
-                if test_spec is not None:
-                    tests = run_spec(test_spec, candidate_text=candidate, candidate_dialect=Dialect.C,
-                                     candidate_entry=test_spec.entry, candidate_kind="host", seed=options.seed,
-                                     cancel=cancel)
-            if tests is None:
-                status, reason = "compiled-not-executed", "no test spec could be built for this file"
-            elif tests.passed and not ctx.unresolved:
-                status = "verified"
-            else:
-                status, reason = "failed", "the candidate does not match the reference"
+            status, reason = "failed", "the candidate does not match the reference"
     seconds = time.perf_counter() - started
     applied = ", ".join(r["name"] for r in records if r["changed"]) or "none"
     summary = f"{status}: cuda->cpu, passes {applied}" + (f" ({reason})" if reason else "")
@@ -233,7 +266,7 @@ def plan(
         "xpiler": xpiler_version(), "direction": "cuda->cpu", "source": {"path": path, "sha256": sha256_text(text)},
         "passes": records, "status": status, "reason": reason, "compile": verdict_dict(verdict),
         "tests": report_dict(tests), "host": host_info(), "seconds": round(seconds, 4),
-        "spec": options.spec_path,
+        "spec": options.spec_path, "notes": list(ctx.notes),
     }
     report(progress, 1.0, status)
     return TranslationResult(

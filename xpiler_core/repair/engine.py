@@ -160,7 +160,7 @@ def repair_candidate(
     kind: str | None = None,
     warp_size: int | None = None,
     budget_s: float = 30.0,
-    max_suspects: int = 40,
+    max_suspects: int = 60,
     seed: int = 0,
     initial_report: SpecReport | None = None,
     progress: ProgressFn | None = None,
@@ -218,7 +218,7 @@ def repair_candidate(
     fs = collect(fn, prog.macros)
     sketches = _rank_sketches(fs, prog, src, writers, missing)[:max_suspects]
     if progress is not None:
-        progress(f"repair: {len(sketches)} suspects on {len(chosen)} small cases", None)
+        progress(0.92, f"repair: {len(sketches)} suspects on {len(chosen)} small cases")
 
     # 3. Solve each sketch; stitch; re-verify.
     for sk in sketches:

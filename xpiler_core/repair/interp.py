@@ -410,6 +410,11 @@ def _sym_binop(op: str, a: Any, b: Any) -> Any:
         return z3.If(a >= 0, a / (1 << b), -((-a + (1 << b) - 1) / (1 << b)))
     if op == "&" and isinstance(b, int) and b >= 0 and (b + 1) & b == 0:
         return a % (b + 1)  # two's-complement mask by 2^k-1 is the Euclidean remainder
+    if op in ("&", "|", "^", "<<", ">>"):
+        # General bitwise operators through 32-bit vectors (C int semantics, two's complement).
+        x, y = z3.Int2BV(_zint(a) if isinstance(a, int) else a, 32), z3.Int2BV(_zint(b) if isinstance(b, int) else b, 32)
+        r = {"&": lambda: x & y, "|": lambda: x | y, "^": lambda: x ^ y, "<<": lambda: x << y, ">>": lambda: x >> y}[op]()
+        return z3.BV2Int(r, is_signed=True)
     raise Unsupported(f"operator {op} on a hole-dependent integer")
 
 

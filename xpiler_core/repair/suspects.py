@@ -199,6 +199,19 @@ def implicated_statements(fs: FunctionSites, stmt_ids: set[int], missing_bases: 
         for q in [p, *reversed(fs.parents.get(p, []))]:
             if q not in ordered:
                 ordered.append(q)
+    # Early exits (``if (...) return;`` / ``continue`` / ``break``) before a statement decide whether it runs.
+    for p in list(ordered):
+        for depth in range(len(p), 1, -1):
+            if p[depth - 2] != "stmts" or not isinstance(p[depth - 1], int):
+                continue
+            block = p[: depth - 2]
+            for j in range(p[depth - 1]):
+                sib = (*block, "stmts", j)
+                node = get_at(fs.fn, sib)
+                if isinstance(node, A.If) and sib not in ordered and any(
+                    isinstance(n, (A.Return, A.Break, A.Continue)) for n in A.walk(node)
+                ):
+                    ordered.append(sib)
     n_direct = len(ordered)
     # One level of def-use: declarations of the names these statements (and their guards) read.
     for p in list(ordered):

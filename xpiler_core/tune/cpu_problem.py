@@ -232,6 +232,10 @@ class CpuTuningProblem:
         self.trials_measured += 1
         return record, True
 
+    def seen_trials(self) -> list[TrialRecord]:
+        """Every trial of this run (measured now or answered from the records), one per candidate text."""
+        return list(self._memo.values())
+
     def _measure(self, config: Config, text: str, sha: str) -> TrialRecord:
         from xpiler_core.runtime.build import build_library
         from xpiler_core.verify.harness import run_spec

@@ -302,7 +302,7 @@ def _defaults(name: str) -> dict[str, Any]:
 
 
 def _verified_candidates(problem: CpuTuningProblem) -> list[Candidate]:
-    seen = problem._memo.values()
+    seen = problem.seen_trials()
     out = [Candidate(Config.from_dict(r.config), Config.from_dict(r.config).describe(), True, r.latency_s, r.speedup,
                      r.text_sha256) for r in seen if r.verified and r.latency_s]
     return sorted(out, key=lambda c: -c.speedup)

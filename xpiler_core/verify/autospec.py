@@ -267,6 +267,7 @@ def _kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, 
     ]
     args: list[str] = []
     for p in kernel.params:
+        label = str(p.name)  # an unnamed parameter gets the label "None": spec arguments bind by position
         if p in pointer_params:
             dtype = _dtype(p)
             if dtype is None:
@@ -274,14 +275,14 @@ def _kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, 
             dtypes.append(dtype)
             role = "in" if p.is_const else "inout"
             init = _init_for(dtype) if p.is_const else "zeros"
-            args += _buffer_arg(p.name, dtype, size, role, init)
+            args += _buffer_arg(label, dtype, size, role, init)
         elif p in int_params:
-            args += _scalar_arg(p.name, "int32", size)
+            args += _scalar_arg(label, "int32", size)
         elif p in other:
             dtype = _dtype(p)
             if dtype not in ("float32", "float64"):
                 return f"kernel {kernel.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
-            args += _scalar_arg(p.name, dtype, "2")
+            args += _scalar_arg(label, dtype, "2")
     lines.append(f"tolerance = {_tolerance(dtypes)}")
     lines.append("")
     spec = "\n".join(lines + args) + "\n" + _cases([size])

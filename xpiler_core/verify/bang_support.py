@@ -10,8 +10,11 @@ Build failures include NRAM/WRAM/SRAM capacity violations of the configured gene
 
 from __future__ import annotations
 
+import tempfile
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,9 +28,12 @@ from xpiler_core.verify.harness import (
     SpecReport,
     _compare_case,
     _load_reference,
+    _numpy_expectation,
+    _program,
+    _program_expectation,
     _select_cases,
     _sizes,
-    reference_outputs,
+    build_program,
 )
 from xpiler_core.verify.inputs import case_inputs
 from xpiler_core.verify.spec import KernelSpec
@@ -83,20 +89,53 @@ def run_bang_spec(
     cancel: CancelToken | None = None,
     path: str = "candidate.mlu",
 ) -> BangSpecReport:
-    """Run a BANG C candidate on the spec's cases (numpy reference only) and compare."""
+    """Run a BANG C candidate on the spec's cases and compare with the numpy reference (or the reference
+    source on the SIMT runtime)."""
     started = time.monotonic()
     indices = _select_cases(spec, cases)
     entry = entry or spec.entry
     kind = kind or spec.kind
-    if spec.reference is None:
-        return BangSpecReport(False, [], "BANG candidates are checked against a numpy reference; the spec has none",
-                              time.monotonic() - started, 0)
     build = build_bang(candidate_text, path=path, generation=generation)
     violations = [v.diagnostic.format() for v in build.capacity_violations]
     if not build.ok or build.output is None:
         return BangSpecReport(False, [], format_build_errors(build) or "build failed", time.monotonic() - started, 0,
                               violations, build.usage, build.generation)
-    reference = _load_reference(spec)
+    with tempfile.TemporaryDirectory(prefix="xpiler-bang-ref-") as tmp:
+        expected_for = _expectation(spec, Path(tmp), cancel)
+        if isinstance(expected_for, str):
+            return BangSpecReport(False, [], expected_for, time.monotonic() - started, 0, violations, build.usage,
+                                  build.generation)
+        results = _run_cases(spec, candidate_text, build.output, expected_for, indices, entry, kind, task_dim,
+                             task_type, generation, seed, cancel, path, Path(tmp))
+    return BangSpecReport(all(r.passed for r in results) and bool(results), results, None,
+                          time.monotonic() - started, 0, violations, build.usage, build.generation)
+
+
+Expectation = Callable[[int, dict[str, Any], Mapping[str, Any], Path], "dict[str, np.ndarray] | str"]
+
+
+def _expectation(spec: KernelSpec, workdir: Path, cancel: CancelToken | None) -> Expectation | str:
+    """Expected outputs per case: the numpy reference, or the reference source run on the SIMT runtime
+    (differential testing, as the harness does for automatic specs)."""
+    if spec.reference is not None:
+        return _numpy_expectation(_load_reference(spec), spec)
+    if spec.reference_source is None:
+        return "the spec has neither a numpy reference nor a reference source"
+    from xpiler_core.frontend.dialect import detect_dialect
+
+    ref_text = spec.reference_source.read_text(encoding="utf-8")
+    ref_program = _program(spec, ref_text, detect_dialect(ref_text, str(spec.reference_source)),
+                           spec.reference_entry or spec.entry, spec.reference_kind or spec.kind, None,
+                           spec.reference_source.name)
+    ref_built = build_program(ref_program, spec, workdir / "build-ref")
+    if not ref_built.build.ok:
+        return "reference source failed to build:\n" + ref_built.build.log
+    return _program_expectation(ref_built, spec, cancel)
+
+
+def _run_cases(spec: KernelSpec, candidate_text: str, library: Path, expected_for: Expectation, indices: list[int],
+               entry: str, kind: str, task_dim: tuple[int, int, int], task_type: str, generation: str | None,
+               seed: int, cancel: CancelToken | None, path: str, workdir: Path) -> list[CaseResult]:
     results: list[CaseResult] = []
     with BangWorker(timeout_s=spec.timeout_s) as worker:
         for i in indices:
@@ -106,17 +145,16 @@ def run_bang_spec(
             sizes = _sizes(case)
             case_started = time.monotonic()
             inputs = case_inputs(spec, case, i, seed)
-            try:
-                expected = reference_outputs(reference, spec, inputs)
-            except Exception as exc:  # the reference is user code
-                results.append(CaseResult(sizes, False, error=f"reference raised {exc!r}"))
+            expected = expected_for(i, case, inputs, workdir / f"ref{i}")
+            if isinstance(expected, str):
+                results.append(CaseResult(sizes, False, error=expected))
                 continue
             if kind == "kernel":
                 run = run_bang_kernel(candidate_text, entry, _kernel_args(spec, inputs), dim=task_dim,
                                       task_type=task_type, generation=generation, path=path, worker=worker)
                 error, arrays = (None if run.ok else run.error or "the launch failed"), run.arrays
             else:
-                call = worker.call(str(build.output), entry, _host_args(spec, inputs), timeout_s=spec.timeout_s)
+                call = worker.call(str(library), entry, _host_args(spec, inputs), timeout_s=spec.timeout_s)
                 error, arrays = call.error, call.arrays
             if error is not None:
                 results.append(CaseResult(sizes, False, error=error, seconds=time.monotonic() - case_started))
@@ -125,5 +163,4 @@ def run_bang_spec(
             result = _compare_case(spec, sizes, expected, got)
             result.seconds = time.monotonic() - case_started
             results.append(result)
-    return BangSpecReport(all(r.passed for r in results) and bool(results), results, None,
-                          time.monotonic() - started, 0, violations, build.usage, build.generation)
+    return results

@@ -1,0 +1,79 @@
+"""SMT repair quick-fix: after a failing verification, a background job asks the core for a one-expression
+repair; when it finds one (re-verified on every spec case), the ``test.failed`` diagnostic is republished
+with ``data.fix`` so the client offers "Apply SMT repair: `old` → `new`" as an undoable versioned edit.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from xpiler_core.diagnostics import Span
+from xpiler_core.frontend.dialect import Dialect
+
+log = logging.getLogger(__name__)
+REPAIR_BUDGET_S = 30.0
+
+
+def fix_for(text: str, edits: list[Any]) -> dict[str, Any] | None:
+    """One ``data.fix`` (title, covering span, new text) for a repair's edits (byte spans in ``text``)."""
+    if not edits:
+        return None
+    data = text.encode("utf-8")
+    ordered = sorted(edits, key=lambda e: e.span.start_byte)
+    first, last = ordered[0].span, ordered[-1].span
+    chunk = data[first.start_byte : last.end_byte]
+    for e in reversed(ordered):
+        a, b = e.span.start_byte - first.start_byte, e.span.end_byte - first.start_byte
+        chunk = chunk[:a] + e.new.encode("utf-8") + chunk[b:]
+    span = Span(first.start_byte, last.end_byte, first.start_line, first.start_col, last.end_line, last.end_col)
+    head = ordered[0]
+    title = f"Apply SMT repair: `{head.old}` → `{head.new}`" + (f" (+{len(ordered) - 1} more)" if len(ordered) > 1 else "")
+    return {"title": title, "span": span.to_dict(), "new_text": chunk.decode("utf-8")}
+
+
+async def start_repair(
+    server: Any, uri: str, version: int, path: str, text: str, spec_path: str | Path, dialect: Dialect,
+    warp_size: int | None,
+) -> None:
+    """Start the background repair job for a document version whose verification failed."""
+
+    def work(job: Any, progress: Any) -> Any:
+        from xpiler_core.repair.engine import repair_candidate
+
+        progress(0.05, "localizing the failing test")
+        return repair_candidate(
+            text, path, str(spec_path), dialect=dialect, warp_size=warp_size, budget_s=REPAIR_BUDGET_S,
+            progress=lambda f, m: progress(min(0.95, f), m), cancel=job.cancel,
+        )
+
+    async def done(job: Any) -> None:
+        if job.state != "done" or job.result is None:
+            return
+        result = job.result
+        job.message = f"repair {result.status}: {result.message}"
+        doc = server.documents.get(uri)
+        if not result.repaired or doc is None or doc.version != version:
+            job.stale = doc is not None and doc.version != version
+            return
+        fix = fix_for(text, result.edits)
+        stored = server.job_diagnostics.get(uri, {}).get("verify")
+        if fix is None or stored is None or stored[0] != version:
+            return
+        updated: list[types.Diagnostic] = []
+        for d in stored[1]:
+            if d.code == "test.failed":
+                data = dict(d.data) if isinstance(d.data, dict) else {"version": version}
+                data["fix"] = fix
+                data["repair"] = result.to_manifest()
+                d = types.Diagnostic(
+                    range=d.range, message=f"{d.message} — SMT repair: {fix['title'][len('Apply SMT repair: '):]}",
+                    severity=d.severity, code=d.code, source=d.source, data=data,
+                )
+            updated.append(d)
+        await server.set_job_diagnostics(uri, "verify", version, updated)
+
+    await server.jobs.start("repair", uri, version, f"SMT repair {Path(path).name}", work, done)
