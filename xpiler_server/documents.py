@@ -147,9 +147,10 @@ class Document:
         else:
             parsed = self._reparse(previous, text, edits, full)
             model, kernels, model_diagnostics = core_api.analyze_model(parsed)
-            analysis = Analysis(
-                version, text, parsed, model, kernels, parsed.diagnostics + model_diagnostics, ByteLines(parsed.data)
-            )
+            # The model's diagnostics already carry the syntax errors it could not explain otherwise;
+            # adding the parse's own would report every syntax error twice.
+            diagnostics = model_diagnostics if model is not None else parsed.diagnostics + model_diagnostics
+            analysis = Analysis(version, text, parsed, model, kernels, diagnostics, ByteLines(parsed.data))
             with self.lock:
                 self._parsed = parsed
         analysis.seconds = time.perf_counter() - started

@@ -128,3 +128,11 @@ def test_cursor_maps_back_into_the_last_analysis(edits: list[tuple[float, float,
     expected = current[cursor]
     if expected is not None:
         assert byte_offset == len(BASE[:expected].encode("utf-8"))
+
+
+def test_each_syntax_error_is_reported_once() -> None:
+    broken = "__global__ void k(float* x, float s, int n) {\n    int i = threadIdx.x;\n    if (i < n x[i] *= s;\n}\n"
+    analysis = Document("file:///t/b.cu", "/t/b.cu", "cuda", 1, broken).analyze()
+    syntax = [(d.code, d.span.start_byte) for d in analysis.diagnostics if d.code.startswith("syntax.")]
+    assert syntax, "the broken condition must be reported"
+    assert len(syntax) == len(set(syntax)), f"duplicate syntax diagnostics: {syntax}"

@@ -341,11 +341,13 @@ def swap_sketches(site: Site, src: SourceText) -> list[Sketch]:
             out.append(_swap(site, src, [(site.path + p, A.Name(y)) for p in occurrences[x]] + [(site.path + p, A.Name(x)) for p in occurrences[y]], f"{x}<->{y}"))
     if isinstance(node, A.Index) and isinstance(node.base, A.Index) and site.ctx != "index":
         a, b = node.base.index, node.index
-        out.append(_swap(site, src, [(site.path + ("base", "index"), b), (site.path + ("index",), a)], "subscripts"))
+        out.append(_swap(site, src, [(site.path + ("base", "index"), b), (site.path + ("index",), a)], "subscripts", bracketed=True))
     return out
 
 
-def _swap(site: Site, src: SourceText, replacements: list[tuple[Path, A.Expr]], label: str) -> Sketch:
+def _swap(
+    site: Site, src: SourceText, replacements: list[tuple[Path, A.Expr]], label: str, bracketed: bool = False
+) -> Sketch:
     sel = z3.Bool(f"swap{next(AffineHole.counter)}")
     holes: dict[Path, Callable[[Thread], Any]] = {}
     edits: list[Edit] = []
@@ -365,7 +367,8 @@ def _swap(site: Site, src: SourceText, replacements: list[tuple[Path, A.Expr]], 
         holes[path] = evaluate
         assert old_node.span is not None
         new_text = src.of(new) if new.span is not None else (new.id if isinstance(new, A.Name) else src.of(new))
-        edits.append(Edit(old_node.span, src.of(old_node), _paren(new_text) if not isinstance(new, A.Name) else new_text))
+        keep = bracketed or isinstance(new, A.Name)  # a whole subscript sits between brackets already
+        edits.append(Edit(old_node.span, src.of(old_node), new_text if keep else _paren(new_text)))
     return Sketch(
         "swap", site, holes, [sel], [], z3.If(sel, 1, 0), lambda m: edits if z3.is_true(m.eval(sel, model_completion=True)) else [],
         lambda m: {"swap": label, "applied": z3.is_true(m.eval(sel, model_completion=True))},
