@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ def cache_root() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "xpiler"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _open(name: str, root: str) -> diskcache.Cache:
     return diskcache.Cache(str(Path(root) / name), size_limit=2**31)
 

@@ -100,3 +100,24 @@ def test_the_cli_offers_exactly_the_pipelines_proposers() -> None:
     from xpiler_core.llm.hook import PROPOSERS
 
     assert translate_cli.PROPOSERS == PROPOSERS
+
+
+@needs_hipcc
+def test_replay_of_an_llm_run_uses_the_recorded_settings(openai_server: ScriptedOpenAI, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XPILER_NO_CACHE", raising=False)
+    for name in ("XPILER_LLM_BASE_URL", "XPILER_LLM_MODEL", "XPILER_LLM_API_KEY_ENV"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XPILER_LLM_RETRIES", "0")
+    monkeypatch.setenv("XPILER_LLM_REPAIR_BUDGET", "0")
+    # a reply the rules would not write: the replay reproduces it only through the recorded model
+    reply = correct_hip().replace("\n", "\n// proposed by the LLM\n", 1)
+    assert reply != correct_hip()
+    openai_server.queue(fenced(reply))
+    argv = translate_argv(tmp_path, "--proposer", "llm", "--llm-base-url", openai_server.base_url,
+                          "--llm-model", f"scripted-{uuid.uuid4().hex[:12]}")
+    assert main(argv) == 0
+    assert (tmp_path / "add.hip").read_text() == reply
+    # nothing in the environment names the endpoint or the model: only the manifest does
+    assert main(["replay", str(tmp_path / "manifest.json")]) == 0
+    assert len(openai_server.requests) == 1  # the replay's reply came from the cache

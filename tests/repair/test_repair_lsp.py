@@ -13,8 +13,16 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 from server_lsp_helpers import (
-    SERVER_ENV, apply_text_edits, execute, initialize, make_editor_client, open_doc, server_command,
-    wait_for_version, wait_notification, wait_until_diagnostics,
+    SERVER_ENV,
+    apply_text_edits,
+    execute,
+    initialize,
+    make_editor_client,
+    open_doc,
+    server_command,
+    wait_for_version,
+    wait_notification,
+    wait_until_diagnostics,
 )
 
 from xpiler_core.verify.harness import run_spec

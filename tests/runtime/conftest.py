@@ -27,7 +27,12 @@ class Built:
         assert self.build.ok, self.build.log
 
     def call(
-        self, entry: str, args: Sequence[object], timeout_s: float = 60.0, threads: int | None = 2
+        self,
+        entry: str,
+        args: Sequence[object],
+        timeout_s: float = 60.0,
+        threads: int | None = 2,
+        env: dict[str, str] | None = None,
     ) -> CallResult:
         call_args, names = [], []
         for i, a in enumerate(args):
@@ -48,6 +53,7 @@ class Built:
             self.dir / entry,
             timeout_s=timeout_s,
             threads=threads,
+            env=env,
         )
 
     def outputs(self, entry: str, args: Sequence[object]) -> list[np.ndarray]:

@@ -9,8 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xpiler_core.runtime.call import run_kernel
-
 SOURCE = r"""
 // Tree reduction sized for 64 threads, launched with 48: the first step reads s[48..63], never written.
 __global__ void sum_reads_unwritten(const float* x, float* out) {
@@ -88,26 +86,39 @@ __global__ void reverse_half_written(const float* x, float* y) {
   __syncthreads();
   y[i] = tile[31 - threadIdx.x];
 }
+#define SUM_ENTRY(k, smem) \
+  extern "C" void t_##k(const float* x, float* out, int blocks) { k<<<blocks, 48, smem>>>(x, out); }
+SUM_ENTRY(sum_reads_unwritten, 0)
+SUM_ENTRY(sum_padded, 0)
+SUM_ENTRY(dyn_sum_reads_unwritten, 64 * sizeof(float))
+#define HIST_ENTRY(k) \
+  extern "C" void t_##k(const int* x, int* bins, int n) { k<<<(n + 127) / 128, 128>>>(x, bins, n); }
+HIST_ENTRY(histogram_uncleared)
+HIST_ENTRY(histogram_cleared)
+#define COPY_ENTRY(k) \
+  extern "C" void t_##k(const float* x, float* y, int blocks) { k<<<blocks, 32>>>(x, y); }
+COPY_ENTRY(stage_in_block0_only)
+COPY_ENTRY(reverse_file_scope)
+COPY_ENTRY(reverse_half_written)
 """
 
 BLOCKS = 5
 
 
-def _sums(kernel: str, x: np.ndarray, *, shared_bytes: int = 0, fill: str | None = None) -> np.ndarray:
-    env = {"XPILER_SHARED_FILL": fill} if fill else None
-    run = run_kernel(
-        SOURCE,
-        kernel,
-        grid=BLOCKS,
-        block=48,
-        shared_bytes=shared_bytes,
-        args=[x, np.zeros(BLOCKS, np.float32)],
-        threads=1,
-        env=env,
-    )
-    assert run.ok, run.error
-    assert run.arrays[1] is not None
-    return run.arrays[1]
+@pytest.fixture(scope="module")
+def lib(built_factory):  # type: ignore[no-untyped-def]
+    return built_factory(SOURCE)
+
+
+def _run(lib, entry: str, args: list[object], fill: str | None = None) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
+    """Call ``t_<entry>`` on one OS thread (every block reuses one copy of each static array)."""
+    res = lib.call(f"t_{entry}", args, threads=1, env={"XPILER_SHARED_FILL": fill} if fill else None)
+    assert res.ok, res.error
+    return [res.outputs[f"a{i}"] for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+
+
+def _sums(lib, kernel: str, x: np.ndarray, fill: str | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
+    return _run(lib, kernel, [x, np.zeros(BLOCKS, np.float32), np.int32(BLOCKS)], fill)[1]
 
 
 @pytest.fixture(scope="module")
@@ -115,81 +126,56 @@ def block_input() -> np.ndarray:
     return np.random.default_rng(3).uniform(-1, 1, BLOCKS * 48).astype(np.float32)
 
 
-def test_reading_unwritten_static_shared_gives_wrong_sums(block_input: np.ndarray) -> None:
+@pytest.mark.parametrize("kernel", ["sum_reads_unwritten", "dyn_sum_reads_unwritten"])
+def test_reading_unwritten_shared_gives_wrong_sums(lib, kernel: str, block_input: np.ndarray) -> None:  # type: ignore[no-untyped-def]
     expected = block_input.reshape(BLOCKS, 48).sum(axis=1)
-    got = _sums("sum_reads_unwritten", block_input)
+    got = _sums(lib, kernel, block_input)
     assert not np.allclose(got, expected, rtol=1e-4, atol=1e-5)
     assert np.isnan(got).all()  # 0xFFFFFFFF is a NaN
     # What the zero-filled runtime reported: a pass a GPU would not give.
-    zero = _sums("sum_reads_unwritten", block_input, fill="zero")
+    zero = _sums(lib, kernel, block_input, fill="zero")
     np.testing.assert_allclose(zero, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_reading_unwritten_dynamic_shared_gives_wrong_sums(block_input: np.ndarray) -> None:
+def test_kernel_that_writes_before_reading_still_passes(lib, block_input: np.ndarray) -> None:  # type: ignore[no-untyped-def]
     expected = block_input.reshape(BLOCKS, 48).sum(axis=1)
-    got = _sums("dyn_sum_reads_unwritten", block_input, shared_bytes=64 * 4)
-    assert np.isnan(got).all()
-    zero = _sums("dyn_sum_reads_unwritten", block_input, shared_bytes=64 * 4, fill="zero")
-    np.testing.assert_allclose(zero, expected, rtol=1e-4, atol=1e-5)
-
-
-def test_kernel_that_writes_before_reading_still_passes(block_input: np.ndarray) -> None:
-    expected = block_input.reshape(BLOCKS, 48).sum(axis=1)
-    np.testing.assert_allclose(_sums("sum_padded", block_input), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(_sums(lib, "sum_padded", block_input), expected, rtol=1e-4, atol=1e-5)
 
 
 @settings(max_examples=4, deadline=None)
 @given(n=st.integers(1, 700), seed=st.integers(0, 2**16))
-def test_uncleared_histogram_is_wrong_cleared_one_is_right(n: int, seed: int) -> None:
+def test_uncleared_histogram_is_wrong_cleared_one_is_right(built_factory, n: int, seed: int) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(SOURCE)
     x = np.random.default_rng(seed).integers(0, 1000, n).astype(np.int32)
     expected = np.bincount(x & 15, minlength=16).astype(np.int32)
     blocks = (n + 127) // 128
-    runs = {}
-    for kernel in ("histogram_uncleared", "histogram_cleared"):
-        run = run_kernel(
-            SOURCE, kernel, grid=blocks, block=128, args=[x, np.zeros(16, np.int32), np.int32(n)]
-        )
-        assert run.ok, run.error
-        runs[kernel] = run.arrays[1]
-    np.testing.assert_array_equal(runs["histogram_cleared"], expected)
+    cleared = _run(lib, "histogram_cleared", [x, np.zeros(16, np.int32), np.int32(n)])[1]
+    uncleared = _run(lib, "histogram_uncleared", [x, np.zeros(16, np.int32), np.int32(n)])[1]
+    np.testing.assert_array_equal(cleared, expected)
     # Every block adds its 16 uncleared bins, each starting at -1.
-    np.testing.assert_array_equal(runs["histogram_uncleared"], expected - blocks)
+    np.testing.assert_array_equal(uncleared, expected - blocks)
 
 
-def test_every_block_starts_poisoned_not_with_the_previous_blocks_data() -> None:
+def test_every_block_starts_poisoned_not_with_the_previous_blocks_data(lib) -> None:  # type: ignore[no-untyped-def]
     x = np.arange(4 * 32, dtype=np.float32)
-    # One OS thread: all blocks share one copy of the static array, as the zero-filled runtime showed.
-    run = run_kernel(SOURCE, "stage_in_block0_only", grid=4, block=32, args=[x, np.zeros_like(x)], threads=1)
-    assert run.ok, run.error
-    y = run.arrays[1]
-    assert y is not None
+    y = _run(lib, "stage_in_block0_only", [x, np.zeros_like(x), np.int32(4)])[1]
     np.testing.assert_array_equal(y[:32], x[:32][::-1])
     assert np.isnan(y[32:]).all()
 
 
-def test_file_scope_shared_array_is_poisoned_per_block() -> None:
+def test_file_scope_shared_array_is_poisoned_per_block(lib) -> None:  # type: ignore[no-untyped-def]
     x = np.random.default_rng(5).standard_normal(3 * 32).astype(np.float32)
-    good = run_kernel(SOURCE, "reverse_file_scope", grid=3, block=32, args=[x, np.zeros_like(x)], threads=1)
-    assert good.ok, good.error
-    np.testing.assert_array_equal(good.arrays[1], x.reshape(3, 32)[:, ::-1].reshape(-1))
-    half = run_kernel(SOURCE, "reverse_half_written", grid=3, block=32, args=[x, np.zeros_like(x)], threads=1)
-    assert half.ok, half.error
-    y = half.arrays[1]
-    assert y is not None
-    y = y.reshape(3, 32)
+    good = _run(lib, "reverse_file_scope", [x, np.zeros_like(x), np.int32(3)])[1]
+    np.testing.assert_array_equal(good, x.reshape(3, 32)[:, ::-1].reshape(-1))
+    y = _run(lib, "reverse_half_written", [x, np.zeros_like(x), np.int32(3)])[1].reshape(3, 32)
     np.testing.assert_array_equal(y[:, 16:], x.reshape(3, 32)[:, 15::-1])
     assert np.isnan(y[:, :16]).all()
 
 
-def test_an_unknown_fill_setting_is_refused() -> None:
+def test_an_unknown_fill_setting_is_refused(lib) -> None:  # type: ignore[no-untyped-def]
     x = np.zeros(48, np.float32)
-    run = run_kernel(
-        SOURCE,
-        "sum_padded",
-        grid=1,
-        block=48,
-        args=[x, np.zeros(1, np.float32)],
-        env={"XPILER_SHARED_FILL": "random"},
+    res = lib.call(
+        "t_sum_padded", [x, np.zeros(1, np.float32), np.int32(1)], env={"XPILER_SHARED_FILL": "random"}
     )
-    assert not run.ok
-    assert run.error is not None and "XPILER_SHARED_FILL" in run.error
+    assert not res.ok
+    assert res.error is not None and "XPILER_SHARED_FILL" in res.error

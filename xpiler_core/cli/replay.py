@@ -3,7 +3,9 @@
 The source must still hash to the recorded value. The run is repeated with the recorded direction, passes
 and parameters, spec, seed and warp size; reproduced means the same translation text (hash), the same
 status and the same test outcome per case (pass/fail and max abs error within 1e-12 relative). Exit 0 when
-reproduced, 1 when not.
+reproduced, 1 when not. A run with an LLM proposer is repeated with the recorded endpoint, model and key
+variable (over ``XPILER_LLM_*``); replies are cached by model and prompt, so a replay on the machine that
+made the run asks nobody.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from xpiler_core.cli.translate import read_source
+from xpiler_core.cli.translate import llm_config, read_source
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.pipeline import TranslateOptions, sha256_text, translate
@@ -44,6 +46,8 @@ def load_manifest(path: str) -> dict[str, Any]:
 def options_from_manifest(data: dict[str, Any]) -> TranslateOptions:
     opts = data["options"]
     spec = data.get("spec") or {}
+    proposer = str(opts.get("proposer", "rules"))
+    recorded = data.get("proposer") or {}  # the LLM settings of the run, when it used a proposer
     return TranslateOptions(
         target=Dialect(opts["target"]),
         warp_size=opts.get("warp_size"),
@@ -52,7 +56,9 @@ def options_from_manifest(data: dict[str, Any]) -> TranslateOptions:
         seed=int(opts.get("seed", 0)),
         passes=list(opts.get("passes") or []) or None,
         pass_params={k: dict(v) for k, v in (opts.get("pass_params") or {}).items()},
-        proposer=str(opts.get("proposer", "rules")),
+        proposer=proposer,
+        llm=None if proposer == "rules" else llm_config(recorded.get("base_url"), recorded.get("model"),
+                                                         recorded.get("api_key_env")),
     )
 
 

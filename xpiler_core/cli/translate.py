@@ -108,11 +108,16 @@ def llm_config_from_args(args: argparse.Namespace) -> LLMConfig | None:
     """The LLM settings for a proposer other than "rules": the ``--llm-*`` flags over ``XPILER_LLM_*``."""
     if args.proposer == "rules":
         return None
+    return llm_config(args.llm_base_url, args.llm_model, args.llm_api_key_env)
+
+
+def llm_config(base_url: str | None, model: str | None, api_key_env: str | None) -> LLMConfig:
+    """The ``XPILER_LLM_*`` settings with the given (non-empty) endpoint, model and key variable over them."""
     from xpiler_core.llm.client import LLMConfig  # imported here: "rules" never loads the LLM code
 
     env = LLMConfig.from_env()
-    return dataclasses.replace(env, base_url=args.llm_base_url or env.base_url, model=args.llm_model or env.model,
-                               api_key_env=args.llm_api_key_env or env.api_key_env)
+    return dataclasses.replace(env, base_url=base_url or env.base_url, model=model or env.model,
+                               api_key_env=api_key_env or env.api_key_env)
 
 
 def read_source(path: str) -> str:

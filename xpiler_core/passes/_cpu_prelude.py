@@ -24,11 +24,11 @@ PRELUDE = PRELUDE_MARK + r"""
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(XPILER_F16C)
 #include <immintrin.h>
 #endif
 namespace xpiler_cpu {
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(XPILER_F16C)
 /* hardware conversions (round to nearest even, like the portable versions below) */
 static inline float h2f(unsigned short h) { return _cvtsh_ss(h); }
 static inline unsigned short f2h(float f) { return (unsigned short)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }

@@ -510,8 +510,52 @@ def _thread_body(task_loop: A.For) -> list[A.Stmt]:
     return _stmts(node)
 
 
+def expression_functions(module: A.Module) -> dict[str, tuple[list[str], A.Expr]]:
+    """Device helpers whose body is ``[const T v = e;]* return e;`` (no template): name → (params, expr)."""
+    out: dict[str, tuple[list[str], A.Expr]] = {}
+    for fn in module.functions():
+        if fn.template or fn.is_kernel or not fn.body.stmts:
+            continue
+        *decls, last = fn.body.stmts
+        if not isinstance(last, A.Return) or last.value is None:
+            continue
+        mapping: dict[str, A.Expr] = {}
+        ok = True
+        for st in decls:
+            if not (isinstance(st, A.DeclStmt) and all(d.init is not None and not d.dims for d in st.decls)):
+                ok = False
+                break
+            for d in st.decls:
+                assert d.init is not None
+                mapping[d.name] = A.substitute(d.init, mapping)
+        names = [p.name for p in fn.params if isinstance(p, A.Param) and p.name]
+        if ok and len(names) == len(fn.params) and not any(isinstance(n, A.Assign | A.Call) and _is_call_to(n, fn.name)
+                                                           for n in A.walk(last.value)):
+            out[fn.name] = (names, A.substitute(last.value, mapping))
+    return out
+
+
+def _is_call_to(node: A.Node, name: str) -> bool:
+    return isinstance(node, A.Call) and isinstance(node.func, A.Name) and node.func.id == name
+
+
+def _inline_calls(stmt: A.Stmt, functions: dict[str, tuple[list[str], A.Expr]]) -> A.Stmt:
+    """Calls of expression helpers replaced by their expression (arguments are pure element reads)."""
+    def visit(node: A.Node) -> A.Node | None:
+        if isinstance(node, A.Call) and isinstance(node.func, A.Name) and node.func.id in functions:
+            names, expr = functions[node.func.id]
+            if len(names) == len(node.args):
+                args = [_inline_calls(A.ExprStmt(a), functions) for a in node.args]
+                return A.substitute(expr, {n: a.expr for n, a in zip(names, args, strict=True)
+                                           if isinstance(a, A.ExprStmt)})
+        return None
+
+    return A.rewrite(stmt, visit)
+
+
 def tensorize_function(fn: A.Function, table: dict[str, Any], nram_bytes: int, max_tile: int,
-                       pipeline: bool) -> tuple[A.Function, set[str], int]:
+                       pipeline: bool, functions: dict[str, tuple[list[str], A.Expr]] | None = None
+                       ) -> tuple[A.Function, set[str], int]:
     i = _task_loop_index(fn)
     if i is None:
         raise PassRefused(f"{fn.name}: no task loop (run bang_binding first)")
@@ -519,6 +563,12 @@ def tensorize_function(fn: A.Function, table: dict[str, Any], nram_bytes: int, m
     assert isinstance(loop, A.For)
     params = {p.name: p for p in fn.params if isinstance(p, A.Param) and p.name and len(p.type.pointers) == 1}
     ek = _analyse(_thread_body(loop), params)
+    if functions:
+        local_names = {d.name for st in ek.body if isinstance(st, A.DeclStmt) for d in st.decls}
+        usable = {name: (names, expr) for name, (names, expr) in functions.items()
+                  if not (A.free_names(expr) - set(names)) & local_names}  # no capture by element locals
+        ek.body = [_inline_calls(st, usable) for st in ek.body]
+        _check_body(ek, params)  # the inlined expressions obey the same element-wise rules
     carve, lines, intrinsics, pool_bytes = _emit(ek, params, table, nram_bytes, max_tile, pipeline)
     # on-chip buffers at function scope (where BANG C declares them and the frontend models them)
     ek.prologue[:0] = _parse_stmts(carve)
@@ -552,7 +602,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                                                       for p in item.params)):
             continue
         try:
-            new_fn, intrinsics, used = tensorize_function(item, table, nram, max_tile, pipeline)
+            new_fn, intrinsics, used = tensorize_function(item, table, nram, max_tile, pipeline,
+                                                          expression_functions(module))
         except PassRefused as refusal:
             reasons.append(f"{item.name}: {refusal.reason}")
             continue

@@ -9,6 +9,7 @@ fits the tiny examples but fails the full cases is counted in ``false_repairs`` 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,13 +24,22 @@ from xpiler_core.progress import CancelToken, ProgressFn
 from xpiler_core.repair import examples as EX
 from xpiler_core.repair import sketch as SK
 from xpiler_core.repair.interp import (
-    Buffer, Choice, Infeasible, Ite, Program, StepLimit, Unsupported, _zb, not_, run_kernel,
+    Buffer,
+    Choice,
+    Infeasible,
+    Ite,
+    Program,
+    StepLimit,
+    Unsupported,
+    _zb,
+    not_,
+    run_kernel,
 )
 from xpiler_core.repair.suspects import FunctionSites, collect, get_at, implicated_statements, iter_int_sites
 from xpiler_core.verify.harness import SpecReport, run_spec
 from xpiler_core.verify.spec import KernelSpec, load_spec
 
-MAX_EXAMPLE_THREADS = 2048
+MAX_EXAMPLE_THREADS = 3072
 SKETCH_SECONDS = 4.0  # interpretation time one sketch may take
 SOLVER_SECONDS = 6.0
 
@@ -76,7 +86,7 @@ class RepairResult:
         }
 
 
-def apply_edits(text: str, edits: list[RepairEdit] | list[SK.Edit]) -> str:
+def apply_edits(text: str, edits: Sequence[RepairEdit | SK.Edit]) -> str:
     data = text.encode("utf-8")
     for e in sorted(edits, key=lambda e: e.span.start_byte, reverse=True):
         data = data[: e.span.start_byte] + e.new.encode("utf-8") + data[e.span.end_byte :]

@@ -21,7 +21,7 @@ from xpiler_core.verify.inputs import case_inputs, shape_of, to_view
 from xpiler_core.verify.spec import KernelSpec
 
 # Sizes a spec's case variables are shrunk towards (odd, so partial blocks and tails are exercised).
-_TARGETS = (3, 5, 9, 17, 33, 65)
+_TARGETS = (3, 5, 9, 17, 33, 65, 129, 1100, 2100)
 
 
 @dataclass

@@ -21,6 +21,10 @@ DEFAULT_BUDGET_S = 30.0
 
 def should_repair(result: Any, options: Any) -> bool:
     tests = getattr(result, "tests", None)
+    outcome = (getattr(result, "manifest", None) or {}).get("outcome") or {}
+    baseline = outcome.get("baseline")
+    if isinstance(baseline, dict) and baseline.get("passed") is False:
+        return False  # the source itself fails the spec: nothing trustworthy to repair towards
     return (
         bool(getattr(options, "spec_path", None))
         and getattr(options, "verify", True)

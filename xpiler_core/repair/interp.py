@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import z3
@@ -50,7 +50,7 @@ class StepLimit(Exception):
     """The run exceeded its step budget."""
 
 
-BoolLike = bool | z3.BoolRef
+BoolLike: TypeAlias = Any  # a Python bool or a z3 boolean term
 
 
 def and_(a: BoolLike, b: BoolLike) -> BoolLike:
@@ -138,7 +138,7 @@ def lift(fn: Callable[..., Any], *vals: Any) -> Any:
             return merge(v.cond, a, b)
     combos: list[tuple[BoolLike, tuple[tuple[int, int], ...], list[Any]]] = [(True, (), [])]
     for v in vals:
-        nxt = []
+        nxt: list[tuple[BoolLike, tuple[tuple[int, int], ...], list[Any]]] = []
         for cond, fixes, args in combos:
             for c in as_cases(v):
                 f = _merge_fixes(fixes, c.fixes)
@@ -1054,6 +1054,7 @@ MATH: dict[str, Callable[..., Any]] = {
 # ------------------------------------------------------------------------------------------ launching
 def make_buffer(name: str, array: np.ndarray, instrument: bool) -> Buffer:
     flat = np.asarray(array).reshape(-1)
+    data: list[Any]
     if flat.dtype.kind == "f":
         if flat.dtype == np.float32:
             kind, data = "float", [np.float32(x) for x in flat]

@@ -92,9 +92,9 @@ def mutations(text: str, path: str, entry: str) -> list[Mutation]:
                     add("wrong-stride", side, str((side.int_value or 0) + 1))
         if site.ctx == "index" and not isinstance(node, A.Literal):
             names: list[A.Name] = []
-            for n in A.walk(node):
-                if isinstance(n, A.Name) and site.scope.get(n.id) == "int" and all(m.id != n.id for m in names):
-                    names.append(n)
+            for inner in A.walk(node):
+                if isinstance(inner, A.Name) and site.scope.get(inner.id) == "int" and all(m.id != inner.id for m in names):
+                    names.append(inner)
             if len(names) >= 2 and names[0].span is not None and names[1].span is not None and site.path[-1] == "index":
                 a, b = names[0], names[1]
                 assert a.span is not None and b.span is not None
@@ -108,10 +108,10 @@ def mutations(text: str, path: str, entry: str) -> list[Mutation]:
                 swapped = raw[: first[0][0]] + first[1].encode() + raw[first[0][1] : second[0][0]] + second[1].encode() + raw[second[0][1] :]
                 add("swapped-indices", node, swapped.decode("utf-8"))
         if isinstance(node, A.Index) and isinstance(node.base, A.Index) and site.ctx != "index":
-            a, b = node.base.index, node.index
-            if a.span is not None and b.span is not None and src.of(a) != src.of(b):
+            outer, last = node.base.index, node.index
+            if outer.span is not None and last.span is not None and src.of(outer) != src.of(last):
                 root = src.of(node.base.base)
-                add("swapped-indices", node, f"{root}[{src.of(b)}][{src.of(a)}]")
+                add("swapped-indices", node, f"{root}[{src.of(last)}][{src.of(outer)}]")
         if isinstance(node, A.Literal) and site.is_int and site.ctx in ("index", "cmp", "init"):
             v = node.int_value or 0
             add("wrong-constant", node, str(v + 1))

@@ -123,7 +123,7 @@ def linearize(e: A.Expr, int_names: set[str], macros: dict[str, Any]) -> Linear 
         a, b = linearize(e.left, int_names, macros), linearize(e.right, int_names, macros)
         if a is None or b is None:
             return None
-        coefs: dict[str, int] = {}
+        prod: dict[str, int] = {}
         terms_a = [*a[0].items(), ("", a[1])]
         terms_b = [*b[0].items(), ("", b[1])]
         for (ka, va), (kb, vb) in itertools.product(terms_a, terms_b):
@@ -135,9 +135,9 @@ def linearize(e: A.Expr, int_names: set[str], macros: dict[str, Any]) -> Linear 
                 key = "*".join(sorted((ka, kb)))
             else:
                 key = ka or kb
-            coefs[key] = coefs.get(key, 0) + va * vb
-        const = coefs.pop("", 0)
-        return ({k: v for k, v in coefs.items() if v}, const)
+            prod[key] = prod.get(key, 0) + va * vb
+        const = prod.pop("", 0)
+        return ({k: v for k, v in prod.items() if v}, const)
     return None
 
 
@@ -338,7 +338,9 @@ def swap_sketches(site: Site, src: SourceText) -> list[Sketch]:
             if isinstance(n, A.Name) and n.id in int_names:
                 occurrences.setdefault(n.id, []).append(rel)
         for x, y in itertools.combinations(sorted(occurrences), 2):
-            out.append(_swap(site, src, [(site.path + p, A.Name(y)) for p in occurrences[x]] + [(site.path + p, A.Name(x)) for p in occurrences[y]], f"{x}<->{y}"))
+            pairs: list[tuple[Path, A.Expr]] = [(site.path + p, A.Name(y)) for p in occurrences[x]]
+            pairs += [(site.path + p, A.Name(x)) for p in occurrences[y]]
+            out.append(_swap(site, src, pairs, f"{x}<->{y}"))
     if isinstance(node, A.Index) and isinstance(node.base, A.Index) and site.ctx != "index":
         a, b = node.base.index, node.index
         out.append(_swap(site, src, [(site.path + ("base", "index"), b), (site.path + ("index",), a)], "subscripts", bracketed=True))
