@@ -172,3 +172,16 @@ def test_cli_translates_to_bang_and_reports_verified(tmp_path: Path) -> None:
     assert "__bang_active_relu" in out
     manifest = (tmp_path / ".xpiler" / "relu.mlu.json").read_text()
     assert '"status": "verified"' in manifest
+
+
+def test_harness_runs_bang_candidates_and_rejects_a_wrong_one() -> None:
+    from xpiler_core.verify.harness import run_spec
+
+    spec = load_spec(str(SUITE / "activation/relu/spec.toml"))
+    candidate, _, _ = translate_to_bang(spec.source_text(), "relu.cu", spec)
+    assert candidate is not None
+    good = run_spec(spec, candidate_text=candidate, candidate_dialect=Dialect.BANG, cases=[0])
+    assert good.passed, good.summary()
+    wrong = candidate.replace("__bang_active_relu", "__bang_active_abs")  # |x| instead of max(x, 0)
+    bad = run_spec(spec, candidate_text=wrong, candidate_dialect=Dialect.BANG, cases=[0])
+    assert not bad.passed and bad.cases[0].mismatches > 0

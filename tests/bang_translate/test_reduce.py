@@ -95,3 +95,57 @@ def test_block_partial_reductions_match_numpy(body: str, n: int) -> None:
     else:
         want = np.array([values[block_of == b].max(initial=0.0) for b in range(GRID)])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_accumulation_over_shared_memory_is_not_copied_as_gdram() -> None:
+    # the pointer into (recovered) dynamic shared memory is on-chip: a GDRAM2NRAM copy from it would be
+    # wrong (the model reports it); the pass must leave this loop scalar
+    src = textwrap.dedent("""
+        __global__ void k(const float* __restrict__ x, float* __restrict__ out, int n) {
+          extern __shared__ float buf[];
+          buf[threadIdx.x] = x[blockIdx.x * 128 + threadIdx.x];
+          __syncthreads();
+          float m = 0.0f;
+          for (int j = threadIdx.x; j < 128; j += blockDim.x) m += buf[j];
+          out[blockIdx.x * 128 + threadIdx.x] = m;
+        }
+    """)
+    spec_text = textwrap.dedent("""
+        name = "k"
+        source = "k.cu"
+        entry = "k"
+        kind = "kernel"
+        grid = ["n // 128"]
+        block = [128]
+        shared_bytes = 512
+        reference = "ref.py:ref"
+        [[args]]
+        name = "x"
+        dtype = "float32"
+        shape = ["n"]
+        role = "in"
+        [[args]]
+        name = "out"
+        dtype = "float32"
+        shape = ["n"]
+        role = "out"
+        [[args]]
+        name = "n"
+        dtype = "int32"
+        role = "scalar"
+        value = "n"
+        [[cases]]
+        n = 512
+    """)
+    from xpiler_core.plans.cuda_to_bang import verify_bang
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "spec.toml").write_text(spec_text)
+        (Path(tmp) / "k.cu").write_text(src)
+        (Path(tmp) / "ref.py").write_text("def ref(x, n):\n    return x.copy()\n")
+        spec = load_spec(str(Path(tmp) / "spec.toml"))
+        candidate, records, _ = translate_to_bang(src, "k.cu", spec)
+        assert candidate is not None
+        assert "buf + xp_k0" not in candidate
+        report, _ = verify_bang(candidate, spec, records)
+    assert report.passed, report.summary()

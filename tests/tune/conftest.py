@@ -1,4 +1,4 @@
-"""Tuning tests: an isolated cache directory per test session, so records start empty."""
+"""Tuning tests: an isolated cache directory per test module, so records start empty."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ RELU_SPEC = ROOT / "benchmarks" / "suite" / "activation" / "relu" / "spec.toml"
 RELU_SOURCE = RELU_SPEC.parent / "relu.cu"
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def tune_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Session-wide (module fixtures tune before function fixtures run), restored afterwards."""
+    """Per test module (module fixtures tune before function fixtures run), restored afterwards so test
+    directories that run later keep their own cache."""
     root = tmp_path_factory.mktemp("xpiler-tune-cache")
     before = os.environ.get("XPILER_CACHE_DIR")
     os.environ["XPILER_CACHE_DIR"] = str(root)

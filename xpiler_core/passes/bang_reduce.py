@@ -219,6 +219,18 @@ def _reduce_nest(nest: A.Stmt, params: dict[str, str], expanded_arrays: dict[str
     return decls, guarded, lines, em.intrinsics | {intrinsic, "__bang_write_value"}
 
 
+def _into_gdram_parameter(init: A.Expr, pointer_params: set[str], scalar_params: set[str]) -> bool:
+    """``init`` is a GDRAM pointer parameter plus an offset over parameters and block indices (so the row
+    it points to is in GDRAM, never an on-chip block array such as recovered shared memory)."""
+    names = A.free_names(init)
+    allowed = pointer_params | scalar_params | {"xp_bx", "xp_by", "xp_bz", "xp_gdx", "xp_gdy", "xp_gdz",
+                                                "xp_bdx", "xp_bdy", "xp_bdz"}
+    return bool(names & pointer_params) and len(names & pointer_params) == 1 and names <= allowed | _TYPE_WORDS
+
+
+_TYPE_WORDS = {"size_t", "int", "long", "unsigned", "float", "const"}
+
+
 def _assigned_later(stmts: list[A.Stmt], name: str) -> bool:
     return any(isinstance(n, A.Assign) and isinstance(n.target, A.Name) and n.target.id == name
                for st in stmts for n in A.walk(st))
@@ -241,6 +253,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         pointers = {p.name: _element_type(p.type) for p in fn.params
                     if isinstance(p, A.Param) and p.name and len(p.type.pointers) == 1}
         stmts = _stmts(loop.body)
+        scalar_params = {p.name for p in fn.params if isinstance(p, A.Param) and p.name and not p.type.pointers}
         expanded_arrays: dict[str, str] = {}
         for st in stmts:
             if not isinstance(st, A.DeclStmt):
@@ -249,7 +262,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                 if d.dims == (A.name("xp_nt"),) and not d.type.pointers:
                     expanded_arrays[d.name] = _element_type(d.type)
                 elif (len(d.type.pointers) == 1 and not d.dims and d.init is not None
-                      and not _uses(d.init, THREAD_NAMES) and not _assigned_later(stmts, d.name)):
+                      and not _uses(d.init, THREAD_NAMES) and not _assigned_later(stmts, d.name)
+                      and _into_gdram_parameter(d.init, set(pointers), scalar_params)):
                     pointers[d.name] = _element_type(d.type)  # a block-uniform row pointer (xr = x + row*n)
         decls: list[str] = []
         changed = False

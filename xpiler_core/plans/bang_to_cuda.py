@@ -173,11 +173,20 @@ def detensorize(module: A.Module, kernels: frozenset[str] = frozenset(),
                          for d in node.dims)
             return A.replace(node, dims=dims, storage=tuple(
                 "__shared__" if q == "__nram__" else q for q in node.storage))
+        if isinstance(node, A.VarDecl) and len(node.dims) == 1 and node.dims[0] is not None \
+                and "xp_smem" in A.free_names(node.dims[0]):
+            # recovered dynamic shared memory (sized by the launch's byte count): CUDA's own dynamic shared
+            # memory of the task's block, sized by the same launch argument
+            return A.replace(node, dims=(None,), storage=("extern", "__shared__"))
         if isinstance(node, A.VarDecl) and "__nram__" in node.storage:
             return A.replace(node, storage=tuple("__shared__" if q == "__nram__" else q for q in node.storage))
         if isinstance(node, A.Launch):
             dim = node.config[0] if node.config else A.call("xp_task_dim")
-            return A.replace(node, config=(A.call("xp_cuda_grid", dim), A.lit(1)))
+            config: tuple[A.Expr, ...] = (A.call("xp_cuda_grid", dim), A.lit(1))
+            kernel = node.kernel.id if isinstance(node.kernel, A.Name) else ""
+            if kernel.split("<")[0].endswith("_mlu") and len(node.args) >= 3:
+                config += (node.args[2],)  # a recovered kernel's dynamic shared memory bytes (xp_smem)
+            return A.replace(node, config=config)
         return None
 
     out = A.rewrite(module, visit)

@@ -315,6 +315,11 @@ def run_spec(
     cancel: CancelToken | None = None,
 ) -> SpecReport:
     """Run the spec's source (or a candidate) on every case and compare with the reference."""
+    if candidate_text is not None and candidate_dialect is Dialect.BANG:  # BANG C runs on the MLU model
+        from xpiler_core.verify.bang_support import run_bang_spec
+
+        return run_bang_spec(spec, candidate_text, entry=candidate_entry, kind=candidate_kind, cases=cases,
+                             seed=seed, cancel=cancel)
     started = time.monotonic()
     indices = _select_cases(spec, cases)
     if candidate_text is None:
