@@ -39,8 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=8)
     ap.add_argument("--budget", type=float, default=30.0, help="seconds per repair")
     ap.add_argument("--json", type=Path, default=None, help="write every record here")
+    ap.add_argument("--skip", type=Path, action="append", default=[],
+                    help="a previous --json output: bugs recorded there are not run again (extend a sample)")
     args = ap.parse_args(argv)
     records = []
+    done = {(r["op"], r["bug"]) for path in args.skip for r in json.loads(path.read_text())}
     for op in [o.strip() for o in args.ops.split(",") if o.strip()]:
         spec = load_spec(SUITE / op / "spec.toml")
         text = spec.source_text()
@@ -48,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{op}: the unmutated source fails its spec; skipped", file=sys.stderr)
             continue
         for m in sample(text, str(spec.source), spec.entry, args.per_family, args.seed):
+            if (op, m.describe()) in done:
+                continue
             mutant = m.apply(text)
             report = run_spec(spec, candidate_text=mutant)
             if report.build_error or report.passed:

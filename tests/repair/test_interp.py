@@ -31,7 +31,7 @@ def test_interpreter_matches_numpy_reference_on_small_cases(op: str) -> None:
     prog = Program.of(lower_text(spec.source_text(), str(spec.source)))
     cases = EX.tiny_cases(spec, 1024)
     assert cases, "the spec yields small cases"
-    for i, case in enumerate(cases[:2]):
+    for i, case in enumerate(cases[:1]):
         ex = EX.make_example(spec, case, i, seed=3)
         buffers = run_kernel(prog, spec.entry, EX.stored_args(spec, ex.inputs), ex.shape, spec.kind)
         for name, expected in ex.expected.items():

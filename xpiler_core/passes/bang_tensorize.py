@@ -16,7 +16,8 @@ each statement as __bang_* calls (table ``tables/bang_intrinsics.toml``) or, whe
 intrinsic, a scalar loop over the NRAM tile → __memcpy NRAM2GDRAM per array written``. With ``pipeline``
 the next tile's inputs are loaded with ``__memcpy_async`` into the other half of a double buffer and
 ``__sync_io()`` waits for them. TILE comes from ``nram_bytes`` (the generation's NRAM capacity) minus a
-128 KiB stack margin, shared by all tiles, capped by ``max_tile``; the buffers are function-scope
+128 KiB stack margin, shared by all tiles, capped by ``onchip_budget`` (48 KiB by default, so the BANG →
+CUDA round trip fits static shared memory) and ``max_tile``; the buffers are function-scope
 ``__nram__`` arrays, so the model's capacity check sees them. The original scalar code stays as the fallback path.
 """
 
@@ -44,8 +45,9 @@ INFO = PassInfo(
         ParamSpec("nram_bytes", "int", 768 * 1024, "NRAM capacity of the target generation (bytes)"),
         ParamSpec("stack_margin", "int", 128 * 1024, "NRAM kept free for the stack (bytes)"),
         ParamSpec("pipeline", "bool", True, "double-buffer input tiles with __memcpy_async + __sync_io"),
-        ParamSpec("max_tile", "int", 2048, "upper bound on elements per tile (2048 keeps a tile set within the "
-                  "48 KiB static shared memory the BANG -> CUDA round trip maps NRAM onto)"),
+        ParamSpec("max_tile", "int", 2048, "upper bound on elements per tile"),
+        ParamSpec("onchip_budget", "int", 48 * 1024, "bytes of NRAM all tiles of one kernel may use (48 KiB keeps "
+                  "them within the static shared memory the BANG -> CUDA round trip maps NRAM onto)"),
     ),
 )
 
@@ -358,7 +360,7 @@ def _element_type(t: A.Type) -> str:
 
 
 def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], nram_bytes: int,
-          max_tile: int, pipeline: bool) -> tuple[list[str], list[str], set[str], int]:
+          max_tile: int, pipeline: bool, onchip_budget: int = 48 * 1024) -> tuple[list[str], list[str], set[str], int]:
     arrays = {name: _element_type(p.type) for name, p in params.items()}
     locals_: dict[str, str] = {}
     for stmt in ek.body:
@@ -399,8 +401,12 @@ def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], 
     # NRAM: inputs double-buffered, everything else single; tile elements a multiple of 32 (128 bytes)
     sizes = {**{a: arrays[a] for a in em.read + em.written}, **{v: t for v, t in locals_.items()}}
     bytes_per_elem = sum(_sizeof(t) * (2 if pipeline and n in em.read else 1) for n, t in sizes.items())
-    bytes_per_elem += 4 * em.temps
-    tile = min(max_tile, (nram_bytes - STACK_MARGIN) // max(1, bytes_per_elem)) // 32 * 32
+    # the last call of a vectorized statement writes its target directly: its temporary is never used
+    used_temps = [k for k in range(1, em.temps + 1) if any(f"xp_tmp{k}," in line or f"xp_tmp{k})" in line
+                                                           for line in em.lines)]
+    bytes_per_elem += 4 * len(used_temps)
+    budget = min(nram_bytes - STACK_MARGIN, onchip_budget)
+    tile = min(max_tile, budget // max(1, bytes_per_elem)) // 32 * 32
     if tile < 32:
         raise PassRefused("the element body needs more NRAM per element than the generation has")
     lines: list[str] = []
@@ -414,7 +420,7 @@ def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], 
             carve.append(f"__nram__ char {em.tile(name)}_raw[{copies * tile * _sizeof(t)}];")
             carve.append(f"{t} *{em.tile(name)}_buf = ({t} *){em.tile(name)}_raw;")
         offset += copies * tile * _sizeof(t)
-    for k in range(1, em.temps + 1):
+    for k in used_temps:
         carve.append(f"__nram__ float xp_tmp{k}[{tile}];")
         offset += tile * 4
     lines.append(f"const int xp_total = xp_max_int(0, {ek.total});")
@@ -554,8 +560,8 @@ def _inline_calls(stmt: A.Stmt, functions: dict[str, tuple[list[str], A.Expr]]) 
 
 
 def tensorize_function(fn: A.Function, table: dict[str, Any], nram_bytes: int, max_tile: int,
-                       pipeline: bool, functions: dict[str, tuple[list[str], A.Expr]] | None = None
-                       ) -> tuple[A.Function, set[str], int]:
+                       pipeline: bool, functions: dict[str, tuple[list[str], A.Expr]] | None = None,
+                       onchip_budget: int = 48 * 1024) -> tuple[A.Function, set[str], int]:
     i = _task_loop_index(fn)
     if i is None:
         raise PassRefused(f"{fn.name}: no task loop (run bang_binding first)")
@@ -569,7 +575,7 @@ def tensorize_function(fn: A.Function, table: dict[str, Any], nram_bytes: int, m
                   if not (A.free_names(expr) - set(names)) & local_names}  # no capture by element locals
         ek.body = [_inline_calls(st, usable) for st in ek.body]
         _check_body(ek, params)  # the inlined expressions obey the same element-wise rules
-    carve, lines, intrinsics, pool_bytes = _emit(ek, params, table, nram_bytes, max_tile, pipeline)
+    carve, lines, intrinsics, pool_bytes = _emit(ek, params, table, nram_bytes, max_tile, pipeline, onchip_budget)
     # on-chip buffers at function scope (where BANG C declares them and the frontend models them)
     ek.prologue[:0] = _parse_stmts(carve)
     pre = " && ".join(["xp_bdy == 1", "xp_bdz == 1", "xp_gdy == 1", "xp_gdz == 1",
@@ -592,6 +598,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     nram = int_param(params, "nram_bytes", 768 * 1024, 64 * 1024, 1 << 24)
     max_tile = int_param(params, "max_tile", 2048, 32, 1 << 20)
     pipeline = bool_param(params, "pipeline", True)
+    budget = int_param(params, "onchip_budget", 48 * 1024, 4 * 1024, 1 << 24)
     table = _table()
     items = list(module.items)
     reasons: list[str] = []
@@ -603,7 +610,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             continue
         try:
             new_fn, intrinsics, used = tensorize_function(item, table, nram, max_tile, pipeline,
-                                                          expression_functions(module))
+                                                          expression_functions(module), budget)
         except PassRefused as refusal:
             reasons.append(f"{item.name}: {refusal.reason}")
             continue

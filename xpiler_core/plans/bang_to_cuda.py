@@ -77,6 +77,21 @@ typedef enum { cnrtFuncTypeBlock = 1, cnrtFuncTypeUnion1 = 4, cnrtFuncTypeUnion2
                cnrtFuncTypeUnion8 = 32, cnrtFuncTypeUnion16 = 64 } cnrtFunctionType_t;
 typedef void* cnrtQueue_t;
 static inline dim3 xp_cuda_grid(cnrtDim3_t d) { return dim3(d.x, d.y, d.z); }
+/* CNRT host API on the CUDA runtime (queues are the default stream) */
+typedef int cnrtRet_t;
+enum { cnrtSuccess = 0 };
+typedef enum { cnrtMemcpyHostToDev = 1, cnrtMemcpyDevToHost = 2, cnrtMemcpyDevToDev = 3,
+               cnrtMemcpyHostToHost = 0 } cnrtMemTransDir_t;
+static inline cnrtRet_t cnrtQueueCreate(cnrtQueue_t* q) { *q = 0; return 0; }
+static inline cnrtRet_t cnrtQueueDestroy(cnrtQueue_t) { return 0; }
+static inline cnrtRet_t cnrtQueueSync(cnrtQueue_t) { return (cnrtRet_t)cudaDeviceSynchronize(); }
+static inline cnrtRet_t cnrtSyncDevice(void) { return (cnrtRet_t)cudaDeviceSynchronize(); }
+static inline cnrtRet_t cnrtMalloc(void** p, size_t bytes) { return (cnrtRet_t)cudaMalloc(p, bytes); }
+static inline cnrtRet_t cnrtFree(void* p) { return (cnrtRet_t)cudaFree(p); }
+static inline cnrtRet_t cnrtMemset(void* p, int v, size_t bytes) { return (cnrtRet_t)cudaMemset(p, v, bytes); }
+static inline cnrtRet_t cnrtMemcpy(void* dst, void* src, size_t bytes, cnrtMemTransDir_t dir) {
+  return (cnrtRet_t)cudaMemcpy(dst, src, bytes, (cudaMemcpyKind)dir);
+}
 __device__ static inline void xp_memcpy(void* dst, const void* src, int bytes) { memcpy(dst, src, (size_t)bytes); }
 __device__ static inline void xp_memcpy_strided(void* dst, const void* src, int bytes, int dst_stride, int src_stride,
                                                 int segnum) {

@@ -38,7 +38,9 @@ from xpiler_core.pipeline import (
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 
-DEFAULT_PASSES = ["detensorization", "loop_recovery", "loop_binding"]
+DEFAULT_PASSES = ["detensorization", "loop_recovery", "reduction_idiom", "loop_binding"]
+# Optional steps that reassociate floating point or restructure code: dropped first when a candidate fails.
+_DROP_FIRST = ("reduction_idiom",)
 
 
 def spec_launch_params(spec: Any, kernel: A.Function | None) -> dict[str, str]:
@@ -238,6 +240,17 @@ def plan(
         report(progress, 0.4, "compiling with gcc")
         verdict, tests, reason = verify(candidate, records)
         optional = pass_names[pass_names.index("loop_recovery") + 1:] if "loop_recovery" in pass_names else []
+        droppable = [n for n in _DROP_FIRST if any(r["name"] == n and r["changed"] for r in records)]
+        if droppable and (not verdict.ok or (tests is not None and not tests.passed)):
+            # each step is verified: first retry without the reassociating steps, keeping the others
+            kept_names = [n for n in pass_names if n not in droppable]
+            retry, retry_records, _ = translate_to_cpu(text, path, spec, options.pass_params, kept_names)
+            if retry is not None:
+                v2, t2, note2 = verify(retry, retry_records)
+                if v2.ok and t2 is not None and t2.passed:
+                    ctx.notes.append(f"{', '.join(droppable)} output failed verification; kept the candidate "
+                                     "without it")
+                    candidate, records, verdict, tests, reason = retry, retry_records, v2, t2, note2
         if optional and (not verdict.ok or (tests is not None and not tests.passed)):
             # each step is verified: fall back to the candidate before the optional steps
             base_names = pass_names[: pass_names.index("loop_recovery") + 1]

@@ -208,6 +208,7 @@ def repair_candidate(
         return done("refused", "the candidate does not build; repair needs a running candidate")
     module = lower_text(text, path, dialect)
     prog = Program.of(module)
+    prog.warp_size = warp_size or (64 if dialect is Dialect.HIP else 32)
     fn = prog.functions.get(entry)
     if fn is None or kind != "kernel" and kind != "host":
         return done("refused", f"entry '{entry}' is not a function the repair interpreter models")
@@ -226,7 +227,12 @@ def repair_candidate(
 
     # 2. Localization and ranked sketches.
     fs = collect(fn, prog.macros)
-    sketches = _rank_sketches(fs, prog, src, writers, missing)[:max_suspects]
+    # A hole in a statement the failing examples never ran cannot change their outputs: skip those sites.
+    ran = prog.executed
+    sketches = [
+        sk for sk in _rank_sketches(fs, prog, src, writers, missing)
+        if not sk.site.stmt or id(get_at(fn, sk.site.stmt)) in ran
+    ][:max_suspects]
     if progress is not None:
         progress(0.92, f"repair: {len(sketches)} suspects on {len(chosen)} small cases")
 
@@ -257,7 +263,7 @@ def repair_candidate(
             if not edits:
                 break
             repaired = apply_edits(text, edits)
-            bad = _first_misfit(spec, repaired, path, dialect, entry, kind, chosen)
+            bad = _first_misfit(spec, repaired, path, dialect, entry, kind, chosen, prog.warp_size)
             if bad is not None:
                 if bad >= encoded and encoded < len(chosen):
                     try:
@@ -374,6 +380,7 @@ def _encode(
     sprog = Program(prog.module, {**prog.functions, entry: holed}, prog.macros, evaluators)
     sprog.bounds = sk.bounds
     sprog.deadline = deadline
+    sprog.warp_size = prog.warp_size
     constraints: list[Any] = []
     for ex in chosen:
         buffers = _run(spec, sprog, entry, kind, ex)
@@ -385,11 +392,13 @@ def _encode(
 
 
 def _first_misfit(
-    spec: KernelSpec, text: str, path: str, dialect: Dialect, entry: str, kind: str, chosen: list[EX.Example]
+    spec: KernelSpec, text: str, path: str, dialect: Dialect, entry: str, kind: str, chosen: list[EX.Example],
+    warp_size: int,
 ) -> int | None:
     """Index of the first small example the stitched text (re-lowered, run concretely) gets wrong."""
     try:
         prog = Program.of(lower_text(text, path, dialect))
+        prog.warp_size = warp_size
     except Exception:  # noqa: BLE001 - a stitched text we cannot even lower is simply not a repair
         return 0
     for i, ex in enumerate(chosen):

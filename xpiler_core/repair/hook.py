@@ -16,7 +16,7 @@ from xpiler_core.repair.engine import repair_candidate
 from xpiler_core.verify.spec import load_spec
 from xpiler_core.verify.toolchains import compile_check
 
-DEFAULT_BUDGET_S = 30.0
+DEFAULT_BUDGET_S = 15.0  # the pipeline waits for it; the CLI and the editor allow more
 
 
 def should_repair(result: Any, options: Any) -> bool:

@@ -479,6 +479,8 @@ class Program:
     bounds: dict[str, tuple[int, int]] = field(default_factory=dict)  # hole unknowns' ranges
     deadline: float | None = None  # time.monotonic() after which the run stops (StepLimit)
     last_stmt: int = 0  # id of the statement that faulted last (localization of crashes)
+    executed: set[int] = field(default_factory=set)  # ids of statements run (instrumented runs only)
+    warp_size: int = 32
 
     @classmethod
     def of(cls, module: A.Module) -> Program:
@@ -529,7 +531,7 @@ class Thread:
         if name in self.prog.macros:
             return self.prog.macros[name]
         if name == "warpSize":
-            return 32
+            return self.prog.warp_size
         if name in ("true", "false"):
             return name == "true"
         raise Unsupported(f"unknown name '{name}'")
@@ -782,6 +784,8 @@ class Thread:
         if self.pc is False:
             return
         self.tick()
+        if self.prog.instrument:
+            self.prog.executed.add(id(s))
         if isinstance(s, A.Block):
             self.scopes.append({})
             try:

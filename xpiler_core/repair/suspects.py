@@ -183,17 +183,29 @@ def implicated_statements(fs: FunctionSites, stmt_ids: set[int], missing_bases: 
                 if base in missing_bases and site.stmt not in direct:
                     direct.append(site.stmt)
     # Memory def-use: statements that wrote the arrays (shared tiles, local accumulators) these read.
+    # Data flow backwards, a few steps: statements that wrote the arrays (shared tiles, local buffers) or
+    # assigned the scalars (accumulators) that these statements read.
     writers_of: dict[str, list[Path]] = {}
+    assigners_of: dict[str, list[Path]] = {}
     for site in fs.sites:
         if isinstance(site.node, A.Assign):
             base = A._base_name(site.node.target)
-            if base is not None and not isinstance(site.node.target, A.Name):
+            if isinstance(site.node.target, A.Name):
+                assigners_of.setdefault(site.node.target.id, []).append(site.stmt)
+            elif base is not None:
                 writers_of.setdefault(base, []).append(site.stmt)
-    for p in list(direct):
-        for base in sorted(A.read_write(get_at(fs.fn, p)).mem_reads):
-            for w in writers_of.get(base, []):
+    frontier = list(direct)
+    for _ in range(3):
+        nxt: list[Path] = []
+        for p in frontier:
+            rw = A.read_write(get_at(fs.fn, p))
+            sources = [w for b in sorted(rw.mem_reads) for w in writers_of.get(b, [])]
+            sources += [w for n in sorted(rw.reads) for w in assigners_of.get(n, [])]
+            for w in sources:
                 if w not in direct:
                     direct.append(w)
+                    nxt.append(w)
+        frontier = nxt
     ordered: list[Path] = []
     for p in direct:
         for q in [p, *reversed(fs.parents.get(p, []))]:
