@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from xpiler_core.repair.engine import repair_candidate
+from xpiler_core.repair.engine import RepairResult, repair_candidate
 from xpiler_core.repair.mutate import FAMILIES, sample
 from xpiler_core.verify.harness import run_spec
 from xpiler_core.verify.spec import load_spec
@@ -30,6 +31,14 @@ DEFAULT_OPS = (
     "pooling/maxpool2d", "convolution/conv2d_nchw", "normalization/batchnorm", "matrix/gemm", "layout/transpose",
     "layout/gather", "layout/scatter_add", "llm/rotary_embedding", "convolution/conv2d_nhwc",
 )
+
+
+class _HardTimeout(Exception):
+    pass
+
+
+def _hard_timeout(signum: int, frame: object) -> None:
+    raise _HardTimeout
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +67,15 @@ def main(argv: list[str] | None = None) -> int:
             if report.build_error or report.passed:
                 continue  # does not build, or an equivalent mutant: not a bug the tests see
             started = time.monotonic()
-            result = repair_candidate(mutant, str(spec.source), spec, budget_s=args.budget, initial_report=report)
+            # A hard wall-clock stop on top of the repair's own budget, so one runaway case cannot stall the sweep.
+            signal.signal(signal.SIGALRM, _hard_timeout)
+            signal.alarm(int(args.budget * 2) + 15)
+            try:
+                result = repair_candidate(mutant, str(spec.source), spec, budget_s=args.budget, initial_report=report)
+            except _HardTimeout:
+                result = RepairResult("unrepaired", "hard timeout of the benchmark (the repair overran its budget)")
+            finally:
+                signal.alarm(0)
             seconds = time.monotonic() - started
             landed_false = False
             if result.repaired:

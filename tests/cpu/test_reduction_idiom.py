@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from xpiler_core import ast as A
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes import get_pass
@@ -137,3 +138,19 @@ def test_output_still_rebinds_to_cuda(kernel: str) -> None:
     from tests.cpu.test_c_to_cuda import round_trip
 
     round_trip(str(SUITE / kernel / "spec.toml"))
+
+
+def test_plan_drops_a_failing_reduction_idiom(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a deliberately wrong combine (subtraction) must fail verification, and the plan must keep a verified
+    # candidate without the pass instead of reporting the wrong one
+    from xpiler_core.passes import reduction_idiom
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    monkeypatch.setattr(reduction_idiom, "_combined", lambda site, acc, other: A.binop("-", acc, other))
+    spec_dir = SUITE / "normalization" / "softmax"
+    source = next(spec_dir.glob("*.cu"))
+    result = translate(source.read_text(), str(source),
+                       TranslateOptions(target=Dialect.C, spec_path=str(spec_dir / "spec.toml")))
+    assert result.status == "verified"
+    assert "xp_red_ok" not in result.output_text
+    assert any("reduction_idiom" in note for note in result.manifest["notes"])

@@ -207,8 +207,9 @@ def _match(loop: A.For) -> _Site | str:
         return "the offsets do not run the whole segment (S/2 down to 1)"
     if guard is not None and ({reduced, scratch, mvar} & A.free_names(guard)):
         return "the guard reads the reduced values"
-    if {reduced, scratch, mvar} & A.free_names(found["threads"]):
-        return "the thread count depends on the reduced values"
+    if found["threads"] != A.Name("xp_nt"):
+        # the fast path's lanes are the thread-loop nest's, which covers exactly xp_nt threads
+        return "the shuffle's thread count is not the block's (xp_nt)"
     nest = stmts[0]
     assert isinstance(nest, A.For)
     return _Site(reduced, scratch, form, str(found["shuffle"]), guard, found["threads"], segment, nest)

@@ -1,4 +1,6 @@
-"""CUDA → CPU (C++ with OpenMP and SIMD): detensorize → loop recovery → loop binding, each step verified.
+"""CUDA → CPU (C++ with OpenMP and SIMD): detensorize → loop recovery → reduction idiom → loop binding, each
+step verified (a candidate that fails is retried without the reduction idiom, then without the optional
+steps after loop recovery).
 
 The output is an ``extern "C"`` function with the CUDA host entry's parameters, or for a bare kernel a
 function over the kernel's parameters (the test spec's argument order). The launch shape of a bare kernel

@@ -36,6 +36,7 @@ INT_TYPES = frozenset(
 FLOAT_TYPES = frozenset({"float"})
 DOUBLE_TYPES = frozenset({"double"})
 MAX_CASES = 1024  # cases of one Choice before we refuse (keeps a sketch's formula small)
+MAX_UNBOUNDED_CELLS = 256  # elements a hole-dependent address with no known range may reach
 
 
 class Unsupported(Exception):
@@ -658,6 +659,8 @@ class Thread:
             return data[p.off]
         self.prog.obligations.append(z3.Implies(_zb(self.pc), z3.And(p.off >= 0, p.off < len(data))))
         ks = self._cells(p.off, len(data))
+        for _ in ks:
+            self.tick()
         if not ks:
             return self._fault(f"read of {p.buf.name} out of bounds for every hole value", p)
         if len(ks) > MAX_CASES:
@@ -678,7 +681,11 @@ class Thread:
     def _cells(self, off: Any, size: int) -> list[int]:
         """Elements a hole-dependent offset can reach, from interval bounds of the hole's unknowns."""
         r = int_range(off, self.prog.bounds, {})
+        if r is None and size > MAX_UNBOUNDED_CELLS:
+            raise Unsupported("hole-dependent address whose range is unknown")
         lo, hi = (0, size - 1) if r is None else (max(0, r[0]), min(size - 1, r[1]))
+        if hi - lo + 1 > MAX_CASES:
+            raise Unsupported("hole-dependent address over a large range")
         return list(range(lo, hi + 1))
 
     def _fault(self, msg: str, p: Ptr) -> Any:
@@ -703,6 +710,7 @@ class Thread:
             return
         self.prog.obligations.append(z3.Implies(_zb(self.pc), z3.And(p.off >= 0, p.off < len(buf.data))))
         for k in self._cells(p.off, len(buf.data)):
+            self.tick()
             buf.data[k] = merge(and_(self.pc, p.off == k), value, buf.data[k])
 
     def store_lvalue(self, target: A.Expr, value: Any) -> None:
