@@ -187,11 +187,21 @@ def host_info() -> dict[str, Any]:
             "python": platform.python_version()}
 
 
+# The CPU target's output uses C++ headers (<cmath>, a namespace) and is built with g++: name it so.
+_OUTPUT_SUFFIX: dict[Dialect, str] = {Dialect.C: ".cpp"}
+
+
+def output_suffix(target: Dialect) -> str:
+    """File suffix of a translation to ``target`` (``.cpp`` for the CPU target, else the dialect's own)."""
+    return _OUTPUT_SUFFIX.get(target, target.suffix)
+
+
 def suggested_output_path(path: str, target: Dialect) -> str:
     p = Path(path)
-    candidate = p.with_suffix(target.suffix)
+    suffix = output_suffix(target)
+    candidate = p.with_suffix(suffix)
     if candidate == p:
-        candidate = p.with_name(p.stem + ".xpiler" + target.suffix)
+        candidate = p.with_name(p.stem + ".xpiler" + suffix)
     return str(candidate)
 
 

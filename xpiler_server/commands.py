@@ -559,7 +559,7 @@ async def start_tuning(server: XpilerServer, uri: str, target_arg: str | None) -
             job.message = f"stale: the document changed (v{version} → v{current.version}); tuned code not applied"
             return
         out_path = results.fresh_path(
-            Path(path).with_name(f"{Path(path).stem}.tuned{target.suffix}"), {doc.path for doc in server.documents}
+            Path(path).with_name(f"{Path(path).stem}.tuned{core_api.output_suffix(target)}"), {doc.path for doc in server.documents}
         )
         applied, reason = await results.create_file(server, out_path, result.best_text)
         if not applied:

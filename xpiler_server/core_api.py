@@ -190,6 +190,13 @@ class PassEntry:
     params: tuple[str, ...]
 
 
+def output_suffix(target: Dialect) -> str:
+    """The file suffix the core gives translations to ``target``."""
+    from xpiler_core.pipeline import output_suffix as core_output_suffix
+
+    return core_output_suffix(target)
+
+
 def passes() -> list[PassEntry]:
     registry = _optional("xpiler_core.passes")
     if registry is None:

@@ -1,4 +1,4 @@
-"""``xpiler translate FILE --to hip|cuda|c|bang [-o OUT] [--spec SPEC] [--manifest FILE] [--proposer P]``.
+"""``xpiler translate FILE --to hip|cuda|cpu|c|bang [-o OUT] [--spec SPEC] [--manifest FILE] [--proposer P]``.
 
 Translates FILE, verifies the result (the target's real compiler, then the source and the translation run
 on the same inputs), writes the translation next to the source (never over it) and a manifest under
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 EXIT_UNRESOLVED = 3
 # The same names as xpiler_core.llm.hook.PROPOSERS, repeated so the default path never imports the LLM code.
 PROPOSERS = ("rules", "llm", "rules-then-llm")
+# Target names users type: the dialects, plus "cpu" for the C/OpenMP target (what the editor calls it).
+TARGET_NAMES: dict[str, Dialect] = {**{d.value: d for d in Dialect}, "cpu": Dialect.C}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Translate FILE to the --to dialect, verify it, write it next to FILE and print a summary.",
     )
     parser.add_argument("file", metavar="FILE", help="source file (.cu, .hip, .c, .mlu)")
-    parser.add_argument("--to", required=True, choices=[d.value for d in Dialect], help="target dialect")
+    parser.add_argument("--to", required=True, choices=sorted(TARGET_NAMES), help="target (cpu is an alias of c)")
     parser.add_argument("-o", "--output", metavar="OUT", help="output path (default: FILE with the target suffix)")
     parser.add_argument("--spec", metavar="SPEC", help="test spec (TOML) to verify against; default: built from the code")
     parser.add_argument("--manifest", metavar="FILE", help="also write the run's manifest (JSON) here")
@@ -86,7 +88,7 @@ def parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
 
 def options_from_args(args: argparse.Namespace) -> TranslateOptions:
     return TranslateOptions(
-        target=Dialect(args.to),
+        target=TARGET_NAMES[args.to],
         warp_size=args.warp_size,
         spec_path=args.spec,
         verify=not args.no_verify,
