@@ -41,7 +41,7 @@ from xpiler_core.pipeline import (
     suggested_output_path,
     xpiler_version,
 )
-from xpiler_core.plans.cuda_to_cpu import run_ast_passes, spec_launch_params, spec_with_launch_args
+from xpiler_core.plans.cuda_to_cpu import recovery_params_from_spec, run_ast_passes, spec_with_launch_args
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 
@@ -79,18 +79,10 @@ def translate_to_bang(
     """The BANG C candidate (``None`` when a required step refused) and one record per pass."""
     module = lower_text(text, path)
     ctx = PassContext(source_dialect=module.dialect, target=Dialect.BANG, file=path)
-    params = {k: dict(v) for k, v in (pass_params or {}).items()}
+    params = recovery_params_from_spec(module, spec, pass_params)
     entry = ""
-    if spec is not None:
-        kernel = module.function(spec.entry)
-        launch = spec_launch_params(spec, kernel)
-        params.setdefault("loop_recovery", {})
-        for key, value in launch.items():
-            params["loop_recovery"].setdefault(key, value)
-        if spec.kind == "host":
-            params["loop_recovery"].setdefault("wrapper", False)
-        else:
-            entry = spec.entry
+    if spec is not None and spec.kind != "host":
+        entry = spec.entry
     params.setdefault("bang_binding", {}).setdefault("entry", entry)
     from xpiler_core.runtime.bang_build import get_generation
 

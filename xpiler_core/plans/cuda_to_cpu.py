@@ -45,6 +45,21 @@ DEFAULT_PASSES = ["detensorization", "loop_recovery", "reduction_idiom", "loop_b
 _DROP_FIRST = ("reduction_idiom",)
 
 
+def recovery_params_from_spec(
+    module: A.Module, spec: Any | None, pass_params: dict[str, dict[str, Any]] | None
+) -> dict[str, dict[str, Any]]:
+    """A copy of ``pass_params`` with loop recovery seeded from the spec's launch (user values win)."""
+    params = {k: dict(v) for k, v in (pass_params or {}).items()}
+    if spec is None:
+        return params
+    recovery = params.setdefault("loop_recovery", {})
+    for key, value in spec_launch_params(spec, module.function(spec.entry)).items():
+        recovery.setdefault(key, value)
+    if spec.kind == "host":
+        recovery.setdefault("wrapper", False)
+    return params
+
+
 def spec_launch_params(spec: Any, kernel: A.Function | None) -> dict[str, str]:
     """The spec's grid/block/shared_bytes as C expressions over the kernel's parameters ({} if impossible).
 
@@ -165,15 +180,7 @@ def translate_to_cpu(
     """The candidate text (``None`` when loop recovery refused) and the pass records."""
     module = lower_text(text, path)
     ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file=path)
-    params = {k: dict(v) for k, v in (pass_params or {}).items()}
-    if spec is not None:
-        kernel = module.function(spec.entry)
-        launch = spec_launch_params(spec, kernel)
-        params.setdefault("loop_recovery", {})
-        for key, value in launch.items():
-            params["loop_recovery"].setdefault(key, value)
-        if spec.kind == "host":
-            params["loop_recovery"].setdefault("wrapper", False)
+    params = recovery_params_from_spec(module, spec, pass_params)
     params.setdefault("loop_binding", {}).setdefault("isa", host_isa())
     out, records = run_ast_passes(module, passes or DEFAULT_PASSES, ctx, params)
     recovery = next((r for r in records if r["name"] == "loop_recovery"), None)
