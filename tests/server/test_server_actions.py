@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -102,8 +103,9 @@ async def test_configuration_target_switches_warp_diagnostics(client: LanguageCl
 
 async def test_rapid_edits_during_a_job(client: LanguageClient, tmp_path: Path) -> None:
     source = tmp_path / "softmax_warp.cu"
-    shutil.copy(SOFTMAX, source)
-    text = source.read_text()
+    # Unique text: no compile or test cached by an earlier test lets the job finish before the edits arrive.
+    text = f"// rapid edits {time.time_ns()}\n" + SOFTMAX.read_text()
+    source.write_text(text)
     uri = source.as_uri()
     open_doc(client, uri, text)
     started = await execute(client, "xpiler.translate", uri, "hip")

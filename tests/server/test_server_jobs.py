@@ -9,6 +9,7 @@ import asyncio
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,14 @@ pytestmark = [
 
 
 def copy_kernel(group: str, name: str, dest: Path) -> Path:
-    """A suite kernel (source, spec, reference) copied into ``dest``; the source path."""
+    """A suite kernel (source, spec, reference) copied into ``dest``; the source path.
+
+    The copy's text is made unique so no compile or test cached by an earlier run lets a job finish before the
+    test has cancelled it or edited the document: these tests must hold however fast the machine is."""
     shutil.copytree(SUITE / group / name, dest, dirs_exist_ok=True)
-    return next(p for p in dest.iterdir() if p.suffix == ".cu")
+    source = next(p for p in dest.iterdir() if p.suffix == ".cu")
+    source.write_text(f"// copy {time.time_ns()}\n" + source.read_text())
+    return source
 
 
 async def hover_text(client: LanguageClient, uri: str, position: types.Position) -> str:
