@@ -80,3 +80,64 @@ def test_translate_dispatches_to_the_cpu_plan_and_verifies() -> None:
     assert "xp_grid_x" in result.summary  # the launch shape it could not derive is said, not guessed
     bare = translate(source.read_text(), str(source), TranslateOptions(target=Dialect.C))
     assert bare.status == "unresolved" and "block size" in bare.summary
+
+
+KERNELS_ONLY = """
+__global__ void saxpy_gs(int n, float a, const float* __restrict__ x, float* y) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) y[i] = a * x[i] + y[i];
+}
+__global__ void scale(const float* x, float* y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+__global__ void first_of_block(const float* x, float* out, int n) {
+  if (threadIdx.x == 0) out[blockIdx.x] = x[blockIdx.x * blockDim.x];
+}
+"""
+
+
+def test_kernels_without_host_code_get_wrappers_where_the_block_size_does_not_matter(cbuild) -> None:  # noqa: ANN001
+    """No launch site: a kernel whose result is independent of the block size gets an ``extern "C"`` wrapper with
+    its own parameters; one whose result depends on the block (``out[blockIdx.x]``) is exported with explicit
+    launch arguments, never given a guessed block size. The wrappers compute what numpy does."""
+    import ctypes
+
+    import numpy as np
+
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    result = translate(KERNELS_ONLY, "kernels.cu", TranslateOptions(target=Dialect.C))
+    assert result.compile is not None and result.compile.ok, result.summary
+    assert "first_of_block" in " ".join(result.manifest["notes"])
+    lib = cbuild(result.output_text)
+    f32p = ctypes.POINTER(ctypes.c_float)
+    rng = np.random.default_rng(3)
+    for n in (1, 255, 257, 5000):
+        x = rng.standard_normal(n).astype(np.float32)
+        y = rng.standard_normal(n).astype(np.float32)
+        want = np.float32(1.5) * x + y
+        lib.saxpy_gs(ctypes.c_int(n), ctypes.c_float(1.5), x.ctypes.data_as(f32p), y.ctypes.data_as(f32p))
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)  # FMA contraction may round once
+        out = np.zeros(n, np.float32)
+        lib.scale(x.ctypes.data_as(f32p), out.ctypes.data_as(f32p), ctypes.c_float(-2.0), ctypes.c_int(n))
+        np.testing.assert_allclose(out, -2.0 * x, rtol=1e-6)
+    assert not hasattr(lib, "first_of_block_blocks")
+
+
+def test_block_size_dependent_kernel_alone_is_not_given_a_guessed_block() -> None:
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    text = "__global__ void k(const float* x, float* out, int n) {\n  if (threadIdx.x == 0 && blockIdx.x < n) out[blockIdx.x] = x[0];\n}\n"
+    result = translate(text, "k.cu", TranslateOptions(target=Dialect.C))
+    assert result.status == "unresolved" and "block size" in result.summary
+
+
+def test_host_entry_with_a_scalar_result_verifies_without_a_spec() -> None:
+    """The suite's sum has a host entry that copies back one float: tests are built from the entry itself
+    (the retry after a failing candidate reuses the same built spec)."""
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    source = ROOT / "reduction" / "sum" / "sum.cu"
+    result = translate(source.read_text(), str(source), TranslateOptions(target=Dialect.C))
+    assert result.status == "verified", result.summary
+    assert result.tests is not None and len(result.tests.cases) >= 3

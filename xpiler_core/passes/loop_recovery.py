@@ -786,10 +786,54 @@ def _split_dims(text: str) -> list[A.Expr]:
     return out
 
 
-def infer_block(kernel: A.Function) -> list[A.Expr] | None:
+#: The block size chosen for a kernel whose result does not depend on it (see :func:`block_size_agnostic`).
+AGNOSTIC_BLOCK = 256
+
+
+def infer_block(kernel: A.Function, module: A.Module | None = None) -> list[A.Expr] | None:
     if kernel.launch_bounds:
         return [kernel.launch_bounds[0]]
+    if module is not None and block_size_agnostic(kernel, module):
+        return [A.lit(AGNOSTIC_BLOCK)]
     return None
+
+
+def block_size_agnostic(kernel: A.Function, module: A.Module) -> bool:
+    """True when every thread's work is a function of its global 1-D index alone.
+
+    The kernel reads ``threadIdx.x``/``blockIdx.x`` only as ``blockIdx.x * blockDim.x + threadIdx.x`` and the
+    launch extents only as the grid stride ``blockDim.x * gridDim.x``; it has no shared memory, barriers, warp
+    collectives or device-function calls that could see the block. Then any block size with enough blocks to
+    cover the guard computes the same result, so one can be chosen when no launch site says which.
+    """
+    user_functions = {f.name for f in module.functions()}
+    for n in A.walk(kernel.body):
+        if isinstance(n, A.VarDecl) and n.is_shared:
+            return False
+        if isinstance(n, A.Call) and (n.callee in user_functions or any(
+                key in (n.callee or "") for key in ("sync", "shfl", "ballot", "__any", "__all", "activemask",
+                                                     "lane", "warp", "cooperative", "tiled"))):
+            return False
+        if isinstance(n, A.Name) and n.id == "warpSize":
+            return False
+
+    def is_pair(e: A.Expr, a: tuple[str, str], b: tuple[str, str]) -> bool:
+        e = _strip_casts(e)
+        return isinstance(e, A.Binary) and e.op == "*" and {A.builtin_ref(_strip_casts(e.left)),
+                                                            A.builtin_ref(_strip_casts(e.right))} == {a, b}
+
+    def neutral(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Binary) and n.op == "+":
+            for a, b in ((n.left, n.right), (n.right, n.left)):
+                if A.builtin_ref(_strip_casts(b)) == ("threadIdx", "x") and is_pair(
+                        a, ("blockIdx", "x"), ("blockDim", "x")):
+                    return A.Name("xp_global_index")
+        if isinstance(n, A.Binary) and is_pair(n, ("blockDim", "x"), ("gridDim", "x")):
+            return A.Name("xp_grid_stride")
+        return None
+
+    stripped = A.rewrite(kernel.body, neutral)
+    return not any(A.builtin_ref(n) for n in A.walk(stripped))
 
 
 def infer_grid(kernel: A.Function, block: list[A.Expr]) -> list[A.Expr] | None:
@@ -800,12 +844,21 @@ def infer_grid(kernel: A.Function, block: list[A.Expr]) -> list[A.Expr] | None:
     for n in A.walk(kernel.body):
         if isinstance(n, A.VarDecl) and n.init is not None and n.name not in scalar_writes(kernel.body):
             defs[n.name] = n.init
+    # a grid-stride loop's variable starts at the global index: its bound is the guard too
+    strided: dict[str, A.Expr] = {}
+    for n in A.walk(kernel.body):
+        if isinstance(n, A.For) and isinstance(n.init, A.DeclStmt) and len(n.init.decls) == 1:
+            decl = n.init.decls[0]
+            if decl.init is not None and decl.name not in defs:
+                strided[decl.name] = decl.init
     bsize = block[0]
 
     def is_global_index(e: A.Expr) -> bool:
         e = _strip_casts(e)
         if isinstance(e, A.Name) and e.id in defs:
             return is_global_index(defs[e.id])
+        if isinstance(e, A.Name) and e.id in strided:
+            return is_global_index(strided[e.id])
         if isinstance(e, A.Binary) and e.op == "+":
             for a, b in ((e.left, e.right), (e.right, e.left)):
                 if A.builtin_ref(_strip_casts(b)) == ("threadIdx", "x") and _is_block_offset(_strip_casts(a), bsize):
@@ -861,6 +914,26 @@ def _wrapper(kernel: A.Function, grid: list[A.Expr], block: list[A.Expr], smem: 
     return A.Function(kernel.name, A.ctype("void"), params, A.Block((A.ExprStmt(call),)), linkage="C")
 
 
+def _wrap_kernel(target: A.Function, module: A.Module, params: dict[str, Any], new_kernels: dict[str, A.Function],
+                 ctx: PassContext, explicit: bool) -> A.Function:
+    """An ``extern "C"`` function with the kernel's own parameters that launches it over its derived extents;
+    the block loops are renamed ``NAME_blocks``. Refuses when block or grid cannot be derived."""
+    block = _split_dims(str(params.get("block") or "")) or infer_block(target, module)
+    if not block:
+        raise PassRefused(f"cannot infer the block size of '{target.name}': no launch site, spec or "
+                          "__launch_bounds__; pass block=...")
+    grid = _split_dims(str(params.get("grid") or "")) or infer_grid(target, block)
+    if not grid:
+        raise PassRefused(f"cannot infer the grid of '{target.name}' from its guards; pass grid=...")
+    if not params.get("block") and not target.launch_bounds:
+        ctx.notes.append(f"loop recovery: no launch of '{target.name}' is given and its result does not depend "
+                         f"on the block size; chose {AGNOSTIC_BLOCK} threads per block")
+    smem = (_split_dims(str(params.get("shared_bytes") or "0")) or [A.lit(0)])[0]
+    new_kernels[target.name] = A.replace(new_kernels[target.name], name=f"{target.name}_blocks")
+    extra = [e.strip() for e in str(params.get("launch_params") or "").split(",") if e.strip()] if explicit else []
+    return _wrapper(target, grid, block, smem, extra)
+
+
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
     warp = int_param(params, "warp_size", ctx.warp_size if ctx.source_dialect is not Dialect.HIP else 64, 1, 128)
@@ -885,23 +958,29 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     host_entries = [f for f in module.functions() if f.linkage == "C" and not f.is_kernel]
     entry_name = str(params.get("entry") or "")
     wrap = bool_param(params, "wrapper", True) and (bool(entry_name) or not host_entries)
-    wrapped: A.Function | None = None
+    wrappers: list[A.Function] = []
+    exported: list[str] = []
     if wrap:
-        target = next((k for k in kernels if k.name == entry_name), None) if entry_name else (
-            kernels[0] if len(kernels) == 1 else None)
-        if target is None:
-            raise PassRefused("several kernels and no host entry: name the one to expose with entry=KERNEL")
-        block = _split_dims(str(params.get("block") or "")) or infer_block(target)
-        if not block:
-            raise PassRefused(f"cannot infer the block size of '{target.name}': no launch site, spec or "
-                              "__launch_bounds__; pass block=...")
-        grid = _split_dims(str(params.get("grid") or "")) or infer_grid(target, block)
-        if not grid:
-            raise PassRefused(f"cannot infer the grid of '{target.name}' from its guards; pass grid=...")
-        smem = (_split_dims(str(params.get("shared_bytes") or "0")) or [A.lit(0)])[0]
-        new_kernels[target.name] = A.replace(new_kernels[target.name], name=f"{target.name}_blocks")
-        extra = [e.strip() for e in str(params.get("launch_params") or "").split(",") if e.strip()]
-        wrapped = _wrapper(target, grid, block, smem, extra)
+        if entry_name:
+            target = next((k for k in kernels if k.name == entry_name), None)
+            if target is None:
+                raise PassRefused(f"entry={entry_name}: no __global__ kernel of that name")
+            wrappers.append(_wrap_kernel(target, module, params, new_kernels, ctx, explicit=True))
+        elif len(kernels) == 1:
+            wrappers.append(_wrap_kernel(kernels[0], module, params, new_kernels, ctx, explicit=True))
+        else:
+            # several kernels and no host code: each derivable one gets a wrapper; the others stay callable with
+            # their launch configuration as leading arguments, and the note says which.
+            for k in kernels:
+                try:
+                    wrappers.append(_wrap_kernel(k, module, {}, new_kernels, ctx, explicit=False))
+                except PassRefused:
+                    new_kernels[k.name] = A.replace(new_kernels[k.name], qualifiers=tuple(
+                        q for q in new_kernels[k.name].qualifiers if q != "static"))
+                    exported.append(k.name)
+            if exported:
+                ctx.notes.append("loop recovery: no launch derivable for " + ", ".join(exported) + "; exported as "
+                                 "NAME(dim3 grid, dim3 block, size_t shared_bytes, ...)")
     items: list[A.TopItem] = [A.Opaque(PRELUDE, reason="cpu prelude")]
     for item in module.items:
         if isinstance(item, A.Include):
@@ -917,10 +996,9 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                 item = A.replace(item, qualifiers=(*(q for q in item.qualifiers if q not in A.DEVICE_QUALIFIERS),
                                                    "static") if "static" not in item.qualifiers else item.qualifiers)
         items.append(item)
-    if wrapped is not None:
-        items.append(wrapped)
+    items.extend(wrappers)
     ctx.notes.append(f"loop recovery: {len(kernels)} kernel(s) as block/thread loops (warp {warp})"
-                     + (f"; wrapper {wrapped.name}" if wrapped else ""))
+                     + (f"; wrappers {', '.join(w.name for w in wrappers)}" if wrappers else ""))
     out = A.replace(module, items=tuple(items), dialect=Dialect.C)
     return leave(unit, out, ctx, Dialect.C)
 

@@ -208,10 +208,12 @@ def plan(
     verdict = tests = None
     reason = ""
     tmp_spec: Any = None
+    # The spec built from the source lives as long as the plan: a retry verifies against the same one.
+    autospec_dir: tempfile.TemporaryDirectory[str] | None = None
 
     def verify(cand: str, recs: list[dict[str, Any]]) -> tuple[Any, Any, str]:
         """(compile verdict, test report, note) for one candidate."""
-        nonlocal tmp_spec
+        nonlocal tmp_spec, autospec_dir
         verdict = gcc_verdict(cand)
         if not verdict.ok:
             return verdict, None, ""
@@ -223,7 +225,8 @@ def plan(
             if spec is None and tmp_spec is None:
                 from xpiler_core.verify import autospec
 
-                built = autospec.build_spec(text, path, Dialect.CUDA, Path(tmp))
+                autospec_dir = tempfile.TemporaryDirectory(prefix="xpiler-autospec-")
+                built = autospec.build_spec(text, path, Dialect.CUDA, Path(autospec_dir.name))
                 if built.spec_path is not None:
                     tmp_spec = load_spec(str(built.spec_path))
             test_spec = spec or tmp_spec
@@ -278,6 +281,8 @@ def plan(
             status = "verified"
         else:
             status, reason = "failed", "the candidate does not match the reference"
+    if autospec_dir is not None:
+        autospec_dir.cleanup()
     seconds = time.perf_counter() - started
     applied = ", ".join(r["name"] for r in records if r["changed"]) or "none"
     summary = f"{status}: cuda->cpu, passes {applied}" + (f" ({reason})" if reason else "")

@@ -227,7 +227,10 @@ def _element_count(nbytes: str, locals_: dict[str, str], sizes: set[str]) -> str
             expr = re.sub(rf"\b{name}\b", f"({locals_[name].strip()})", expr)
     expr = _CAST.sub("", _SIZEOF.sub("1", expr))
     names = set(_IDENT.findall(expr))
-    if not names or not names <= sizes:
+    if not names:
+        # a fixed-size copy (a scalar result: sizeof(float)): a constant element count
+        return expr if re.fullmatch(r"[\d\s()*+]+", expr) else None
+    if not names <= sizes:
         return None
     return expr.replace("/", "//")
 
