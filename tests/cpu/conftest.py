@@ -11,8 +11,10 @@ from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.runtime.build import build_library
 
 
-def build_c(text: str, workdir: Path) -> ctypes.CDLL:
-    result = build_library(text, Dialect.C, workdir, display_name="t.c", cplusplus_c="extern \"C\"" in text)
+def build_c(text: str, workdir: Path, cplusplus: bool | None = None) -> ctypes.CDLL:
+    """Plain C unless the text has C++ linkage markers (or ``cplusplus`` says so: the CPU plan's output is C++)."""
+    as_cpp = "extern \"C\"" in text if cplusplus is None else cplusplus
+    result = build_library(text, Dialect.C, workdir, display_name="t.c", cplusplus_c=as_cpp)
     assert result.ok, result.log
     assert result.library is not None
     return ctypes.CDLL(str(result.library))
@@ -20,4 +22,4 @@ def build_c(text: str, workdir: Path) -> ctypes.CDLL:
 
 @pytest.fixture
 def cbuild(tmp_path: Path):  # noqa: ANN201 - fixture
-    return lambda text: build_c(text, tmp_path)
+    return lambda text, cplusplus=None: build_c(text, tmp_path, cplusplus)

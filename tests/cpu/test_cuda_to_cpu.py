@@ -141,3 +141,82 @@ def test_host_entry_with_a_scalar_result_verifies_without_a_spec() -> None:
     result = translate(source.read_text(), str(source), TranslateOptions(target=Dialect.C))
     assert result.status == "verified", result.summary
     assert result.tests is not None and len(result.tests.cases) >= 3
+
+
+STRUCT_PARAMS = """
+struct Params { int n; float scale; };
+__constant__ float c_bias[4];
+__device__ __forceinline__ float act(float x) { return x > 0.f ? x : 0.01f * x; }
+__global__ void leaky(Params p, const float4* in, float4* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= p.n) return;
+  float4 v = in[i];
+  v.x = act(v.x * p.scale + c_bias[0]); v.y = act(v.y * p.scale + c_bias[1]);
+  v.z = act(v.z * p.scale + c_bias[2]); v.w = act(v.w * p.scale + c_bias[3]);
+  out[i] = v;
+}
+"""
+
+
+def test_struct_parameter_early_exit_and_device_function_without_a_launch(cbuild) -> None:  # noqa: ANN001
+    """The guard is a struct member behind an early return and the work goes through a device function: the
+    block size still does not matter, so the kernel gets a wrapper; it matches numpy, constant memory included."""
+    import ctypes
+
+    import numpy as np
+
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    result = translate(STRUCT_PARAMS, "leaky.cu", TranslateOptions(target=Dialect.C))
+    assert result.compile is not None and result.compile.ok, result.summary
+    lib = cbuild(result.output_text)
+
+    class Params(ctypes.Structure):
+        _fields_ = [("n", ctypes.c_int), ("scale", ctypes.c_float)]
+
+    bias = np.array([0.5, -1.0, 0.0, 2.0], np.float32)
+    ctypes.memmove(ctypes.addressof((ctypes.c_float * 4).in_dll(lib, "c_bias")), bias.ctypes.data, 16)
+    rng = np.random.default_rng(5)
+    for n in (1, 300, 1025):
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        out = np.full((n, 4), 7.0, np.float32)
+        lib.leaky(Params(n, 1.5), x.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p))
+        pre = x * np.float32(1.5) + bias
+        np.testing.assert_allclose(out, np.where(pre > 0, pre, np.float32(0.01) * pre), rtol=1e-5, atol=1e-6)
+
+
+def test_a_plain_cpp_host_function_is_the_launch_site(cbuild) -> None:  # noqa: ANN001
+    """A (non-extern "C") host function that launches a template kernel fixes the launch: no wrapper, no guess."""
+    import ctypes
+
+    import numpy as np
+
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    text = """
+template <typename T, int BLOCK>
+__global__ void axpby(const T* __restrict__ a, const T* __restrict__ b, T* c, T alpha, T beta, int n) {
+  int i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i < n) c[i] = alpha * a[i] + beta * b[i];
+}
+void run(const float* a, const float* b, float* c, int n) {
+  float *da, *db, *dc;
+  cudaMalloc(&da, n * sizeof(float)); cudaMalloc(&db, n * sizeof(float)); cudaMalloc(&dc, n * sizeof(float));
+  cudaMemcpy(da, a, n * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b, n * sizeof(float), cudaMemcpyHostToDevice);
+  axpby<float, 128><<<(n + 127) / 128, 128>>>(da, db, dc, 2.0f, 3.0f, n);
+  cudaMemcpy(c, dc, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(da); cudaFree(db); cudaFree(dc);
+}
+"""
+    result = translate(text, "axpby.cu", TranslateOptions(target=Dialect.C))
+    assert result.compile is not None and result.compile.ok, result.summary
+    lib = cbuild(result.output_text, cplusplus=True)
+    run = lib._Z3runPKfS0_Pfi  # the C++ name of run(const float*, const float*, float*, int)
+    rng = np.random.default_rng(1)
+    for n in (5, 129, 1000):
+        a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        c = np.zeros(n, np.float32)
+        run(a.ctypes.data_as(ctypes.c_void_p), b.ctypes.data_as(ctypes.c_void_p), c.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_int(n))
+        np.testing.assert_allclose(c, 2 * a + 3 * b, rtol=1e-5, atol=1e-6)

@@ -806,11 +806,24 @@ def block_size_agnostic(kernel: A.Function, module: A.Module) -> bool:
     collectives or device-function calls that could see the block. Then any block size with enough blocks to
     cover the guard computes the same result, so one can be chosen when no launch site says which.
     """
-    user_functions = {f.name for f in module.functions()}
-    for n in A.walk(kernel.body):
+    functions = {f.name: f for f in module.functions()}
+    seen: set[str] = set()
+    bodies = [kernel.body]
+    while bodies:  # the kernel and every user function it calls, transitively
+        body = bodies.pop()
+        for n in A.walk(body):
+            if isinstance(n, A.Call) and n.callee in functions and n.callee not in seen:
+                callee = functions[n.callee]
+                if callee.is_kernel or not callee.is_device:
+                    return False
+                seen.add(n.callee)
+                bodies.append(callee.body)
+                if any(A.builtin_ref(m) for m in A.walk(callee.body)):
+                    return False
+    for n in (m for body in [kernel.body, *(functions[f].body for f in seen)] for m in A.walk(body)):
         if isinstance(n, A.VarDecl) and n.is_shared:
             return False
-        if isinstance(n, A.Call) and (n.callee in user_functions or any(
+        if isinstance(n, A.Call) and (any(
                 key in (n.callee or "") for key in ("sync", "shfl", "ballot", "__any", "__all", "activemask",
                                                      "lane", "warp", "cooperative", "tiled"))):
             return False
@@ -955,7 +968,10 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     inliner = _Inliner(module)
     inlined = inliner.inline
     new_kernels = {k.name: _build_kernel(k, warp, inliner) for k in kernels}
-    host_entries = [f for f in module.functions() if f.linkage == "C" and not f.is_kernel]
+    # host code that launches a kernel says how (any host function, extern "C" or not); an extern "C" entry
+    # without launches is the user's own interface and keeps its place too
+    host_entries = [f for f in module.functions() if not f.is_kernel and not f.is_device
+                    and (f.linkage == "C" or any(isinstance(n, A.Launch) for n in A.walk(f.body)))]
     entry_name = str(params.get("entry") or "")
     wrap = bool_param(params, "wrapper", True) and (bool(entry_name) or not host_entries)
     wrappers: list[A.Function] = []
