@@ -103,6 +103,7 @@ def translate(
         return proposed
     # ---- end of LLM proposer hook ----
     result: TranslationResult = plan_module.plan(text, path, options, progress, cancel)
+    _report_syntax_errors(result, text, path, source)
     # ---- SMT repair hook (xpiler_core/repair, issue 8): a candidate failing its spec gets one local repair
     # attempt before it is reported unresolved; the attempt is recorded in manifest["repair"] ----
     if options.repair:
@@ -112,6 +113,21 @@ def translate(
             result = repair_translation(result, options, progress, cancel)
     # ---- end of SMT repair hook ----
     return result
+
+
+def _report_syntax_errors(result: TranslationResult, text: str, path: str, source: Dialect) -> None:
+    """Syntax errors of the source go first in the result's diagnostics, each at its line and column; when the
+    translation did not verify they are named as the likely cause in the summary."""
+    from xpiler_core.frontend.source import parse_text, syntax_diagnostics
+
+    errors = syntax_diagnostics(parse_text(text, path, source).tree, path, limit=20)
+    if not errors:
+        return
+    result.diagnostics[:0] = errors
+    if result.status != "verified":
+        first = errors[0]
+        where = f"{first.span.start_line + 1}:{first.span.start_col + 1}"
+        result.summary += f" — the source has {len(errors)} syntax error(s), first at {where}: {first.message}"
 
 
 def run_pass(name: str, text: str, path: str, params: dict[str, Any], target: Dialect) -> PassOutcome:
@@ -289,6 +305,8 @@ def write_outputs(
 ) -> tuple[Path, Path]:
     """Write the translation and its manifest; never over the source. Returns (output, manifest) paths.
 
+    A result without output text writes only the manifest (an existing file at the output path is kept).
+
     The manifest always goes to ``.xpiler/<output name>.json`` next to the output, and also to
     ``manifest_path`` when given.
     """
@@ -299,9 +317,13 @@ def write_outputs(
     if out.resolve() == source.resolve():
         raise XpilerError("refusing to write the translation over its source file", str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(result.output_text, encoding="utf-8")
     result.manifest.setdefault("output", {})
-    result.manifest["output"].update({"path": str(out), "sha256": sha256_text(result.output_text)})
+    if result.output_text:
+        out.write_text(result.output_text, encoding="utf-8")
+        result.manifest["output"].update({"path": str(out), "sha256": sha256_text(result.output_text)})
+    else:
+        # no candidate (refused or unresolved before any code was produced): nothing replaces what is there
+        result.manifest["output"].update({"path": None, "sha256": None})
     blob = json.dumps(result.manifest, indent=2, sort_keys=True, default=str)
     default_manifest = out.parent / MANIFEST_DIR / (out.name + ".json")
     default_manifest.parent.mkdir(parents=True, exist_ok=True)

@@ -114,3 +114,23 @@ def test_hip_example_goes_to_cuda_verified_at_warp_32(tmp_path: Path) -> None:
     assert result.compile is not None and result.compile.ok and result.compile.toolchain == "nvcc"
     assert result.tests is not None and result.tests.warp_size == 32
     assert result.status == "verified", result.summary
+
+
+BROKEN = "__global__ void broken(float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x\n  if (i < n) x[i] = 1.0f;\n}\n"
+
+
+@pytest.mark.parametrize("target", ["cpu", "hip"])
+def test_syntax_errors_are_reported_at_their_line_and_column(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             target: str) -> None:
+    """The missing ';' at the end of line 2 is reported as file:2:col, whatever the target; a run that produced
+    no translation leaves an existing output file alone."""
+    src = tmp_path / "broken.cu"
+    src.write_text(BROKEN)
+    out = tmp_path / "out.txt"
+    out.write_text("someone's file\n")
+    code = main(["translate", str(src), "--to", target, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert f"{src}:2:48: error: missing ';'" in err, err
+    if target == "cpu":
+        assert out.read_text() == "someone's file\n"

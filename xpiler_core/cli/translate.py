@@ -151,7 +151,10 @@ def run(args: argparse.Namespace) -> int:
 
 def print_summary(result: TranslationResult, out_path: str, manifest_path: str) -> None:
     print(result.summary)
-    print(f"wrote {out_path} (manifest {manifest_path})")
+    if result.output_text:
+        print(f"wrote {out_path} (manifest {manifest_path})")
+    else:
+        print(f"no translation to write; {out_path} left as it was (manifest {manifest_path})")
     for item in result.unresolved:
         print(f"{result.source_path}:{item.span.start_line + 1}:{item.span.start_col + 1}: warning: "
               f"unresolved: {item.reason}", file=sys.stderr)
