@@ -28,6 +28,7 @@ from xpiler_core.passes._ast_support import (
     leave,
     scalar_writes,
 )
+from xpiler_core.passes._independence import independence_problem
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 
 INFO = PassInfo(
@@ -285,6 +286,24 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
             if view is not None and ((wanted and view.var == wanted) or (not wanted and marked)):
                 target, pos = s, i
                 break
+    if target is None and not wanted:
+        # no OpenMP marking: a top-level loop whose iterations are provably independent binds all the same
+        reasons: list[str] = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, A.For):
+                problem = independence_problem(s)
+                if problem is None:
+                    try:
+                        _check_parallel(s)
+                    except PassRefused as refusal:
+                        problem = refusal.reason
+                if problem is None:
+                    target, pos = s, i
+                    break
+                reasons.append(problem)
+        if target is None and reasons:
+            raise PassRefused(f"no loop of '{fn.name}' is marked parallel (#pragma omp parallel for) and none is "
+                              f"provably parallel: {reasons[0]}", next(s for s in stmts if isinstance(s, A.For)).span)
     if target is None:
         raise PassRefused(f"no top-level parallel loop{' over ' + wanted if wanted else ''} in '{fn.name}'")
     _check_parallel(target)
@@ -365,9 +384,27 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         if not candidates:
             raise PassRefused("no function with a top-level loop to bind to CUDA threads")
         wanted_fn = str(params.get("function") or "")
-        fn = next((f for f in candidates if f.name == wanted_fn), candidates[0])
-        out = _bind_cuda(module, fn, params)
-        ctx.notes.append(f"loop binding: {fn.name} → __global__ {fn.name}_kernel")
+        if wanted_fn:
+            fn = next((f for f in candidates if f.name == wanted_fn), None)
+            if fn is None:
+                raise PassRefused(f"function={wanted_fn}: no function of that name with a top-level loop")
+            out = _bind_cuda(module, fn, params)
+            ctx.notes.append(f"loop binding: {fn.name} → __global__ {fn.name}_kernel")
+            return leave(unit, out, ctx, Dialect.CUDA)
+        # every function with a parallel top-level loop gets a kernel; the others stay host code, said why
+        out, bound_names, kept = module, [], []
+        for fn in candidates:
+            try:
+                out = _bind_cuda(out, fn, params)
+                bound_names.append(fn.name)
+            except PassRefused as refusal:
+                if len(candidates) == 1:
+                    raise
+                kept.append(f"{fn.name} ({refusal.reason})")
+        if not bound_names:
+            raise PassRefused("no function has a loop to bind to CUDA threads: " + "; ".join(kept))
+        ctx.notes.append("loop binding: " + ", ".join(f"{n} → __global__ {n}_kernel" for n in bound_names)
+                         + (f"; left on the host: {'; '.join(kept)}" if kept else ""))
         return leave(unit, out, ctx, Dialect.CUDA)
     changed = False
     items: list[Any] = []

@@ -51,6 +51,13 @@ def translate_to_cuda(text: str, path: str, params: dict[str, Any] | None = None
     return print_module(out, Dialect.CUDA), ctx
 
 
+def bound_functions(candidate: str) -> list[str]:
+    """The host functions the candidate launches a bound kernel from (``NAME`` for each ``NAME_kernel``)."""
+    import re
+
+    return list(dict.fromkeys(re.findall(r"__global__\s+void\s+([A-Za-z_]\w*)_kernel\s*\(", candidate)))
+
+
 def plan(
     text: str,
     path: str,
@@ -79,24 +86,35 @@ def plan(
         if not verdict.ok:
             status, reason = "failed", "the candidate does not compile with nvcc"
         else:
+            untested: list[str] = []
+            shown_entry = ""
             with tempfile.TemporaryDirectory(prefix="xpiler-c2cuda-") as tmp:
-                spec = load_spec(options.spec_path) if options.spec_path else None
-                if spec is None:
+                specs: list[Any] = [load_spec(options.spec_path)] if options.spec_path else []
+                if not specs:
+                    # every function that became a kernel launch is tested on its own against the C source
                     from xpiler_core.verify import autospec
 
-                    built = autospec.build_spec(text, path, Dialect.C, Path(tmp))
-                    spec = load_spec(str(built.spec_path)) if built.spec_path is not None else None
-                if spec is not None:
-                    report(progress, 0.6, f"running tests at warp size {warp}")
-                    tests = run_spec(spec, candidate_text=candidate, candidate_dialect=Dialect.CUDA,
-                                     candidate_entry=spec.entry, candidate_kind="host", warp_size=warp,
-                                     seed=options.seed, cancel=cancel)
+                    for name in bound_functions(candidate):
+                        built = autospec.build_spec(text, path, Dialect.C, Path(tmp) / name, entry=name)
+                        if built.spec_path is None:
+                            untested.append(f"{name}: {built.reason}")
+                        else:
+                            specs.append(load_spec(str(built.spec_path)))
+                for spec in specs:
+                    report(progress, 0.6, f"running tests of {spec.entry} at warp size {warp}")
+                    one = run_spec(spec, candidate_text=candidate, candidate_dialect=Dialect.CUDA,
+                                   candidate_entry=spec.entry, candidate_kind="host", warp_size=warp,
+                                   seed=options.seed, cancel=cancel)
+                    if tests is None or (tests.passed and not one.passed):
+                        tests, shown_entry = one, spec.entry  # the report shown: the first failing one
             if tests is None:
                 status, reason = "compiled-not-executed", "no test spec could be built for this file"
-            elif tests.passed:
-                status = "verified"
+            elif not tests.passed:
+                status, reason = "failed", f"the candidate's {shown_entry} does not match the reference"
+            elif untested:
+                status, reason = "compiled-not-executed", "not every function was tested: " + "; ".join(untested)
             else:
-                status, reason = "failed", "the candidate does not match the reference"
+                status = "verified"
     seconds = time.perf_counter() - started
     diagnostics = list(ctx.diagnostics)
     if reason:

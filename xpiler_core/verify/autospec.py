@@ -19,6 +19,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from xpiler_core import ast as A
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.model import Function, FunctionKind, KernelModel, Param, build_model
 from xpiler_core.frontend.source import parse_text
@@ -63,10 +64,19 @@ class AutoSpec:
     reason: str  # the assumptions made, or why no spec could be built
 
 
-def build_spec(text: str, path: str, dialect: Dialect, workdir: Path) -> AutoSpec:
-    """Write ``spec.toml`` and a copy of the source into ``workdir``; or say why not."""
+def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str | None = None) -> AutoSpec:
+    """Write ``spec.toml`` and a copy of the source into ``workdir``; or say why not.
+
+    ``entry`` names the host function to test (in plain C every function has C linkage; a file of several
+    functions is tested one function at a time)."""
     model = build_model(parse_text(text, path, dialect))
-    entries = [f for f in model.host_entries if f.extern_c]
+    if entry is not None:
+        named = model.function(entry)
+        if named is None or named.kind is FunctionKind.KERNEL:
+            return AutoSpec(None, "", f"no host function '{entry}' to test")
+        entries = [named]
+    else:
+        entries = [f for f in model.host_entries if f.extern_c]
     reasons: list[str] = []
     built: tuple[str, str] | str = "nothing to test"
     if entries:
@@ -173,6 +183,13 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
     dtypes: list[str] = []
     args: list[str] = []
     assumed_1d: list[str] = []
+    no_copies = not shapes
+    from_loops: dict[str, str] = {}
+    if no_copies and entry.kind is FunctionKind.CPU_KERNEL:
+        # plain C: buffers are indexed by loops over the size parameters; their extents follow
+        from_loops = extents_from_loops(text, entry.name, set(sizes))
+        shapes.update(from_loops)
+        roles.update({name: {"in", "out"} for name in written_buffers(text, entry.name)})
     for p in entry.params:
         if not p.name:
             return f"host entry {entry.name} has an unnamed parameter"
@@ -180,7 +197,7 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
         if p.is_pointer:
             if dtype is None:
                 return f"host entry {entry.name}: buffer '{p.name}' has element type '{p.base_type}' the tests cannot make"
-            if p.name not in shapes and len(sizes) == 1 and not shapes:
+            if p.name not in shapes and len(sizes) == 1 and no_copies:
                 shapes[p.name] = sizes[0]  # no copies at all: buffers are passed through, one size for all
                 assumed_1d.append(p.name)
             if p.name not in shapes:
@@ -208,6 +225,7 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
     lines.append("")
     spec = "\n".join(lines + args) + "\n" + _cases(sizes)
     how = (f"assumed every buffer has {sizes[0]} elements (no copies in the entry)" if assumed_1d
+           else "buffer lengths from the loops that index them" if from_loops
            else "buffer lengths from its memcpy byte counts")
     reason = (
         f"tests built from host entry {entry.name}: {how}, "
@@ -311,3 +329,69 @@ def copy_source(src: Path, workdir: Path) -> Path:
     target = workdir / src.name
     shutil.copyfile(src, target)
     return target
+
+
+def _function_ast(text: str, name: str) -> A.Function | None:
+    from xpiler_core.frontend.lower import lower_text
+
+    try:
+        module = lower_text(text, "<autospec>.c", Dialect.C)
+    except Exception:  # noqa: BLE001 - an unlowerable file just gets no loop-derived extents
+        return None
+    return next((f for f in module.functions() if f.name == name), None)
+
+
+def written_buffers(text: str, name: str) -> set[str]:
+    """Pointer parameters of C function ``name`` written through a subscript (in-out for the tests)."""
+    fn = _function_ast(text, name)
+    return set() if fn is None else set(A.read_write(fn.body).mem_writes)
+
+
+def extents_from_loops(text: str, name: str, sizes: set[str]) -> dict[str, str]:
+    """Element counts of the pointer parameters of C function ``name``, from the loops that index them.
+
+    For ``p[e]`` inside counted loops starting at a non-negative constant, where ``e`` is built with ``+``
+    and ``*`` from loop variables, size parameters and non-negative integer literals (so it grows with every
+    variable), the largest index is ``e`` with each loop variable at its last value; the extent is the largest
+    such index plus one over all accesses. Buffers indexed any other way are left out (the caller says so).
+    """
+    fn = _function_ast(text, name)
+    if fn is None:
+        return {}
+    params = {p.name for p in fn.params if isinstance(p, A.Param) and p.name and p.type.pointers}
+    found: dict[str, list[str]] = {}
+    refused: set[str] = set()
+
+    def spell(e: A.Expr, last: dict[str, str]) -> str | None:
+        """``e`` in the spec's expression syntax with loop variables at their last value; None if not monotone."""
+        while isinstance(e, A.Cast):
+            e = e.operand
+        if isinstance(e, A.Name):
+            return last.get(e.id) or (e.id if e.id in sizes else None)
+        if isinstance(e, A.Literal):
+            value = e.int_value
+            return str(value) if value is not None and value >= 0 else None
+        if isinstance(e, A.Binary) and e.op in ("+", "*"):
+            left, right = spell(e.left, last), spell(e.right, last)
+            return None if left is None or right is None else f"({left} {e.op} {right})"
+        return None
+
+    def visit(node: A.Node, last: dict[str, str]) -> None:
+        if isinstance(node, A.For) and (view := node.canonical()) is not None:
+            start = A.const_int(view.start)
+            stop = spell(view.stop, last)
+            if start is not None and start >= 0 and stop is not None:
+                visit(node.body, {**last, view.var: f"({stop} - 1)"})
+                return
+        if isinstance(node, A.Index) and isinstance(node.base, A.Name) and node.base.id in params:
+            top = spell(node.index, last)
+            if top is None:
+                refused.add(node.base.id)
+            else:
+                found.setdefault(node.base.id, []).append(f"{top} + 1")
+        for child in A.children(node):
+            visit(child, last)
+
+    visit(fn.body, {})
+    return {name: f"max(1, {', '.join(dict.fromkeys(exprs))})"
+            for name, exprs in found.items() if name not in refused}
