@@ -72,9 +72,9 @@ def test_plain_c_parallel_loop_binds_with_guard(tmp_path: Path) -> None:
         assert (y[n:] == 7.0).all()
 
 
-def test_binding_refuses_reduction_loop() -> None:
-    text = ('extern "C" void total(const float* x, float* out, int n) {\n  float s = 0.0f;\n'
-            "#pragma omp parallel for\n  for (int i = 0; i < n; ++i) s += x[i];\n  out[0] = s;\n}\n")
+def test_binding_refuses_a_carried_scalar_that_is_not_a_sum() -> None:
+    text = ('extern "C" void total(const float* x, float* out, int n) {\n  float s = 1.0f;\n'
+            "#pragma omp parallel for\n  for (int i = 0; i < n; ++i) s *= x[i];\n  out[0] = s;\n}\n")
     cuda, ctx = translate_to_cuda(text, "total.c")
     assert cuda is None
     assert "carried" in ctx.unresolved[-1].reason
@@ -132,3 +132,46 @@ def test_loops_with_possible_cross_iteration_writes_are_not_bound(body: str) -> 
     cuda, ctx = translate_to_cuda(text, "f.c")
     assert cuda is None
     assert "provably parallel" in ctx.unresolved[-1].reason or "carried" in ctx.unresolved[-1].reason
+
+
+SUMS = """
+void dot(const float* x, const float* y, float* out, int n) {
+  float s = 0.0f;
+  for (int i = 0; i < n; ++i) s += x[i] * y[i];
+  out[0] = s;
+}
+double one_minus_sumsq(const double* x, int n) {
+  double acc = 1.0;
+#pragma omp parallel for reduction(+:acc)
+  for (int i = 0; i < n; ++i) { double v = x[i]; acc = acc - v * v; }
+  return acc;
+}
+"""
+
+
+def test_sum_reductions_bind_with_atomics_and_match_numpy(tmp_path: Path) -> None:
+    """A scalar only updated by ``+=``/``-=`` across iterations is a sum: each thread adds its part to a
+    managed accumulator, the host adds it to the scalar after the launch and runs the statements after the
+    loop. The CUDA runs on the SIMT runtime and matches numpy."""
+    from xpiler_core.pipeline import TranslateOptions, translate
+    from xpiler_core.runtime.build import build_library
+
+    result = translate(SUMS, str(tmp_path / "sums.c"), TranslateOptions(target=Dialect.CUDA))
+    assert result.status == "verified", result.summary
+    assert result.output_text.count("atomicAdd") == 2
+    built = build_library(result.output_text, Dialect.CUDA, tmp_path, display_name="sums.cu")
+    assert built.ok, built.log
+    lib = ctypes.CDLL(str(built.library))
+    f32 = np.ctypeslib.ndpointer(dtype=np.float32, flags="C_CONTIGUOUS")
+    f64 = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
+    lib.dot.argtypes = [f32, f32, f32, ctypes.c_int]
+    lib.one_minus_sumsq.argtypes = [f64, ctypes.c_int]
+    lib.one_minus_sumsq.restype = ctypes.c_double
+    rng = np.random.default_rng(7)
+    for n in (1, 300, 4097):
+        x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        out = np.zeros(1, np.float32)
+        lib.dot(x, y, out, n)
+        np.testing.assert_allclose(out[0], np.dot(x.astype(np.float64), y), rtol=1e-4, atol=1e-4)
+        xd = rng.standard_normal(n)
+        assert abs(lib.one_minus_sumsq(xd, n) - (1.0 - np.sum(xd * xd))) < 1e-9 * max(1.0, n)

@@ -28,6 +28,16 @@ from xpiler_core.passes._ast_support import (
     leave,
     scalar_writes,
 )
+from xpiler_core.passes._gpu_reduction import (
+    SumReduction,
+    find_sum_reductions,
+    host_combine,
+    host_setup,
+    kernel_params,
+    partial_decls,
+    partial_flush,
+    rewrite_updates,
+)
 from xpiler_core.passes._independence import independence_problem
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 
@@ -258,7 +268,20 @@ def _perfect_depth(loop: A.For) -> int:
     return depth
 
 
-def _check_parallel(loop: A.For) -> None:
+def _sum_reductions(fn: A.Function, loop: A.For) -> list[SumReduction]:
+    """The loop's carried scalars when every one is a sum reduction (bound with atomics); else none."""
+    view = loop.canonical()
+    if view is None:
+        return []
+    declared = {d.name for d in A.walk(loop.body) if isinstance(d, A.VarDecl)}
+    carried = scalar_writes(loop.body) - declared - {view.var}
+    if not carried:
+        return []
+    found = find_sum_reductions(loop, carried, A.declared_types(fn))
+    return found if isinstance(found, list) else []
+
+
+def _check_parallel(loop: A.For, reduced: set[str] | frozenset[str] = frozenset()) -> None:
     """Iterations must be independent as far as scalars go: a scalar declared outside and written inside
     is a carried dependence (reductions included), which plain ``parallel for`` would race on."""
     view = loop.canonical()
@@ -267,7 +290,7 @@ def _check_parallel(loop: A.For) -> None:
     if has_jumps([loop.body]):
         raise PassRefused("the loop body jumps out (break/return/goto)", loop.span)
     declared = {d.name for d in A.walk(loop.body) if isinstance(d, A.VarDecl)}
-    carried = scalar_writes(loop.body) - declared - {view.var}
+    carried = scalar_writes(loop.body) - declared - {view.var} - reduced
     if carried:
         raise PassRefused(f"scalar(s) {', '.join(sorted(carried))} carried across iterations", loop.span)
 
@@ -294,7 +317,7 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
                 problem = independence_problem(s)
                 if problem is None:
                     try:
-                        _check_parallel(s)
+                        _check_parallel(s, {r.name for r in _sum_reductions(fn, s)})
                     except PassRefused as refusal:
                         problem = refusal.reason
                 if problem is None:
@@ -306,13 +329,17 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
                               f"provably parallel: {reasons[0]}", next(s for s in stmts if isinstance(s, A.For)).span)
     if target is None:
         raise PassRefused(f"no top-level parallel loop{' over ' + wanted if wanted else ''} in '{fn.name}'")
-    _check_parallel(target)
+    reductions = _sum_reductions(fn, target)
+    _check_parallel(target, {r.name for r in reductions})
     view = target.canonical()
     assert view is not None
     if A.const_int(view.step) != 1:
         raise PassRefused("only unit-stride loops bind to threads", target.span)
-    if pos != len(stmts) - 1 and any(not isinstance(s, (A.Return, A.Empty, A.Comment)) for s in stmts[pos + 1:]):
+    post = [s for s in stmts[pos + 1:] if not isinstance(s, (A.Empty, A.Comment))]
+    if post and not reductions:
         raise PassRefused("statements after the parallel loop would need a grid-wide barrier", target.span)
+    if any(isinstance(n, A.Return) for s in post for n in A.walk(s)) and not isinstance(post[-1], A.Return):
+        raise PassRefused("an early return after the parallel loop", target.span)
     pre = [s for s in stmts[:pos] if not (isinstance(s, A.Pragma) and s.text.startswith("omp"))]
     if any(isinstance(n, (A.Assign,)) and not isinstance(n.target, A.Name) for s in pre for n in A.walk(s)):
         raise PassRefused("memory writes before the parallel loop would run once per thread", target.span)
@@ -339,12 +366,17 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
     index = A.binop("+", view.start, A.binop("+", A.binop("*", A.member(A.Name("blockIdx"), axis),
                                                            A.member(A.Name("blockDim"), axis)),
                                               A.member(A.Name("threadIdx"), axis)))
-    kbody = A.Block((*pre, A.decl(view.var, view.var_type or A.ctype("int"), index), *inner_bind,
-                     A.If(A.Unary("!", guard), A.Return()), *A.stmts_of(body)))
+    work = A.stmts_of(rewrite_updates(body, reductions)) if reductions else A.stmts_of(body)
+    reduced = {r.name for r in reductions}
+    kernel_pre = [s for s in pre if not (isinstance(s, A.DeclStmt) and all(d.name in reduced for d in s.decls))]
+    kbody = A.Block((*kernel_pre, A.decl(view.var, view.var_type or A.ctype("int"), index), *inner_bind,
+                     A.If(A.Unary("!", guard), A.Return()), *partial_decls(reductions), *work,
+                     *partial_flush(reductions)))
     kname = f"{fn.name}_kernel"
     params_list = tuple(p for p in fn.params if isinstance(p, A.Param))
-    kernel = A.Function(kname, A.ctype("void"), params_list, kbody, qualifiers=("__global__",))
-    args = tuple(A.Name(p.name) for p in params_list if p.name)
+    kernel = A.Function(kname, A.ctype("void"), (*params_list, *kernel_params(reductions)), kbody,
+                        qualifiers=("__global__",))
+    args = tuple(A.Name(p.name) for p in params_list if p.name) + tuple(A.Name(r.pointer) for r in reductions)
     bs = A.lit(block_size if dims == 1 else 16)
     count_outer = A.binop("-", view.stop, view.start)
     if dims == 1:
@@ -359,7 +391,11 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
         block = A.call("dim3", A.lit(16), A.lit(16))
     launch = A.Launch(A.Name(kname), (grid, block), args)
     count_pos = A.binop(">", count_outer, A.lit(0))
-    host = A.replace(fn, body=A.Block((A.If(count_pos, A.ExprStmt(launch)),)), linkage="C",
+    launch_stmt = A.If(count_pos, A.ExprStmt(launch))
+    # with sum reductions the host keeps its own statements: it owns the scalars the kernel adds into
+    host_stmts = ([*pre, *host_setup(reductions), launch_stmt, *host_combine(reductions), *post] if reductions
+                  else [launch_stmt])
+    host = A.replace(fn, body=A.Block(tuple(host_stmts)), linkage="C",
                      qualifiers=tuple(q for q in fn.qualifiers if q not in ("static", "inline")))
     items: list[Any] = []
     for item in module.items:
