@@ -64,8 +64,11 @@ def test_recovery_says_when_grid_cannot_be_inferred() -> None:
 
     text = "__global__ void k(float* y) { y[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }"
     mod = get_pass("loop_recovery")
-    with pytest.raises(PassRefused, match="block size|grid"):
-        mod.apply(lower_text(text, "k.cu"), mod.INFO.defaults(), PassContext(Dialect.CUDA, Dialect.C))
+    with pytest.raises(PassRefused, match="block size|grid"):  # BANG binds the wrapper: it must have one
+        mod.apply(lower_text(text, "k.cu"), mod.INFO.defaults(), PassContext(Dialect.CUDA, Dialect.BANG))
+    ctx = PassContext(Dialect.CUDA, Dialect.C)  # for C the caller launches it, as in CUDA
+    mod.apply(lower_text(text, "k.cu"), mod.INFO.defaults(), ctx)
+    assert any("exported as NAME(dim3 grid" in note for note in ctx.notes), ctx.notes
 
 
 def test_translate_dispatches_to_the_cpu_plan_and_verifies() -> None:
@@ -79,7 +82,7 @@ def test_translate_dispatches_to_the_cpu_plan_and_verifies() -> None:
     assert result.compile is not None and result.compile.ok
     assert "xp_grid_x" in result.summary  # the launch shape it could not derive is said, not guessed
     bare = translate(source.read_text(), str(source), TranslateOptions(target=Dialect.C))
-    assert bare.status == "unresolved" and "block size" in bare.summary
+    assert bare.status == "compiled-not-executed" and "launch configuration" in bare.summary, bare.summary
 
 
 KERNELS_ONLY = """
@@ -124,12 +127,35 @@ def test_kernels_without_host_code_get_wrappers_where_the_block_size_does_not_ma
     assert not hasattr(lib, "first_of_block_blocks")
 
 
-def test_block_size_dependent_kernel_alone_is_not_given_a_guessed_block() -> None:
+def test_block_size_dependent_kernel_alone_is_not_given_a_guessed_block(tmp_path: Path) -> None:
+    """No launch and a result that depends on the block: exported with the launch as leading arguments (never
+    a guessed block), said "compiled, not executed"; called like a launch it computes what numpy says."""
+    import ctypes
+    import subprocess
+
+    import numpy as np
+
     from xpiler_core.pipeline import TranslateOptions, translate
 
-    text = "__global__ void k(const float* x, float* out, int n) {\n  if (threadIdx.x == 0 && blockIdx.x < n) out[blockIdx.x] = x[0];\n}\n"
+    text = ("__global__ void firsts(const float* x, float* out, int n) {\n"
+            "  if (threadIdx.x == 0 && blockIdx.x < n) out[blockIdx.x] = x[blockIdx.x * blockDim.x];\n}\n")
     result = translate(text, "k.cu", TranslateOptions(target=Dialect.C))
-    assert result.status == "unresolved" and "block size" in result.summary
+    assert result.status == "compiled-not-executed" and "launch configuration" in result.summary, result.summary
+    from tests_cpu_build import build_shared
+
+    lib_path = build_shared(result.output_text, tmp_path)
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(lib_path)], capture_output=True, text=True).stdout
+    [mangled] = [line.split()[-1] for line in symbols.splitlines() if "firsts" in line]
+
+    class Dim3(ctypes.Structure):
+        _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+    fn = getattr(ctypes.CDLL(str(lib_path)), mangled)
+    fn.argtypes = [Dim3, Dim3, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+    x = np.arange(64 * 10, dtype=np.float32)
+    out = np.zeros(10, np.float32)
+    fn(Dim3(10, 1, 1), Dim3(64, 1, 1), 0, x.ctypes.data, out.ctypes.data, 10)
+    np.testing.assert_array_equal(out, x[::64])
 
 
 def test_host_entry_with_a_scalar_result_verifies_without_a_spec() -> None:

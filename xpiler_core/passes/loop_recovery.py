@@ -983,7 +983,17 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                 raise PassRefused(f"entry={entry_name}: no __global__ kernel of that name")
             wrappers.append(_wrap_kernel(target, module, params, new_kernels, ctx, explicit=True))
         elif len(kernels) == 1:
-            wrappers.append(_wrap_kernel(kernels[0], module, params, new_kernels, ctx, explicit=True))
+            try:
+                wrappers.append(_wrap_kernel(kernels[0], module, params, new_kernels, ctx, explicit=True))
+            except PassRefused:
+                if ctx.target is not Dialect.C or params.get("block") or params.get("grid"):
+                    raise
+                # C target, nothing says how to launch it: the caller does, as with a CUDA launch
+                k = kernels[0]
+                new_kernels[k.name] = A.replace(new_kernels[k.name], qualifiers=tuple(
+                    q for q in new_kernels[k.name].qualifiers if q != "static"))
+                ctx.notes.append(f"loop recovery: no launch of '{k.name}' is given and its result depends on the "
+                                 "launch shape; exported as NAME(dim3 grid, dim3 block, size_t shared_bytes, ...)")
         else:
             # several kernels and no host code: each derivable one gets a wrapper; the others stay callable with
             # their launch configuration as leading arguments, and the note says which.

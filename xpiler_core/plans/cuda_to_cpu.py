@@ -1,6 +1,6 @@
-"""CUDA → CPU (C++ with OpenMP and SIMD): detensorize → loop recovery → reduction idiom → loop binding, each
-step verified (a candidate that fails is retried without the reduction idiom, then without the optional
-steps after loop recovery).
+"""CUDA → CPU (C++ with OpenMP and SIMD): detensorize → grid reduce → loop recovery → reduction idiom → grid
+flatten → loop binding, each step verified (a candidate that fails is retried without the reassociating /
+restructuring steps, then without every optional step).
 
 The output is an ``extern "C"`` function with the CUDA host entry's parameters, or for a bare kernel a
 function over the kernel's parameters (the test spec's argument order). The launch shape of a bare kernel
@@ -40,9 +40,10 @@ from xpiler_core.pipeline import (
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 
-DEFAULT_PASSES = ["detensorization", "loop_recovery", "reduction_idiom", "loop_binding"]
+DEFAULT_PASSES = ["detensorization", "grid_reduce", "loop_recovery", "reduction_idiom", "grid_flatten",
+                  "loop_binding"]
 # Optional steps that reassociate floating point or restructure code: dropped first when a candidate fails.
-_DROP_FIRST = ("reduction_idiom",)
+_DROP_FIRST = ("grid_reduce", "reduction_idiom", "grid_flatten")
 
 
 def recovery_params_from_spec(
@@ -236,7 +237,13 @@ def plan(
                 note = (f"the grid is not a function of the kernel's parameters: {launch_params} are extra "
                         "trailing parameters of the output function")
             tests = None
-            if test_spec is not None:
+            exported = re.findall(r"^void\s+([A-Za-z_]\w*)\s*\(\s*dim3\s+xp_grid\b", cand, re.MULTILINE)
+            if exported and (test_spec is None or test_spec.entry in exported):
+                # exported with its launch configuration (nothing said how to launch it): the tests' entry
+                # takes the kernel's own arguments only, so they cannot call it
+                note = (f"{', '.join(exported)} exported with the launch configuration as leading arguments; "
+                        "give --spec (grid and block) to have it tested")
+            elif test_spec is not None:
                 tests = run_spec(test_spec, candidate_text=cand, candidate_dialect=Dialect.C,
                                  candidate_entry=test_spec.entry, candidate_kind="host", seed=options.seed,
                                  cancel=cancel)
@@ -265,7 +272,7 @@ def plan(
                     candidate, records, verdict, tests, reason = retry, retry_records, v2, t2, note2
         if optional and (not verdict.ok or (tests is not None and not tests.passed)):
             # each step is verified: fall back to the candidate before the optional steps
-            base_names = pass_names[: pass_names.index("loop_recovery") + 1]
+            base_names = [n for n in pass_names[: pass_names.index("loop_recovery") + 1] if n not in _DROP_FIRST]
             fallback, base_records, base_ctx = translate_to_cpu(text, path, spec, options.pass_params, base_names)
             if fallback is not None:
                 v2, t2, note2 = verify(fallback, base_records)
@@ -276,7 +283,7 @@ def plan(
         if not verdict.ok:
             status, reason = "failed", "the candidate does not compile with gcc"
         elif tests is None:
-            status, reason = "compiled-not-executed", "no test spec could be built for this file"
+            status, reason = "compiled-not-executed", reason or "no test spec could be built for this file"
         elif tests.passed and not ctx.unresolved:
             status = "verified"
         else:
