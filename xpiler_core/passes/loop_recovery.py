@@ -1007,6 +1007,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             if exported:
                 ctx.notes.append("loop recovery: no launch derivable for " + ", ".join(exported) + "; exported as "
                                  "NAME(dim3 grid, dim3 block, size_t shared_bytes, ...)")
+    renamed = {k.name: new_kernels[k.name].name for k in kernels if new_kernels[k.name].name != k.name}
     items: list[A.TopItem] = [A.Opaque(PRELUDE, reason="cpu prelude")]
     for item in module.items:
         if isinstance(item, A.Include):
@@ -1018,6 +1019,11 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                 items.append(new_kernels[item.name])
                 continue
             item = A.rewrite(item, _launch_to_call)
+            if renamed:
+                # the file's own launches go to the block loops, not to the wrapper with the kernel's name
+                item = A.rewrite(item, lambda n: A.replace(n, func=A.Name(renamed[n.func.id])) if isinstance(
+                    n, A.Call) and isinstance(n.func, A.Name) and n.func.id in renamed and len(n.args) >= 3
+                    and isinstance(n.args[0], A.Call) and n.args[0].callee == "dim3" else None)
             if item.is_device:
                 item = A.replace(item, qualifiers=(*(q for q in item.qualifiers if q not in A.DEVICE_QUALIFIERS),
                                                    "static") if "static" not in item.qualifiers else item.qualifiers)

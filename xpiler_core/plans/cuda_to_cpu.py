@@ -40,10 +40,10 @@ from xpiler_core.pipeline import (
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 
-DEFAULT_PASSES = ["detensorization", "grid_reduce", "loop_recovery", "reduction_idiom", "grid_flatten",
-                  "loop_binding"]
+DEFAULT_PASSES = ["detensorization", "grid_reduce", "loop_recovery", "device_mirrors", "reduction_idiom",
+                  "grid_flatten", "loop_binding"]
 # Optional steps that reassociate floating point or restructure code: dropped first when a candidate fails.
-_DROP_FIRST = ("grid_reduce", "reduction_idiom", "grid_flatten")
+_DROP_FIRST = ("grid_reduce", "device_mirrors", "reduction_idiom", "grid_flatten")
 
 
 def recovery_params_from_spec(
@@ -231,10 +231,21 @@ def plan(
                 if built.spec_path is not None:
                     tmp_spec = load_spec(str(built.spec_path))
             test_spec = spec or tmp_spec
+            if (spec is None and test_spec is not None and test_spec.kind == "kernel"
+                    and not re.search(rf'extern "C" void {re.escape(test_spec.entry)}\s*\(', cand)):
+                # the automatic tests launch the kernel itself, but the candidate keeps the file's own host code
+                # (or exports the kernel with its launch): test the same kernel translation through a wrapper
+                # with the tests' launch, built by the same passes
+                variant, variant_recs, _ = translate_to_cpu(text, path, test_spec, options.pass_params,
+                                                            [r["name"] for r in recs])
+                if variant is not None and gcc_verdict(variant).ok:
+                    cand, recs = variant, variant_recs
+                    note = (f"tests ran kernel {test_spec.entry} through a wrapper with the tests' launch; the "
+                            "output keeps the file's own launch code")
             launch_params = _launch_params_used(recs)
             if test_spec is not None and launch_params:
                 test_spec = spec_with_launch_args(test_spec, launch_params, Path(tmp))
-                note = (f"the grid is not a function of the kernel's parameters: {launch_params} are extra "
+                note = note or (f"the grid is not a function of the kernel's parameters: {launch_params} are extra "
                         "trailing parameters of the output function")
             tests = None
             exported = re.findall(r"^void\s+([A-Za-z_]\w*)\s*\(\s*dim3\s+xp_grid\b", cand, re.MULTILINE)
