@@ -202,7 +202,7 @@ def _run_tests(
             evidence.spec_info = {"path": str(Path(options.spec_path).resolve()), "auto": False,
                                   "sha256": sha256_text(Path(options.spec_path).read_text(encoding="utf-8"))}
         else:
-            built = autospec.build_spec(text, path, direction.source, Path(tmp))
+            built = autospec.build_spec(text, path, direction.source, Path(tmp), allow_shim=True)
             if built.spec_path is None:
                 evidence.note = f"no tests: {built.reason}"
                 evidence.spec_info = {"auto": True, "built": False, "reason": built.reason}

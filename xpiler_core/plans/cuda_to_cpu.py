@@ -227,7 +227,7 @@ def plan(
                 from xpiler_core.verify import autospec
 
                 autospec_dir = tempfile.TemporaryDirectory(prefix="xpiler-autospec-")
-                built = autospec.build_spec(text, path, Dialect.CUDA, Path(autospec_dir.name))
+                built = autospec.build_spec(text, path, Dialect.CUDA, Path(autospec_dir.name), allow_shim=True)
                 if built.spec_path is not None:
                     tmp_spec = load_spec(str(built.spec_path))
             test_spec = spec or tmp_spec

@@ -64,7 +64,8 @@ class AutoSpec:
     reason: str  # the assumptions made, or why no spec could be built
 
 
-def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str | None = None) -> AutoSpec:
+def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str | None = None,
+               allow_shim: bool = False) -> AutoSpec:
     """Write ``spec.toml`` and a copy of the source into ``workdir``; or say why not.
 
     ``entry`` names the host function to test (in plain C every function has C linkage; a file of several
@@ -77,6 +78,10 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
         entries = [named]
     else:
         entries = [f for f in model.host_entries if f.extern_c]
+        if not entries and allow_shim:
+            # a C++ host function that launches (``void run(...)``): tested through an extern "C" forwarder
+            entries = [f for f in model.host_entries if f.template_params is None and f.name != "main"
+                       and "::" not in f.name][:1]
     reasons: list[str] = []
     built: tuple[str, str] | str = "nothing to test"
     if entries:
@@ -96,6 +101,10 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     if isinstance(built, str):
         return AutoSpec(None, "", "; ".join([*reasons, built]))
     body, reason = built
+    forwarded = next((f for f in entries if not f.extern_c and f'entry = "{f.name}"' in body), None)
+    if forwarded is not None:
+        body = _with_shim(body, forwarded)
+        reason += f' (through an extern "C" forwarder to the C++ function {forwarded.name})'
     source_name = "source" + (Path(path).suffix or dialect.suffix)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / source_name).write_text(text, encoding="utf-8")
@@ -395,3 +404,15 @@ def extents_from_loops(text: str, name: str, sizes: set[str]) -> dict[str, str]:
     visit(fn.body, {})
     return {name: f"max(1, {', '.join(dict.fromkeys(exprs))})"
             for name, exprs in found.items() if name not in refused}
+
+
+def _with_shim(body: str, fn: Function) -> str:
+    """The spec ``body`` testing ``fn`` (C++ linkage) through ``xp_entry_<name>``, an extern "C" forwarder."""
+    shim_name = f"xp_entry_{fn.name}"
+    params = ", ".join(f"{p.type_text} {p.name}" for p in fn.params)
+    shim = f'extern "C" void {shim_name}({params}) {{ {fn.name}({", ".join(p.name or "" for p in fn.params)}); }}'
+    body = body.replace(f'entry = "{fn.name}"', f'entry = "{shim_name}"')
+    lines = body.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("tolerance"))
+    lines.insert(at, f"entry_shim = '''{shim}'''")
+    return "\n".join(lines)

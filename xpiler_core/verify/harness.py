@@ -299,6 +299,8 @@ def _run_cases(
 def _program(
     spec: KernelSpec, text: str, dialect: Dialect, entry: str, kind: str, warp: int | None, display: str
 ) -> Program:
+    if spec.entry_shim and entry == spec.entry and f"{entry}(" not in text:
+        text = f"{text}\n{spec.entry_shim}\n"
     return Program(text, dialect, entry, kind, warp or default_warp_size(dialect), display)
 
 

@@ -79,6 +79,9 @@ class KernelSpec:
     dialect: Dialect | None = None  # from the source (content, then suffix) when not given
     warp_size: int | None = None
     timeout_s: float = 60.0
+    # C++ appended to the program under test and to the reference source before they are built: an
+    # ``extern "C"`` function named ``entry`` that forwards to a host function with C++ linkage
+    entry_shim: str | None = None
 
     def source_text(self) -> str:
         return _read(self.source, self.path)
@@ -211,4 +214,5 @@ def spec_from_table(table: dict[str, Any], path: Path, text: str = "") -> Kernel
         dialect=Dialect(dialect) if dialect else None,
         warp_size=table.get("warp_size"),
         timeout_s=float(table.get("timeout_s", 60.0)),
+        entry_shim=table.get("entry_shim"),
     )
