@@ -197,7 +197,10 @@ def plan(
     options: TranslateOptions,
     progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
+    reference: tuple[str, Dialect] | None = None,
 ) -> TranslationResult:
+    """``reference``: the text and dialect automatic tests run as the reference (default: ``text`` as CUDA);
+    the HIP → CPU plan passes the original HIP, which runs at its own warp size."""
     from xpiler_core.verify.harness import run_spec
     from xpiler_core.verify.spec import load_spec
     status: Status
@@ -227,7 +230,8 @@ def plan(
                 from xpiler_core.verify import autospec
 
                 autospec_dir = tempfile.TemporaryDirectory(prefix="xpiler-autospec-")
-                built = autospec.build_spec(text, path, Dialect.CUDA, Path(autospec_dir.name), allow_shim=True)
+                ref_text, ref_dialect = reference or (text, Dialect.CUDA)
+                built = autospec.build_spec(ref_text, path, ref_dialect, Path(autospec_dir.name), allow_shim=True)
                 if built.spec_path is not None:
                     tmp_spec = load_spec(str(built.spec_path))
             test_spec = spec or tmp_spec
