@@ -311,3 +311,33 @@ def test_hip_to_cpu_keeps_64_lane_wavefront_semantics(cbuild) -> None:  # noqa: 
         padded = np.zeros(blocks * 256, np.float64)
         padded[:n] = x
         np.testing.assert_allclose(partial, padded.reshape(-1, 64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_2d_kernel_without_a_launch_gets_a_2d_wrapper_that_matches_numpy(cbuild) -> None:  # noqa: ANN001
+    import ctypes
+
+    import numpy as np
+
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    text = """
+__global__ void gemm(const double *A, const double *B, double *C, size_t M, size_t K, size_t N) {
+    size_t row = blockIdx.y * blockDim.y + threadIdx.y;
+    size_t col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        double sum = 0;
+        for (size_t k = 0; k < K; k++) sum += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = sum;
+    }
+}
+"""
+    result = translate(text, "gemm.cu", TranslateOptions(target=Dialect.C))
+    assert result.status == "verified", result.summary
+    lib = cbuild(result.output_text)
+    rng = np.random.default_rng(11)
+    for m, k, n in ((1, 1, 1), (17, 5, 33), (40, 64, 23)):
+        a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+        c = np.full((m, n), np.nan)
+        lib.gemm(a.ctypes.data_as(ctypes.c_void_p), b.ctypes.data_as(ctypes.c_void_p),
+                 c.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(m), ctypes.c_size_t(k), ctypes.c_size_t(n))
+        np.testing.assert_allclose(c, a @ b, rtol=1e-12, atol=1e-12)

@@ -99,3 +99,38 @@ def test_cpp_host_function_files_verify_on_hip_and_cpu(target: Dialect) -> None:
     result = translate(CPP_HOST, "axpby.cu", TranslateOptions(target=target))
     assert result.status == "verified", result.summary
     assert result.tests is not None and len(result.tests.cases) == len(CASE_SIZES)
+
+
+GEMM_2D = """
+__global__ void gemm(const double *A, const double *B, double *C, size_t M, size_t K, size_t N) {
+    size_t row = blockIdx.y * blockDim.y + threadIdx.y;
+    size_t col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        double sum = 0;
+        for (size_t k = 0; k < K; k++) sum += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = sum;
+    }
+}
+"""
+
+
+def test_a_2d_kernel_gets_its_grid_from_guards_and_buffer_lengths_from_indices(tmp_path: Path) -> None:
+    from xpiler_core.verify.expr import evaluate
+
+    built = build_spec(GEMM_2D, "gemm.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    assert spec.kind == "kernel" and spec.block == [16, 16]
+    for case in spec.cases:
+        m, k, n = case["M"], case["K"], case["N"]
+        assert [evaluate(str(g), case) for g in spec.grid] == [-(-n // 16), -(-m // 16)]
+        shapes = {a.name: evaluate(str(a.shape[0]), case) for a in spec.args if a.role != "scalar"}
+        assert shapes == {"A": m * k, "B": k * n, "C": m * n}
+    tiled = GEMM_2D.replace("double sum = 0;", "__shared__ double t[16]; double sum = t[0];")
+    assert build_spec(tiled, "t.cu", Dialect.CUDA, tmp_path / "t").spec_path is None  # block-dependent
+
+
+def test_a_2d_kernel_without_host_code_verifies_to_cpu_and_hip() -> None:
+    for target in (Dialect.C, Dialect.HIP):
+        result = translate(GEMM_2D, "gemm.cu", TranslateOptions(target=target))
+        assert result.status == "verified", result.summary

@@ -272,7 +272,7 @@ def _kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, 
     for f in model.reachable(kernel.name):
         builtins.update(f.builtin_names)
     if any(b.endswith((".y", ".z")) for b in builtins):
-        return f"kernel {kernel.name} uses a 2-D/3-D launch; its grid and buffer shapes are not derivable; give --spec"
+        return _multi_dim_kernel_spec(kernel, text)
     if len(int_params) != 1:
         names = ", ".join(p.name or "?" for p in int_params) or "none"
         return (
@@ -416,3 +416,147 @@ def _with_shim(body: str, fn: Function) -> str:
     at = next(i for i, line in enumerate(lines) if line.startswith("tolerance"))
     lines.insert(at, f"entry_shim = '''{shim}'''")
     return "\n".join(lines)
+
+
+#: Sizes for multi-dimensional kernels: small (a 2-D case is the product), none a multiple of the block.
+MULTI_DIM_SIZES = (33, 50, 71)
+
+
+def _multi_dim_kernel_spec(kernel: Function, text: str) -> tuple[str, str] | str:
+    """Tests for a 2-D/3-D kernel whose threads each work on their own global index (any block shape gives
+    the same result): the grid comes from the guards, buffer lengths from the largest index each buffer is
+    accessed at with every global index and loop variable at its last value."""
+    from xpiler_core.frontend.lower import lower_text
+    from xpiler_core.passes.loop_recovery import AGNOSTIC_BLOCKS, block_size_agnostic, infer_grid
+
+    refusal = f"kernel {kernel.name} uses a 2-D/3-D launch; its grid and buffer shapes are not derivable; give --spec"
+    try:
+        module = lower_text(text, "<autospec>.cu", Dialect.CUDA)
+    except Exception:  # noqa: BLE001 - unlowerable: no derived tests
+        return refusal
+    fn = next((f for f in module.functions() if f.name == kernel.name), None)
+    axes = block_size_agnostic(fn, module) if fn is not None else 0
+    if fn is None or axes < 2:
+        return refusal
+    block = [A.lit(b) for b in AGNOSTIC_BLOCKS[axes]]
+    grid = infer_grid(fn, block)
+    sizes = [p.name for p in kernel.params if _is_int_scalar(p) and p.name]
+    if grid is None or not sizes:
+        return refusal
+    grid_text = [_spell_int(g, set(sizes)) for g in grid]
+    if any(g is None for g in grid_text):
+        return refusal
+    extents = _kernel_extents(fn, set(sizes))
+    dtypes: list[str] = []
+    args: list[str] = []
+    for p in kernel.params:
+        label = str(p.name)
+        if p.is_pointer:
+            dtype = _dtype(p)
+            if dtype is None or p.name not in extents:
+                return refusal + (f" (buffer '{p.name}')" if dtype is not None else "")
+            dtypes.append(dtype)
+            role = "in" if p.is_const else "inout"
+            args += _buffer_arg(label, dtype, extents[p.name], role, _init_for(dtype) if p.is_const else "zeros")
+        elif _is_int_scalar(p):
+            args += _scalar_arg(label, "int32", label)
+        elif _dtype(p) in ("float32", "float64"):
+            args += _scalar_arg(label, str(_dtype(p)), "2")
+        else:
+            return f"kernel {kernel.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
+    lines = [
+        'name = "auto"', 'group = "auto"', 'source = "@SOURCE@"', f'entry = "{kernel.name}"', 'kind = "kernel"',
+        f"grid = [{', '.join(repr(g) for g in grid_text)}]".replace("'", '"'),
+        f"block = [{', '.join(str(b) for b in AGNOSTIC_BLOCKS[axes])}]",
+        'reference_source = "@SOURCE@"', f'reference_entry = "{kernel.name}"',
+        f"tolerance = {_tolerance(dtypes)}", "",
+    ]
+    cases: list[str] = []
+    for i in range(len(MULTI_DIM_SIZES)):
+        cases += ["[[cases]]", *(f"{n} = {MULTI_DIM_SIZES[(i + j) % len(MULTI_DIM_SIZES)]}"
+                                 for j, n in enumerate(sizes)), ""]
+    spec = "\n".join(lines + args) + "\n" + "\n".join(cases)
+    reason = (f"tests built from kernel {kernel.name}: {axes}-D, block {AGNOSTIC_BLOCKS[axes]}, grid from its "
+              f"guards, buffer lengths from its indices, sizes {', '.join(sizes)} ∈ {list(MULTI_DIM_SIZES)}, "
+              "random inputs, compared with the source")
+    return spec, reason
+
+
+def _spell_int(e: A.Expr, names: set[str], defs: dict[str, A.Expr] | None = None, depth: int = 0) -> str | None:
+    """``e`` in the spec's expression syntax (``/`` is integer division), or None."""
+    while isinstance(e, A.Cast):
+        e = e.operand
+    if isinstance(e, A.Name):
+        if e.id in names:
+            return e.id
+        if defs and e.id in defs and depth < 8:
+            return _spell_int(defs[e.id], names, defs, depth + 1)
+        return None
+    if isinstance(e, A.Literal):
+        value = e.int_value
+        return None if value is None else str(value)
+    if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "/"):
+        left, right = _spell_int(e.left, names, defs, depth), _spell_int(e.right, names, defs, depth)
+        if left is None or right is None:
+            return None
+        return f"({left} {'//' if e.op == '/' else e.op} {right})"
+    return None
+
+
+def _kernel_extents(fn: A.Function, sizes: set[str]) -> dict[str, str]:
+    """Buffer lengths of a kernel whose threads are indexed by guarded global indices (see
+    :func:`_multi_dim_kernel_spec`): each global index at its guard bound minus one, loops at their last value."""
+    from xpiler_core.passes._ast_support import scalar_writes
+    from xpiler_core.passes.loop_recovery import AXES, _global_index_on
+
+    written = scalar_writes(fn.body)
+    defs = {n.name: n.init for n in A.walk(fn.body)
+            if isinstance(n, A.VarDecl) and n.init is not None and n.name not in written}
+    last: dict[str, str] = {}
+    for n in A.walk(fn.body):  # guards: index < bound
+        if isinstance(n, A.Binary) and n.op in ("<", ">="):
+            idx, bound = n.left, n.right
+            while isinstance(idx, A.Cast):
+                idx = idx.operand
+            target = defs.get(idx.id) if isinstance(idx, A.Name) else idx
+            spelled = _spell_int(bound, sizes, defs)
+            if target is not None and spelled is not None and any(_global_index_on(target, a) for a in AXES):
+                last[idx.id if isinstance(idx, A.Name) else f"@{id(idx)}"] = f"({spelled} - 1)"
+    found: dict[str, list[str]] = {}
+    refused: set[str] = set()
+    pointers = {p.name for p in fn.params if isinstance(p, A.Param) and p.name and p.type.pointers}
+
+    def spell(e: A.Expr, env: dict[str, str]) -> str | None:
+        while isinstance(e, A.Cast):
+            e = e.operand
+        if isinstance(e, A.Name):
+            if e.id in env:
+                return env[e.id]
+            if e.id in sizes:
+                return e.id
+            return spell(defs[e.id], env) if e.id in defs else None
+        if isinstance(e, A.Literal):
+            value = e.int_value
+            return str(value) if value is not None and value >= 0 else None
+        if isinstance(e, A.Binary) and e.op in ("+", "*"):
+            left, right = spell(e.left, env), spell(e.right, env)
+            return None if left is None or right is None else f"({left} {e.op} {right})"
+        return None
+
+    def visit(node: A.Node, env: dict[str, str]) -> None:
+        if isinstance(node, A.For) and (view := node.canonical()) is not None:
+            start, stop = A.const_int(view.start), spell(view.stop, env)
+            if start is not None and start >= 0 and stop is not None:
+                visit(node.body, {**env, view.var: f"({stop} - 1)"})
+                return
+        if isinstance(node, A.Index) and isinstance(node.base, A.Name) and node.base.id in pointers:
+            top = spell(node.index, env)
+            if top is None:
+                refused.add(node.base.id)
+            else:
+                found.setdefault(node.base.id, []).append(f"{top} + 1")
+        for child in A.children(node):
+            visit(child, env)
+
+    visit(fn.body, last)
+    return {name: f"max(1, {', '.join(dict.fromkeys(exprs))})" for name, exprs in found.items() if name not in refused}
