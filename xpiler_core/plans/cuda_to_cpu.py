@@ -169,8 +169,13 @@ def run_ast_passes(
             refused = None
         except PassRefused as refusal:
             refused = refusal.reason
+            where = refusal.span
+        else:
+            where = None
         records.append({"name": name, "params": merged, "changed": module != before, "refused": refused,
                         "seconds": round(time.perf_counter() - started, 4)})
+        if where is not None and where != Span.empty():
+            records[-1]["span"] = where.to_dict()  # where the refusal points in the source
     return module, records
 
 
@@ -186,7 +191,8 @@ def translate_to_cpu(
     out, records = run_ast_passes(module, passes or DEFAULT_PASSES, ctx, params)
     recovery = next((r for r in records if r["name"] == "loop_recovery"), None)
     if recovery is not None and recovery["refused"]:
-        ctx.unresolved.append(Unresolved(recovery["refused"], Span.empty(), "loop_recovery"))
+        where = Span(**recovery["span"]) if recovery.get("span") else Span.empty()
+        ctx.unresolved.append(Unresolved(recovery["refused"], where, "loop_recovery"))
         return None, records, ctx
     return print_module(out, Dialect.C), records, ctx
 
