@@ -87,10 +87,14 @@ def test_wrong_translation_is_unresolved_with_the_smallest_failing_case(workdir:
 
 
 def test_kernel_without_derivable_tests_is_compiled_not_executed() -> None:
-    cuda = ("__global__ void mm(const float* a, const float* b, float* c, int m, int n, int k) {\n"
-            "  int r = blockIdx.y * blockDim.y + threadIdx.y, q = blockIdx.x * blockDim.x + threadIdx.x;\n"
-            "  if (r < m && q < n) { float s = 0; for (int i = 0; i < k; ++i) s += a[r * k + i] * b[i * n + q]; c[r * n + q] = s; }\n}\n")
-    result = translate(cuda, "mm.cu", TranslateOptions(Dialect.HIP))
+    # a tiled transpose: the block shape is part of its meaning, so no launch can be chosen for it
+    cuda = ("__global__ void tr(const float* a, float* b, int m, int n) {\n"
+            "  __shared__ float t[16][17];\n"
+            "  int x = blockIdx.x * 16 + threadIdx.x, y = blockIdx.y * 16 + threadIdx.y;\n"
+            "  if (x < n && y < m) t[threadIdx.y][threadIdx.x] = a[y * n + x];\n  __syncthreads();\n"
+            "  x = blockIdx.y * 16 + threadIdx.x; y = blockIdx.x * 16 + threadIdx.y;\n"
+            "  if (x < m && y < n) b[y * m + x] = t[threadIdx.x][threadIdx.y];\n}\n")
+    result = translate(cuda, "tr.cu", TranslateOptions(Dialect.HIP))
     assert result.status == "compiled-not-executed"
     assert result.compile is not None and result.compile.ok and result.tests is None
     assert "2-D" in result.summary
