@@ -27,11 +27,12 @@ PASSES = {
     "tensorization": {},
     "expansion": {"var": "acc"},
     "cache": {"array": "x"},
+    "grid_flatten": {},
 }
 KERNELS = ["elementwise/sign", "matrix/gemm", "normalization/batchnorm", "convolution/conv2d_nchw",
            "pooling/maxpool2d", "matrix/gemv", "llm/rotary_embedding"]
 DEFAULT = [("elementwise/sign", "split"), ("matrix/gemm", "pipeline"), ("convolution/conv2d_nchw", "reorder"),
-           ("pooling/maxpool2d", "split")]
+           ("pooling/maxpool2d", "split"), ("elementwise/sign", "grid_flatten")]
 
 
 def recovered_module(spec_path: Path) -> tuple[A.Module, list[dict], object]:

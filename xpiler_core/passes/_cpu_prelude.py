@@ -27,6 +27,23 @@ PRELUDE = PRELUDE_MARK + r"""
 #if defined(__F16C__) || defined(XPILER_F16C)
 #include <immintrin.h>
 #endif
+/* glibc's vector math library (libmvec, within 4 ulp) declared as SIMD functions, so loops under
+   `omp simd` that call expf/tanhf/... vectorize; glibc itself declares them only under -ffast-math. */
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__FAST_MATH__) && !defined(XPILER_NO_MVEC)
+#define XP_MVEC(ret, name, ...) extern "C" ret name(__VA_ARGS__) __THROW __attribute__((__simd__("notinbranch")));
+#if __GLIBC_PREREQ(2, 22)
+XP_MVEC(float, expf, float) XP_MVEC(float, logf, float) XP_MVEC(float, sinf, float) XP_MVEC(float, cosf, float)
+XP_MVEC(float, powf, float, float) XP_MVEC(double, exp, double) XP_MVEC(double, log, double)
+XP_MVEC(double, sin, double) XP_MVEC(double, cos, double) XP_MVEC(double, pow, double, double)
+#endif
+#if __GLIBC_PREREQ(2, 35)
+XP_MVEC(float, tanhf, float) XP_MVEC(float, exp2f, float) XP_MVEC(float, log2f, float)
+XP_MVEC(float, log10f, float) XP_MVEC(float, expm1f, float) XP_MVEC(float, log1pf, float)
+XP_MVEC(float, atanf, float) XP_MVEC(float, erff, float) XP_MVEC(double, tanh, double)
+XP_MVEC(double, expm1, double) XP_MVEC(double, log1p, double) XP_MVEC(double, erf, double)
+#endif
+#undef XP_MVEC
+#endif
 namespace xpiler_cpu {
 #if defined(__F16C__) || defined(XPILER_F16C)
 /* hardware conversions (round to nearest even, like the portable versions below) */

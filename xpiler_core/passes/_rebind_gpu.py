@@ -185,6 +185,14 @@ def rebind_function(fn: A.Function) -> tuple[A.Function, A.Function]:
     """(kernel, host launcher) for one recovered function."""
     stmts = list(fn.body.stmts)
     nest_at = next((i for i, s in enumerate(stmts) if _loop_var(s) == "xp_bz"), None)
+    for i, s in enumerate(stmts if nest_at is None else ()):
+        # grid_flatten keeps the nest as the general branch of `if (flat launch) {flat loop} else {nest}`
+        general = list(A.stmts_of(s.else_)) if isinstance(s, A.If) and s.else_ is not None else []
+        at = next((k for k, x in enumerate(general) if _loop_var(x) == "xp_bz"), None)
+        if at is not None:
+            stmts = [*stmts[:i], *general, *stmts[i + 1:]]
+            nest_at = i + at
+            break
     if nest_at is None:
         raise PassRefused(f"'{fn.name}' does not have the recovered block loop nest")
     prefix = [s for s in stmts[:nest_at] if not isinstance(s, A.Pragma)]

@@ -28,6 +28,7 @@ from xpiler_core.passes._ast_support import (
     leave,
     scalar_writes,
 )
+from xpiler_core.passes._cpu_prelude import PRELUDE_MARK
 from xpiler_core.passes._gpu_reduction import (
     SumReduction,
     find_sum_reductions,
@@ -455,7 +456,9 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             except PassRefused as refusal:
                 reasons.append(refusal.reason)
         items.append(item)
-    if not changed:
+    recovered = any(isinstance(i, A.Opaque) and i.text.startswith(PRELUDE_MARK) for i in module.items)
+    if not changed and not (recovered and not reasons):
+        # a recovered module whose kernels became flat loops (grid_flatten) still gets its target ISA
         raise PassRefused("; ".join(reasons) or "no recovered block loop (run loop_recovery) and no loop=VAR given")
     isa = str(params.get("isa") or "").strip()
     if isa:
