@@ -66,7 +66,9 @@ def torch_child(spec_path: str, case_index: int, threads: int, rounds: int = 15)
     return float(value) if value is not None else None
 
 
-def torch_worker(spec_path: str, case_index: int, threads: int, rounds: int) -> None:
+def torch_worker(spec_path: str, case_index: int, threads: int, rounds: int, bursts: int = 4) -> None:
+    """Times the PyTorch formulation exactly as the timing child times ours: warm-up, then per round the
+    fastest of ``bursts`` bursts of calls (preempted bursts dropped), median over rounds."""
     spec = load_spec(spec_path)
     fn = _torch_impls().get(spec.name)
     if fn is None:
@@ -80,14 +82,21 @@ def torch_worker(spec_path: str, case_index: int, threads: int, rounds: int) -> 
         for _ in range(3):
             fn(**tensors)
         t0 = time.perf_counter()
-        fn(**tensors)
-        inner = max(1, min(20000, int(0.004 / max(time.perf_counter() - t0, 1e-9))))
+        calls = 0
+        while calls < 3 or time.perf_counter() - t0 < 0.02:
+            fn(**tensors)
+            calls += 1
+        single = (time.perf_counter() - t0) / calls
+        inner = max(1, min(20000, int(0.002 / bursts / max(single, 1e-9))))
         samples = []
         for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                fn(**tensors)
-            samples.append((time.perf_counter() - t0) / inner)
+            fastest = math.inf
+            for _ in range(bursts):
+                t0 = time.perf_counter()
+                for _ in range(inner):
+                    fn(**tensors)
+                fastest = min(fastest, time.perf_counter() - t0)
+            samples.append(fastest / inner)
     print(json.dumps(statistics.median(samples)))
 
 
@@ -104,10 +113,14 @@ def bench_one(spec_path: str, options: TuneOptions, workdir: Path) -> dict[str, 
         return row
     row.update(case=result.case, tuner_untuned_s=result.baseline_latency_s, tuner_tuned_s=result.best.latency_s,
                speedup=result.best.speedup, confirmed=result.confirmed, tune_s=result.seconds,
-               trials=result.trials_measured, resumed=result.trials_resumed, best=result.best.description)
+               trials=result.trials_measured, resumed=result.trials_resumed, best=result.best.description,
+               changes=result.best.config.describe_changes(result.baseline_config or result.best.config),
+               noise=result.noise, interval=result.best_interval, flags=list(result.flags),
+               load=result.load_average)
     libs = []
-    for tag, text in (("untuned", result.baseline_text), ("tuned", result.best_text)):
-        built = build_library(text, Dialect.C, workdir / spec.name / tag, display_name=f"{tag}.cpp", cplusplus_c=True)
+    for tag, text, flags in (("untuned", result.baseline_text, ()), ("tuned", result.best_text, result.flags)):
+        built = build_library(text, Dialect.C, workdir / spec.name / tag, display_name=f"{tag}.cpp", cplusplus_c=True,
+                              extra_flags=flags)
         if not built.ok or built.library is None:
             row["error"] = f"{tag} build failed"
             return row
@@ -153,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; torch "
           f"{torch.__version__ if torch is not None else 'absent'} with {torch.get_num_threads() if torch else 0} threads")
     print(f"{'group':13s} {'op':18s} {'untuned':>10s} {'tuned':>10s} {'speedup':>8s} {'torch':>10s} {'vs torch':>8s} "
-          f"{'tune s':>7s} {'trials':>6s}  best config")
+          f"{'tune s':>7s} {'trials':>6s} {'noise':>6s} {'load':>5s}  best config")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="xpiler-bench-tune-") as tmp:
         for spec_path in sorted(glob.glob(str(ROOT / "suite" / "*" / "*" / "spec.toml"))):
@@ -169,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"{group:13s} {op:18s} {us(row['untuned_s'])} {us(row['tuned_s'])} "
                   f"{x(row['speedup'])} {us(row.get('torch_s'))} {x(row.get('vs_torch'))} {row['tune_s']:7.1f} "
-                  f"{row['trials']:6d}  {row['best'][:110]}", flush=True)
+                  f"{row['trials']:6d} {row['noise'] * 100:5.0f}% {row['load']:5.1f}  {row['changes'][:150]}", flush=True)
     print("\ngroup geomeans (tuner's re-timed paired speedup over untuned; tuned vs best torch, > 1 = ours faster):")
     summary: dict[str, Any] = {}
     for group in groups:
@@ -184,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {group:13s} ops {len(members):2d}  tuned/untuned {g_speed or float('nan'):6.2f}x (re-measured "
               f"{g_inproc or float('nan'):6.2f}x)  vs torch {g_torch or float('nan'):6.2f}x  "
               f"max tuning time {summary[group]['max_tune_s']:.1f} s")
+    noises = sorted(r["noise"] for r in rows if not r.get("error"))
+    if noises:
+        print(f"\nnoise (untuned timed against itself at the start of each tuning, half-width of the 90 % interval of "
+              f"the paired median): median ±{statistics.median(noises) * 100:.1f} %, worst ±{noises[-1] * 100:.1f} %")
     goal = geomean([r["vs_torch"] for r in rows if r["group"] in GOAL_GROUPS and r.get("vs_torch")])
     print(f"\nelementwise+reduction+normalization vs torch geomean: {goal or float('nan'):.2f}x (goal >= 1.2x)")
     print(f"load average at end: {os.getloadavg()[0]:.2f}")

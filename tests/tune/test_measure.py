@@ -15,6 +15,7 @@ from xpiler_core.tune.measure import (
     clearly_faster,
     largest_case,
     measure_libraries,
+    median_interval,
     paired_speedup,
 )
 from xpiler_core.verify.spec import load_spec
@@ -95,3 +96,20 @@ def test_paired_statistics_against_hand_computed_values() -> None:
     same = LatencyStats([10.0, 9.9, 10.1, 10.0, 10.05])
     assert not clearly_faster(base, same)  # within noise
     assert LatencyStats([1.0, 2.0, 3.0, 4.0, 5.0]).median_s == 3.0
+
+
+def _binomial_coverage(n: int, k: int) -> float:
+    """P(the k-th smallest <= median <= the k-th largest) for n samples of a continuous distribution."""
+    from math import comb
+
+    return sum(comb(n, j) for j in range(k, n - k + 1)) / 2**n
+
+
+@pytest.mark.parametrize("n", [5, 9, 15, 21, 31])
+def test_median_interval_is_the_tightest_order_statistic_pair_with_90_percent_coverage(n: int) -> None:
+    values = [float(v) for v in range(100, 100 + n)][::-1]  # any order
+    lo, hi = median_interval(values, 0.9)
+    k = int(lo) - 99  # lo is the k-th smallest
+    assert hi == 100 + n - k  # symmetric: the k-th largest
+    assert _binomial_coverage(n, k) >= 0.9 or k == 1
+    assert k == 1 or _binomial_coverage(n, k + 1) < 0.9 or k + 1 > (n + 1) // 2

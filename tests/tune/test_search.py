@@ -98,3 +98,14 @@ def test_stop_ends_the_search() -> None:
     search_params(LARGE, LARGE_DEFAULTS, counter, quota=100, rng=random.Random(0), spent=lambda: counter.calls,
                   stop=lambda: counter.calls >= 5)
     assert counter.calls == 5
+
+
+def test_moves_that_help_separately_are_tried_together() -> None:
+    # two independent gains: the combination is the optimum and is found right after the coordinate moves
+    space = {"a": (0, 1), "b": (0, 1), "c": (0, 1, 2)}
+    counter = Counter(lambda p: 1.0 + 0.3 * p["a"] + 0.2 * p["b"] - 0.1 * p["c"])
+    out = search_params(space, {"a": 0, "b": 0, "c": 0}, counter, quota=6, rng=random.Random(0),
+                        spent=lambda: counter.calls)
+    assert out.best == {"a": 1, "b": 1, "c": 0}
+    # the start, its four single-parameter moves, then the combination of the two that helped
+    assert counter.calls == 6 and counter.points[-1] == (("a", 1), ("b", 1), ("c", 0))

@@ -3,16 +3,23 @@
 CUDA and HIP go through :func:`rewrite_for_cpu` and g++ -O2 -std=c++17 against ``runtime/include``; C goes
 through gcc -O2 -fopenmp unchanged. The shared object is cached in the ``runtime-build`` diskcache under a
 key of source hash, header hash, flags and compiler version, and copied into the caller's directory.
+
+A tuning candidate may carry its own optimization flags for C builds (``extra_flags``, or
+:func:`candidate_flags` around code that builds it indirectly, such as the test harness), so the build that
+is verified and the build that is timed are the same; without them the default build is unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import os
 import resource
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -24,6 +31,18 @@ from xpiler_core.runtime.rewrite import rewrite_for_cpu
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 COMPILE_TIMEOUT_S = 180.0
 COMPILE_MEMORY_BYTES = 4 * 1024**3
+# Optimization flags a tuning candidate was chosen with; appended to C builds made while they are set.
+_CANDIDATE_FLAGS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("candidate_flags", default=())
+
+
+@contextlib.contextmanager
+def candidate_flags(flags: tuple[str, ...]) -> Iterator[None]:
+    """C builds made inside this block (in this thread) get ``flags`` after the default ones."""
+    token = _CANDIDATE_FLAGS.set(tuple(flags))
+    try:
+        yield
+    finally:
+        _CANDIDATE_FLAGS.reset(token)
 
 
 @dataclass
@@ -106,13 +125,18 @@ def build_library(
     extra: str = "",
     fibers: str = "fcontext",
     cplusplus_c: bool = False,
+    extra_flags: tuple[str, ...] = (),
 ) -> BuildResult:
-    """Compile to ``out_dir/lib<hash>.so``; failures come back as a log, never as an exception."""
+    """Compile to ``out_dir/lib<hash>.so``; failures come back as a log, never as an exception.
+
+    ``extra_flags`` (and those of an enclosing :func:`candidate_flags`) apply to C builds only."""
     started = time.monotonic()
     is_c = dialect is Dialect.C
     compiler = ("g++" if cplusplus_c else "gcc") if is_c else "g++"
     source = prepare_source(text, dialect, display_name, extra)
     flags = build_flags(dialect, warp_size, fibers)
+    if is_c:
+        flags += [f for f in (*_CANDIDATE_FLAGS.get(), *extra_flags) if f not in flags]
     libs = [] if is_c else ["-lboost_context"] if fibers == "fcontext" else []
     key = stable_key(
         "runtime-build-v2",

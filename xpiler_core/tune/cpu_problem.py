@@ -1,19 +1,27 @@
 """The CUDA → CPU tuning problem: render a configuration to C++, verify it, time it against the untuned one.
 
-The fixed prefix of the CPU plan (detensorization, loop recovery with the spec's launch shape) runs once;
-each configuration adds structural passes (split, reorder, fuse, cache, pipeline, tensorization, …) and
-then loop binding with its parameters. A candidate counts only after the harness has compiled it and run
-it on every case of the spec against the reference; then it is timed interleaved with the untuned
-translation on the largest case. Identical candidate texts are evaluated once (and across runs, through
-the records).
+The untuned translation is the CPU plan's own: its pass list (``plans.cuda_to_cpu.DEFAULT_PASSES``) with the
+parameters the plan gives each pass (read back from the plan's records), so improvements of the plan reach
+every candidate and a pass added to the plan is tuned over its declared parameter space. A configuration
+overrides parameters of the plan's passes before loop binding, inserts structural passes (split, reorder,
+fuse, cache, pipeline, tensorization, …) before loop binding, sets loop binding's parameters and picks
+compile flags (recorded in the candidate's first line, so the text says how it must be built). For a kernel
+whose launch we choose (no launch site, no ``__launch_bounds__``, result independent of the block size) the
+block size is a parameter too. A candidate counts only after the harness has compiled it with its flags and
+run it on every case of the spec against the reference; then it is timed interleaved with the untuned
+translation (and the best candidate so far) on the largest case. Identical candidate texts are evaluated once
+(and across runs, through the records).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import os
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +41,35 @@ from xpiler_core.tune.measure import (
     MeasureSettings,
     largest_case,
     measure_libraries,
+    median_interval,
+    paired_ratios,
+    paired_speedup,
+    speedup_interval,
 )
 from xpiler_core.tune.records import RecordStore, TrialRecord, sha256_text
 from xpiler_core.verify.spec import KernelSpec
 
 DIRECTION = "cuda->cpu"
-PREFIX = ("detensorization", "loop_recovery")
+RECOVERY = "loop_recovery"
 BINDING = "loop_binding"
 # String parameters that pick *where* a pass applies; the tuner enumerates their values from the code.
 TARGET_PARAMS = ("function", "loop", "array")
+# Declared choices that describe the source rather than choose an implementation: never searched.
+SOURCE_FACTS = {(RECOVERY, "warp_size")}
+# Compile flags a candidate may add to the default build (-O2 -fopenmp): none changes IEEE semantics
+# (-fno-math-errno only drops errno writes of math functions; -march=native only adds instructions, and the
+# plan already contracts with FMA where the ISA has it). Every candidate is verified with its flags.
+FLAG_SPACE: dict[str, tuple[str, ...]] = {
+    "flags.opt": ("", "-O3"),
+    "flags.unroll": ("", "-funroll-loops"),
+    "flags.errno": ("", "-fno-math-errno"),
+    "flags.arch": ("", "-march=native"),
+}
+BLOCK_CHOICES = (64, 128, 256, 512, 1024)
+BLOCK_KEY = f"{RECOVERY}.block"
+WITHOUT_KEY = "plan.without"  # one optional pass of the plan left out (a pass may cost more than it saves)
+MARGIN = 0.02  # a win must clear the noise interval by this much too
+FLAGS_MARK = "// xpiler tune: compile with g++ -O2 -fopenmp -shared -fPIC"
 
 
 @dataclass(frozen=True)
@@ -55,43 +83,92 @@ class Action:
         return Step(self.name, self.target).describe()
 
 
+@lru_cache(maxsize=1)
+def _cpu_flags() -> frozenset[str]:
+    try:
+        return frozenset(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return frozenset()
+
+
+def _useful_here(param: str, choice: Any) -> bool:
+    """Choices that cannot help on this machine are not searched: more OpenMP threads than cores, an
+    instruction set the CPU lacks (it would only fail verification)."""
+    if param == "threads" and isinstance(choice, int):
+        return choice <= (os.cpu_count() or 1)
+    if param == "isa" and isinstance(choice, str) and choice:
+        return all(ext.strip() in _cpu_flags() for ext in choice.split(","))
+    return True
+
+
 def tunable_space(name: str) -> dict[str, tuple[Any, ...]]:
-    """The declared choices of a pass's parameters (only those with two or more choices)."""
+    """The declared choices of a pass's parameters (only those with two or more choices useful here)."""
     info = get_pass(name).INFO
-    return {p.name: tuple(p.choices) for p in info.params if len(p.choices) >= 2}
+    space: dict[str, tuple[Any, ...]] = {}
+    for p in info.params:
+        if (name, p.name) in SOURCE_FACTS:
+            continue
+        choices = tuple(c for c in p.choices if _useful_here(p.name, c))
+        if len(choices) >= 2:
+            space[p.name] = choices
+    return space
+
+
+def plan_passes() -> list[str]:
+    """The CPU plan's pass list as it is now."""
+    from xpiler_core.plans.cuda_to_cpu import DEFAULT_PASSES
+
+    return list(DEFAULT_PASSES)
 
 
 def structural_passes() -> list[str]:
-    """AST passes of the CUDA → CPU direction that the search may insert (the plan's fixed ones excluded)."""
+    """AST passes of the CUDA → CPU direction that the search may insert (the plan's own excluded)."""
+    planned = set(plan_passes())
     return [name for name, mod in all_passes().items()
-            if mod.INFO.kind == "ast" and DIRECTION in mod.INFO.directions and name not in (*PREFIX, BINDING)]
+            if mod.INFO.kind == "ast" and DIRECTION in mod.INFO.directions and name not in planned]
+
+
+def flags_comment(flags: tuple[str, ...]) -> str:
+    return f"{FLAGS_MARK} {' '.join(flags)}\n" if flags else ""
 
 
 class CpuTuningProblem:
-    """Everything one tuning session of a CUDA file for the CPU needs: prefix module, spec, baseline."""
+    """Everything one tuning session of a CUDA file for the CPU needs: the plan, spec, baseline, incumbent."""
 
     def __init__(self, text: str, path: str, spec: KernelSpec, workdir: Path, *, seed: int = 0,
                  settings: MeasureSettings | None = None, cancel: CancelToken | None = None) -> None:
-        from xpiler_core.plans.cuda_to_cpu import run_ast_passes, spec_launch_params, spec_with_launch_args
+        from xpiler_core.passes.loop_recovery import block_size_agnostic
+        from xpiler_core.plans.cuda_to_cpu import spec_with_launch_args, translate_to_cpu
 
         self.text, self.path, self.seed, self.cancel = text, path, seed, cancel
         self.workdir = workdir
         self.settings = settings or MeasureSettings()
-        module = lower_text(text, path)
-        self.ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file=path)
-        recovery: dict[str, Any] = dict(spec_launch_params(spec, module.function(spec.entry)))
-        if spec.kind == "host":
-            recovery.setdefault("wrapper", False)
-        prefix, records = run_ast_passes(module, list(PREFIX), self.ctx, {"loop_recovery": recovery})
-        refused = next((r["refused"] for r in records if r["name"] == "loop_recovery" and r["refused"]), None)
-        if refused:
-            raise XpilerError(f"cannot tune: the CPU translation is unresolved (loop recovery refused: {refused})", path)
-        self.prefix_module: A.Module = prefix
-        launch = next((str(r["params"].get("launch_params") or "") for r in records if r["name"] == "loop_recovery"), "")
+        names = plan_passes()
+        if BINDING not in names or RECOVERY not in names:
+            raise XpilerError("cannot tune: the CPU plan has no loop recovery / loop binding step", path)
+        # the plan's own translation: its output is the untuned candidate, its records give each pass's params
+        plan_text, records, _ = translate_to_cpu(text, path, spec, None, names)
+        if plan_text is None:
+            refused = next((r["refused"] for r in records if r["name"] == RECOVERY and r["refused"]), "")
+            raise XpilerError(f"cannot tune: the CPU translation is unresolved (loop recovery refused: {refused})",
+                              path)
+        self.plan_params: dict[str, dict[str, Any]] = {r["name"]: dict(r["params"]) for r in records}
+        at = names.index(BINDING)
+        self.prefix_names: list[str] = names[:at]
+        self.suffix_names: list[str] = names[at + 1:]
+        self.lowered = lower_text(text, path)
+        self.ctx = PassContext(source_dialect=self.lowered.dialect, target=Dialect.C, file=path)
+        self._prefix_memo: dict[tuple[Step, ...], A.Module | None] = {}
+        launch = str(self.plan_params.get(RECOVERY, {}).get("launch_params") or "")
         self.spec = spec_with_launch_args(spec, launch, workdir) if launch else spec
         self.entry = spec.entry
         self.case_index = largest_case(self.spec)
-        self.binding_defaults: Params = freeze(get_pass(BINDING).INFO.defaults())
+        kernel = self.lowered.function(spec.entry)
+        self.block_tunable = (
+            spec.kind == "kernel" and not launch and kernel is not None and kernel.is_kernel
+            and not kernel.launch_bounds and block_size_agnostic(kernel, self.lowered)
+            and not any(isinstance(n, A.Launch) for f in self.lowered.functions() for n in A.walk(f.body)))
+        self.binding_defaults: Params = freeze(self.plan_params[BINDING])
         self.baseline = Config((), self.binding_defaults)
         baseline_text = self.render(self.baseline)
         if baseline_text is None:
@@ -101,14 +178,40 @@ class CpuTuningProblem:
                                    self.case_index)
         self.baseline_library: Path | None = None
         self.baseline_stats: LatencyStats | None = None
+        self.noise: tuple[float, float] = (1.0, 1.0)  # A/A interval: the untuned one timed against itself
+        self.incumbent: TrialRecord | None = None  # the best verified candidate so far (None: the untuned one)
+        self.incumbent_library: Path | None = None
         self.trials_measured = 0
         self.trials_resumed = 0
         self._memo: dict[str, TrialRecord] = {}
 
     # ------------------------------------------------------------------ rendering
-    def module_after(self, steps: tuple[Step, ...]) -> A.Module | None:
-        """The AST after the prefix and ``steps`` (None when a step refuses or changes nothing)."""
-        module = self.prefix_module
+    def _prefix(self, overrides: tuple[Step, ...]) -> A.Module | None:
+        """The module after the plan's passes before loop binding, with ``overrides`` of their parameters."""
+        if overrides in self._prefix_memo:
+            return self._prefix_memo[overrides]
+        from xpiler_core.plans.cuda_to_cpu import run_ast_passes
+
+        extra = {s.name: dict(s.params) for s in overrides}
+        without = str(extra.pop(WITHOUT_KEY.partition(".")[0], {}).get("without") or "")
+        names = [n for n in self.prefix_names if n != without]
+        params = {n: {**self.plan_params.get(n, {}), **extra.get(n, {})} for n in names}
+        ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path)
+        module: A.Module | None
+        try:
+            module, records = run_ast_passes(self.lowered, names, ctx, params)
+            if any(r["refused"] for r in records if r["name"] == RECOVERY):
+                module = None
+        except Exception:  # a pass bug on these parameters: an illegal point, never a crash of tuning
+            module = None
+        self._prefix_memo[overrides] = module
+        return module
+
+    def module_after(self, steps: tuple[Step, ...], plan: tuple[Step, ...] = ()) -> A.Module | None:
+        """The AST after the plan's prefix and ``steps`` (None when a step refuses or changes nothing)."""
+        module = self._prefix(plan)
+        if module is None:
+            return None
         for step in steps:
             mod = get_pass(step.name)
             params = {**mod.INFO.defaults(), **dict(step.params)}
@@ -125,21 +228,96 @@ class CpuTuningProblem:
         return module
 
     def render(self, config: Config) -> str | None:
-        module = self.module_after(config.steps)
+        module = self.module_after(config.steps, config.plan)
         if module is None:
             return None
-        mod = get_pass(BINDING)
         ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path)
-        try:
-            bound = mod.apply(module, {**mod.INFO.defaults(), **dict(config.binding)}, ctx)
-        except PassRefused:
-            return None
-        return print_module(bound, Dialect.C)
+        for name in (BINDING, *self.suffix_names):
+            mod = get_pass(name)
+            params = {**mod.INFO.defaults(), **(dict(config.binding) if name == BINDING else
+                                                {**self.plan_params.get(name, {}), **config.plan_params(name)})}
+            try:
+                module = mod.apply(module, params, ctx)
+            except PassRefused:
+                if name == BINDING:
+                    return None
+            except Exception:
+                return None
+        return flags_comment(config.flags) + print_module(module, Dialect.C)
+
+    # ------------------------------------------------------------------ the plan's own parameters
+    def plan_space(self) -> dict[str, tuple[Any, ...]]:
+        """Namespaced choices (``pass.param``, ``flags.*``) of the plan's passes, loop binding, the compile
+        flags and, where we choose the launch, the block size; the plan's own value is always a choice."""
+        space: dict[str, tuple[Any, ...]] = {}
+        for name in (*self.prefix_names, BINDING, *self.suffix_names):
+            own = self.plan_params.get(name, {})
+            for key, choices in tunable_space(name).items():
+                current = own.get(key, choices[0])
+                space[f"{name}.{key}"] = choices if current in choices else (current, *choices)
+        if self.block_tunable:
+            current = str(self.plan_params.get(RECOVERY, {}).get("block") or "")
+            choices = tuple(str(b) for b in BLOCK_CHOICES)
+            space[BLOCK_KEY] = choices if current in choices else (current, *choices)
+        optional = tuple(n for n in self.prefix_names if n != RECOVERY)
+        if optional:
+            space[WITHOUT_KEY] = ("", *optional)
+        space.update(FLAG_SPACE)
+        return space
+
+    def plan_defaults(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, choices in self.plan_space().items():
+            name, _, param = key.partition(".")
+            if name == "flags" or key == WITHOUT_KEY:
+                out[key] = ""
+            elif key == BLOCK_KEY:
+                out[key] = str(self.plan_params.get(RECOVERY, {}).get("block") or "")
+            else:
+                out[key] = self.plan_params.get(name, {}).get(param, choices[0])
+        return out
+
+    def config_for(self, point: dict[str, Any], steps: tuple[Step, ...] = ()) -> Config:
+        """The configuration of a point of :meth:`plan_space` (keys left out keep the plan's values)."""
+        defaults = self.plan_defaults()
+        binding = dict(self.binding_defaults)
+        overrides: dict[str, dict[str, Any]] = {}
+        flags: list[str] = []
+        for key in sorted(point):
+            value = point[key]
+            name, _, param = key.partition(".")
+            if name == "flags":
+                if value:
+                    flags.append(str(value))
+            elif name == BINDING:
+                binding[param] = value
+            elif key == BLOCK_KEY:
+                if value != defaults.get(key):
+                    overrides.setdefault(RECOVERY, {}).update(block=str(value), grid="")
+            elif key == WITHOUT_KEY:
+                if value:
+                    overrides.setdefault("plan", {})["without"] = value
+            elif value != defaults.get(key):
+                overrides.setdefault(name, {})[param] = value
+        plan = tuple(Step(n, freeze(v)) for n, v in sorted(overrides.items()))
+        return Config(steps, freeze(binding), plan, tuple(flags))
+
+    def live_plan_space(self) -> dict[str, tuple[Any, ...]]:
+        """The plan space without parameters whose every choice prints the same text as the plan's value."""
+        space = self.plan_space()
+        defaults = self.plan_defaults()
+        base = self.render(self.config_for(defaults))
+        live: dict[str, tuple[Any, ...]] = {}
+        for key, choices in space.items():
+            texts = {self.render(self.config_for({**defaults, key: c})) for c in choices}
+            if len(texts - {base, None}) > 0:
+                live[key] = choices
+        return live
 
     # ------------------------------------------------------------------ the search space
-    def actions(self, steps: tuple[Step, ...]) -> list[Action]:
+    def actions(self, steps: tuple[Step, ...], plan: tuple[Step, ...] = ()) -> list[Action]:
         """Legal structural pass applications after ``steps``: each pass at each place it accepts."""
-        module = self.module_after(steps)
+        module = self.module_after(steps, plan)
         if module is None:
             return []
         found: list[Action] = []
@@ -163,54 +341,87 @@ class CpuTuningProblem:
                     options.append(target)
             for target in options:
                 action = Action(name, tuple(sorted(target)))
-                if self.module_after((*steps, Step(name, action.target))) is not None:
+                if self.module_after((*steps, Step(name, action.target)), plan) is not None:
                     found.append(action)
         return found
 
-    def live_space(self, steps: tuple[Step, ...], action: Action | None, binding: Params) -> dict[str, tuple[Any, ...]]:
-        """The parameters of ``action`` (or of loop binding when None) that change the output here.
+    def live_space(self, base: Config, action: Action) -> dict[str, tuple[Any, ...]]:
+        """The parameters of ``action`` appended to ``base``'s steps that change the output here.
 
-        A parameter whose every choice gives the same text as its default (``block`` is for CUDA targets, a
-        ``collapse`` deeper than the nest…) is dropped, so the search spends no trials on it.
+        A parameter whose every choice gives the same text as its default is dropped, so the search spends no
+        trials on it.
         """
-        name = action.name if action is not None else BINDING
-        space = tunable_space(name)
-        defaults = get_pass(name).INFO.defaults()
+        space = tunable_space(action.name)
+        defaults = get_pass(action.name).INFO.defaults()
 
         def text_for(params: dict[str, Any]) -> str | None:
-            if action is None:
-                return self.render(Config(steps, freeze({**dict(binding), **params})))
-            step = Step(name, freeze({**dict(action.target), **params}))
-            return self.render(Config((*steps, step), binding))
+            step = Step(action.name, freeze({**dict(action.target), **params}))
+            return self.render(Config((*base.steps, step), base.binding, base.plan, base.flags))
 
-        base = text_for({k: defaults[k] for k in space})
+        reference = text_for({k: defaults[k] for k in space})
         live: dict[str, tuple[Any, ...]] = {}
         for key, choices in space.items():
             texts = {text_for({key: c}) for c in choices}
-            if len(texts - {base}) > 0:
+            if len(texts - {reference, None}) > 0:
                 live[key] = choices
         return live
 
     # ------------------------------------------------------------------ evaluation
-    def start(self) -> LatencyStats:
-        """Verify and build the untuned translation and time it alone (the reference of every speedup)."""
-        from xpiler_core.runtime.build import build_library
+    def _verify(self, text: str, flags: tuple[str, ...]) -> Any:
+        from xpiler_core.runtime.build import candidate_flags
         from xpiler_core.verify.harness import run_spec
 
-        report = run_spec(self.spec, candidate_text=self.baseline_text, candidate_dialect=Dialect.C,
-                          candidate_entry=self.entry, candidate_kind="host", seed=self.seed, cancel=self.cancel)
-        if not report.passed:
-            raise XpilerError("cannot tune: the untuned CPU translation does not pass its tests:\n" + report.summary(),
+        with candidate_flags(flags):
+            return run_spec(self.spec, candidate_text=text, candidate_dialect=Dialect.C, candidate_entry=self.entry,
+                            candidate_kind="host", seed=self.seed, cancel=self.cancel)
+
+    def _build(self, text: str, flags: tuple[str, ...], folder: str) -> Path | None:
+        from xpiler_core.runtime.build import build_library
+
+        # the harness's display name: the same translation unit, so the build it verified is reused from the cache
+        built = build_library(text, Dialect.C, self.workdir / folder, display_name=f"candidate{Dialect.C.suffix}",
+                              cplusplus_c=True, extra_flags=flags)
+        return built.library if built.ok else None
+
+    def _prefix_variants(self) -> list[list[str]]:
+        """The plan's prefix, then (as the plan itself retries when a step fails verification) without each of
+        its other steps, then loop recovery alone."""
+        names = list(self.prefix_names)
+        optional = [n for n in names if n != RECOVERY]
+        variants = [names, *([n for n in names if n != o] for o in optional), [RECOVERY]]
+        unique: list[list[str]] = []
+        for v in variants:
+            if v not in unique:
+                unique.append(v)
+        return unique
+
+    def start(self) -> LatencyStats:
+        """Verify and build the untuned translation and time it against itself (the reference of every speedup,
+        and the noise this machine shows now)."""
+        report = None
+        for names in self._prefix_variants():
+            self.prefix_names = names
+            self._prefix_memo.clear()
+            text = self.render(self.baseline)
+            if text is None:
+                continue
+            report = self._verify(text, ())
+            if report.passed:
+                self.baseline_text = text
+                break
+        if report is None or not report.passed:
+            summary = report.summary() if report is not None else "no variant of the plan renders"
+            raise XpilerError("cannot tune: the untuned CPU translation does not pass its tests:\n" + summary,
                               self.path)
-        built = build_library(self.baseline_text, Dialect.C, self.workdir / "baseline", display_name="baseline.cpp",
-                              cplusplus_c=True)
-        if not built.ok or built.library is None:
-            raise XpilerError("cannot tune: the untuned translation does not build: " + built.log[-400:], self.path)
-        self.baseline_library = built.library
-        stats = measure_libraries([built.library, built.library], self.spec, self.entry, self.case_index,
+        library = self._build(self.baseline_text, (), "baseline")
+        if library is None:
+            raise XpilerError("cannot tune: the untuned translation does not build", self.path)
+        self.baseline_library = library
+        stats = measure_libraries([library, library], self.spec, self.entry, self.case_index,
                                   self.workdir / "measure-baseline", settings=self.settings, seed=self.seed,
                                   cancel=self.cancel)
         self.baseline_stats = stats[0]
+        self.noise = median_interval(paired_ratios(stats[0], stats[1]))
         return stats[0]
 
     def evaluate(self, config: Config) -> tuple[TrialRecord | None, bool]:
@@ -237,55 +448,90 @@ class CpuTuningProblem:
         return list(self._memo.values())
 
     def _measure(self, config: Config, text: str, sha: str) -> TrialRecord:
-        from xpiler_core.runtime.build import build_library
-        from xpiler_core.verify.harness import run_spec
-
         started = time.perf_counter()
-        report = run_spec(self.spec, candidate_text=text, candidate_dialect=Dialect.C, candidate_entry=self.entry,
-                          candidate_kind="host", seed=self.seed, cancel=self.cancel)
+        report = self._verify(text, config.flags)
         if not report.passed:
             reason = report.build_error or next((c.summary() for c in report.cases if not c.passed), "failed")
             return TrialRecord(config.as_dict(), sha, False, error=reason[-300:],
                                seconds=time.perf_counter() - started)
-        built = build_library(text, Dialect.C, self.workdir / sha[:12], display_name="candidate.cpp", cplusplus_c=True)
-        if not built.ok or built.library is None or self.baseline_library is None:
+        library = self._build(text, config.flags, sha[:12])
+        if library is None or self.baseline_library is None:
             return TrialRecord(config.as_dict(), sha, False, error="build failed", seconds=time.perf_counter() - started)
+        libraries = [self.baseline_library, library]
+        if self.incumbent is not None and self.incumbent_library is not None:
+            libraries.insert(1, self.incumbent_library)  # timed in the same rounds: a direct paired comparison
         try:
-            base, cand = measure_libraries([self.baseline_library, built.library], self.spec, self.entry,
-                                           self.case_index, self.workdir / f"measure-{sha[:12]}",
-                                           settings=self.settings, seed=self.seed, cancel=self.cancel)
+            stats = measure_libraries(libraries, self.spec, self.entry, self.case_index,
+                                      self.workdir / f"measure-{sha[:12]}", settings=self.settings, seed=self.seed,
+                                      cancel=self.cancel)
         except MeasureError as exc:
             return TrialRecord(config.as_dict(), sha, True, error=str(exc), seconds=time.perf_counter() - started)
-        from xpiler_core.tune.measure import paired_speedup
-
+        base, cand = stats[0], stats[-1]
+        extra: dict[str, Any] = {"samples": cand.samples, "baseline_samples": base.samples,
+                                 "speedup_interval": list(speedup_interval(base, cand))}
+        if len(stats) == 3 and self.incumbent is not None:
+            extra["incumbent"] = self.incumbent.text_sha256
+            extra["vs_incumbent"] = list(speedup_interval(stats[1], cand))
         return TrialRecord(config.as_dict(), sha, True, latency_s=cand.median_s, baseline_latency_s=base.median_s,
                            speedup=paired_speedup(base, cand), spread=cand.spread,
-                           seconds=time.perf_counter() - started, extra={"samples": cand.samples,
-                                                                           "baseline_samples": base.samples})
+                           seconds=time.perf_counter() - started, extra=extra)
 
-    def confirm(self, configs: list[Config], rounds: int = 15) -> list[tuple[Config, LatencyStats, LatencyStats]]:
-        """Re-time the finalists against the baseline with more rounds: (config, baseline stats, candidate stats)."""
-        from xpiler_core.runtime.build import build_library
+    # ------------------------------------------------------------------ the incumbent
+    def beats_incumbent(self, record: TrialRecord) -> bool:
+        return beats(record, self.incumbent)
 
-        out = []
-        settings = MeasureSettings(self.settings.warmup, rounds, self.settings.sample_s, self.settings.max_s * 2,
-                                   self.settings.timeout_s)
+    def promote(self, config: Config, record: TrialRecord) -> None:
+        """Make ``record`` the incumbent that later candidates are timed against."""
+        text = self.render(config)
+        library = self._build(text, config.flags, f"incumbent-{record.text_sha256[:12]}") if text else None
+        if library is not None:
+            self.incumbent, self.incumbent_library = record, library
+
+    def confirm(self, configs: list[Config], rounds: int = 21) -> list[tuple[Config, LatencyStats, LatencyStats]]:
+        """Re-time the finalists against the untuned translation, all in the same interleaved rounds, with more
+        rounds: (config, baseline stats, candidate stats) per finalist that built and ran. Each sample here is
+        one whole burst (no fastest-of-bursts): a candidate whose speed needs an idle core (an OpenMP team
+        waiting for a descheduled thread) must win with its stalls counted."""
+        if self.baseline_library is None:
+            return []
+        built: list[tuple[Config, Path]] = []
         for i, config in enumerate(configs):
             text = self.render(config)
-            if text is None or self.baseline_library is None:
-                continue
-            built = build_library(text, Dialect.C, self.workdir / f"final{i}", display_name="candidate.cpp",
-                                  cplusplus_c=True)
-            if not built.ok or built.library is None:
-                continue
-            try:
-                base, cand = measure_libraries([self.baseline_library, built.library], self.spec, self.entry,
-                                               self.case_index, self.workdir / f"confirm{i}", settings=settings,
-                                               seed=self.seed, cancel=self.cancel)
-            except MeasureError:
-                continue
-            out.append((config, base, cand))
-        return out
+            library = self._build(text, config.flags, f"final{i}") if text is not None else None
+            if library is not None:
+                built.append((config, library))
+        if not built:
+            return []
+        settings = dataclasses.replace(self.settings, rounds=rounds, max_s=self.settings.max_s * 2, bursts=1,
+                                       sample_s=self.settings.sample_s * 2)
+        try:
+            stats = measure_libraries([self.baseline_library, *(lib for _, lib in built)], self.spec, self.entry,
+                                      self.case_index, self.workdir / "confirm", settings=settings, seed=self.seed,
+                                      cancel=self.cancel)
+        except MeasureError:
+            return []
+        return [(config, stats[0], s) for (config, _), s in zip(built, stats[1:], strict=True)]
+
+
+def beats(record: TrialRecord, incumbent: TrialRecord | None, margin: float = MARGIN) -> bool:
+    """Whether ``record`` is faster than the best candidate so far beyond the noise.
+
+    Against the untuned translation (no incumbent): the confidence interval of its paired speedup lies above
+    1 + margin. Against an incumbent timed in the same rounds: the interval of its paired speedup over the
+    incumbent lies above 1 + margin. A record timed before this incumbent existed (resumed from the records)
+    must have its whole interval over the untuned one above the incumbent's speedup times 1 + margin.
+    """
+    if not record.verified or not record.latency_s or record.speedup <= 0:
+        return False
+    interval = record.extra.get("speedup_interval") or [record.speedup, record.speedup]
+    if incumbent is None:
+        return float(interval[0]) > 1 + margin
+    if record.text_sha256 == incumbent.text_sha256:
+        return False
+    direct = record.extra.get("vs_incumbent")
+    if direct and record.extra.get("incumbent") == incumbent.text_sha256:
+        return float(direct[0]) > 1 + margin
+    return float(interval[0]) > incumbent.speedup * (1 + margin)
 
 
 def open_problem(text: str, path: str, spec: KernelSpec, **kwargs: Any) -> tuple[CpuTuningProblem, Any]:

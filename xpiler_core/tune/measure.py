@@ -3,11 +3,15 @@
 Libraries run in a child process (:mod:`xpiler_core.tune.timing_worker`) with a time and memory limit, on
 the spec's inputs for one case. Timing several libraries in the same child, round-robin, makes them share
 whatever load the machine has at that moment, so their ratio is steadier than two separate timings.
+Comparisons are paired (per round, one library's time over the other's) and noise-aware: a distribution-free
+confidence interval of the median ratio (binomial order statistics) must lie above 1 + margin before one
+library counts as faster.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import signal
@@ -34,10 +38,12 @@ class MeasureSettings:
     """How hard to measure: warm-up calls, rounds, target seconds per sample, cap on the whole run."""
 
     warmup: int = 3
-    rounds: int = 9
-    sample_s: float = 0.004
+    rounds: int = 15
+    sample_s: float = 0.002
     max_s: float = 2.0
     timeout_s: float = 60.0
+    warmup_s: float = 0.02  # at least this long calling each library before the first round (caches, clocks)
+    bursts: int = 4  # a sample is the fastest of this many bursts of calls (preempted bursts are dropped)
 
 
 @dataclass
@@ -77,21 +83,45 @@ def largest_case(spec: KernelSpec) -> int:
     return max(range(len(spec.cases)), key=size) if spec.cases else 0
 
 
+def paired_ratios(base: LatencyStats, candidate: LatencyStats) -> list[float]:
+    """Per round, base time / candidate time (> 1: the candidate was faster in that round)."""
+    return [b / c for b, c in zip(base.samples, candidate.samples, strict=False) if c > 0]
+
+
 def paired_speedup(base: LatencyStats, candidate: LatencyStats) -> float:
     """Median over rounds of base time / candidate time (> 1: the candidate is faster)."""
-    ratios = [b / c for b, c in zip(base.samples, candidate.samples, strict=False) if c > 0]
+    ratios = paired_ratios(base, candidate)
     return statistics.median(ratios) if ratios else 0.0
 
 
+def median_interval(values: list[float], confidence: float = 0.9) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median: the k-th smallest and k-th largest value, k the
+    largest order with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2 (at least the extremes)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return (float("nan"), float("nan"))
+    tail = (1 - confidence) / 2
+    k, below = 1, 0.0
+    while k < (n + 1) // 2:
+        below += math.comb(n, k - 1) / 2**n  # P(X <= k - 1)
+        if below + math.comb(n, k) / 2**n > tail:
+            break
+        k += 1
+    return ordered[k - 1], ordered[n - k]
+
+
+def speedup_interval(base: LatencyStats, candidate: LatencyStats, confidence: float = 0.9) -> tuple[float, float]:
+    """Confidence interval of the paired speedup of ``candidate`` over ``base``."""
+    return median_interval(paired_ratios(base, candidate), confidence)
+
+
 def clearly_faster(base: LatencyStats, candidate: LatencyStats, margin: float = 0.03) -> bool:
-    """The candidate beats ``base`` by more than the noise: its paired speedup exceeds 1 + margin + spread, and
-    it won at least three rounds in four."""
-    pairs = list(zip(base.samples, candidate.samples, strict=False))
-    if not pairs:
+    """The candidate beats ``base`` beyond the noise: the whole confidence interval of its paired speedup lies
+    above 1 + margin."""
+    if not paired_ratios(base, candidate):
         return False
-    wins = sum(1 for b, c in pairs if c < b) / len(pairs)
-    noise = max(base.spread, candidate.spread) / 2
-    return paired_speedup(base, candidate) > 1 + margin + noise and wins >= 0.75
+    return speedup_interval(base, candidate)[0] > 1 + margin
 
 
 def _limits() -> None:
@@ -129,6 +159,7 @@ def measure_libraries(
     request = {
         "libraries": [str(p) for p in libraries], "entry": entry, "args": request_args,
         "warmup": settings.warmup, "rounds": settings.rounds, "sample_s": settings.sample_s, "max_s": settings.max_s,
+        "warmup_s": settings.warmup_s, "bursts": settings.bursts,
     }
     request_path = workdir / "timing_request.json"
     request_path.write_text(json.dumps(request))

@@ -70,7 +70,7 @@ class RecordStore:
         self.source_sha256 = sha256_text(source_text)
         self.target = target
         self.machine = machine_id()
-        self.session = stable_key("tune-session-v1", self.source_sha256, target, sha256_text(spec_text), case_index,
+        self.session = stable_key("tune-session-v2", self.source_sha256, target, sha256_text(spec_text), case_index,
                                   self.machine)
         self._cache = get_cache("tune")
 

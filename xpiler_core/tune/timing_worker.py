@@ -2,9 +2,12 @@
 
 ``python -S -E timing_worker.py REQUEST.json`` (standard library only: it starts fast). The request names
 the libraries, the entry, the arguments (buffers as raw files, scalars as ctypes type names with values),
-the number of warm-up calls, rounds and the target time of one sample. Each library gets its own copy of
-the buffers. Per round every library is timed once (a sample = ``inner`` back-to-back calls, timed with
-``perf_counter_ns``); interleaving means background load drifts hit every library alike. Writes
+the number of warm-up calls (and the least warm-up time), rounds and the target time of one sample. All
+libraries run on one set of buffers with a fixed, alias-free layout. Per round every library is timed once
+(a sample = the fastest of ``bursts`` runs of ``inner`` back-to-back calls, timed with ``perf_counter_ns``:
+a burst that another process preempted is dropped, since interference only ever adds time), starting with
+a different library each round so none always runs right after another; interleaving means background load
+drifts hit every library alike. Writes
 ``timings.json``: per library, the per-call seconds of every round.
 """
 
@@ -24,51 +27,75 @@ CTYPES: dict[str, Any] = {
 }
 
 
-def _bind(library: str, entry: str, args: list[dict[str, Any]], workdir: Path) -> tuple[Any, list[Any], list[Any]]:
-    lib = ctypes.CDLL(library, mode=ctypes.RTLD_LOCAL)
+def _buffers(args: list[dict[str, Any]], workdir: Path) -> tuple[list[Any], list[Any]]:
+    """The argument values, every buffer in memory of its own, 4 KiB-aligned plus a different multiple of 320
+    bytes per buffer: the layout does not depend on the allocator's whims, and no two streams are a multiple
+    of 4 KiB apart (4K aliasing stalls loads behind unrelated stores)."""
     values: list[Any] = []
     keep: list[Any] = []
-    for arg in args:
+    for index, arg in enumerate(args):
         if arg["kind"] == "buffer":
-            data = bytearray((workdir / arg["file"]).read_bytes())
-            data.extend(b"\0")  # a valid pointer even for empty arrays
-            holder = (ctypes.c_char * len(data)).from_buffer(data)
-            keep.append((data, holder))
-            values.append(ctypes.c_void_p(ctypes.addressof(holder)))
+            data = (workdir / arg["file"]).read_bytes()
+            offset = (index * 320) % 4096
+            arena = ctypes.create_string_buffer(len(data) + 2 * 4096 + 64)  # a valid pointer even when empty
+            base = ctypes.addressof(arena)
+            address = (base + 4095) // 4096 * 4096 + offset
+            ctypes.memmove(address, data, len(data))
+            keep.append(arena)
+            values.append(ctypes.c_void_p(address))
         else:
             values.append(CTYPES[arg["ctype"]](arg["value"]))
+    return values, keep
+
+
+def _bind(library: str, entry: str, values: list[Any]) -> Any:
+    lib = ctypes.CDLL(library, mode=ctypes.RTLD_LOCAL)
     fn = getattr(lib, entry)
     fn.restype = None
     fn.argtypes = [type(v) for v in values]
-    keep.append(lib)
-    return fn, values, keep
+    return fn, lib
 
 
 def main(argv: list[str]) -> int:
     request_path = Path(argv[1])
     request = json.loads(request_path.read_text())
     workdir = request_path.parent
-    bound = [_bind(lib, request["entry"], request["args"], workdir) for lib in request["libraries"]]
+    # Every library runs on the same buffers (each call overwrites the outputs anyway), so all see the same
+    # memory layout and cache state.
+    values, keep = _buffers(request["args"], workdir)
+    bound = [(*_bind(lib, request["entry"], values), values) for lib in request["libraries"]]
     warmup, rounds, sample_s = int(request["warmup"]), int(request["rounds"]), float(request["sample_s"])
     max_s = float(request["max_s"])
+    warmup_s = float(request.get("warmup_s", 0.0))
+    bursts = max(1, int(request.get("bursts", 1)))
     inner: list[int] = []
-    for fn, values, _keep in bound:
+    for fn, _lib, values in bound:
         started = time.perf_counter()
-        for _ in range(max(1, warmup)):
+        calls = 0
+        while calls < max(1, warmup) or (time.perf_counter() - started < warmup_s and calls < 100000):
             fn(*values)
-        single = (time.perf_counter() - started) / max(1, warmup)
-        inner.append(max(1, min(100000, int(sample_s / max(single, 1e-9)))))
+            calls += 1
+        single = (time.perf_counter() - started) / calls
+        inner.append(max(1, min(100000, int(sample_s / bursts / max(single, 1e-9)))))
     samples: list[list[float]] = [[] for _ in bound]
     deadline = time.perf_counter() + max_s
     for r in range(rounds):
-        for i, (fn, values, _keep) in enumerate(bound):
+        for k in range(len(bound)):
+            i = (r + k) % len(bound)
+            fn, _lib, values = bound[i]
             count = inner[i]
-            t0 = time.perf_counter_ns()
-            for _ in range(count):
-                fn(*values)
-            samples[i].append((time.perf_counter_ns() - t0) * 1e-9 / count)
+            fastest = None
+            for _ in range(bursts):
+                t0 = time.perf_counter_ns()
+                for _ in range(count):
+                    fn(*values)
+                elapsed = time.perf_counter_ns() - t0
+                fastest = elapsed if fastest is None else min(fastest, elapsed)
+            assert fastest is not None
+            samples[i].append(fastest * 1e-9 / count)
         if r >= 2 and time.perf_counter() > deadline:
             break
+    del keep
     (workdir / "timings.json").write_text(json.dumps({"samples": samples, "inner": inner}))
     return 0
 

@@ -2,17 +2,21 @@
 (iterator).
 
 Phases, all within one budget of measured trials and seconds:
-1. the untuned translation is verified and timed (the reference of every speedup);
-2. intra-pass search of loop binding's parameters (OpenMP schedule, threads, collapse, SIMD, the serial
-   threshold) on the plain sequence;
-3. MCTS over structural pass sequences, each action's parameters searched in place, binding as found;
-4. the best few are re-timed against the untuned translation with more rounds; the winner must beat it by
-   more than the noise, else the untuned translation stays the answer (speedup 1.0).
-Every candidate is compiled and run on all the spec's cases before its time counts.
+1. the plan's untuned translation is verified and timed against itself (the reference of every speedup, and
+   the noise the machine shows now);
+2. intra-pass search of the plan's own parameters: loop binding (OpenMP schedule, threads, collapse, SIMD,
+   ISA, the serial threshold), the declared parameters of the plan's other passes, the block size where we
+   choose the launch, and the compile flags;
+3. MCTS over inserted structural pass sequences, each action's parameters searched in place;
+4. the best few are re-timed against the untuned translation, in the same rounds, with more rounds; the
+   winner's confidence interval must lie above 1, else the untuned translation stays the answer (1.0x).
+Every candidate is compiled (with its flags) and run on all the spec's cases before its time counts. A
+candidate replaces the best so far only when it beats it beyond the noise (paired interval, same rounds).
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import random
 import threading
@@ -28,12 +32,16 @@ from xpiler_core.progress import Cancelled, CancelToken, ProgressFn, report
 from xpiler_core.tune.config import Config, Step, freeze
 from xpiler_core.tune.cpu_problem import Action, CpuTuningProblem, open_problem
 from xpiler_core.tune.mcts import mcts
-from xpiler_core.tune.measure import MeasureSettings, clearly_faster, paired_speedup
-from xpiler_core.tune.records import TrialRecord
+from xpiler_core.tune.measure import MeasureSettings, clearly_faster, paired_speedup, speedup_interval
+from xpiler_core.tune.records import TrialRecord, sha256_text
 from xpiler_core.tune.search import search_params
 
 DEFAULT_BUDGET_S = 60.0
 DEFAULT_TRIALS = 48
+# Moves of the plan search tried first when the budget may not reach them all: parallelism (an OpenMP team on a
+# busy or small machine can cost more than the loop), then the knobs that change the code the compiler emits
+# for every loop (flags, ISA).
+FIRST_MOVES = (".threads", ".min_parallel", "flags.", ".isa", ".collapse")
 
 
 @dataclass
@@ -43,7 +51,7 @@ class TuneOptions:
     budget_s: float = DEFAULT_BUDGET_S
     max_trials: int = DEFAULT_TRIALS
     seed: int = 0
-    binding_share: float = 0.4  # of the trial budget, for loop binding's own search
+    binding_share: float = 0.5  # of the trial budget, for the plan's own parameters (binding, flags, block …)
     max_depth: int = 3
     settings: MeasureSettings = field(default_factory=MeasureSettings)
 
@@ -66,6 +74,7 @@ class TuneEvent:
     best_speedup: float | None = None
     baseline_latency_s: float | None = None
     resumed: int = 0
+    noise: float | None = None  # half-width of the untuned-vs-itself interval (0.05: ±5 %)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -98,6 +107,11 @@ class TuneResult:
     baseline_text: str = ""
     measured_spec: Any = None  # the KernelSpec whose case was timed (with launch-shape arguments if added)
     case_index: int = 0
+    noise: float = 0.0  # half-width of the untuned-vs-itself paired interval at the start (0.05: ±5 %)
+    best_interval: tuple[float, float] | None = None  # confidence interval of the best's confirmed speedup
+    flags: tuple[str, ...] = ()  # compile flags of the best, beyond the default build
+    load_average: float = 0.0  # of the machine when tuning started
+    baseline_config: Config | None = None  # the untuned configuration (the plan's own parameters)
 
 
 class _Budget:
@@ -178,6 +192,11 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
          emit: Callable[[TuneEvent], None], progress: ProgressFn | None, cancel: CancelToken | None) -> TuneResult:
     budget = _Budget(problem, options.max_trials, options.budget_s, cancel)
     best: dict[str, Any] = {"config": problem.baseline, "speedup": 1.0, "latency": None}
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+
+    def noise() -> float:
+        lo, hi = problem.noise
+        return round(max(1 - lo, hi - 1, 0.0), 4)
 
     def event(kind: str, message: str, record: TrialRecord | None = None, config: Config | None = None) -> None:
         fraction = budget.fraction()
@@ -188,49 +207,58 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
             latency_s=record.latency_s if record else None, speedup=record.speedup if record else None,
             best_config=best["config"].describe(), best_latency_s=best["latency"], best_speedup=best["speedup"],
             baseline_latency_s=problem.baseline_stats.median_s if problem.baseline_stats else None,
-            resumed=problem.trials_resumed,
+            resumed=problem.trials_resumed, noise=noise(),
         ))
 
     report(progress, 0.0, "verifying and timing the untuned translation")
     baseline = problem.start()
     best["latency"] = baseline.median_s
-    event("start", f"untuned: {baseline.median_s * 1e6:.1f} us on case {problem.spec.cases[problem.case_index]}")
+    event("start", f"untuned: {baseline.median_s * 1e6:.1f} us on case {problem.spec.cases[problem.case_index]} "
+                   f"(noise ±{noise() * 100:.0f} %, load average {load:.1f})")
 
     def score(config: Config) -> float | None:
+        """The candidate's speedup over the untuned translation (0 when it fails). One that does not beat the
+        best so far beyond the noise scores no higher than it, so the searches never prefer a noise win."""
         if budget.exhausted():
             return None
         record, _measured = problem.evaluate(config)
         if record is None:
             return None
-        value = record.speedup if record.verified and record.latency_s else 0.0
-        if value > best["speedup"]:
-            best.update(config=config, speedup=value, latency=record.latency_s)
-            event("best", f"best so far {value:.2f}x: {config.describe()}", record, config)
-        else:
-            event("trial", f"trial {budget.spent()}: {value:.2f}x {config.describe()}", record, config)
-        return value
+        if not (record.verified and record.latency_s):
+            event("trial", f"trial {budget.spent()}: failed {config.describe()}", record, config)
+            return 0.0
+        if problem.beats_incumbent(record):
+            problem.promote(config, record)
+            best.update(config=config, speedup=record.speedup, latency=record.latency_s)
+            event("best", f"best so far {record.speedup:.2f}x: {config.describe()}", record, config)
+            return record.speedup
+        event("trial", f"trial {budget.spent()}: {record.speedup:.2f}x {config.describe()}", record, config)
+        return min(record.speedup, best["speedup"])
 
-    # phase 2: loop binding's parameters on the plain sequence
-    binding_defaults = dict(problem.binding_defaults)
-    space = problem.live_space((), None, problem.binding_defaults)
-    event("phase", f"searching loop binding ({', '.join(space) or 'nothing to tune'})")
+    # phase 2: the plan's own parameters (loop binding, other plan passes, block size, compile flags)
+    defaults = problem.plan_defaults()
+    space = problem.live_plan_space()
+    event("phase", f"searching the plan's parameters ({', '.join(space) or 'nothing to tune'})")
     quota = max(1, int(options.max_trials * options.binding_share))
-    found = search_params(space, binding_defaults,
-                          lambda p: score(Config((), freeze({**binding_defaults, **p}))),
-                          quota, rng, budget.spent, budget.exhausted)
-    binding = freeze({**binding_defaults, **found.best})
+    found = search_params(space, {k: v for k, v in defaults.items() if k in space},
+                          lambda p: score(problem.config_for({**defaults, **p})),
+                          quota, rng, budget.spent, budget.exhausted, first=FIRST_MOVES)
+    base = best["config"] if best["config"] is not problem.baseline else problem.config_for(
+        {**defaults, **found.best})
 
-    # phase 3: MCTS over structural sequences with that binding
+    # phase 3: MCTS over inserted structural sequences on top of that
     class Adapter:
         def actions(self, steps: tuple[Step, ...]) -> list[Action]:
-            return sorted(problem.actions(steps), key=lambda a: (a.name, a.target))
+            return sorted(problem.actions(steps, base.plan), key=lambda a: (a.name, a.target))
 
         def expand(self, steps: tuple[Step, ...], action: Action) -> tuple[Step, float] | None:
-            pass_space = problem.live_space(steps, action, binding)
+            at = Config(steps, base.binding, base.plan, base.flags)
+            pass_space = problem.live_space(at, action)
             defaults = {k: v for k, v in _defaults(action.name).items() if k in pass_space}
 
             def point(p: dict[str, Any]) -> float | None:
-                return score(Config((*steps, Step(action.name, freeze({**dict(action.target), **p}))), binding))
+                step = Step(action.name, freeze({**dict(action.target), **p}))
+                return score(Config((*steps, step), base.binding, base.plan, base.flags))
 
             out = search_params(pass_space, defaults, point, 4, rng, budget.spent, budget.exhausted)
             if out.evaluated == 0:
@@ -241,9 +269,9 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
             return Step(action.name, action.target)
 
         def reward(self, steps: tuple[Step, ...]) -> float:
-            return normalized(score(Config(steps, binding)) or 0.0)
+            return normalized(score(Config(steps, base.binding, base.plan, base.flags)) or 0.0)
 
-    root_record = problem.evaluate(Config((), binding))[0]
+    root_record = problem.evaluate(base)[0]
     root_speedup = root_record.speedup if root_record and root_record.verified and root_record.speedup > 0 else 1.0
 
     def normalized(speedup: float) -> float:
@@ -254,26 +282,26 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
         event("phase", "searching pass sequences (MCTS)")
         mcts(Adapter(), 0.5, rng, budget.exhausted, max_depth=options.max_depth)
 
-    # phase 4: confirm the finalists against the untuned translation
+    # phase 4: confirm the finalists against the untuned translation, all in the same rounds
     report(progress, 0.96, "re-timing the best candidates")
     verified = _verified_candidates(problem)
-    finalists = [c.config for c in verified[:3]]
+    finalists = [best["config"]] if best["config"] is not problem.baseline else []
+    finalists += [c.config for c in verified if c.config not in finalists][: 3 - len(finalists)]
     winner: Candidate | None = None
-    confirmed = False
+    interval: tuple[float, float] | None = None
     if finalists:
         results = problem.confirm(finalists)
         ranked = sorted(results, key=lambda r: -paired_speedup(r[1], r[2]))
-        for config, base, cand in ranked:
-            if clearly_faster(base, cand):
-                match = next(c for c in verified if c.config == config)
-                winner = Candidate(config, config.describe(), True, cand.median_s, paired_speedup(base, cand),
-                                   match.text_sha256)
-                confirmed = True
+        for config, base_stats, cand in ranked:
+            if clearly_faster(base_stats, cand, margin=0.0):
+                text = problem.render(config) or ""
+                winner = Candidate(config, config.describe(), True, cand.median_s,
+                                   paired_speedup(base_stats, cand), sha256_text(text))
+                interval = speedup_interval(base_stats, cand)
                 break
+    confirmed = winner is not None
     baseline_latency = problem.baseline_stats.median_s if problem.baseline_stats else float("nan")
     if winner is None:
-        from xpiler_core.tune.records import sha256_text
-
         winner = Candidate(problem.baseline, problem.baseline.describe(), True, baseline_latency, 1.0,
                            sha256_text(problem.baseline_text))
     best.update(config=winner.config, speedup=winner.speedup, latency=winner.latency_s)
@@ -289,8 +317,12 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
         trials_resumed=problem.trials_resumed, seconds=time.monotonic() - started,
         case=dict(problem.spec.cases[problem.case_index]), machine=problem.records.machine, confirmed=confirmed,
         baseline_text=problem.baseline_text, measured_spec=problem.spec, case_index=problem.case_index,
+        noise=noise(), best_interval=interval, flags=winner.config.flags, load_average=load,
+        baseline_config=problem.baseline,
     )
-    event("done", f"best {winner.speedup:.2f}x ({'confirmed' if confirmed else 'untuned kept'}): {winner.description}")
+    shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+    event("done", f"best {winner.speedup:.2f}x{shown} ({'confirmed' if confirmed else 'untuned kept'}): "
+                  f"{winner.description}")
     report(progress, 1.0, "done")
     return result
 
