@@ -123,8 +123,77 @@ def test_intrinsic_without_rule_is_reported_unresolved() -> None:
     src = textwrap.dedent("""
         __mlu_global__ void k(float* x) {
           __nram__ float t[64];
-          __bang_sumpool(t, t, 1, 8, 8, 2, 2, 2, 2);
+          __bang_minpool(t, t, 16, 2, 2, 2, 2, 2, 2);
         }
     """)
     cuda, reason = translate_bang_to_cuda(src, "k.mlu")
-    assert cuda is None and "__bang_sumpool" in reason
+    assert cuda is None and "__bang_minpool" in reason
+
+
+PER_THREAD_TILES = textwrap.dedent("""
+    #include <bang.h>
+    __mlu_global__ void row_sums(const float* x, float* y, int n) {
+      const int xp_nt = 32;
+      float frag[xp_nt][512];
+      int lane[xp_nt];
+      for (int r = taskId; r < n; r += taskDim) {
+        for (int t = 0; t < xp_nt; ++t) {
+          lane[t] = t;
+          for (int k = 0; k < 512; ++k) frag[t][k] = x[(r * xp_nt + t) * 512 + k];
+        }
+        float s = 0.0f;
+        for (int t = 0; t < xp_nt; ++t)
+          for (int k = 0; k < 512; ++k) s += frag[lane[t]][k];
+        y[r] = s;
+      }
+    }
+""")
+
+
+def test_large_per_thread_arrays_leave_the_stack() -> None:
+    # 1024 threads x 512 floats would be 2 MiB on thread 0's stack; small per-thread arrays stay there
+    cuda, reason = translate_bang_to_cuda(PER_THREAD_TILES, "rows.mlu")
+    assert cuda is not None, reason
+    assert "xp_block_array<float[512]> frag_heap(xp_nt);" in cuda
+    assert "float (*frag)[512] = frag_heap.p;" in cuda
+    assert "int lane[1024];" in cuda
+
+
+@needs_nvcc
+def test_large_per_thread_arrays_on_the_heap_run_as_cuda(tmp_path: Path) -> None:
+    cuda, _ = translate_bang_to_cuda(PER_THREAD_TILES, "rows.mlu")
+    assert cuda is not None
+    assert compile_check(cuda, Dialect.CUDA).ok
+    (tmp_path / "ref.py").write_text(
+        "import numpy as np\n"
+        "def ref(x, n):\n    return x.reshape(n, -1).astype(np.float64).sum(axis=1).astype(np.float32)\n")
+    (tmp_path / "k.cu").write_text(cuda)
+    (tmp_path / "spec.toml").write_text(textwrap.dedent("""
+        name = "row_sums"
+        source = "k.cu"
+        entry = "row_sums"
+        kind = "kernel"
+        grid = ["3"]
+        block = [1]
+        reference = "ref.py:ref"
+        tolerance = { atol = 1e-3, rtol = 1e-4 }
+        [[args]]
+        name = "x"
+        dtype = "float32"
+        shape = ["n * 32 * 512"]
+        role = "in"
+        [[args]]
+        name = "y"
+        dtype = "float32"
+        shape = ["n"]
+        role = "out"
+        [[args]]
+        name = "n"
+        dtype = "int32"
+        role = "scalar"
+        value = "n"
+        [[cases]]
+        n = 5
+    """))
+    report = run_spec(load_spec(str(tmp_path / "spec.toml")), warp_size=32)
+    assert report.passed, report.summary()

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xpiler_core.frontend.dialect import Dialect
-from xpiler_core.plans.cuda_to_bang import intrinsics_used, translate_to_bang, verify_bang
+from xpiler_core.plans.cuda_to_bang import DEFAULT_PASSES, intrinsics_used, translate_to_bang, verify_bang
 from xpiler_core.runtime.bang_call import run_bang_kernel
 from xpiler_core.verify.spec import load_spec
 
@@ -96,9 +96,13 @@ def _run(src: str, n: int, task_dim: int = 8, **params: object) -> tuple[np.ndar
         (Path(tmp) / "spec.toml").write_text(spec_text)
         (Path(tmp) / "ref.py").write_text("def ref(**kw):\n    raise NotImplementedError\n")
         spec = load_spec(str(Path(tmp) / "spec.toml"))
+        pipeline = bool(params.pop("pipeline", True))
+        passes = [p for p in DEFAULT_PASSES if pipeline or p != "bang_pipeline"]
         pass_params = {"bang_tensorize": dict(params)} if params else None
-        candidate, _, ctx = translate_to_bang(src, "k.cu", spec, pass_params)
+        candidate, _, ctx = translate_to_bang(src, "k.cu", spec, pass_params, passes)
     assert candidate is not None, ctx.unresolved
+    if "GDRAM2NRAM" in candidate:  # a tiled kernel is double-buffered exactly when bang_pipeline runs
+        assert ("__memcpy_async" in candidate) == pipeline
     rng = np.random.default_rng(n)
     a = rng.normal(size=n).astype(np.float32)
     b = rng.uniform(0.5, 2.0, size=n).astype(np.float32)

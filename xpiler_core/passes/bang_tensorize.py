@@ -13,9 +13,9 @@ the whole grid, TVM's uniform condition never admits an out-of-range element):
 
 ``task's contiguous range of [0, total) → tiles of TILE elements: __memcpy GDRAM2NRAM per array read →
 each statement as __bang_* calls (table ``tables/bang_intrinsics.toml``) or, where an operation has no
-intrinsic, a scalar loop over the NRAM tile → __memcpy NRAM2GDRAM per array written``. With ``pipeline``
-the next tile's inputs are loaded with ``__memcpy_async`` into the other half of a double buffer and
-``__sync_io()`` waits for them. TILE comes from ``nram_bytes`` (the generation's NRAM capacity) minus a
+intrinsic, a scalar loop over the NRAM tile → __memcpy NRAM2GDRAM per array written``. The tiles of the
+arrays read are budgeted twice so that ``bang_pipeline`` can double-buffer them (``__memcpy_async`` of the
+next tile while this one computes). TILE comes from ``nram_bytes`` (the generation's NRAM capacity) minus a
 128 KiB stack margin, shared by all tiles, capped by ``onchip_budget`` (48 KiB by default, so the BANG →
 CUDA round trip fits static shared memory) and ``max_tile``; the buffers are function-scope
 ``__nram__`` arrays, so the model's capacity check sees them. The original scalar code stays as the fallback path.
@@ -32,19 +32,18 @@ from typing import Any
 from xpiler_core import ast as A
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
-from xpiler_core.passes._ast_support import bool_param, enter, int_param, leave
+from xpiler_core.passes._ast_support import enter, int_param, leave
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 from xpiler_core.printer import print_expr
 
 INFO = PassInfo(
     name="bang_tensorize",
-    summary="Element-wise kernels → NRAM tiles (__memcpy), __bang_* intrinsics, scalar-tile fallback, double buffering",
+    summary="Element-wise kernels → NRAM tiles (__memcpy), __bang_* intrinsics, scalar-tile fallback",
     kind="ast",
     directions=("cuda->bang",),
     params=(
         ParamSpec("nram_bytes", "int", 768 * 1024, "NRAM capacity of the target generation (bytes)"),
         ParamSpec("stack_margin", "int", 128 * 1024, "NRAM kept free for the stack (bytes)"),
-        ParamSpec("pipeline", "bool", True, "double-buffer input tiles with __memcpy_async + __sync_io"),
         ParamSpec("max_tile", "int", 2048, "upper bound on elements per tile"),
         ParamSpec("onchip_budget", "int", 48 * 1024, "bytes of NRAM all tiles of one kernel may use (48 KiB keeps "
                   "them within the static shared memory the BANG -> CUDA round trip maps NRAM onto)"),
@@ -360,7 +359,7 @@ def _element_type(t: A.Type) -> str:
 
 
 def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], nram_bytes: int,
-          max_tile: int, pipeline: bool, onchip_budget: int = 48 * 1024) -> tuple[list[str], list[str], set[str], int]:
+          max_tile: int, onchip_budget: int = 48 * 1024) -> tuple[list[str], list[str], set[str], int]:
     arrays = {name: _element_type(p.type) for name, p in params.items()}
     locals_: dict[str, str] = {}
     for stmt in ek.body:
@@ -398,9 +397,10 @@ def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], 
         else:
             assert isinstance(asg.target, A.Name)
             em.statement(em.tile(asg.target.id), locals_[asg.target.id], value, ek.index)
-    # NRAM: inputs double-buffered, everything else single; tile elements a multiple of 32 (128 bytes)
+    # NRAM: room for double-buffered inputs (bang_pipeline), everything else single; tile elements a multiple
+    # of 32 (128 bytes)
     sizes = {**{a: arrays[a] for a in em.read + em.written}, **{v: t for v, t in locals_.items()}}
-    bytes_per_elem = sum(_sizeof(t) * (2 if pipeline and n in em.read else 1) for n, t in sizes.items())
+    bytes_per_elem = sum(_sizeof(t) * (2 if n in em.read else 1) for n, t in sizes.items())
     # the last call of a vectorized statement writes its target directly: its temporary is never used
     used_temps = [k for k in range(1, em.temps + 1) if any(f"xp_tmp{k}," in line or f"xp_tmp{k})" in line
                                                            for line in em.lines)]
@@ -413,7 +413,7 @@ def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], 
     carve: list[str] = []
     offset = 0
     for name, t in sizes.items():
-        copies = 2 if pipeline and name in em.read else 1
+        copies = 1
         if t in PLAIN_TYPES:
             carve.append(f"__nram__ {t} {em.tile(name)}_buf[{copies * tile}];")
         else:  # a class type (CUDA's __half struct): raw NRAM bytes, no static constructor
@@ -428,37 +428,13 @@ def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], 
     lines.append("const int xp_lo = xp_min_int(xp_total, taskId * xp_per);")
     lines.append("const int xp_hi = xp_min_int(xp_total, xp_lo + xp_per);")
 
-    def loads(off: str, count: str, slot: str, fn: str) -> list[str]:
-        out = []
-        for name in em.read:
-            t = sizes[name]
-            buf = f"{em.tile(name)}_buf + {slot} * {tile}" if pipeline else f"{em.tile(name)}_buf"
-            out.append(f"{fn}({buf}, {name} + {off}, {count} * {_sizeof(t)}, GDRAM2NRAM);")
-        return out
-
-    if pipeline:
-        lines.append("if (xp_lo < xp_hi) {")
-        lines += loads("xp_lo", f"xp_min_int({tile}, xp_hi - xp_lo)", "0", "__memcpy_async")
-        lines.append("}")
-    lines.append(f"for (int xp_o = xp_lo, xp_k = 0; xp_o < xp_hi; xp_o += {tile}, ++xp_k) {{")
+    lines.append(f"for (int xp_o = xp_lo; xp_o < xp_hi; xp_o += {tile}) {{")
     lines.append(f"const int xp_n = xp_min_int({tile}, xp_hi - xp_o);")
     lines.append("const int xp_nv = (xp_n + 31) / 32 * 32;")
-    if pipeline:
-        lines.append("const int xp_slot = xp_k % 2;")
-        lines.append("__sync_io();")
-        for name in sizes:
-            if name in em.read:
-                lines.append(f"{sizes[name]} *{em.tile(name)} = {em.tile(name)}_buf + xp_slot * {tile};")
-            else:
-                lines.append(f"{sizes[name]} *{em.tile(name)} = {em.tile(name)}_buf;")
-        lines.append(f"if (xp_o + {tile} < xp_hi) {{")
-        lines += loads(f"xp_o + {tile}", f"xp_min_int({tile}, xp_hi - xp_o - {tile})", "(1 - xp_slot)",
-                       "__memcpy_async")
-        lines.append("}")
-    else:
-        for name in sizes:
-            lines.append(f"{sizes[name]} *{em.tile(name)} = {em.tile(name)}_buf;")
-        lines += loads("xp_o", "xp_n", "0", "__memcpy")
+    for name in sizes:
+        lines.append(f"{sizes[name]} *{em.tile(name)} = {em.tile(name)}_buf;")
+    for name in em.read:
+        lines.append(f"__memcpy({em.tile(name)}_buf, {name} + xp_o, xp_n * {_sizeof(sizes[name])}, GDRAM2NRAM);")
     lines += em.lines
     for name in em.written:
         lines.append(f"__memcpy({name} + xp_o, {em.tile(name)}, xp_n * {_sizeof(arrays[name])}, NRAM2GDRAM);")
@@ -560,7 +536,7 @@ def _inline_calls(stmt: A.Stmt, functions: dict[str, tuple[list[str], A.Expr]]) 
 
 
 def tensorize_function(fn: A.Function, table: dict[str, Any], nram_bytes: int, max_tile: int,
-                       pipeline: bool, functions: dict[str, tuple[list[str], A.Expr]] | None = None,
+                       functions: dict[str, tuple[list[str], A.Expr]] | None = None,
                        onchip_budget: int = 48 * 1024) -> tuple[A.Function, set[str], int]:
     i = _task_loop_index(fn)
     if i is None:
@@ -575,7 +551,7 @@ def tensorize_function(fn: A.Function, table: dict[str, Any], nram_bytes: int, m
                   if not (A.free_names(expr) - set(names)) & local_names}  # no capture by element locals
         ek.body = [_inline_calls(st, usable) for st in ek.body]
         _check_body(ek, params)  # the inlined expressions obey the same element-wise rules
-    carve, lines, intrinsics, pool_bytes = _emit(ek, params, table, nram_bytes, max_tile, pipeline, onchip_budget)
+    carve, lines, intrinsics, pool_bytes = _emit(ek, params, table, nram_bytes, max_tile, onchip_budget)
     # on-chip buffers at function scope (where BANG C declares them and the frontend models them)
     ek.prologue[:0] = _parse_stmts(carve)
     pre = " && ".join(["xp_bdy == 1", "xp_bdz == 1", "xp_gdy == 1", "xp_gdz == 1",
@@ -597,7 +573,6 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
     nram = int_param(params, "nram_bytes", 768 * 1024, 64 * 1024, 1 << 24)
     max_tile = int_param(params, "max_tile", 2048, 32, 1 << 20)
-    pipeline = bool_param(params, "pipeline", True)
     budget = int_param(params, "onchip_budget", 48 * 1024, 4 * 1024, 1 << 24)
     table = _table()
     items = list(module.items)
@@ -609,7 +584,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                                                       for p in item.params)):
             continue
         try:
-            new_fn, intrinsics, used = tensorize_function(item, table, nram, max_tile, pipeline,
+            new_fn, intrinsics, used = tensorize_function(item, table, nram, max_tile,
                                                           expression_functions(module), budget)
         except PassRefused as refusal:
             reasons.append(f"{item.name}: {refusal.reason}")

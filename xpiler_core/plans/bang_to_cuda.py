@@ -8,12 +8,15 @@ Mapping (correctness first; one MLU task per CUDA block, run by the block's thre
 * ``__bang_*`` intrinsics become scalar loops over their element count, from the ``[detensor]`` table of
   ``tables/bang_intrinsics.toml``; ``__memcpy``/``__memcpy_async`` become byte copies; ``__sync_io`` and
   friends disappear (the copies are synchronous).
-* ``__nram__`` arrays become ``__shared__`` arrays of the task's block (thread 0 alone uses them);
+* ``__bang_matmul`` (WRAM filter layout), ``__bang_transpose`` and the HWC poolings (sum/avg/max) become
+  calls of prelude helpers;
+* ``__nram__`` and ``__wram__`` arrays become ``__shared__`` arrays of the task's block (thread 0 alone uses
+  them); per-thread arrays of recovered blocks too large for thread 0's stack go to the device heap;
   ``__mlu_func__``/``__mlu_global__`` map to ``__device__``/``__global__`` (printer styles);
   launches ``K<<<dim, type, queue>>>`` become ``K<<<dim3(dim.x, dim.y, dim.z), 1>>>``.
 * Refused (unresolved, with the construct named): cluster/SRAM synchronisation (``__sync_cluster``,
-  ``__sync_all``, ``__mlu_shared__``), WRAM/LDRAM, and intrinsics without a detensorization rule
-  (matmul, conv, pooling, reductions in this version).
+  ``__sync_all``, ``__mlu_shared__``), LDRAM, and intrinsics without a detensorization rule
+  (conv, min pooling, reductions in this version).
 
 The Xpiler BANG prelude that CUDA → BANG outputs start with (CUDA vocabulary spelled for the MLU model) is
 recognised and replaced by CUDA's own headers plus the ``xp_*`` helpers as ``__host__ __device__``.
@@ -45,12 +48,24 @@ from xpiler_core.pipeline import (
     verdict_dict,
     xpiler_version,
 )
-from xpiler_core.printer import print_module
+from xpiler_core.printer import print_expr, print_module, print_node
 from xpiler_core.progress import CancelToken, ProgressFn, report
 
-UNSUPPORTED = ("__sync_cluster", "__sync_all", "__mlu_shared__", "__wram__", "__ldram__")
+UNSUPPORTED = ("__sync_cluster", "__sync_all", "__mlu_shared__", "__ldram__")
+# intrinsics with a layout of their own: calls of device helpers of the CUDA prelude (same argument order)
+LAYOUT_CALLS = {"__bang_matmul": "xp_bang_matmul", "__bang_transpose": "xp_bang_transpose",
+                "__bang_sumpool": "xp_bang_sumpool", "__bang_avgpool": "xp_bang_avgpool",
+                "__bang_maxpool": "xp_bang_maxpool", "__bang_reshape_filter": "xp_bang_reshape_filter"}
+LAYOUT_ARITY = {"__bang_matmul": (6, 7), "__bang_transpose": (4,), "__bang_sumpool": (9,), "__bang_avgpool": (9,),
+                "__bang_maxpool": (9,), "__bang_reshape_filter": (6,)}
 SYNC_CALLS = frozenset({"__sync_io", "__sync_compute", "__sync", "__sync_io_move_compute"})
 MAX_BLOCK_THREADS = 1024
+# per-thread arrays of a recovered block up to this many bytes at 1024 threads stay on the stack; larger ones
+# (fragments, per-thread tiles) go to the device heap, since thread 0 runs the whole task on one stack
+THREAD_ARRAY_STACK_BYTES = 16 * 1024
+SCALAR_BYTES = {"char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "int8_t": 1, "uint8_t": 1, "short": 2,
+                "half": 2, "__half": 2, "__nv_bfloat16": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4,
+                "int32_t": 4, "uint32_t": 4}
 COPY_CALLS = frozenset({"__memcpy", "__memcpy_async"})
 
 CUDA_PRELUDE_HEAD = r"""/* xpiler BANG->CUDA prelude */
@@ -92,6 +107,59 @@ static inline cnrtRet_t cnrtMemset(void* p, int v, size_t bytes) { return (cnrtR
 static inline cnrtRet_t cnrtMemcpy(void* dst, void* src, size_t bytes, cnrtMemTransDir_t dir) {
   return (cnrtRet_t)cudaMemcpy(dst, src, bytes, (cudaMemcpyKind)dir);
 }
+/* BANG matmul: dst[m][n] = src0[m][k] . filter[n][k] (WRAM filter layout); BANG transpose: [h][w] -> [w][h] */
+template <typename D, typename S, typename W>
+__device__ static inline void xp_bang_matmul(D* dst, const S* src0, const W* filter, int m, int k, int n) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int p = 0; p < k; ++p) acc += (float)src0[(size_t)i * k + p] * (float)filter[(size_t)j * k + p];
+      dst[(size_t)i * n + j] = (D)acc;
+    }
+}
+template <typename T>
+__device__ static inline void xp_bang_transpose(T* dst, const T* src, int h, int w) {
+  for (int i = 0; i < h; ++i)
+    for (int j = 0; j < w; ++j) dst[(size_t)j * h + i] = src[(size_t)i * w + j];
+}
+/* BANG pooling over an HWC tile [h][w][c], window kh x kw, strides sw then sh, no padding (mode 0 sum,
+   1 average, 2 maximum) */
+template <typename T>
+__device__ static inline void xp_bang_pool(int mode, T* dst, const T* src, int c, int h, int w, int kh, int kw,
+                                           int sw, int sh) {
+  const int oh = (h - kh) / sh + 1, ow = (w - kw) / sw + 1;
+  for (int y = 0; y < oh; ++y)
+    for (int x = 0; x < ow; ++x)
+      for (int ch = 0; ch < c; ++ch) {
+        float a = mode == 2 ? -INFINITY : 0.0f;
+        for (int i = 0; i < kh; ++i)
+          for (int j = 0; j < kw; ++j) {
+            const float v = (float)src[((size_t)(y * sh + i) * w + (x * sw + j)) * c + ch];
+            a = mode == 2 ? fmaxf(a, v) : a + v;
+          }
+        dst[((size_t)y * ow + x) * c + ch] = (T)(mode == 1 ? a / (float)(kh * kw) : a);
+      }
+}
+template <typename T> __device__ static inline void xp_bang_sumpool(T* d, const T* s, int c, int h, int w, int kh,
+                                                                    int kw, int sw, int sh) { xp_bang_pool(0, d, s, c, h, w, kh, kw, sw, sh); }
+template <typename T> __device__ static inline void xp_bang_avgpool(T* d, const T* s, int c, int h, int w, int kh,
+                                                                    int kw, int sw, int sh) { xp_bang_pool(1, d, s, c, h, w, kh, kw, sw, sh); }
+template <typename T> __device__ static inline void xp_bang_maxpool(T* d, const T* s, int c, int h, int w, int kh,
+                                                                    int kw, int sw, int sh) { xp_bang_pool(2, d, s, c, h, w, kh, kw, sw, sh); }
+/* BANG filter reshape: the matrix unit's arrangement is a detail of the MLU; CUDA keeps the logical order */
+template <typename T>
+__device__ static inline void xp_bang_reshape_filter(T* dst, const T* src, int n, int h, int w, int c) {
+  const size_t count = (size_t)n * h * w * c;
+  if (dst != src) memcpy(dst, src, sizeof(T) * count);  /* distinct NRAM buffers in the BANG source */
+}
+/* a per-block array of n elements on the device heap, freed when its scope ends (any exit) */
+template <typename T> struct xp_block_array {
+  T* p;
+  __device__ explicit xp_block_array(int n) : p(static_cast<T*>(malloc(sizeof(T) * (size_t)(n > 0 ? n : 1)))) {}
+  __device__ ~xp_block_array() { free(p); }
+  xp_block_array(const xp_block_array&) = delete;
+  xp_block_array& operator=(const xp_block_array&) = delete;
+};
 __device__ static inline void xp_memcpy(void* dst, const void* src, int bytes) { memcpy(dst, src, (size_t)bytes); }
 __device__ static inline void xp_memcpy_strided(void* dst, const void* src, int bytes, int dst_stride, int src_stride,
                                                 int segnum) {
@@ -167,10 +235,18 @@ def detensorize(module: A.Module, kernels: frozenset[str] = frozenset(),
     missing: list[str] = []
 
     def visit(node: A.Node) -> A.Node | None:
+        if isinstance(node, A.DeclStmt) and any(_heap_thread_array(d) for d in node.decls):
+            return A.Opaque("\n".join(_heap_decl(d) if _heap_thread_array(d) else
+                                      print_node(A.DeclStmt((A.rewrite(d, visit),)), Dialect.CUDA).strip()
+                                      for d in node.decls), "per-thread array on the device heap")
         if isinstance(node, A.ExprStmt) and isinstance(node.expr, A.Call) and isinstance(node.expr.func, A.Name):
             name = node.expr.func.id
             if name in table:
                 return _element_loop(node.expr, table[name], counter)
+            arity = LAYOUT_ARITY.get(name, ())
+            if name in LAYOUT_CALLS and len(node.expr.args) in arity:
+                # matmul's fixed-point position (7th argument) does not change float results
+                return A.expr_stmt(A.call(LAYOUT_CALLS[name], *node.expr.args[:arity[0]]))
             if name in COPY_CALLS:
                 args = node.expr.args
                 if len(args) == 4:
@@ -193,8 +269,10 @@ def detensorize(module: A.Module, kernels: frozenset[str] = frozenset(),
             # recovered dynamic shared memory (sized by the launch's byte count): CUDA's own dynamic shared
             # memory of the task's block, sized by the same launch argument
             return A.replace(node, dims=(None,), storage=("extern", "__shared__"))
-        if isinstance(node, A.VarDecl) and "__nram__" in node.storage:
-            return A.replace(node, storage=tuple("__shared__" if q == "__nram__" else q for q in node.storage))
+        if isinstance(node, A.VarDecl) and ("__nram__" in node.storage or "__wram__" in node.storage):
+            # on-chip buffers of the task: shared memory of its block (WRAM filters included)
+            return A.replace(node, storage=tuple("__shared__" if q in ("__nram__", "__wram__") else q
+                                                 for q in node.storage))
         if isinstance(node, A.Launch):
             dim = node.config[0] if node.config else A.call("xp_task_dim")
             config: tuple[A.Expr, ...] = (A.call("xp_cuda_grid", dim), A.lit(1))
@@ -224,11 +302,36 @@ def detensorize(module: A.Module, kernels: frozenset[str] = frozenset(),
     return A.replace(out, items=tuple(items))
 
 
+def _is_thread_dim(d: A.Expr | None) -> bool:
+    return isinstance(d, A.Name) and d.id == "xp_nt"
+
+
+def _heap_thread_array(d: A.VarDecl) -> bool:
+    """A per-thread array (first dim ``xp_nt``) too large for thread 0's stack at 1024 threads."""
+    if not d.dims or not _is_thread_dim(d.dims[0]) or d.init is not None or d.storage or d.type.pointers:
+        return False
+    elems = MAX_BLOCK_THREADS
+    for dim in d.dims[1:]:
+        n = A.const_int(dim) if dim is not None else None
+        if n is None:
+            return False  # an inner extent we cannot size: keep the declaration as it is
+        elems *= n
+    size = SCALAR_BYTES.get(d.type.base.replace("const ", "").strip())
+    return size is not None and elems * size > THREAD_ARRAY_STACK_BYTES
+
+
+def _heap_decl(d: A.VarDecl) -> str:
+    """``T a[xp_nt][d1]..`` → an ``xp_block_array`` of ``xp_nt`` rows and a pointer to rows named ``a``."""
+    inner = "".join(f"[{print_expr(dim, Dialect.CUDA)}]" for dim in d.dims[1:] if dim is not None)
+    t = d.type.base
+    return f"xp_block_array<{t}{inner}> {d.name}_heap(xp_nt);\n{t} (*{d.name}){inner} = {d.name}_heap.p;"
+
+
 def translate_bang_to_cuda(text: str, path: str) -> tuple[str | None, str]:
     """CUDA text, or None with the reason it could not be translated."""
     for word in UNSUPPORTED:
         if re.search(rf"\b{re.escape(word)}\b", text):
-            return None, f"{word} has no mapping to CUDA in this version (cluster/WRAM/LDRAM semantics)"
+            return None, f"{word} has no mapping to CUDA in this version (cluster/SRAM/LDRAM semantics)"
     body, had_prelude = _split_xpiler_prelude(text)
     body = re.sub(r"#\s*include\s*[<\"](bang|mlu|cnrt)\.h[>\"]", "", body)
     module = lower_text(body, path, Dialect.BANG)

@@ -7,11 +7,16 @@ Steps (each an AST pass; a refusal is reported, never a silent miscompile):
 2. ``bang_binding``: the block loops are shared out round-robin over ``taskId``/``taskDim`` (a Union1
    launch of 4 × clusters tasks); the entry becomes an ``extern "C" __mlu_global__`` kernel, host launches
    become ``<<<dim, type, queue>>>``.
-3. ``bang_tensorize``: contiguous element-wise thread loops become NRAM tiles filled by ``__memcpy``
+3. ``bang_matmul``: threads that each compute one ``sum_k X[row][k] * Y[k][col]`` (found from the thread's
+   dataflow) become ``__bang_matmul`` over zero-padded NRAM tiles and WRAM filter tiles.
+   ``bang_pool``: threads that each reduce one full window of a plane (sum, average, maximum) become
+   ``__bang_sumpool``/``avgpool``/``maxpool`` with 16 planes as the channels of an HWC tile.
+4. ``bang_tensorize``: contiguous element-wise thread loops become NRAM tiles filled by ``__memcpy``
    (tile size from the NRAM capacity of the configured MLU generation), ``__bang_*`` vector intrinsics where
-   every operation has one, a scalar loop on the NRAM tile where one has none, and double buffering with
-   ``__memcpy_async`` + ``__sync_io`` (``bang_pipeline`` parameter). Loops it cannot prove element-wise
-   stay scalar loops over GDRAM (correct, slow) and are named in the manifest.
+   every operation has one, a scalar loop on the NRAM tile where one has none. Loops it cannot prove
+   element-wise stay scalar loops over GDRAM (correct, slow) and are named in the manifest.
+5. ``bang_reduce``: per-thread strided accumulations become NRAM reductions.
+6. ``bang_pipeline``: GDRAM→NRAM tile loops are double-buffered with ``__memcpy_async`` + ``__sync_io``.
 
 Verification: the candidate is built with the MLU model (g++, on-chip capacity check of the generation)
 and run on the spec's cases against the numpy reference (``verify/bang_support.py``).
@@ -45,7 +50,8 @@ from xpiler_core.plans.cuda_to_cpu import recovery_params_from_spec, run_ast_pas
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 
-DEFAULT_PASSES = ["detensorization", "loop_recovery", "bang_binding", "bang_tensorize", "bang_reduce"]
+DEFAULT_PASSES = ["detensorization", "loop_recovery", "bang_binding", "bang_matmul", "bang_pool", "bang_tensorize",
+                  "bang_reduce", "bang_pipeline"]
 TASKS = 16  # 4 clusters × 4 cores (Union1); the binding is correct for any task count
 
 BANG_PRELUDE_MARK = "/* xpiler BANG prelude */"
@@ -86,7 +92,12 @@ def translate_to_bang(
     params.setdefault("bang_binding", {}).setdefault("entry", entry)
     from xpiler_core.runtime.bang_build import get_generation
 
-    params.setdefault("bang_tensorize", {}).setdefault("nram_bytes", get_generation(generation).capacity_bytes("nram"))
+    gen = get_generation(generation)
+    params.setdefault("bang_tensorize", {}).setdefault("nram_bytes", gen.capacity_bytes("nram"))
+    params.setdefault("bang_matmul", {}).setdefault("nram_bytes", gen.capacity_bytes("nram"))
+    params["bang_matmul"].setdefault("wram_bytes", gen.capacity_bytes("wram"))
+    params.setdefault("bang_pipeline", {}).setdefault("nram_bytes", gen.capacity_bytes("nram"))
+    params.setdefault("bang_pool", {}).setdefault("nram_bytes", gen.capacity_bytes("nram"))
     out, records = run_ast_passes(module, passes or DEFAULT_PASSES, ctx, params)
     for required in ("loop_recovery", "bang_binding"):
         record = next((r for r in records if r["name"] == required), None)
