@@ -4,10 +4,26 @@
 input: anything it cannot model is an honest ``refused``/``unrepaired`` result with a message. A repair is
 reported only after the stitched text passes the *full* spec cases on the real harness; a solution that
 fits the tiny examples but fails the full cases is counted in ``false_repairs`` and never returned.
+
+Speed and reach (each sketch gets seconds, so the right suspect is reached within the budget):
+
+* Outputs the kernel never reads back are *observed*: stores are logged and become position constraints
+  (``observe.py``) instead of symbolic memory.
+* Kernels whose threads do not interact (no shared memory, barriers, atomics, warp operations) are encoded
+  on a *thread sample* drawn from the concrete run: threads that stored wrong values or faulted, threads
+  that stored nothing, and threads that were right (which must keep storing). A model that fits the sample
+  but not the whole example brings that example in with every thread.
+* When the symbolic encoding is refused (a hole inside a floating-point accumulation, a division by the
+  hole), the sketch is solved by *learning*: z3 proposes the closest model, the sampled threads run
+  concretely with it, and every wrong thread adds a clause that its hole evaluations must not all take
+  the same values again (``_learned_clauses``).
+* Two rounds over the suspects: affine/comparison holes first within a small distance of the original
+  (the edit a one-site bug calls for; no over-fitted formula first), then without that cap.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,26 +38,39 @@ from xpiler_core.frontend.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.progress import CancelToken, ProgressFn
 from xpiler_core.repair import examples as EX
+from xpiler_core.repair import observe as OB
 from xpiler_core.repair import sketch as SK
 from xpiler_core.repair.interp import (
     Buffer,
     Choice,
     Infeasible,
     Ite,
+    ObservedRead,
     Program,
     StepLimit,
     Unsupported,
     _zb,
+    and_,
     not_,
+    or_,
     run_kernel,
 )
 from xpiler_core.repair.suspects import FunctionSites, collect, get_at, implicated_statements, iter_int_sites
 from xpiler_core.verify.harness import SpecReport, run_spec
 from xpiler_core.verify.spec import KernelSpec, load_spec
 
+_log = logging.getLogger(__name__)
+
 MAX_EXAMPLE_THREADS = 3072
 SKETCH_SECONDS = 4.0  # interpretation time one sketch may take
 SOLVER_SECONDS = 6.0
+PASSING_PER_LAUNCH = 2  # small cases tried per launch shape while none has failed yet
+THREAD_STEPS_MIN = 1500
+THREAD_STEPS_FACTOR = 4
+CAP_FIRST_ROUND = 2  # distance to the original an affine/comparison hole may move in the first round
+LEARN_ROUNDS = 64  # concrete runs one sketch may learn from when its symbolic encoding is refused
+LEARN_SECONDS = 6.0
+SAME_OUTCOME_LIMIT = 48  # hole values after which a wrong thread that never changes is deemed out of reach
 
 
 @dataclass
@@ -215,8 +244,10 @@ def repair_candidate(
     src = SK.SourceText(text)
 
     # 1. Tiny examples on which the candidate (interpreted) disagrees with the reference.
+    samples: dict[int, ThreadSample] = {}
+    sampling = kind == "kernel" and _independent(prog)
     try:
-        chosen, writers, missing = _choose_examples(spec, prog, entry, kind, seed, budget)
+        chosen, writers, missing = _choose_examples(spec, prog, entry, kind, seed, budget, samples if sampling else None)
     except Unsupported as exc:
         return done("refused", f"repair does not model this kernel: {exc}")
     except (StepLimit, XpilerError) as exc:
@@ -237,42 +268,99 @@ def repair_candidate(
         progress(0.92, f"repair: {len(sketches)} suspects on {len(chosen)} small cases")
 
     # 3. Solve each sketch; stitch; re-verify.
-    for sk in sketches:
-        if budget.left() <= 0:
-            return done("unrepaired", f"time budget ({budget_s:.0f} s) spent after {result.suspects_tried} suspects")
+    # Two rounds: first every suspect with at most CAP_FIRST_ROUND units of change in its affine/comparison
+    # hole (the small edit a single-site bug calls for, and no over-fitted formula found first), then the
+    # affine/comparison holes again without the cap.
+    def attempt(sk: SK.Sketch, cap: int | None) -> RepairResult | None:
         result.suspects_tried += 1
+        _log.debug("suspect %d: %s hole at %s `%s` (%.1f s left)", result.suspects_tried, sk.kind, sk.site.path,
+                   src.of(sk.site.node)[:60], budget.left())
         # Counterexample-guided: encode the smallest failing example, add another only when a model
         # fits the encoded ones but not it (cheaper than encoding every example for every suspect).
         deadline = time.monotonic() + min(SKETCH_SECONDS, budget.left())
+        learn = False  # constraints learned from concrete runs of the sampled threads (see _learned_clauses)
         try:
-            constraints = _encode(spec, prog, fn, entry, kind, sk, chosen[:1], deadline)
-        except (Unsupported, StepLimit, Infeasible, z3.Z3Exception, RecursionError):
-            continue
+            constraints = _encode(spec, prog, fn, entry, kind, sk, chosen[:1], deadline, samples)
+        except (Unsupported, StepLimit) as exc:
+            _log.debug("  not encoded: %s: %s", type(exc).__name__, exc)
+            if samples.get(0) is None:
+                return None
+            learn, constraints = True, []
+        except (Infeasible, z3.Z3Exception, RecursionError) as exc:
+            _log.debug("  not encoded: %s: %s", type(exc).__name__, exc)
+            return None
         if constraints is None:
-            continue
+            _log.debug("  no hole value fits")
+            return None
         encoded = 1
+        exact: set[int] = set()  # examples encoded with every thread (after a sampled encoding misled)
         opt = z3.Optimize()
         opt.set("timeout", int(max(0.5, min(SOLVER_SECONDS, budget.left())) * 1000))
         opt.add(*sk.constraints, *constraints)
+        if cap is not None:
+            opt.add(sk.objective <= cap)
         opt.minimize(sk.objective)
-        for _ in range(4):  # a few models per sketch: examples or the full cases may reject one
+        tries, rounds = 0, 0
+        learn_on = [0]
+        histories: dict[int, dict[int, tuple[str, set[str]]]] = {}
+        learn_deadline = time.monotonic() + min(LEARN_SECONDS, max(0.0, budget.left()))
+        while tries < 4:  # a few models per sketch: examples or the full cases may reject one
             if budget.left() <= 0 or opt.check() != z3.sat:
                 break
             model = opt.model()
+            if learn:
+                rounds += 1
+                clauses: list[Any] | None = []
+                for k in learn_on:
+                    more_clauses = _learned_clauses(
+                        spec, prog, fn, entry, kind, sk, model, chosen[k], samples[k], histories.setdefault(k, {})
+                    )
+                    if more_clauses is None or clauses is None:
+                        clauses = None
+                        break
+                    clauses += more_clauses
+                if clauses is None or rounds > LEARN_ROUNDS or time.monotonic() > learn_deadline:
+                    _log.debug("  learning stopped after %d rounds", rounds)
+                    break
+                if clauses:
+                    opt.add(*clauses)
+                    continue
+            tries += 1
             edits = sk.decode(model)
             if not edits:
                 break
             repaired = apply_edits(text, edits)
             bad = _first_misfit(spec, repaired, path, dialect, entry, kind, chosen, prog.warp_size)
+            _log.debug("  model %s: misfit on small case %s", [(e.old, e.new) for e in edits], bad)
             if bad is not None:
-                if bad >= encoded and encoded < len(chosen):
+                if learn:
+                    if samples.get(bad) is not None and bad not in learn_on:
+                        learn_on.append(bad)  # learn from that example's sampled threads too
+                    else:
+                        opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
+                elif bad >= encoded and encoded < len(chosen):
                     try:
-                        more = _encode(spec, prog, fn, entry, kind, sk, chosen[encoded:bad + 1], deadline + SKETCH_SECONDS)
+                        more = _encode(
+                            spec, prog, fn, entry, kind, sk, chosen[encoded:bad + 1], deadline + SKETCH_SECONDS, samples,
+                            first=encoded,
+                        )
                     except (Unsupported, StepLimit, Infeasible, z3.Z3Exception, RecursionError):
                         break
                     if more is None:
                         break
                     encoded = bad + 1
+                    opt.add(*more)
+                elif samples.get(bad) is not None and bad not in exact:
+                    # The model fits the sampled threads only: encode that example with every thread.
+                    exact.add(bad)
+                    try:
+                        more = _encode(
+                            spec, prog, fn, entry, kind, sk, [chosen[bad]], time.monotonic() + SKETCH_SECONDS, {}
+                        )
+                    except (Unsupported, StepLimit, Infeasible, z3.Z3Exception, RecursionError):
+                        break
+                    if more is None:
+                        break
                     opt.add(*more)
                 else:
                     opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
@@ -286,6 +374,17 @@ def repair_candidate(
                 return done("repaired", f"`{first.old}` → `{first.new}` ({sk.kind} hole) passes all {len(full.cases)} cases")
             result.false_repairs += 1
             opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
+        return None
+
+    capped = [sk for sk in sketches if sk.kind in ("affine", "compare")]
+    capped_ids = {id(sk) for sk in capped}
+    for cap, round_ in ((CAP_FIRST_ROUND, sketches), (None, capped)):
+        for sk in round_:
+            if budget.left() <= 0:
+                return done("unrepaired", f"time budget ({budget_s:.0f} s) spent after {result.suspects_tried} suspects")
+            got = attempt(sk, cap if id(sk) in capped_ids else None)
+            if got is not None:
+                return got
     return done("unrepaired", f"no single-expression repair found among {result.suspects_tried} suspects")
 
 
@@ -296,13 +395,17 @@ def _run(spec: KernelSpec, prog: Program, entry: str, kind: str, ex: EX.Example)
 
 
 def _choose_examples(
-    spec: KernelSpec, prog: Program, entry: str, kind: str, seed: int, budget: _Budget
+    spec: KernelSpec, prog: Program, entry: str, kind: str, seed: int, budget: _Budget,
+    samples: dict[int, ThreadSample] | None = None,
 ) -> tuple[list[EX.Example], set[int], set[str]]:
-    """The smallest case that shows the failure, plus one larger case (so coefficients generalize)."""
+    """The smallest case that shows the failure, plus one larger case (so coefficients generalize).
+
+    ``samples`` (when given) receives the thread sample of each chosen example (see ``ThreadSample``)."""
     prog.instrument = True
     chosen: list[EX.Example] = []
     writers: set[int] = set()
     missing: set[str] = set()
+    passed: dict[Any, int] = {}
     total = 0
     try:
         for i, case in enumerate(EX.tiny_cases(spec, MAX_EXAMPLE_THREADS)):
@@ -311,8 +414,11 @@ def _choose_examples(
             ex = EX.make_example(spec, case, i, seed)
             if total + ex.threads > 2 * MAX_EXAMPLE_THREADS:
                 continue
+            launch = (ex.shape.grid, ex.shape.block)
+            if not chosen and passed.get(launch, 0) >= PASSING_PER_LAUNCH:
+                continue  # sizes this launch already ran right: look for the failure in a larger launch
             try:
-                buffers = _run(spec, prog, entry, kind, ex)
+                buffers = _run_sampling(spec, prog, entry, kind, ex, len(chosen), samples)
                 ok, w, m = _outputs_match(spec, ex, buffers)
             except Infeasible:
                 ok, w, m = False, {prog.last_stmt} if prog.last_stmt else set(), set()
@@ -324,9 +430,41 @@ def _choose_examples(
             elif chosen and len(chosen) < 2:
                 chosen.append(ex)  # a passing larger case still constrains the hole
                 total += ex.threads
+            else:
+                passed[launch] = passed.get(launch, 0) + 1
     finally:
         prog.instrument = False
+    if samples is not None:
+        for i in [k for k in samples if k >= len(chosen)]:
+            del samples[i]
     return chosen, writers, missing
+
+
+def _run_sampling(
+    spec: KernelSpec, prog: Program, entry: str, kind: str, ex: EX.Example, index: int,
+    samples: dict[int, ThreadSample] | None,
+) -> dict[str, Buffer]:
+    """A concrete run; with ``samples``, outputs are logged first so the run also yields a thread sample."""
+    samples_wanted = samples is not None and ex.threads >= MIN_THREADS_TO_SAMPLE and len(ex.expected) == 1
+    if not samples_wanted:
+        return _run(spec, prog, entry, kind, ex)
+    assert samples is not None
+    samples.pop(index, None)
+    (name,) = ex.expected
+    prog.observe = frozenset(ex.expected)
+    prog.faulted = set()
+    try:
+        buffers = _run(spec, prog, entry, kind, ex)
+    except ObservedRead:
+        return _run(spec, prog, entry, kind, ex)
+    finally:
+        prog.observe = frozenset()
+        faulted, prog.faulted = prog.faulted, None
+    buf = buffers[name]
+    samples[index] = _sample_from_log(spec, ex, buf, faulted)
+    if faulted or OB.replay(buf) is None:
+        return _run(spec, prog, entry, kind, ex)  # a thread faulted: rerun plainly for its localization
+    return buffers
 
 
 def _rank_sketches(
@@ -354,7 +492,8 @@ def _rank_sketches(
         in_loop_head = isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
         for sk in made:
             order = kind_order["loop"] if in_loop_head else kind_order[sk.kind]
-            out.append(((stmt_rank, order, size), sk))
+            # A comparison hole also covers its right operand and operator: try it before its operands.
+            out.append(((stmt_rank, order, 0 if sk.kind == "compare" else size), sk))
     for site in iter_int_sites(fs):
         if site.node.span is None:
             continue
@@ -374,21 +513,271 @@ def _rank_sketches(
 
 def _encode(
     spec: KernelSpec, prog: Program, fn: A.Function, entry: str, kind: str, sk: SK.Sketch, chosen: list[EX.Example],
-    deadline: float | None = None,
+    deadline: float | None = None, samples: dict[int, ThreadSample] | None = None, first: int = 0,
 ) -> list[Any] | None:
     holed, evaluators = SK.install(fn, sk)
     sprog = Program(prog.module, {**prog.functions, entry: holed}, prog.macros, evaluators)
     sprog.bounds = sk.bounds
     sprog.deadline = deadline
     sprog.warp_size = prog.warp_size
+    # A hole can turn a finite loop into an endless one (a bound never reached): stop a thread that runs
+    # far longer than the longest thread of the concrete runs.
+    sprog.thread_step_cap = max(THREAD_STEPS_MIN, THREAD_STEPS_FACTOR * prog.thread_steps_seen)
     constraints: list[Any] = []
-    for ex in chosen:
-        buffers = _run(spec, sprog, entry, kind, ex)
-        cs = _output_constraints(spec, ex, buffers)
+    for i, ex in enumerate(chosen, start=first):
+        sample = (samples or {}).get(i)
+        if sample is not None:
+            sprog.observe, sprog.threads = frozenset(ex.expected), sample.threads
+            try:
+                buffers = _run(spec, sprog, entry, kind, ex)
+                cs = _sampled_constraints(spec, ex, buffers, sample)
+            except (ObservedRead, OB.TooSymbolic):
+                cs = None
+                sample = None
+            finally:
+                sprog.threads = None
+            if sample is not None:
+                if cs is None:
+                    return None
+                constraints += cs + sprog.obligations
+                continue
+        # Outputs are observed (stores logged, see observe.py) unless the kernel reads them back.
+        sprog.observe = frozenset(ex.expected)
+        try:
+            buffers = _run(spec, sprog, entry, kind, ex)
+            cs = _observed_constraints(spec, ex, buffers)
+        except (ObservedRead, OB.TooSymbolic):
+            sprog.observe = frozenset()
+            buffers = _run(spec, sprog, entry, kind, ex)
+            cs = _output_constraints(spec, ex, buffers)
         if cs is None:
             return None
         constraints += cs + sprog.obligations
     return constraints
+
+
+@dataclass
+class ThreadSample:
+    """Threads of one example that stand for all of them (kernels whose threads do not interact).
+
+    From a concrete run of the candidate: threads that stored only reference values (``good``), stored a
+    wrong value or out of bounds (``bad``), or stored nothing (``silent``); ``missing`` are positions that
+    need a value nobody stored correctly."""
+
+    threads: frozenset[int]
+    good: frozenset[int]
+    missing: tuple[int, ...]
+    output: str
+
+
+SAMPLE_GOOD = 16
+SAMPLE_BAD = 12
+SAMPLE_SILENT = 12
+MIN_THREADS_TO_SAMPLE = 128
+
+
+def _independent(prog: Program) -> bool:
+    """No shared memory, barriers, atomics or warp operations: each thread's stores depend on itself only."""
+    for f in prog.functions.values():
+        for n in A.walk(f):
+            if isinstance(n, A.VarDecl) and n.is_shared:
+                return False
+            if isinstance(n, A.Call) and n.callee and (
+                A.is_barrier(n) or n.callee.startswith(("atomic", "__shfl", "__sync", "__ballot", "__any", "__all",
+                                                        "__activemask", "__match", "__reduce"))
+            ):
+                return False
+            if isinstance(n, A.Opaque):
+                return False
+    return True
+
+
+def _spread(items: list[int], k: int) -> list[int]:
+    if len(items) <= k:
+        return items
+    return [items[round(j * (len(items) - 1) / (k - 1))] for j in range(k)]
+
+
+def _sample_from_log(spec: KernelSpec, ex: EX.Example, buf: Buffer, faulted: set[int]) -> ThreadSample:
+    assert buf.events is not None
+    name = buf.name
+    atol, rtol = EX.tolerance(spec, name)
+    exp = EX.expected_flat(spec, ex, name)
+    n = len(exp)
+    bad: set[int] = set(faulted)
+    stored: set[int] = set()
+    right: set[int] = set()
+    for _, off, value, tid in buf.events:
+        stored.add(tid)
+        if isinstance(off, int) and 0 <= off < n and EX.close(value, exp[off], atol, rtol):
+            right.add(off)
+        else:
+            bad.add(tid)
+    good = sorted(stored - bad)
+    silent = sorted(set(range(ex.threads)) - stored - bad)
+    missing = tuple(p for p in range(n) if p not in right and not EX.close(buf.data[p], exp[p], atol, rtol))
+    threads = set(_spread(sorted(bad), SAMPLE_BAD)) | set(_spread(good, SAMPLE_GOOD))
+    threads |= set(_spread(silent, SAMPLE_SILENT if missing else 4))
+    return ThreadSample(frozenset(threads), frozenset(good) & frozenset(threads), missing, name)
+
+
+def _sampled_constraints(
+    spec: KernelSpec, ex: EX.Example, buffers: dict[str, Buffer], sample: ThreadSample
+) -> list[Any] | None:
+    """The sampled threads store reference values; threads that were right keep storing; some missing
+    position gets a store."""
+    buf = buffers[sample.output]
+    assert buf.events is not None
+    atol, rtol = EX.tolerance(spec, sample.output)
+    exp = EX.expected_flat(spec, ex, sample.output)
+    out = OB.store_constraints(buf, exp, atol, rtol, lambda v, e, a=atol, r=rtol: _matches(v, e, a, r, {}), cover=False)
+    if out is None:
+        return None
+    stores: dict[int, Any] = {}
+    fill: Any = False
+    missing = set(sample.missing)
+    for pc, off, _, tid in buf.events:
+        stores[tid] = or_(stores.get(tid, False), pc)
+        if missing:
+            if isinstance(off, int):
+                hit: Any = off in missing
+            else:
+                hit = z3.Or([off == p for p in sample.missing[:64]])
+            fill = or_(fill, and_(pc, hit))
+    for tid in sample.good:
+        keep = stores.get(tid, False)
+        if keep is False:
+            return None
+        if keep is not True:
+            out.append(_zb(keep))
+    if missing:
+        if fill is False:
+            return None
+        if fill is not True:
+            out.append(_zb(fill))
+    return out
+
+
+def _learned_clauses(
+    spec: KernelSpec, prog: Program, fn: A.Function, entry: str, kind: str, sk: SK.Sketch, model: z3.ModelRef,
+    ex: EX.Example, sample: ThreadSample, history: dict[int, tuple[str, set[str]]],
+) -> list[Any] | None:
+    """Run the sampled threads concretely with the model's hole; for each thread that goes wrong, a clause
+    that its hole evaluations must not all produce the same values again.
+
+    Why: a hole inside a floating-point accumulation (a load index in a reduction loop) makes symbolic
+    values multiply; concretely, each run is cheap and a wrong thread rules out every model that gives its
+    hole the same values, not just this one. Returns [] when the sampled threads all look right, None when
+    a wrong thread never evaluated the hole (no hole value can fix it)."""
+    seen: dict[int, list[tuple[Any, Any]]] = {}
+
+    def concrete(ev: Any) -> Any:
+        def run(th: Any) -> Any:
+            term = ev(th)
+            if isinstance(term, (bool, int)):
+                return term
+            value = model.eval(_zb(term) if isinstance(term, bool) else term, model_completion=True)
+            seen.setdefault(th.tid, []).append((term, value))
+            if z3.is_int_value(value):
+                return value.as_long()
+            if z3.is_true(value) or z3.is_false(value):
+                return z3.is_true(value)
+            raise Unsupported("hole value is neither an integer nor a truth value")
+        return run
+
+    holed, evaluators = SK.install(fn, sk)
+    cprog = Program(prog.module, {**prog.functions, entry: holed}, prog.macros,
+                    {i: concrete(ev) for i, ev in evaluators.items()})
+    cprog.warp_size = prog.warp_size
+    cprog.thread_step_cap = max(THREAD_STEPS_MIN, THREAD_STEPS_FACTOR * prog.thread_steps_seen)
+    cprog.observe, cprog.threads, cprog.faulted = frozenset(ex.expected), sample.threads, set()
+    try:
+        buf = _run(spec, cprog, entry, kind, ex)[sample.output]
+    except (ObservedRead, StepLimit, Unsupported, z3.Z3Exception):
+        return None
+    assert buf.events is not None
+    atol, rtol = EX.tolerance(spec, sample.output)
+    exp = EX.expected_flat(spec, ex, sample.output)
+    wrong: set[int] = set(cprog.faulted)
+    stored: set[int] = set()
+    filled = False
+    missing = set(sample.missing)
+    for _, off, value, tid in buf.events:
+        stored.add(tid)
+        if not (isinstance(off, int) and 0 <= off < len(exp) and EX.close(value, exp[off], atol, rtol)):
+            wrong.add(tid)
+        elif off in missing:
+            filled = True
+    wrong |= {t for t in sample.good if t not in stored}
+
+    def differ(tids: set[int]) -> Any:
+        pairs = [(t, v) for tid in sorted(tids) for t, v in seen.get(tid, [])]
+        return z3.Or([t != v for t, v in pairs]) if pairs else None
+
+    stores: dict[int, list[str]] = {}
+    for _, off, value, tid in buf.events:
+        stores.setdefault(tid, []).append(f"{off}:{value}")
+    for tid in sorted(wrong):
+        # A wrong thread that stores the same values under different hole values: the hole does not reach
+        # what is wrong there, so no value of it will fix the thread.
+        # (Several distinct hole values, not two: nearby values can agree on a tiny example.)
+        holes = str([v for _, v in seen.get(tid, [])])
+        outcome = str(stores.get(tid, [])) + str(tid in cprog.faulted)
+        old = history.get(tid)
+        if old is None or old[0] != outcome:
+            history[tid] = (outcome, {holes})
+        else:
+            old[1].add(holes)
+            if len(old[1]) >= SAME_OUTCOME_LIMIT:
+                return None
+    clauses: list[Any] = []
+    for tid in sorted(wrong):
+        c = differ({tid})
+        if c is not None:  # a thread wrong without evaluating the hole: the others still teach something
+            clauses.append(c)
+    if missing and not filled:
+        c = differ(set(sample.threads))
+        if c is not None:
+            clauses.append(c)
+    if (wrong or (missing and not filled)) and not clauses:
+        return None  # wrong, and not because of the hole: no value of it helps
+    return clauses
+
+
+def _observed_constraints(spec: KernelSpec, ex: EX.Example, buffers: dict[str, Buffer]) -> list[Any] | None:
+    out: list[Any] = []
+    for name in ex.expected:
+        buf = buffers[name]
+        atol, rtol = EX.tolerance(spec, name)
+        exp = EX.expected_flat(spec, ex, name)
+        cs: list[Any] | None = None
+        if buf.events is not None and any(not isinstance(off, int) for _, off, _, _ in buf.events):
+            cs = OB.store_constraints(buf, exp, atol, rtol, lambda v, e, a=atol, r=rtol: _matches(v, e, a, r, {}))
+            if cs is None:
+                return None  # the store log shows no hole value can put the reference in place
+        elif buf.events is not None:
+            cs = OB.replay(buf)  # addresses do not depend on the hole: plain store semantics
+            more = _buffer_constraints(buf, exp, atol, rtol) if cs is not None else None
+            if cs is None or more is None:
+                return None
+            cs += more
+        else:
+            cs = _buffer_constraints(buf, exp, atol, rtol)
+            if cs is None:
+                return None
+        out += cs
+    return out
+
+
+def _buffer_constraints(buf: Buffer, exp: Any, atol: float, rtol: float) -> list[Any] | None:
+    out: list[Any] = []
+    for v, e in zip(buf.data, exp, strict=False):
+        f = _matches(v, float(e), atol, rtol, {})
+        if f is False:
+            return None
+        if f is not True:
+            out.append(f)
+    return out
 
 
 def _first_misfit(

@@ -130,8 +130,22 @@ def as_cases(v: Any) -> tuple[Case, ...]:
     return (Case(True, (), v),)
 
 
+def _paths(v: Any, memo: dict[int, int]) -> int:
+    """Leaves an Ite tree unfolds into (counted over its DAG, so sharing does not hide a blowup)."""
+    if not isinstance(v, Ite):
+        return len(v.cases) if isinstance(v, Choice) else 1
+    key = id(v)
+    if key not in memo:
+        memo[key] = _paths(v.then, memo) + _paths(v.else_, memo)
+    return memo[key]
+
+
 def lift(fn: Callable[..., Any], *vals: Any) -> Any:
     """Apply a concrete function to values, any of which may be a Choice or an Ite."""
+    if any(isinstance(v, Ite) for v in vals):
+        memo: dict[int, int] = {}
+        if math.prod(_paths(v, memo) for v in vals) > MAX_CASES:
+            raise Unsupported("too many hole-dependent cases")
     for i, v in enumerate(vals):
         if isinstance(v, Ite):
             a = lift(fn, *vals[:i], v.then, *vals[i + 1 :])
@@ -212,6 +226,13 @@ class Buffer:
     kind: str  # "int" | "float" | "double" | "bool"
     data: list[Any]
     writers: dict[int, int] | None = None  # element → id of the statement that last wrote it
+    # Write-only outputs of a sketch run log their stores (path condition, offset, value) instead of
+    # updating cells, so a hole-dependent address costs one constraint per store, not one merge per cell.
+    events: list[tuple[Any, Any, Any, int]] | None = None  # (pc, offset, value, global thread id)
+
+
+class ObservedRead(Exception):
+    """A kernel read a buffer whose stores were being logged (it is not write-only): run it plainly."""
 
 
 @dataclass(frozen=True)
@@ -482,6 +503,11 @@ class Program:
     last_stmt: int = 0  # id of the statement that faulted last (localization of crashes)
     executed: set[int] = field(default_factory=set)  # ids of statements run (instrumented runs only)
     warp_size: int = 32
+    observe: frozenset[str] = frozenset()  # output buffers whose stores are logged (see Buffer.events)
+    threads: frozenset[int] | None = None  # global thread ids to run (None: all); independent threads only
+    faulted: set[int] | None = None  # when a set: a faulting thread stops alone (ids collected here)
+    thread_step_cap: int = 1 << 62  # steps one thread may take
+    thread_steps_seen: int = 0  # most steps one thread took (set by run_kernel)
 
     @classmethod
     def of(cls, module: A.Module) -> Program:
@@ -514,6 +540,8 @@ class Thread:
         self.loops: list[_Loop] = []
         self.ret: Any = None
         self.stmt_id = 0
+        self.tid = 0  # global linear thread id (block-major)
+        self.steps = 0
 
     # -- variables
     def lookup(self, name: str) -> list[Any] | None:
@@ -540,6 +568,9 @@ class Thread:
     def tick(self) -> None:
         prog = self.prog
         prog.steps += 1
+        self.steps += 1
+        if self.steps > prog.thread_step_cap:
+            raise StepLimit("a thread ran far longer than it did concretely (a loop the hole never ends)")
         if prog.steps & 2047 == 0:
             if prog.steps > prog.max_steps:
                 raise StepLimit("interpretation step budget exhausted")
@@ -652,6 +683,8 @@ class Thread:
     def load(self, p: Ptr) -> Any:
         if p.inner:
             return p  # a row of a multi-dimensional array decays to a pointer
+        if p.buf.events is not None:
+            raise ObservedRead(p.buf.name)
         data = p.buf.data
         if isinstance(p.off, int):
             if not 0 <= p.off < len(data):
@@ -700,6 +733,12 @@ class Thread:
             raise Unsupported("assignment to an array row")
         buf = p.buf
         value = convert(value, buf.kind)
+        if buf.events is not None:
+            self.tick()
+            buf.events.append((self.pc, p.off, value, self.tid))
+            if buf.writers is not None and isinstance(p.off, int):
+                buf.writers[p.off] = self.stmt_id
+            return
         if isinstance(p.off, int):
             if not 0 <= p.off < len(buf.data):
                 self._fault(f"out-of-bounds write of {buf.name}[{p.off}]", p)
@@ -1106,6 +1145,8 @@ def run_kernel(
             if not p.type.pointers:
                 raise Unsupported(f"array passed to scalar parameter '{p.name}'")
             buffers[p.name] = make_buffer(p.name, a, prog.instrument)
+            if p.name in prog.observe:
+                buffers[p.name].events = []
             params.append((p.name, Ptr(buffers[p.name], 0), "auto"))
         else:
             pk = type_kind(p.type)
@@ -1126,18 +1167,26 @@ def run_kernel(
                                 ("blockDim", "x"): bx, ("blockDim", "y"): by, ("blockDim", "z"): bz,
                                 ("gridDim", "x"): gx, ("gridDim", "y"): gy, ("gridDim", "z"): gz,
                             }
+                            tid = (((bz_i * gy + by_i) * gx + bx_i) * bz + tz) * by * bx + ty * bx + tx
+                            if prog.threads is not None and tid not in prog.threads:
+                                continue
                             th = Thread(prog, builtins, shared)
+                            th.tid = tid
                             for name, value, k in params:
                                 th.declare(name, value, k)
-                            gens.append(th.exec(fn.body))
+                            gens.append((th, th.exec(fn.body)))
                 live = gens
                 while live:
                     nxt = []
-                    for g in live:
+                    for th, g in live:
                         try:
                             next(g)
-                            nxt.append(g)
+                            nxt.append((th, g))
                         except StopIteration:
-                            pass
+                            prog.thread_steps_seen = max(prog.thread_steps_seen, th.steps)
+                        except Infeasible:
+                            if prog.faulted is None:
+                                raise
+                            prog.faulted.add(th.tid)  # independent threads: the others still run
                     live = nxt
     return buffers
