@@ -40,10 +40,10 @@ from xpiler_core.pipeline import (
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 
-DEFAULT_PASSES = ["detensorization", "grid_reduce", "loop_recovery", "device_mirrors", "reduction_idiom",
-                  "grid_flatten", "loop_binding"]
+DEFAULT_PASSES = ["detensorization", "grid_reduce", "block_reduce", "loop_recovery", "device_mirrors",
+                  "reduction_idiom", "grid_flatten", "loop_binding"]
 # Optional steps that reassociate floating point or restructure code: dropped first when a candidate fails.
-_DROP_FIRST = ("grid_reduce", "device_mirrors", "reduction_idiom", "grid_flatten")
+_DROP_FIRST = ("grid_reduce", "block_reduce", "device_mirrors", "reduction_idiom", "grid_flatten")
 
 
 def recovery_params_from_spec(
@@ -188,6 +188,9 @@ def translate_to_cpu(
     ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file=path)
     params = recovery_params_from_spec(module, spec, pass_params)
     params.setdefault("loop_binding", {}).setdefault("isa", host_isa())
+    # the source's warp width (HIP: 64) reaches block_reduce as it reaches loop recovery
+    if "warp_size" in params.get("loop_recovery", {}):
+        params.setdefault("block_reduce", {}).setdefault("warp_size", params["loop_recovery"]["warp_size"])
     out, records = run_ast_passes(module, passes or DEFAULT_PASSES, ctx, params)
     recovery = next((r for r in records if r["name"] == "loop_recovery"), None)
     if recovery is not None and recovery["refused"]:
