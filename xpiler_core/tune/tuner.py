@@ -289,6 +289,7 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
     finalists += [c.config for c in verified if c.config not in finalists][: 3 - len(finalists)]
     winner: Candidate | None = None
     interval: tuple[float, float] | None = None
+    confirm_baseline_s: float | None = None  # the untuned latency timed in the winner's own rounds
     if finalists:
         results = problem.confirm(finalists)
         ranked = sorted(results, key=lambda r: -paired_speedup(r[1], r[2]))
@@ -298,9 +299,15 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
                 winner = Candidate(config, config.describe(), True, cand.median_s,
                                    paired_speedup(base_stats, cand), sha256_text(text))
                 interval = speedup_interval(base_stats, cand)
+                confirm_baseline_s = base_stats.median_s
                 break
     confirmed = winner is not None
-    baseline_latency = problem.baseline_stats.median_s if problem.baseline_stats else float("nan")
+    # untuned and tuned latencies are reported from the same rounds, so their ratio is the paired speedup's
+    # neighbour rather than a comparison across minutes of changing machine load
+    if confirm_baseline_s is not None:
+        baseline_latency = confirm_baseline_s
+    else:
+        baseline_latency = problem.baseline_stats.median_s if problem.baseline_stats else float("nan")
     if winner is None:
         winner = Candidate(problem.baseline, problem.baseline.describe(), True, baseline_latency, 1.0,
                            sha256_text(problem.baseline_text))
