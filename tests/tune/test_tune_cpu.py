@@ -114,6 +114,7 @@ def test_cli_prints_a_table_of_candidates(capsys, tuned) -> None:
     assert code == 0
     assert "rank" in out and "speedup" in out and "untuned latency" in out
     assert "resumed from records" in out
+    assert "noise now:" in out and "load average" in out  # the user can judge how far to trust the figures
 
 
 def test_cli_refuses_gpu_targets(capsys) -> None:

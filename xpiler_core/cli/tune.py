@@ -70,6 +70,12 @@ def run(args: argparse.Namespace) -> int:
     verdict = "beats the untuned translation beyond the noise (re-timed)" if result.confirmed else \
         "no candidate beat the untuned translation beyond the noise; the untuned one is kept"
     print(f"best: {verdict}. Rows after the first are from single trial timings.")
+    interval = f"; 90 % interval of the speedup [{result.best_interval[0]:.2f}, {result.best_interval[1]:.2f}]" \
+        if result.best_interval else ""
+    print(f"noise now: the untuned translation timed against itself differs by up to ±{result.noise * 100:.1f} % "
+          f"(load average {result.load_average:.2f}){interval}")
+    if result.flags:
+        print(f"compile flags of the best candidate: {' '.join(result.flags)} (also in its first line)")
     if args.output:
         out = Path(args.output)
         if out.resolve() == path.resolve():
