@@ -204,7 +204,7 @@ template <class T, class V> static inline T atomicOr(T* p, V v) { T old; _Pragma
 template <class T, class V> static inline T atomicXor(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p ^= (T)v; } return old; }
 template <class T> static inline T atomicInc(T* p, T lim) { T old = __atomic_load_n(p, __ATOMIC_SEQ_CST); while (!__atomic_compare_exchange_n(p, &old, old >= lim ? 0 : old + 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {} return old; }
 template <class T, class V> static inline T atomicExch(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p = (T)v; } return old; }
-template <class T> static inline T atomicCAS(T* p, T cmp, T v) { __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); return cmp; }
+template <class T, class C, class V> static inline T atomicCAS(T* p, C cmp, V v) { T c = (T)cmp; __atomic_compare_exchange_n(p, &c, (T)v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); return c; }
 template <class T, class V> static inline T atomicMax(T* p, V v) {
   T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
   while ((T)v > old && !__atomic_compare_exchange_n(p, &old, (T)v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}

@@ -23,10 +23,12 @@ atomicMax, atomicMin); for + the initial value is 0. E is free of the partial, o
 through ``i``) and of effects. After the fold, the kernel reads no global memory and writes only shared
 memory and locals; every value derived from the partial is built from partials, the identity and (+)
 (shuffles, shared-memory stores and loads, selects with partial-free conditions, pure device helpers), and
-reaches global memory only through that one atomic, whose address does not depend on the thread. Floating
-point sums are reassociated (the plan verifies against the reference and retries without this step). A
-launch with y/z extents repeats the x-indexed work per y/z index; a sum is then published that many times
-(max/min once: repeats do not change them).
+reaches global memory only through that one atomic, whose address does not depend on the thread. The atomic
+may also be a call of a device helper proven to be an atomic add/max/min built from an ``atomicCAS`` retry
+loop (``_cas_atomic``: by its structure and data flow, whatever its name); the result is then published by
+calling that helper once. Floating point sums are reassociated (the plan verifies against the reference and
+retries without this step). A launch with y/z extents repeats the x-indexed work per y/z index; a sum is then
+published that many times (max/min once: repeats do not change them).
 
 Parameters: ``min_parallel`` (elements below which the reduction runs on one thread).
 """
@@ -37,6 +39,7 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.passes._ast_support import enter, int_param, leave
+from xpiler_core.passes._cas_atomic import cas_atomic
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 from xpiler_core.passes.grid_flatten import _effect_free, _pure_functions, _same_sum
 
@@ -65,6 +68,26 @@ _SHUFFLES = {"__shfl_sync": 1, "__shfl_down_sync": 1, "__shfl_up_sync": 1, "__sh
 _SYNC = {"__syncthreads", "__syncwarp"}
 
 
+def _atomic_kind(call: A.Node, functions: dict[str, A.Function], overloaded: set[str]) -> tuple[str, int, int] | str:
+    """(op, address position, value position) of a builtin atomic or a proven CAS-loop helper call, else
+    the reason it is neither (``""`` when the call is not an atomic candidate at all)."""
+    if not isinstance(call, A.Call) or call.callee is None:
+        return ""
+    if call.callee in _ATOMICS:
+        return (_ATOMICS[call.callee], 0, 1)
+    fn = functions.get(call.callee)
+    if fn is None or not fn.is_device or fn.is_kernel:
+        return ""
+    if call.callee in overloaded:
+        return f"{call.callee}: an overloaded helper"
+    found = cas_atomic(fn)
+    if isinstance(found, str):
+        return f"{call.callee}: not a CAS-loop atomic ({found})"
+    if len(call.args) != 2:
+        return f"{call.callee}: called with {len(call.args)} arguments"
+    return (found.op, found.address, found.value)
+
+
 def _indexed(e: A.Node) -> Any:
     """Builtins as the names loop recovery gives them (``blockIdx.x`` → ``xp_bx``) for index algebra."""
     def fn(n: A.Node) -> A.Node | None:
@@ -90,9 +113,12 @@ def _mentions(e: A.Node, names: set[str]) -> bool:
 class _Combine:
     """Checks that values derived from the partial are (+)-combinations of partials and the identity."""
 
-    def __init__(self, op: str, init: A.Expr, functions: dict[str, A.Function]) -> None:
+    def __init__(self, op: str, init: A.Expr, functions: dict[str, A.Function],
+                 overloaded: set[str] | None = None) -> None:
         self.op, self.init, self.functions = op, init, functions
-        self.atomics: list[A.Call] = []
+        self.overloaded = overloaded or set()
+        self.atomics: list[tuple[A.Call, int, int]] = []  # (call, address position, value position)
+        self.refusals: list[str] = []  # why helper calls were not taken as atomics
 
     def identity(self, e: A.Expr) -> bool:
         """The fold's neutral value (for max/min also the partials' start, which repeats harmlessly)."""
@@ -196,11 +222,18 @@ class _Combine:
     def expr_stmt(self, e: A.Expr, data: set[str], depth: int, allow_atomic: bool) -> bool:
         if isinstance(e, A.Call) and e.callee in _SYNC:
             return True
-        if isinstance(e, A.Call) and e.callee in _ATOMICS and allow_atomic:
-            if _ATOMICS[e.callee] != self.op or len(e.args) != 2 or _mentions(e.args[0], data):
+        kind = _atomic_kind(e, self.functions, self.overloaded) if allow_atomic else ""
+        if isinstance(kind, str) and kind:
+            self.refusals.append(kind)
+            return False
+        if isinstance(e, A.Call) and isinstance(kind, tuple):
+            op, where, what = kind
+            if op != self.op or len(e.args) != 2 or _mentions(e.args[where], data):
+                if op != self.op:
+                    self.refusals.append(f"{e.callee} is an atomic {op} on a {self.op} fold")
                 return False
-            self.atomics.append(e)
-            return self.value(e.args[1], data, depth)
+            self.atomics.append((e, where, what))
+            return self.value(e.args[what], data, depth)
         if isinstance(e, A.Assign):
             target = e.target
             base = target.id if isinstance(target, A.Name) else (
@@ -269,6 +302,10 @@ def _fold(stmt: A.Stmt, var: str) -> tuple[str, A.Expr] | None:
 def _rewrite(kernel: A.Function, module: A.Module, pure: set[str], min_parallel: int) -> A.Function | str:
     stmts = list(kernel.body.stmts)
     functions = {f.name: f for f in module.functions()}
+    counts: dict[str, int] = {}
+    for f in module.functions():
+        counts[f.name] = counts.get(f.name, 0) + 1
+    overloaded = {n for n, c in counts.items() if c > 1}
     names = set(functions)
     pointer_params = {p.name for p in kernel.params if isinstance(p, A.Param) and p.type.pointers}
     # the partial: T v = INIT; then the grid-stride fold, or T v = (i < N) ? E : INIT
@@ -285,7 +322,7 @@ def _rewrite(kernel: A.Function, module: A.Module, pure: set[str], min_parallel:
         pre_decls = [x for p in pre if isinstance(p, A.DeclStmt) for x in p.decls]
         env = {x.name: _indexed(x.init) for x in pre_decls if x.init is not None and not x.dims}
         dependent = {x.name for x in pre_decls if x.init is not None and _uses_thread(x.init, set())}
-        site = _fold_loop(stmts, k, d, env, dependent, pure, names)
+        site = _fold_loop(stmts, k, d, env, dependent, pure, names, functions, overloaded)
         if site is None:
             continue
         op, init, loop_var, loop_type, stop, elem, rest = site
@@ -294,19 +331,21 @@ def _rewrite(kernel: A.Function, module: A.Module, pure: set[str], min_parallel:
             return "the fold reads a shared or local array"
         if op == "+" and not _Combine(op, init, functions).identity(init):
             return "a sum whose partials start from a nonzero value"
-        combine = _Combine(op, init, functions)
+        combine = _Combine(op, init, functions, overloaded)
         rest_rw = A.read_write(A.Block(tuple(rest)))
         pointer_locals = {n.name for n in A.walk(kernel.body) if isinstance(n, A.VarDecl) and n.type.pointers}
         if rest_rw.opaque or rest_rw.mem_reads & (pointer_params | pointer_locals | _globals(module)):
             return "the block combine reads global memory"
         if not combine.block(tuple(rest), {d.name}):
-            return "the block combine is not built from the partials and the fold operation alone"
+            why = f" ({'; '.join(dict.fromkeys(combine.refusals))})" if combine.refusals else ""
+            return "the block combine is not built from the partials and the fold operation alone" + why
         if len(combine.atomics) != 1:
             return "the partials do not reach global memory through exactly one atomic"
-        atomic = combine.atomics[0]
-        if _uses_thread(atomic.args[0], dependent | _locals(rest)):
+        atomic, where, what = combine.atomics[0]
+        if _uses_thread(atomic.args[where], dependent | _locals(rest)):
             return "the atomic's address depends on the thread"
-        return _single_thread_kernel(kernel, pre, d, op, init, loop_var, loop_type, stop, elem, atomic, min_parallel)
+        return _single_thread_kernel(kernel, pre, d, op, init, loop_var, loop_type, stop, elem, atomic, what,
+                                     min_parallel)
     return "no per-thread partial folded over a grid-stride loop or the global index"
 
 
@@ -319,7 +358,8 @@ def _locals(stmts: list[A.Stmt]) -> set[str]:
 
 
 def _fold_loop(stmts: list[A.Stmt], k: int, d: A.VarDecl, env: dict[str, A.Expr], dependent: set[str],
-               pure: set[str], names: set[str]) -> tuple[Any, ...] | None:
+               pure: set[str], names: set[str], functions: dict[str, A.Function],
+               overloaded: set[str]) -> tuple[Any, ...] | None:
     """(op, init, var, type, stop, E, rest) for the partial declared at ``k``, or ``None``."""
     assert d.init is not None
     init = d.init
@@ -334,7 +374,8 @@ def _fold_loop(stmts: list[A.Stmt], k: int, d: A.VarDecl, env: dict[str, A.Expr]
         if _uses_thread(elem, dependent - ok_vars) or _uses_thread(stop, dependent):
             return None
         rest = stmts[k + 1:]
-        kinds = {_ATOMICS[n.callee] for r in rest for n in A.walk(r) if isinstance(n, A.Call) and n.callee in _ATOMICS}
+        found = [_atomic_kind(n, functions, overloaded) for r in rest for n in A.walk(r)]
+        kinds = {f[0] for f in found if isinstance(f, tuple)}
         for op in kinds if len(kinds) == 1 else ():
             # threads past N contribute the else value: it must be the identity itself
             if _Combine(op, A.Name("xp no init"), {}).identity(init.else_):
@@ -367,7 +408,7 @@ def _fold_loop(stmts: list[A.Stmt], k: int, d: A.VarDecl, env: dict[str, A.Expr]
 
 
 def _single_thread_kernel(kernel: A.Function, pre: list[A.Stmt], d: A.VarDecl, op: str, init: A.Expr, var: str,
-                          var_type: A.Type, stop: A.Expr, elem: A.Expr, atomic: A.Call,
+                          var_type: A.Type, stop: A.Expr, elem: A.Expr, atomic: A.Call, value_pos: int,
                           min_parallel: int) -> A.Function:
     acc = A.fresh_name(kernel, "xp_acc")
     count = A.fresh_name(kernel, "xp_count")
@@ -391,7 +432,8 @@ def _single_thread_kernel(kernel: A.Function, pre: list[A.Stmt], d: A.VarDecl, o
             kept_decls.insert(0, x)
             needed |= set(A.free_names(x.init)) if x.init is not None else set()
     kept = [A.DeclStmt((x,)) for x in kept_decls]
-    publish: A.Stmt = A.ExprStmt(A.Call(atomic.func, (atomic.args[0], a)))
+    args = tuple(a if k == value_pos else x for k, x in enumerate(atomic.args))
+    publish: A.Stmt = A.ExprStmt(A.Call(atomic.func, args))
     if op == "+":
         # a launch with y/z extents repeats the x-indexed work once per (blockIdx.yz, threadIdx.yz): so do we
         r = A.fresh_name(kernel, "xp_rep")

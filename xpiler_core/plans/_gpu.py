@@ -313,7 +313,9 @@ def decide_status(options: TranslateOptions, ev: Evidence, unresolved: list[Unre
         first = (ev.compile.stderr or "").strip().splitlines()
         return "unresolved", "the target compiler rejects the translation" + (f": {first[0]}" if first else "")
     if ev.baseline is not None and not ev.baseline.passed:
-        return "unresolved", "the source itself does not match the spec's reference; nothing to compare against"
+        why = ev.baseline.first_failure()
+        return "unresolved", ("the source itself does not match the spec's reference; nothing to compare against"
+                              + (f": {why}" if why else ""))
     if ev.tests is None:
         if unresolved:
             return "unresolved", f"{len(unresolved)} construct(s) unresolved; " + (ev.note or "not executed")

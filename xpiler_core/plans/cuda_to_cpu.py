@@ -311,7 +311,8 @@ def plan(
         elif tests.passed and not ctx.unresolved:
             status = "verified"
         else:
-            status, reason = "failed", "the candidate does not match the reference"
+            why = tests.first_failure() if not tests.passed else ""
+            status, reason = "failed", "the candidate does not match the reference" + (f": {why}" if why else "")
     if autospec_dir is not None:
         autospec_dir.cleanup()
     seconds = time.perf_counter() - started

@@ -23,6 +23,7 @@ from xpiler_core import ast as A
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.model import Function, FunctionKind, KernelModel, Param, build_model
 from xpiler_core.frontend.source import parse_text
+from xpiler_core.verify.entry_shim import shim_for
 
 # Sizes the tests use for each integer size parameter (case i uses the i-th value; several parameters
 # take the values in a rotated order so that they differ from each other).
@@ -408,9 +409,7 @@ def extents_from_loops(text: str, name: str, sizes: set[str]) -> dict[str, str]:
 
 def _with_shim(body: str, fn: Function) -> str:
     """The spec ``body`` testing ``fn`` (C++ linkage) through ``xp_entry_<name>``, an extern "C" forwarder."""
-    shim_name = f"xp_entry_{fn.name}"
-    params = ", ".join(f"{p.type_text} {p.name}" for p in fn.params)
-    shim = f'extern "C" void {shim_name}({params}) {{ {fn.name}({", ".join(p.name or "" for p in fn.params)}); }}'
+    shim_name, shim = shim_for(fn)
     body = body.replace(f'entry = "{fn.name}"', f'entry = "{shim_name}"')
     lines = body.split("\n")
     at = next(i for i, line in enumerate(lines) if line.startswith("tolerance"))

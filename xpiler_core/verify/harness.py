@@ -26,6 +26,7 @@ from xpiler_core.runtime.build import BuildResult, build_library
 from xpiler_core.runtime.entry import ENTRY_SYMBOL, kernel_entry_glue
 from xpiler_core.runtime.sandbox import CallArg, CallResult, call_library
 from xpiler_core.verify.compare import compare_arrays
+from xpiler_core.verify.entry_shim import add_entry_shim
 from xpiler_core.verify.expr import ExprError, evaluate_int
 from xpiler_core.verify.inputs import case_inputs, to_view
 from xpiler_core.verify.spec import KernelSpec
@@ -66,6 +67,17 @@ class SpecReport:
     build_error: str | None = None
     seconds: float = 0.0
     warp_size: int = 32
+
+    def first_failure(self, limit: int = 240) -> str:
+        """The first failing case in one line (its error or mismatch), or "" when every case passed."""
+        if self.build_error:
+            first = self.build_error.strip().splitlines()
+            return ("build failed: " + first[0])[:limit] if first else "build failed"
+        failing = next((c for c in self.cases if not c.passed), None)
+        if failing is None:
+            return ""
+        line = " ".join(failing.summary().split())
+        return line if len(line) <= limit else line[: limit - 1] + "…"
 
     def summary(self) -> str:
         if self.build_error:
@@ -301,6 +313,13 @@ def _program(
 ) -> Program:
     if spec.entry_shim and entry == spec.entry and f"{entry}(" not in text:
         text = f"{text}\n{spec.entry_shim}\n"
+    elif kind == "host" and not spec.entry_shim:
+        # a host entry with C++ linkage cannot be found by dlsym under its source name: call it through a
+        # forwarder with C linkage
+        as_cplusplus = dialect is not Dialect.C or _needs_cplusplus(text)
+        shimmed = add_entry_shim(text, dialect, entry, display, built_as_cplusplus=as_cplusplus)
+        if shimmed is not None:
+            text, entry = shimmed
     return Program(text, dialect, entry, kind, warp or default_warp_size(dialect), display)
 
 
