@@ -9,6 +9,7 @@ import pytest
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.pipeline import TranslateOptions, translate
 from xpiler_core.verify.autospec import CASE_SIZES, build_spec
+from xpiler_core.verify.expr import evaluate_int
 from xpiler_core.verify.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -134,3 +135,58 @@ def test_a_2d_kernel_without_host_code_verifies_to_cpu_and_hip() -> None:
     for target in (Dialect.C, Dialect.HIP):
         result = translate(GEMM_2D, "gemm.cu", TranslateOptions(target=target))
         assert result.status == "verified", result.summary
+
+
+CONSTANT_WEIGHTS = r"""
+#include <cuda_runtime.h>
+#define KW 7
+__constant__ float d_w[KW];
+__global__ void conv1d(const float* __restrict__ in, float* __restrict__ out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float s = 0.f;
+  for (int k = 0; k < KW; ++k) {
+    int j = i + k - KW / 2;
+    if (j >= 0 && j < n) s += d_w[k] * in[j];
+  }
+  out[i] = s;
+}
+extern "C" void conv1d_host(const float* x, const float* w, float* y, int n) {
+  float *dx, *dy;
+  cudaMalloc(&dx, n * sizeof(float)); cudaMalloc(&dy, n * sizeof(float));
+  cudaMemcpy(dx, x, n * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpyToSymbol(d_w, w, KW * sizeof(float));
+  conv1d<<<(n + 255) / 256, 256>>>(dx, dy, n);
+  cudaMemcpy(y, dy, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(dx); cudaFree(dy);
+}
+"""
+
+
+def test_a_copy_into_a_constant_symbol_makes_its_source_an_input_sized_by_a_file_constant(tmp_path: Path) -> None:
+    built = build_spec(CONSTANT_WEIGHTS, "conv1d.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    assert spec.kind == "host" and spec.entry == "conv1d_host"
+    args = {a.name: a for a in spec.args}
+    assert args["w"].role == "in" and [evaluate_int(str(d), {}) for d in args["w"].shape] == [7]
+    assert args["x"].role == "in" and args["y"].role == "out"
+
+
+def test_the_host_tests_exercise_the_constant_weights() -> None:
+    """A translation that ignores the weights copied into the symbol fails the derived tests."""
+    wrong_hip = ("#include <hip/hip_runtime.h>\n" + CONSTANT_WEIGHTS.replace("s += d_w[k] * in[j]", "s += in[j]")
+                 .replace("cudaMemcpyToSymbol(d_w,", "hipMemcpyToSymbol(HIP_SYMBOL(d_w),")
+                 .replace("cudaMalloc", "hipMalloc").replace("cudaMemcpyHostToDevice", "hipMemcpyHostToDevice")
+                 .replace("cudaMemcpyDeviceToHost", "hipMemcpyDeviceToHost").replace("cudaMemcpy", "hipMemcpy")
+                 .replace("cudaFree", "hipFree").replace("#include <cuda_runtime.h>\n", ""))
+    right = translate(CONSTANT_WEIGHTS, "conv1d.cu", TranslateOptions(Dialect.HIP))
+    assert right.status == "verified", right.summary
+    assert right.manifest["spec"]["auto"] is True and "host entry conv1d_host" in right.manifest["spec"]["reason"]
+    from xpiler_core.verify.harness import run_spec
+
+    with __import__("tempfile").TemporaryDirectory() as tmp:
+        built = build_spec(CONSTANT_WEIGHTS, "conv1d.cu", Dialect.CUDA, Path(tmp))
+        assert built.spec_path is not None
+        report = run_spec(load_spec(str(built.spec_path)), candidate_text=wrong_hip, candidate_dialect=Dialect.HIP)
+    assert not report.passed

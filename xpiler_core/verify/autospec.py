@@ -3,7 +3,8 @@
 Two shapes of code are understood, and the spec says which assumptions were made:
 - an ``extern "C"`` host entry taking buffers and integer sizes: buffer lengths come from its
   ``cudaMemcpy``/``hipMemcpy`` byte counts (``n * sizeof(float)`` → ``n`` elements), host→device copies
-  mark inputs and device→host copies outputs;
+  mark inputs and device→host copies outputs; a ``cudaMemcpyToSymbol`` source is an input too, and copy sizes
+  may use file-scope integer constants (``#define KW 7``, ``const int KW = 7;``);
 - a ``__global__`` kernel taking buffers and exactly one integer size ``n``, one-dimensional: every buffer
   gets ``n`` elements, the block size comes from the file's launch site or ``__launch_bounds__`` (else 256)
   and the grid covers ``n``.
@@ -51,6 +52,18 @@ _FLOAT_TYPES = {
 }
 _MEMCPY = re.compile(
     r"\b(?:cuda|hip)Memcpy(?:Async)?\s*\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*,\s*([^,]+?)\s*,\s*(\w+)"
+)
+# copies into __constant__/__device__ symbols: the host buffer is an input of the entry
+_MEMCPY_TO_SYMBOL = re.compile(
+    r"\b(?:cuda|hip)MemcpyToSymbol(?:Async)?\s*\(\s*(?:HIP_SYMBOL\s*\(\s*)?[A-Za-z_]\w*\s*\)?\s*,\s*"
+    r"([A-Za-z_]\w*)\s*,\s*((?:[^,()]|\([^()]*\))+)"
+)
+# file-scope integer constants (#define N 7, const int N = 7;), usable in copy sizes like KW * sizeof(float)
+_FILE_CONSTANT = re.compile(
+    r"^[ \t]*(?:#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([\d \t()*+]+?)[ \t]*$"
+    r"|(?:static[ \t]+)?(?:constexpr|const)[ \t]+(?:int|unsigned|size_t|long)[ \t]+([A-Za-z_]\w*)[ \t]*=[ \t]*"
+    r"([\d \t()*+]+?)[ \t]*;)",
+    re.MULTILINE,
 )
 _SIZEOF = re.compile(r"sizeof\s*\(\s*[\w\s\*]+\)")
 _CAST = re.compile(r"\(\s*(?:size_t|int|long|unsigned|unsigned int|long long|int64_t)\s*\)")
@@ -169,8 +182,16 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
         re.findall(r"\b(?:const\s+)?(?:size_t|int|long|unsigned|auto)\s+([A-Za-z_]\w*)\s*=\s*([^;]+);", body)
     )
     sizes = [p.name for p in entry.params if p.name and _is_int_scalar(p)]
+    for match in _FILE_CONSTANT.finditer(text):
+        name, value = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        if name not in sizes:
+            locals_.setdefault(name, value.strip())
     roles: dict[str, set[str]] = {}
     shapes: dict[str, str] = {}
+    for src, nbytes in _MEMCPY_TO_SYMBOL.findall(body):
+        roles.setdefault(src, set()).add("in")
+        if count := _element_count(nbytes, locals_, set(sizes)):
+            shapes[src] = count
     for dst, src, nbytes, kind in _MEMCPY.findall(body):
         count = _element_count(nbytes, locals_, set(sizes))
         if "HostToDevice" in kind:
