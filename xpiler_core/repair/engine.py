@@ -18,11 +18,17 @@ Speed and reach (each sketch gets seconds, so the right suspect is reached withi
   concretely with it, and every wrong thread adds a clause that its hole evaluations must not all take
   the same values again (``_learned_clauses``).
 * Two rounds over the suspects: affine/comparison holes first within a small distance of the original
-  (the edit a one-site bug calls for; no over-fitted formula first), then without that cap.
+  (the edit a one-site bug calls for; no over-fitted formula first), then without that cap. Wide holes that
+  must be learned wait until the other suspects of the round had their turn.
+* A swap is *searched concretely* (``search_concretely``: stitched, run on the small examples under a time
+  and loop-iteration cap, then on the full spec cases): one run settles it. Where threads interact (shared
+  memory, atomics) there is no thread sample and a symbolic run covers every thread: swaps go first there,
+  and the nearest completions of names and constants are searched concretely before any encoding.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -70,6 +76,15 @@ THREAD_STEPS_FACTOR = 4
 CAP_FIRST_ROUND = 2  # distance to the original an affine/comparison hole may move in the first round
 LEARN_ROUNDS = 64  # concrete runs one sketch may learn from when its symbolic encoding is refused
 LEARN_SECONDS = 6.0
+# Completions of one sketch run concretely when it cannot be encoded and no thread sample exists, by hole kind.
+CONCRETE_TRIES = {"const": 2, "rename": 3, "swap": 1}
+ITERATIONS_MIN = 256  # iterations one loop of a concretely searched candidate may run ...
+ITERATIONS_FACTOR = 4  # ... or this many times the most any loop ran in the failing concrete runs
+# Interpretation time of one concretely searched candidate on the small examples: this many times what the
+# failing candidate took on them, at least the minimum (a bug that ends threads early makes its run short).
+CONCRETE_RUN_FACTOR = 2.0
+CONCRETE_RUN_SECONDS_MIN = 1.5
+CONCRETE_TIMEOUT_MIN = 3.0  # seconds a candidate checked on the harness may run (at least)
 SAME_OUTCOME_LIMIT = 48  # hole values after which a wrong thread that never changes is deemed out of reach
 
 
@@ -247,7 +262,9 @@ def repair_candidate(
     samples: dict[int, ThreadSample] = {}
     sampling = kind == "kernel" and _independent(prog)
     try:
-        chosen, writers, missing = _choose_examples(spec, prog, entry, kind, seed, budget, samples if sampling else None)
+        chosen, writers, missing, faults = _choose_examples(
+            spec, prog, entry, kind, seed, budget, samples if sampling else None
+        )
     except Unsupported as exc:
         return done("refused", f"repair does not model this kernel: {exc}")
     except (StepLimit, XpilerError) as exc:
@@ -260,8 +277,9 @@ def repair_candidate(
     fs = collect(fn, prog.macros)
     # A hole in a statement the failing examples never ran cannot change their outputs: skip those sites.
     ran = prog.executed
+    interacting = kind == "kernel" and not sampling  # threads share memory or atomics: no thread sample
     sketches = [
-        sk for sk in _rank_sketches(fs, prog, src, writers, missing)
+        sk for sk in _rank_sketches(fs, prog, src, writers | faults, missing, faults, interacting=interacting)
         if not sk.site.stmt or id(get_at(fn, sk.site.stmt)) in ran
     ][:max_suspects]
     if progress is not None:
@@ -271,19 +289,111 @@ def repair_candidate(
     # Two rounds: first every suspect with at most CAP_FIRST_ROUND units of change in its affine/comparison
     # hole (the small edit a single-site bug calls for, and no over-fitted formula found first), then the
     # affine/comparison holes again without the cap.
-    def attempt(sk: SK.Sketch, cap: int | None) -> RepairResult | None:
-        result.suspects_tried += 1
+    # Candidates checked directly on the real harness (see search_concretely) get a tighter time limit, so a
+    # candidate that never ends costs seconds, not the spec's whole timeout.
+    screen_spec = dataclasses.replace(spec, timeout_s=min(spec.timeout_s, max(CONCRETE_TIMEOUT_MIN, 4 * report.seconds)))
+    tried: set[str] = {text}  # stitched texts already checked on the harness
+    iteration_cap = max(ITERATIONS_MIN, ITERATIONS_FACTOR * max(prog.loop_iters.values(), default=0))
+    run_seconds = max(CONCRETE_RUN_SECONDS_MIN, CONCRETE_RUN_FACTOR * sum(ex.seconds for ex in chosen))
+    searched: set[int] = set()  # sketches searched concretely within the first round's cap
+
+    def search_concretely(sk: SK.Sketch, cap: int | None, limit: int) -> RepairResult | None:
+        """Enumerate the sketch's completions closest to the original first, each stitched and run concretely
+        (the small examples on the interpreter, then the full spec cases on the real harness): for holes the
+        symbolic encoding refuses in kernels whose threads interact (no thread sample to learn from), and for
+        finite holes (a swap) where one run settles the question."""
+        opt = z3.Optimize()
+        opt.set("timeout", int(max(0.5, min(SOLVER_SECONDS, budget.left())) * 1000))
+        opt.add(*sk.constraints)
+        if cap is not None:
+            opt.add(sk.objective <= cap)
+            searched.add(id(sk))
+        elif id(sk) in searched:
+            opt.add(sk.objective > CAP_FIRST_ROUND)  # the first round tried the nearer completions
+        opt.minimize(sk.objective)
+        checked = models = 0
+        while checked < limit and models < 4 * limit + 8 and budget.left() > 0:
+            if opt.check() != z3.sat:
+                break
+            model = opt.model()
+            models += 1
+            opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
+            edits = sk.decode(model)
+            repaired = apply_edits(text, edits) if edits else text
+            if repaired in tried:
+                continue
+            tried.add(repaired)
+            checked += 1
+            # The small examples on the interpreter first (no build); the harness only for what fits them.
+            # A candidate whose loop never ends is stopped by time and by an iteration cap far above what any
+            # loop ran concretely (a per-thread step cap from the failing run would be too tight: the bug may
+            # end threads early).
+            bad = _first_misfit(spec, repaired, path, dialect, entry, kind, chosen, prog.warp_size,
+                                time.monotonic() + min(run_seconds, max(0.0, budget.left())), iteration_cap)
+            if bad is not None:
+                _log.debug("  candidate %s: misfit on small case %s", [(e.old, e.new) for e in edits], bad)
+                continue
+            full = run_spec(
+                screen_spec, candidate_text=repaired, candidate_dialect=dialect, candidate_entry=entry,
+                candidate_kind=kind, warp_size=warp_size, seed=seed, cancel=cancel,
+            )
+            _log.debug("  candidate %s: %s", [(e.old, e.new) for e in edits], "passes" if full.passed else "fails")
+            if full.passed:
+                return accept(sk, model, edits, repaired, full)
+            result.false_repairs += 1  # it fit the small examples but not the full cases
+        return None
+
+    def accept(sk: SK.Sketch, model: z3.ModelRef, edits: list[SK.Edit], repaired: str, full: SpecReport) -> RepairResult:
+        result.edits = [RepairEdit(e.span, e.old, e.new) for e in edits]
+        result.text, result.sketch, result.report = repaired, sk.kind, full
+        result.model = sk.describe(model)
+        first = result.edits[0]
+        return done("repaired", f"`{first.old}` → `{first.new}` ({sk.kind} hole) passes all {len(full.cases)} cases")
+
+    # Sketches whose symbolic encoding was refused, so they are solved by learning from concrete runs of the
+    # sampled threads. Wide holes (affine, comparison) learn slowly: in a round they wait until every other
+    # suspect has had its turn (``deferred``); finite holes (a constant, a name) learn at once.
+    refused: set[int] = set()
+    deferred: list[SK.Sketch] = []
+    presearched: set[int] = set()  # finite sketches whose nearest completions were run concretely
+
+    def attempt(sk: SK.Sketch, cap: int | None, defer: bool = False) -> RepairResult | None:
+        if id(sk) not in refused and id(sk) not in presearched:
+            result.suspects_tried += 1
         _log.debug("suspect %d: %s hole at %s `%s` (%.1f s left)", result.suspects_tried, sk.kind, sk.site.path,
                    src.of(sk.site.node)[:60], budget.left())
+        if sk.kind == "swap":
+            return search_concretely(sk, None, 1)  # one candidate: running it is cheaper than encoding it
+        if interacting and sk.kind in ("rename", "const") and id(sk) not in presearched:
+            # Threads interact: an encoding runs every thread symbolically (seconds, often refused), a
+            # concrete run of the nearest completions costs a fraction of that. Constants still get their
+            # encoding, once the round's other suspects had their turn (a far value, such as a halved
+            # stride, needs the solver).
+            presearched.add(id(sk))
+            got = search_concretely(sk, None, CONCRETE_TRIES[sk.kind])
+            if got is not None or sk.kind == "rename":
+                return got
+            if defer:
+                deferred.append(sk)
+                return None
         # Counterexample-guided: encode the smallest failing example, add another only when a model
         # fits the encoded ones but not it (cheaper than encoding every example for every suspect).
         deadline = time.monotonic() + min(SKETCH_SECONDS, budget.left())
         learn = False  # constraints learned from concrete runs of the sampled threads (see _learned_clauses)
         try:
+            if id(sk) in refused:
+                raise Unsupported("refused before")
             constraints = _encode(spec, prog, fn, entry, kind, sk, chosen[:1], deadline, samples)
         except (Unsupported, StepLimit) as exc:
             _log.debug("  not encoded: %s: %s", type(exc).__name__, exc)
             if samples.get(0) is None:
+                # Interacting threads: no sample to learn from. Finite holes (a name, a constant) are searched
+                # concretely, nearest first; the wide affine/comparison spaces would cost a run per model.
+                tries = CONCRETE_TRIES.get(sk.kind, 0) if cap is not None or sk.kind not in ("affine", "compare") else 0
+                return search_concretely(sk, cap, tries) if tries else None
+            refused.add(id(sk))
+            if defer and sk.kind in ("affine", "compare"):
+                deferred.append(sk)
                 return None
             learn, constraints = True, []
         except (Infeasible, z3.Z3Exception, RecursionError) as exc:
@@ -306,6 +416,7 @@ def repair_candidate(
         learn_deadline = time.monotonic() + min(LEARN_SECONDS, max(0.0, budget.left()))
         while tries < 4:  # a few models per sketch: examples or the full cases may reject one
             if budget.left() <= 0 or opt.check() != z3.sat:
+                _log.debug("  no (further) model")
                 break
             model = opt.model()
             if learn:
@@ -330,7 +441,11 @@ def repair_candidate(
             if not edits:
                 break
             repaired = apply_edits(text, edits)
-            bad = _first_misfit(spec, repaired, path, dialect, entry, kind, chosen, prog.warp_size)
+            if repaired in tried:  # another suspect's search already ran this very text, and it failed
+                opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
+                continue
+            bad = _first_misfit(spec, repaired, path, dialect, entry, kind, chosen, prog.warp_size,
+                                time.monotonic() + max(0.0, budget.left()))
             _log.debug("  model %s: misfit on small case %s", [(e.old, e.new) for e in edits], bad)
             if bad is not None:
                 if learn:
@@ -366,12 +481,9 @@ def repair_candidate(
                     opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
                 continue
             full = verify(repaired)
+            tried.add(repaired)
             if full.passed:
-                result.edits = [RepairEdit(e.span, e.old, e.new) for e in edits]
-                result.text, result.sketch, result.report = repaired, sk.kind, full
-                result.model = sk.describe(model)
-                first = result.edits[0]
-                return done("repaired", f"`{first.old}` → `{first.new}` ({sk.kind} hole) passes all {len(full.cases)} cases")
+                return accept(sk, model, edits, repaired, full)
             result.false_repairs += 1
             opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
         return None
@@ -379,12 +491,14 @@ def repair_candidate(
     capped = [sk for sk in sketches if sk.kind in ("affine", "compare")]
     capped_ids = {id(sk) for sk in capped}
     for cap, round_ in ((CAP_FIRST_ROUND, sketches), (None, capped)):
-        for sk in round_:
-            if budget.left() <= 0:
-                return done("unrepaired", f"time budget ({budget_s:.0f} s) spent after {result.suspects_tried} suspects")
-            got = attempt(sk, cap if id(sk) in capped_ids else None)
-            if got is not None:
-                return got
+        deferred.clear()
+        for defer, todo in ((True, round_), (False, deferred)):
+            for sk in list(todo):
+                if budget.left() <= 0:
+                    return done("unrepaired", f"time budget ({budget_s:.0f} s) spent after {result.suspects_tried} suspects")
+                got = attempt(sk, cap if id(sk) in capped_ids else None, defer)
+                if got is not None:
+                    return got
     return done("unrepaired", f"no single-expression repair found among {result.suspects_tried} suspects")
 
 
@@ -397,14 +511,17 @@ def _run(spec: KernelSpec, prog: Program, entry: str, kind: str, ex: EX.Example)
 def _choose_examples(
     spec: KernelSpec, prog: Program, entry: str, kind: str, seed: int, budget: _Budget,
     samples: dict[int, ThreadSample] | None = None,
-) -> tuple[list[EX.Example], set[int], set[str]]:
+) -> tuple[list[EX.Example], set[int], set[str], set[int]]:
     """The smallest case that shows the failure, plus one larger case (so coefficients generalize).
 
-    ``samples`` (when given) receives the thread sample of each chosen example (see ``ThreadSample``)."""
+    ``samples`` (when given) receives the thread sample of each chosen example (see ``ThreadSample``).
+    Returns the examples, the statements that wrote bad elements, the outputs with bad elements nobody
+    wrote, and the statements that faulted (an out-of-bounds access ended the run)."""
     prog.instrument = True
     chosen: list[EX.Example] = []
     writers: set[int] = set()
     missing: set[str] = set()
+    faults: set[int] = set()
     passed: dict[Any, int] = {}
     total = 0
     try:
@@ -414,14 +531,20 @@ def _choose_examples(
             ex = EX.make_example(spec, case, i, seed)
             if total + ex.threads > 2 * MAX_EXAMPLE_THREADS:
                 continue
-            launch = (ex.shape.grid, ex.shape.block)
+            # Cases of one launch shape whose sizes also compare alike (which is larger) count as one situation.
+            names = sorted(case)
+            order = tuple((case[a] > case[b]) - (case[a] < case[b]) for i, a in enumerate(names) for b in names[i + 1:])
+            launch = (ex.shape.grid, ex.shape.block, order)
             if not chosen and passed.get(launch, 0) >= PASSING_PER_LAUNCH:
                 continue  # sizes this launch already ran right: look for the failure in a larger launch
+            started = time.monotonic()
             try:
                 buffers = _run_sampling(spec, prog, entry, kind, ex, len(chosen), samples)
                 ok, w, m = _outputs_match(spec, ex, buffers)
             except Infeasible:
-                ok, w, m = False, {prog.last_stmt} if prog.last_stmt else set(), set()
+                ok, w, m = False, set(), set()
+                faults |= {prog.last_stmt} if prog.last_stmt else set()
+            ex.seconds = time.monotonic() - started
             if not ok:
                 chosen.append(ex)
                 writers |= w
@@ -437,7 +560,7 @@ def _choose_examples(
     if samples is not None:
         for i in [k for k in samples if k >= len(chosen)]:
             del samples[i]
-    return chosen, writers, missing
+    return chosen, writers, missing, faults
 
 
 def _run_sampling(
@@ -468,14 +591,19 @@ def _run_sampling(
 
 
 def _rank_sketches(
-    fs: FunctionSites, prog: Program, src: SK.SourceText, writers: set[int], missing: set[str]
+    fs: FunctionSites, prog: Program, src: SK.SourceText, writers: set[int], missing: set[str],
+    faults: set[int] | None = None, interacting: bool = False,
 ) -> list[SK.Sketch]:
-    implicated, n_direct = implicated_statements(fs, writers, missing)
+    levels: dict[Any, int] = {}
+    implicated, n_direct = implicated_statements(fs, writers, missing, faults or set(), levels)
     # Bucket 0: writers of bad elements, the statements that fed them through memory, their guards and
-    # loops; bucket 1: declarations they read; bucket 2: the rest. Inside a bucket cheap holes go first.
+    # loops; bucket 1: declarations they read; bucket 2: the rest. Inside a bucket cheap holes go first, and
+    # among holes of one kind those nearest (in data-flow steps) to the statements that wrote bad elements.
+    # When threads interact (shared memory, atomics) there is no thread sample, so a swap costs one concrete
+    # run while any encoded hole runs every thread symbolically: swaps go first there.
     rank = {p: (0 if i < n_direct else 1) for i, p in enumerate(implicated)}
     out: list[tuple[tuple[int, ...], SK.Sketch]] = []
-    kind_order = {"compare": 0, "const": 1, "swap": 2, "loop": 3, "affine": 4}
+    kind_order = {"compare": 0, "const": 1, "swap": -1 if interacting else 2, "loop": 3, "affine": 4}
     for site in fs.sites:
         if site.node.span is None:
             continue
@@ -491,9 +619,10 @@ def _rank_sketches(
         # Holes in loop conditions make the whole loop hole-dependent: the costliest, so they go later.
         in_loop_head = isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
         for sk in made:
-            order = kind_order["loop"] if in_loop_head else kind_order[sk.kind]
+            # (Where threads interact a swap or a name is run concretely: a loop header costs it nothing extra.)
+            order = kind_order["loop"] if in_loop_head and not (interacting and sk.kind == "swap") else kind_order[sk.kind]
             # A comparison hole also covers its right operand and operator: try it before its operands.
-            out.append(((stmt_rank, order, 0 if sk.kind == "compare" else size), sk))
+            out.append(((stmt_rank, order, 0, levels.get(site.stmt, 0), 0 if sk.kind == "compare" else size), sk))
     for site in iter_int_sites(fs):
         if site.node.span is None:
             continue
@@ -502,11 +631,17 @@ def _rank_sketches(
         if size > 40:
             continue
         if isinstance(site.node, A.Literal):
-            out.append(((stmt_rank, kind_order["const"], size), SK.const_sketch(site)))
+            # Within an order: literal constants (few), then renames, then affine holes of names.
+            out.append(((stmt_rank, kind_order["const"], 0, levels.get(site.stmt, 0), size), SK.const_sketch(site)))
         else:
+            renamed = SK.rename_sketch(site, fs, prog.macros) if isinstance(site.node, A.Name) else None
+            if renamed is not None:  # a one-unknown hole: before the affine hole of the same name
+                in_loop_head = isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
+                order = kind_order["loop"] if in_loop_head and not interacting else kind_order["const"]
+                out.append(((stmt_rank, order, 1, levels.get(site.stmt, 0), size), renamed))
             in_loop_head = isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
             order = kind_order["loop"] if in_loop_head else (kind_order["affine"] if size > 2 else kind_order["const"])
-            out.append(((stmt_rank, order, size), SK.affine_sketch(site, fs, prog.macros, src)))
+            out.append(((stmt_rank, order, 2, levels.get(site.stmt, 0), size), SK.affine_sketch(site, fs, prog.macros, src)))
     out.sort(key=lambda t: t[0])
     return [sk for _, sk in out]
 
@@ -520,6 +655,7 @@ def _encode(
     sprog.bounds = sk.bounds
     sprog.deadline = deadline
     sprog.warp_size = prog.warp_size
+    sprog.loop_iters = prog.loop_iters  # loops the hole controls may run as long as they did concretely
     # A hole can turn a finite loop into an endless one (a bound never reached): stop a thread that runs
     # far longer than the longest thread of the concrete runs.
     sprog.thread_step_cap = max(THREAD_STEPS_MIN, THREAD_STEPS_FACTOR * prog.thread_steps_seen)
@@ -693,7 +829,12 @@ def _learned_clauses(
     cprog.observe, cprog.threads, cprog.faulted = frozenset(ex.expected), sample.threads, set()
     try:
         buf = _run(spec, cprog, entry, kind, ex)[sample.output]
-    except (ObservedRead, StepLimit, Unsupported, z3.Z3Exception):
+    except StepLimit:
+        # This model makes a thread run far longer than any did concretely (a loop it never ends): rule it
+        # out and go on learning.
+        return [z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables])]
+    except (ObservedRead, Unsupported, z3.Z3Exception) as exc:
+        _log.debug("  learning: concrete run failed: %s: %s", type(exc).__name__, exc)
         return None
     assert buf.events is not None
     atol, rtol = EX.tolerance(spec, sample.output)
@@ -729,6 +870,7 @@ def _learned_clauses(
         else:
             old[1].add(holes)
             if len(old[1]) >= SAME_OUTCOME_LIMIT:
+                _log.debug("  learning: thread %d stores the same under %d hole values", tid, len(old[1]))
                 return None
     clauses: list[Any] = []
     for tid in sorted(wrong):
@@ -740,6 +882,7 @@ def _learned_clauses(
         if c is not None:
             clauses.append(c)
     if (wrong or (missing and not filled)) and not clauses:
+        _log.debug("  learning: wrong threads that never evaluated the hole")
         return None  # wrong, and not because of the hole: no value of it helps
     return clauses
 
@@ -782,12 +925,17 @@ def _buffer_constraints(buf: Buffer, exp: Any, atol: float, rtol: float) -> list
 
 def _first_misfit(
     spec: KernelSpec, text: str, path: str, dialect: Dialect, entry: str, kind: str, chosen: list[EX.Example],
-    warp_size: int,
+    warp_size: int, deadline: float | None = None, iteration_cap: int | None = None,
 ) -> int | None:
-    """Index of the first small example the stitched text (re-lowered, run concretely) gets wrong."""
+    """Index of the first small example the stitched text (re-lowered, run concretely) gets wrong.
+
+    ``deadline`` (``time.monotonic()``) and ``iteration_cap`` (iterations of any one loop): a stitched loop
+    that runs past them is a misfit, not a hang."""
     try:
         prog = Program.of(lower_text(text, path, dialect))
         prog.warp_size = warp_size
+        prog.deadline = deadline
+        prog.iteration_cap = iteration_cap
     except Exception:  # noqa: BLE001 - a stitched text we cannot even lower is simply not a repair
         return 0
     for i, ex in enumerate(chosen):

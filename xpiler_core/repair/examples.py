@@ -22,6 +22,7 @@ from xpiler_core.verify.spec import KernelSpec
 
 # Sizes a spec's case variables are shrunk towards (odd, so partial blocks and tails are exercised).
 _TARGETS = (3, 5, 9, 17, 33, 65, 129, 1100, 2100)
+_FACTORS = (2, 4, 8, 16, 64)  # common divisors a case is also scaled down by (relations between sizes kept)
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Example:
     expected: dict[str, np.ndarray]
     shape: LaunchShape
     threads: int
+    seconds: float = 0.0  # how long the candidate's concrete run on it took (set by the repair engine)
 
 
 def shape_for(spec: KernelSpec, case: Mapping[str, Any]) -> LaunchShape:
@@ -52,6 +54,7 @@ def tiny_cases(spec: KernelSpec, max_threads: int) -> list[dict[str, int]]:
                 {k: int(v) if int(v) <= t + 2 * j else t + 2 * j + (int(v) - t - 2 * j) % 8
                  for j, (k, v) in enumerate(sorted(base.items()))}
             )
+        variants += [_scaled(base, f) for f in _FACTORS]
         for case in variants:
             key = tuple(sorted(case.items()))
             if key in seen:
@@ -69,6 +72,26 @@ def tiny_cases(spec: KernelSpec, max_threads: int) -> list[dict[str, int]]:
                 scored.append((threads, sum(case.values()), case))
     scored.sort(key=lambda s: (s[0], s[1]))
     return [c for _, _, c in scored]
+
+
+def _scaled(base: Mapping[str, Any], factor: int) -> dict[str, int]:
+    """The case divided by ``factor``, keeping each value's residue mod 8 and the order between the values.
+
+    Why: shrinking every size towards one target loses which size is larger (K > M in a GEMM), and a bug that
+    confuses two sizes shows only while they differ in the same direction as in the spec's case."""
+    out: dict[str, int] = {}
+    prev: tuple[int, int] | None = None  # (original, scaled) of the previous value in ascending order
+    for k, v in sorted(((k, int(v)) for k, v in base.items()), key=lambda kv: kv[1]):
+        w = v if v <= 8 else max(1, -(-v // factor))
+        w += (v - w) % 8
+        if prev is not None:
+            if v == prev[0]:
+                w = prev[1]
+            elif w <= prev[1]:
+                w += 8 * -(-(prev[1] - w + 1) // 8)
+        out[k] = w
+        prev = (v, w)
+    return out
 
 
 def make_example(spec: KernelSpec, case: dict[str, int], index: int, seed: int) -> Example:

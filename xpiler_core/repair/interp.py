@@ -497,6 +497,10 @@ class Program:
     steps: int = 0
     max_steps: int = 3_000_000
     loop_cap: int = 12  # iterations of a loop whose condition depends on the hole
+    # Most iterations each loop (by source position) ran in the concrete runs: a loop whose condition depends
+    # on the hole may run that many (plus LOOP_SLACK) before the cap above applies.
+    loop_iters: dict[Any, int] = field(default_factory=dict)
+    iteration_cap: int | None = None  # iterations any one loop may run (StepLimit beyond: a loop that never ends)
     instrument: bool = False
     bounds: dict[str, tuple[int, int]] = field(default_factory=dict)  # hole unknowns' ranges
     deadline: float | None = None  # time.monotonic() after which the run stops (StepLimit)
@@ -542,6 +546,9 @@ class Thread:
         self.stmt_id = 0
         self.tid = 0  # global linear thread id (block-major)
         self.steps = 0
+        self._facts_pc: Any = None  # the path condition _facts/_negated were computed for (see assume)
+        self._facts: set[int] = set()
+        self._negated: set[int] = set()
 
     # -- variables
     def lookup(self, name: str) -> list[Any] | None:
@@ -556,7 +563,7 @@ class Thread:
     def value_of_name(self, name: str) -> Any:
         slot = self.lookup(name)
         if slot is not None:
-            return slot[0]
+            return self.assume(slot[0])
         if name in self.prog.macros:
             return self.prog.macros[name]
         if name == "warpSize":
@@ -576,6 +583,39 @@ class Thread:
                 raise StepLimit("interpretation step budget exhausted")
             if prog.deadline is not None and time.monotonic() > prog.deadline:
                 raise StepLimit("interpretation time budget exhausted")
+
+    def assume(self, v: Any) -> Any:
+        """``v`` as seen under the current path condition: an ``Ite`` whose condition the path condition
+        implies (one of its conjuncts, at any depth) is its ``then`` value (its ``else`` value when it implies
+        the negation). Why: a variable assigned in every iteration of a loop the hole controls is
+        ``Ite(pc_k, new, old)``; read in iteration k+1 (pc_{k+1} = pc_k ∧ c) it is just ``new``, so its
+        cases grow with the iterations instead of doubling."""
+        if not isinstance(v, Ite) or isinstance(self.pc, bool):
+            return v
+        if self._facts_pc is not self.pc:
+            facts: set[int] = set()
+            negated: set[int] = set()
+            stack = [self.pc]
+            while stack:
+                t = stack.pop()
+                tid = t.get_id()
+                if tid in facts:
+                    continue
+                facts.add(tid)
+                if z3.is_and(t):
+                    stack.extend(t.children())
+                elif z3.is_not(t):
+                    negated.add(t.arg(0).get_id())
+            self._facts_pc, self._facts, self._negated = self.pc, facts, negated
+        while isinstance(v, Ite) and isinstance(v.cond, z3.ExprRef):
+            cid = v.cond.get_id()
+            if cid in self._facts:
+                v = v.then
+            elif cid in self._negated:
+                v = v.else_
+            else:
+                break
+        return v
 
     # -- expressions
     def eval(self, e: A.Expr) -> Any:  # noqa: C901 - one dispatch over the expression kinds
@@ -689,7 +729,7 @@ class Thread:
         if isinstance(p.off, int):
             if not 0 <= p.off < len(data):
                 return self._fault(f"out-of-bounds read of {p.buf.name}[{p.off}]", p)
-            return data[p.off]
+            return self.assume(data[p.off])
         self.prog.obligations.append(z3.Implies(_zb(self.pc), z3.And(p.off >= 0, p.off < len(data))))
         ks = self._cells(p.off, len(data))
         for _ in ks:
@@ -871,7 +911,7 @@ class Thread:
         elif isinstance(s, A.For):
             yield from self._for(s)
         elif isinstance(s, A.While):
-            yield from self._loop(None, s.cond, None, s.body)
+            yield from self._loop(None, s.cond, None, s.body, None, _loop_key(s))
         elif isinstance(s, A.Return):
             if s.value is not None:
                 v = self.eval(s.value)
@@ -936,16 +976,18 @@ class Thread:
             if s.init is not None:
                 yield from self.exec(s.init)
             loop_vars = set(self.scopes[-1])
-            yield from self._loop(s.init, s.cond, s.step, s.body, loop_vars)
+            yield from self._loop(s.init, s.cond, s.step, s.body, loop_vars, _loop_key(s))
         finally:
             self.scopes.pop()
 
     def _loop(
         self, init: A.Stmt | None, cond: A.Expr | None, step: A.Expr | None, body: A.Stmt,
-        loop_vars: set[str] | None = None,
+        loop_vars: set[str] | None = None, key: Any = None,
     ) -> Iterator[None]:
         exits: BoolLike = False
         iterations = 0
+        seen = self.prog.loop_iters
+        cap = max(self.prog.loop_cap, seen.get(key, 0) + LOOP_SLACK) if key is not None else self.prog.loop_cap
         while True:
             c = True if cond is None else truth(self.eval(cond))
             exits = or_(exits, and_(self.pc, not_(c)))
@@ -953,7 +995,11 @@ class Thread:
             if self.pc is False:
                 break
             iterations += 1
-            if not isinstance(self.pc, bool) and iterations > self.prog.loop_cap:
+            if self.pc is True and key is not None and iterations > seen.get(key, 0):
+                seen[key] = iterations
+            if self.prog.iteration_cap is not None and iterations > self.prog.iteration_cap:
+                raise StepLimit("a loop ran far more iterations than any loop did concretely")
+            if not isinstance(self.pc, bool) and iterations > cap:
                 self.prog.obligations.append(z3.Not(_zb(self.pc)))
                 break
             ctx = _Loop()
@@ -976,6 +1022,14 @@ class Thread:
                             slot[2] = self.pc
                 self.eval(step)
         self.pc = exits
+
+
+LOOP_SLACK = 4  # iterations beyond the concrete runs' most that a hole-dependent loop may run
+
+
+def _loop_key(s: A.Stmt) -> Any:
+    """A loop's identity that survives installing a hole (the statement is rebuilt, its position is not)."""
+    return (s.span.start_byte, s.span.end_byte) if s.span is not None else id(s)
 
 
 def int_range(t: Any, bounds: Mapping[str, tuple[int, int]], memo: dict[int, Any]) -> tuple[int, int] | None:
@@ -1185,6 +1239,9 @@ def run_kernel(
                         except StopIteration:
                             prog.thread_steps_seen = max(prog.thread_steps_seen, th.steps)
                         except Infeasible:
+                            # A faulting thread ran this long too (a cap derived from the finished threads
+                            # alone would stop a repaired thread that runs as long as it should).
+                            prog.thread_steps_seen = max(prog.thread_steps_seen, th.steps)
                             if prog.faulted is None:
                                 raise
                             prog.faulted.add(th.tid)  # independent threads: the others still run

@@ -9,6 +9,8 @@ Grammar (bounded so the search stays local):
 * ``compare`` — a comparison ``L op R`` becomes ``L op' H`` with ``op'`` one of ``< <= > >= == !=`` and ``H``
   an affine hole seeded from ``R``.
 * ``swap``    — two variables of one subscript, or two subscripts of one access, exchange places.
+* ``rename``  — an integer variable becomes another integer name in scope (a variable, parameter or
+  ``#define`` constant); names of the same role (parameter for parameter, local for local) are nearer.
 
 Every sketch minimizes its distance to the original expression (z3 ``Optimize``), so the repair is the
 smallest change the examples force.
@@ -327,6 +329,59 @@ def compare_sketch(site: Site, fs: FunctionSites, macros: dict[str, Any], src: S
     )
 
 
+def rename_sketch(site: Site, fs: FunctionSites, macros: dict[str, Any]) -> Sketch | None:
+    """An integer name replaced by another integer name in scope (the wrong-variable bug).
+
+    The candidates are every integer variable and parameter in scope and the integer macros; a name of
+    the same role as the original (parameter for parameter, local variable for local variable, macro for
+    macro) costs 1, any other 2, so the closest replacements are tried first."""
+    node = site.node
+    if not isinstance(node, A.Name) or node.span is None:
+        return None
+    params = {p.name for p in fs.fn.params if isinstance(p, A.Param) and p.name}
+    int_macros = [k for k, v in macros.items() if isinstance(v, int) and not isinstance(v, bool) and k not in site.scope]
+    if site.scope.get(node.id) != "int" and node.id not in int_macros:
+        return None
+
+    def role(name: str) -> str:
+        return "param" if name in params else ("macro" if name not in site.scope else "local")
+
+    names = [k for k, v in site.scope.items() if v == "int" and k != node.id]
+    names += [k for k in int_macros if k != node.id]
+    if not names:
+        return None
+    names = [node.id, *names]
+    sel = z3.Int(f"name{next(AffineHole.counter)}")
+    cost: Any = z3.IntVal(0)
+    for i, k in reversed(list(enumerate(names))):
+        if i:
+            cost = z3.If(sel == i, 1 if role(k) == role(node.id) else 2, cost)
+    exprs = [A.Name(k) for k in names]
+
+    def evaluate(th: Thread) -> Any:
+        out: Any = None
+        for i, e in reversed(list(enumerate(exprs))):
+            v = th.eval(e)
+            if not isinstance(v, (int, bool, z3.ArithRef)):
+                from xpiler_core.repair.interp import Unsupported
+
+                raise Unsupported("rename to a non-integer")
+            zv = z3.IntVal(int(v)) if isinstance(v, (int, bool)) else v
+            out = zv if out is None else z3.If(sel == i, zv, out)
+        return out
+
+    span = node.span
+
+    def chosen(model: z3.ModelRef) -> str:
+        return names[model.eval(sel, model_completion=True).as_long()]
+
+    return Sketch(
+        "rename", site, {site.path: evaluate}, [sel], [sel >= 0, sel < len(names)], cost,
+        lambda m: [] if chosen(m) == node.id else [Edit(span, node.id, chosen(m))],
+        lambda m: {"name": chosen(m)}, {str(sel): (0, len(names) - 1)},
+    )
+
+
 def swap_sketches(site: Site, src: SourceText) -> list[Sketch]:
     """Exchange two variables inside a subscript, or two subscripts of a multi-dimensional access."""
     out: list[Sketch] = []
@@ -338,6 +393,8 @@ def swap_sketches(site: Site, src: SourceText) -> list[Sketch]:
             if isinstance(n, A.Name) and n.id in int_names:
                 occurrences.setdefault(n.id, []).append(rel)
         for x, y in itertools.combinations(sorted(occurrences), 2):
+            if _commuted(node, occurrences[x], occurrences[y]):
+                continue  # `x * y` → `y * x`: the same value, not a repair
             pairs: list[tuple[Path, A.Expr]] = [(site.path + p, A.Name(y)) for p in occurrences[x]]
             pairs += [(site.path + p, A.Name(x)) for p in occurrences[y]]
             out.append(_swap(site, src, pairs, f"{x}<->{y}"))
@@ -345,6 +402,30 @@ def swap_sketches(site: Site, src: SourceText) -> list[Sketch]:
         a, b = node.base.index, node.index
         out.append(_swap(site, src, [(site.path + ("base", "index"), b), (site.path + ("index",), a)], "subscripts", bracketed=True))
     return out
+
+
+def _commuted(node: A.Expr, xs: list[Path], ys: list[Path]) -> bool:
+    """Each name occurs once, as the two operands of one ``+`` or ``*`` (through integer casts): swapping them
+    changes nothing."""
+    if len(xs) != 1 or len(ys) != 1:
+        return False
+
+    def at(path: Path) -> Any:
+        out: Any = node
+        for step in path:
+            out = out[step] if isinstance(step, int) else getattr(out, step)
+        return out
+
+    def operand(path: Path) -> Path:
+        while path and path[-1] == "operand" and isinstance(at(path[:-1]), A.Cast):
+            path = path[:-1]
+        return path
+
+    x, y = operand(xs[0]), operand(ys[0])
+    if not x or not y or x[:-1] != y[:-1] or {x[-1], y[-1]} != {"left", "right"}:
+        return False
+    parent = at(x[:-1])
+    return isinstance(parent, A.Binary) and parent.op in ("+", "*")
 
 
 def _swap(

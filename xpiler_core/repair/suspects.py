@@ -171,10 +171,23 @@ class _Walker:
                 self.expr(a, (*path, "args", i), ctx, stmt, scope)
 
 
-def implicated_statements(fs: FunctionSites, stmt_ids: set[int], missing_bases: set[str]) -> tuple[list[Path], int]:
+def implicated_statements(
+    fs: FunctionSites, stmt_ids: set[int], missing_bases: set[str], faults: set[int] | None = None,
+    levels: dict[Path, int] | None = None,
+) -> tuple[list[Path], int]:
     """Statements to suspect first: writers of bad elements, stores to arrays with unwritten bad elements,
-    their enclosing guards and loops, then the declarations of the integer variables they read."""
+    their enclosing guards and loops, then the declarations of the integer variables they read.
+
+    ``faults`` (ids among ``stmt_ids``) faulted rather than wrote a bad value: what went wrong there is an
+    address or the control that reached it, not the values read, so data flow from them follows the
+    integer scalars they read but not the memory (shared tiles) they load from.
+
+    ``levels`` (when given) receives each suspected statement's distance in data-flow steps from the
+    statements that wrote bad elements (their guards and loops share their level)."""
+    level: dict[Path, int] = {}
     direct: list[Path] = [fs.stmt_paths[i] for i in stmt_ids if i in fs.stmt_paths]
+    faulted = {fs.stmt_paths[i] for i in (faults or set()) if i in fs.stmt_paths}
+    faulted -= {fs.stmt_paths[i] for i in stmt_ids - (faults or set()) if i in fs.stmt_paths}
     if missing_bases:
         for site in fs.sites:
             if isinstance(site.node, A.Assign) or (isinstance(site.node, A.Call) and site.node.callee and site.node.callee.startswith("atomic")):
@@ -194,23 +207,33 @@ def implicated_statements(fs: FunctionSites, stmt_ids: set[int], missing_bases: 
                 assigners_of.setdefault(site.node.target.id, []).append(site.stmt)
             elif base is not None:
                 writers_of.setdefault(base, []).append(site.stmt)
+    for p in direct:
+        level[p] = 0
     frontier = list(direct)
-    for _ in range(3):
+    for step in range(1, 4):
         nxt: list[Path] = []
         for p in frontier:
             rw = A.read_write(get_at(fs.fn, p))
-            sources = [w for b in sorted(rw.mem_reads) for w in writers_of.get(b, [])]
+            sources = [] if p in faulted else [w for b in sorted(rw.mem_reads) for w in writers_of.get(b, [])]
             sources += [w for n in sorted(rw.reads) for w in assigners_of.get(n, [])]
             for w in sources:
                 if w not in direct:
                     direct.append(w)
                     nxt.append(w)
+                    level[w] = step
         frontier = nxt
     ordered: list[Path] = []
     for p in direct:
         for q in [p, *reversed(fs.parents.get(p, []))]:
             if q not in ordered:
                 ordered.append(q)
+            level[q] = min(level.get(q, 9), level.get(p, 0))
+            # A loop's header is its condition, its step and its init statement (``int k = 0``).
+            node = get_at(fs.fn, q)
+            if isinstance(node, A.For) and node.init is not None:
+                if (*q, "init") not in ordered:
+                    ordered.append((*q, "init"))
+                level[(*q, "init")] = min(level.get((*q, "init"), 9), level[q])
     # Early exits (``if (...) return;`` / ``continue`` / ``break``) before a statement decide whether it runs.
     for p in list(ordered):
         for depth in range(len(p), 1, -1):
@@ -224,7 +247,10 @@ def implicated_statements(fs: FunctionSites, stmt_ids: set[int], missing_bases: 
                     isinstance(n, (A.Return, A.Break, A.Continue)) for n in A.walk(node)
                 ):
                     ordered.append(sib)
+                    level[sib] = level.get(p, 0)
     n_direct = len(ordered)
+    if levels is not None:
+        levels.update(level)
     # One level of def-use: declarations of the names these statements (and their guards) read.
     for p in list(ordered):
         node = get_at(fs.fn, p)
