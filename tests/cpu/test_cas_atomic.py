@@ -270,11 +270,7 @@ __global__ void k(const float* x, float* out, int n) {
   if ((threadIdx.x & 31) == 0) h(out, m);
 }
 """
-    module = lower_text(kernel, "k.cu")
-    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="k.cu")
-    reduce = get_pass("grid_reduce")
-    with pytest.raises(PassRefused, match="not a CAS-loop atomic"):
-        reduce.apply(module, reduce.INFO.defaults(), ctx)
+    _assert_grid_reduce_refuses(kernel, "not a CAS-loop atomic")
 
 
 def test_min_helper_on_a_max_fold_is_refused() -> None:
@@ -285,11 +281,7 @@ __global__ void k(const float* x, float* out, int n) {
   if (threadIdx.x == 0) upd_d(out, m);
 }
 """
-    module = lower_text(kernel, "k.cu")
-    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="k.cu")
-    reduce = get_pass("grid_reduce")
-    with pytest.raises(PassRefused, match="atomic min on a max fold"):
-        reduce.apply(module, reduce.INFO.defaults(), ctx)
+    _assert_grid_reduce_refuses(kernel, "atomic min on a max fold")
 
 
 def test_absmax_suite_kernel_takes_the_reduction_path() -> None:
@@ -299,3 +291,11 @@ def test_absmax_suite_kernel_takes_the_reduction_path() -> None:
     assert text is not None
     assert next(r for r in records if r["name"] == "grid_reduce")["changed"]
     assert "reduction(max:" in text and "atomic_max_float(result, xp_acc)" in text
+
+
+def _assert_grid_reduce_refuses(kernel: str, reason: str) -> None:
+    module = lower_text(kernel, "k.cu")
+    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="k.cu")
+    reduce = get_pass("grid_reduce")
+    with pytest.raises(PassRefused, match=reason):
+        reduce.apply(module, reduce.INFO.defaults(), ctx)

@@ -35,11 +35,12 @@ Parameters: ``min_parallel`` (elements below which the reduction runs on one thr
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.passes._ast_support import enter, int_param, leave
-from xpiler_core.passes._cas_atomic import cas_atomic
+from xpiler_core.passes._cas_atomic import CasAtomic, cas_atomic
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 from xpiler_core.passes.grid_flatten import _effect_free, _pure_functions, _same_sum
 
@@ -68,21 +69,38 @@ _SHUFFLES = {"__shfl_sync": 1, "__shfl_down_sync": 1, "__shfl_up_sync": 1, "__sh
 _SYNC = {"__syncthreads", "__syncwarp"}
 
 
-def _atomic_kind(call: A.Node, functions: dict[str, A.Function], overloaded: set[str]) -> tuple[str, int, int] | str:
+# Each device helper of a module as an atomic: a proven CAS-loop atomic, or why it is not one (a message).
+AtomicHelpers = dict[str, CasAtomic | str]
+
+
+def _atomic_helpers(module: A.Module) -> AtomicHelpers:
+    """Every non-kernel device function judged once (an overloaded name is refused: calls cannot pick one)."""
+    functions = list(module.functions())
+    names = Counter(f.name for f in functions)
+    out: AtomicHelpers = {}
+    for f in functions:
+        if not f.is_device or f.is_kernel:
+            continue
+        if names[f.name] > 1:
+            out[f.name] = f"{f.name}: an overloaded helper"
+            continue
+        found = cas_atomic(f)
+        out[f.name] = found if isinstance(found, CasAtomic) else f"{f.name}: not a CAS-loop atomic ({found})"
+    return out
+
+
+def _atomic_kind(call: A.Node, helpers: AtomicHelpers) -> tuple[str, int, int] | str:
     """(op, address position, value position) of a builtin atomic or a proven CAS-loop helper call, else
     the reason it is neither (``""`` when the call is not an atomic candidate at all)."""
     if not isinstance(call, A.Call) or call.callee is None:
         return ""
     if call.callee in _ATOMICS:
         return (_ATOMICS[call.callee], 0, 1)
-    fn = functions.get(call.callee)
-    if fn is None or not fn.is_device or fn.is_kernel:
+    found = helpers.get(call.callee)
+    if found is None:
         return ""
-    if call.callee in overloaded:
-        return f"{call.callee}: an overloaded helper"
-    found = cas_atomic(fn)
     if isinstance(found, str):
-        return f"{call.callee}: not a CAS-loop atomic ({found})"
+        return found
     if len(call.args) != 2:
         return f"{call.callee}: called with {len(call.args)} arguments"
     return (found.op, found.address, found.value)
@@ -114,9 +132,9 @@ class _Combine:
     """Checks that values derived from the partial are (+)-combinations of partials and the identity."""
 
     def __init__(self, op: str, init: A.Expr, functions: dict[str, A.Function],
-                 overloaded: set[str] | None = None) -> None:
+                 helpers: AtomicHelpers | None = None) -> None:
         self.op, self.init, self.functions = op, init, functions
-        self.overloaded = overloaded or set()
+        self.helpers = helpers or {}
         self.atomics: list[tuple[A.Call, int, int]] = []  # (call, address position, value position)
         self.refusals: list[str] = []  # why helper calls were not taken as atomics
 
@@ -222,7 +240,7 @@ class _Combine:
     def expr_stmt(self, e: A.Expr, data: set[str], depth: int, allow_atomic: bool) -> bool:
         if isinstance(e, A.Call) and e.callee in _SYNC:
             return True
-        kind = _atomic_kind(e, self.functions, self.overloaded) if allow_atomic else ""
+        kind = _atomic_kind(e, self.helpers) if allow_atomic else ""
         if isinstance(kind, str) and kind:
             self.refusals.append(kind)
             return False
@@ -302,10 +320,7 @@ def _fold(stmt: A.Stmt, var: str) -> tuple[str, A.Expr] | None:
 def _rewrite(kernel: A.Function, module: A.Module, pure: set[str], min_parallel: int) -> A.Function | str:
     stmts = list(kernel.body.stmts)
     functions = {f.name: f for f in module.functions()}
-    counts: dict[str, int] = {}
-    for f in module.functions():
-        counts[f.name] = counts.get(f.name, 0) + 1
-    overloaded = {n for n, c in counts.items() if c > 1}
+    helpers = _atomic_helpers(module)
     names = set(functions)
     pointer_params = {p.name for p in kernel.params if isinstance(p, A.Param) and p.type.pointers}
     # the partial: T v = INIT; then the grid-stride fold, or T v = (i < N) ? E : INIT
@@ -322,7 +337,7 @@ def _rewrite(kernel: A.Function, module: A.Module, pure: set[str], min_parallel:
         pre_decls = [x for p in pre if isinstance(p, A.DeclStmt) for x in p.decls]
         env = {x.name: _indexed(x.init) for x in pre_decls if x.init is not None and not x.dims}
         dependent = {x.name for x in pre_decls if x.init is not None and _uses_thread(x.init, set())}
-        site = _fold_loop(stmts, k, d, env, dependent, pure, names, functions, overloaded)
+        site = _fold_loop(stmts, k, d, env, dependent, pure, names, helpers)
         if site is None:
             continue
         op, init, loop_var, loop_type, stop, elem, rest = site
@@ -331,7 +346,7 @@ def _rewrite(kernel: A.Function, module: A.Module, pure: set[str], min_parallel:
             return "the fold reads a shared or local array"
         if op == "+" and not _Combine(op, init, functions).identity(init):
             return "a sum whose partials start from a nonzero value"
-        combine = _Combine(op, init, functions, overloaded)
+        combine = _Combine(op, init, functions, helpers)
         rest_rw = A.read_write(A.Block(tuple(rest)))
         pointer_locals = {n.name for n in A.walk(kernel.body) if isinstance(n, A.VarDecl) and n.type.pointers}
         if rest_rw.opaque or rest_rw.mem_reads & (pointer_params | pointer_locals | _globals(module)):
@@ -358,8 +373,7 @@ def _locals(stmts: list[A.Stmt]) -> set[str]:
 
 
 def _fold_loop(stmts: list[A.Stmt], k: int, d: A.VarDecl, env: dict[str, A.Expr], dependent: set[str],
-               pure: set[str], names: set[str], functions: dict[str, A.Function],
-               overloaded: set[str]) -> tuple[Any, ...] | None:
+               pure: set[str], names: set[str], helpers: AtomicHelpers) -> tuple[Any, ...] | None:
     """(op, init, var, type, stop, E, rest) for the partial declared at ``k``, or ``None``."""
     assert d.init is not None
     init = d.init
@@ -374,7 +388,7 @@ def _fold_loop(stmts: list[A.Stmt], k: int, d: A.VarDecl, env: dict[str, A.Expr]
         if _uses_thread(elem, dependent - ok_vars) or _uses_thread(stop, dependent):
             return None
         rest = stmts[k + 1:]
-        found = [_atomic_kind(n, functions, overloaded) for r in rest for n in A.walk(r)]
+        found = [_atomic_kind(n, helpers) for r in rest for n in A.walk(r)]
         kinds = {f[0] for f in found if isinstance(f, tuple)}
         for op in kinds if len(kinds) == 1 else ():
             # threads past N contribute the else value: it must be the identity itself
