@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,3 +24,19 @@ def build_c(text: str, workdir: Path, cplusplus: bool | None = None) -> ctypes.C
 @pytest.fixture
 def cbuild(tmp_path: Path):  # noqa: ANN201 - fixture
     return lambda text, cplusplus=None: build_c(text, tmp_path, cplusplus)
+
+
+def tuner_candidate(spec: Path, pass_name: str, workdir: Path) -> tuple[Any, str]:
+    """The tuning problem of a suite kernel and its candidate with ``pass_name`` inserted at the first place the
+    tuner offers it (asserting that it does)."""
+    from xpiler_core.tune.config import Config, Step
+    from xpiler_core.tune.cpu_problem import CpuTuningProblem
+    from xpiler_core.verify.spec import load_spec
+
+    kernel_spec = load_spec(spec)
+    problem = CpuTuningProblem(kernel_spec.source.read_text(), str(kernel_spec.source), kernel_spec, workdir)
+    actions = [a for a in problem.actions(()) if a.name == pass_name]
+    assert actions, f"the tuner offers no {pass_name} step"
+    text = problem.render(Config((Step(actions[0].name, actions[0].target),), problem.binding_defaults))
+    assert text is not None
+    return problem, text

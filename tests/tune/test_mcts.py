@@ -93,3 +93,26 @@ def test_mcts_stops_when_the_tree_is_exhausted() -> None:
     result = mcts(problem, 0.0, random.Random(1), problem.exhausted, max_depth=1)
     assert {s for s in problem.evaluated if len(s) == 1} == {(a,) for a in ACTIONS}
     assert result.best_steps == (("split", "p1"),)
+
+
+@given(seed=st.integers(0, 50))
+@settings(max_examples=10, deadline=None)
+def test_priority_actions_are_expanded_first_whatever_the_seed(seed: int) -> None:
+    """With a budget of two expansions, the two prioritized passes are the ones the search measures."""
+    rewards = {(a,): 1.0 for a in ACTIONS}
+    problem = Synthetic(rewards, budget=2)
+    mcts(problem, 0.0, random.Random(seed), problem.exhausted, max_depth=1,
+         priority=lambda action: 1 if action in ("fuse", "cache") else 0)
+    assert sorted(problem.evaluated[:2]) == [("cache",), ("fuse",)]
+
+
+@given(seed=st.integers(0, 50))
+@settings(max_examples=10, deadline=None)
+def test_rollouts_follow_the_priority_passes(seed: int) -> None:
+    """The first rollout after expanding a prioritized pass measures it followed by the other prioritized one."""
+    problem = Synthetic({}, budget=2)
+    mcts(problem, 0.0, random.Random(seed), problem.exhausted, max_depth=2,
+         priority=lambda action: 1 if action in ("fuse", "cache") else 0)
+    first, rolled = problem.evaluated[:2]
+    assert len(first) == 1 and first[0] in ("fuse", "cache")
+    assert rolled == (first[0], "cache" if first[0] == "fuse" else "fuse")

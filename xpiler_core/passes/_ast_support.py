@@ -7,6 +7,7 @@ AST :class:`~xpiler_core.ast.Module` (plans chaining passes). :func:`enter` give
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -51,6 +52,17 @@ def bool_param(params: dict[str, Any], key: str, default: bool) -> bool:
     if isinstance(raw, bool):
         return raw
     return str(raw).strip().lower() in ("1", "true", "yes", "on")
+
+
+# Calls without side effects whose value depends only on their arguments (C math, the CPU prelude's
+# conversions and CUDA's math intrinsics as the prelude defines them): they may be reordered or hoisted.
+PURE_CALLS = frozenset({
+    "sqrtf", "expf", "logf", "fabsf", "fmaxf", "fminf", "fmaf", "sqrt", "exp", "log", "fabs", "fmax", "fmin",
+    "tanhf", "sinf", "cosf", "powf", "min", "max", "rsqrtf", "rsqrt", "exp2f", "log2f", "erff", "tanh", "sin",
+    "cos", "pow", "floorf", "ceilf", "truncf", "roundf", "floor", "ceil", "__expf", "__logf", "__sinf", "__cosf",
+    "__tanhf", "__powf", "__fdividef", "__frcp_rn", "__fsqrt_rn", "__fmaf_rn", "__fadd_rn", "__fmul_rn",
+    "__saturatef", "xp_min", "__half2float", "__float2half", "__float2half_rn", "__int2float_rn",
+})
 
 
 def scalar_writes(node: A.Node) -> set[str]:
@@ -138,3 +150,79 @@ def target_function(module: A.Module, params: dict[str, Any]) -> A.Function:
     if not with_loops:
         raise PassRefused("no function with a for loop to transform")
     return with_loops[0]
+
+
+def split_loop_pragma(pragma: A.Pragma | None) -> tuple[A.Pragma | None, A.Pragma | None]:
+    """A loop's pragma split for the (outer, inner) loops that replace it: work sharing outside, simd inside."""
+    if pragma is None:
+        return None, None
+    text = pragma.text.strip()
+    if not text.startswith("omp"):
+        return None, A.Pragma(text)
+    reductions = " ".join(re.findall(r"reduction\([^)]*\)", text))
+    if re.match(r"omp\s+(parallel\s+)?for\b", text):
+        outer = re.sub(r"\s+simd\b", "", text, count=1)
+        outer = re.sub(r"\s*collapse\(\d+\)", "", outer)
+        inner = A.Pragma(f"omp simd {reductions}".strip()) if re.search(r"\bsimd\b", text) else None
+        return A.Pragma(outer), inner
+    return None, A.Pragma(text)
+
+
+def declares_prefix(node: A.Node, prefix: str) -> bool:
+    """Whether ``node`` declares a variable whose name starts with ``prefix`` (a pass's own generated code)."""
+    return any(isinstance(n, A.VarDecl) and n.name.startswith(prefix) for n in A.walk(node))
+
+
+def map_loops_with_pragmas(node: A.Node, rewrite: Any, skip: Any = None) -> Any:
+    """Apply ``rewrite(loop, pragma) -> list[Stmt] | None`` bottom-up to every ``for`` loop, with the loop's
+    preceding ``#pragma`` (or None): the returned statements replace both (``None`` keeps them). ``skip(if_)``
+    true leaves an ``if`` statement untouched (a pass's own fallback branch)."""
+
+    class _Loops(A.Transformer):
+        def visit_If(self, stmt: A.If) -> Any:  # noqa: N802
+            return stmt if skip is not None and skip(stmt) else self.generic_visit(stmt)
+
+        def visit_Block(self, block: A.Block) -> Any:  # noqa: N802
+            new = self.generic_visit(block)
+            out: list[A.Stmt] = []
+            changed = new is not block
+            stmts = new.stmts
+            i = 0
+            while i < len(stmts):
+                s = stmts[i]
+                pragma = s if isinstance(s, A.Pragma) and i + 1 < len(stmts) and isinstance(stmts[i + 1], A.For) \
+                    else None
+                loop = stmts[i + 1] if pragma is not None else s
+                if isinstance(loop, A.For):
+                    replaced = rewrite(loop, pragma)
+                    if replaced is not None:
+                        out.extend(replaced)
+                        changed = True
+                        i += 2 if pragma is not None else 1
+                        continue
+                out.append(s)
+                i += 1
+            return A.replace(new, stmts=tuple(out)) if changed else new
+
+        def visit_For(self, loop: A.For) -> Any:  # noqa: N802
+            # a loop whose body is a single loop: wrapped in a block so the inner one can be replaced
+            inner = self.generic_visit(loop)
+            if isinstance(inner.body, A.For):
+                wrapped = self.visit_Block(A.Block((inner.body,)))
+                if wrapped.stmts != (inner.body,):
+                    return A.replace(inner, body=wrapped)
+            return inner
+
+    return _Loops().visit(node)
+
+
+def offset_from(index: A.Expr, var: str) -> A.Expr | None:
+    """``e`` when ``index`` is ``var``, ``e + var`` or ``var + e`` with ``e`` free of ``var`` (``0`` for ``var``)."""
+    if index == A.Name(var):
+        return A.lit(0)
+    if isinstance(index, A.Binary) and index.op == "+":
+        if index.right == A.Name(var) and var not in names_in(index.left):
+            return index.left
+        if index.left == A.Name(var) and var not in names_in(index.right):
+            return index.right
+    return None

@@ -24,7 +24,7 @@ PRELUDE = PRELUDE_MARK + r"""
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__F16C__) || defined(XPILER_F16C)
+#if defined(__F16C__) || defined(XPILER_F16C) || defined(__AVX512F__) || defined(XPILER_AVX512F)
 #include <immintrin.h>
 #endif
 /* glibc's vector math library (libmvec, within 4 ulp) declared as SIMD functions, so loops under
@@ -86,6 +86,31 @@ struct __half {
   operator float() const { return xpiler_cpu::h2f(x); }
 };
 typedef __half half;
+/* Tiles of half values converted to and from float in bulk, with the vector conversion instructions where the
+   ISA has them (g++ cannot vectorize the scalar ones): loops over half arrays stage through float tiles. */
+static inline void xp_h2f_n(float* dst, const __half* src, int n) {
+  int k = 0;
+#if defined(__AVX512F__) || defined(XPILER_AVX512F)
+  for (; k + 16 <= n; k += 16)
+    _mm512_storeu_ps(dst + k, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(src + k))));
+#endif
+#if defined(__F16C__) || defined(XPILER_F16C)
+  for (; k + 8 <= n; k += 8) _mm256_storeu_ps(dst + k, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(src + k))));
+#endif
+  for (; k < n; ++k) dst[k] = (float)src[k];
+}
+static inline void xp_f2h_n(__half* dst, const float* src, int n) {
+  int k = 0;
+#if defined(__AVX512F__) || defined(XPILER_AVX512F)
+  for (; k + 16 <= n; k += 16)
+    _mm256_storeu_si256((__m256i*)(dst + k), _mm512_cvtps_ph(_mm512_loadu_ps(src + k), _MM_FROUND_TO_NEAREST_INT));
+#endif
+#if defined(__F16C__) || defined(XPILER_F16C)
+  for (; k + 8 <= n; k += 8)
+    _mm_storeu_si128((__m128i*)(dst + k), _mm256_cvtps_ph(_mm256_loadu_ps(src + k), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; k < n; ++k) dst[k] = __half(src[k]);
+}
 struct __half2 { __half x, y; };
 typedef __half2 half2;
 struct float2 { float x, y; };

@@ -273,7 +273,7 @@ def rebind_module(module: A.Module) -> A.Module:
     for item in module.items:
         if isinstance(item, A.Pragma) and item.text.startswith("GCC target"):
             continue  # host vector extensions of the CPU build mean nothing to nvcc
-        if isinstance(item, A.Opaque) and item.text.strip() == "#define XPILER_F16C 1":
+        if isinstance(item, A.Opaque) and item.text.strip().startswith("#define XPILER_"):
             continue
         if isinstance(item, A.DeclStmt) and any(d.name in device_globals for d in item.decls):
             item = A.DeclStmt(tuple(A.replace(d, storage=(*d.storage, "__device__")) for d in item.decls))

@@ -44,6 +44,9 @@ class PassInfo:
     # Directions the pass takes part in, e.g. ("cuda->hip",) or ("cuda->cpu", "c->cuda").
     directions: tuple[str, ...]
     params: tuple[ParamSpec, ...] = ()
+    # For the tuner: passes that remove work wherever they apply (redundant per-element divisions, strided
+    # walks) are expanded first when the search budget may not reach every action.
+    search_priority: int = 0
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}

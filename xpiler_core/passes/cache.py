@@ -13,7 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 from xpiler_core import ast as A
-from xpiler_core.passes._ast_support import enter, int_param, leave, names_in, scalar_writes, target_function
+from xpiler_core.passes._ast_support import (
+    enter,
+    int_param,
+    leave,
+    names_in,
+    offset_from,
+    scalar_writes,
+    target_function,
+)
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 
 INFO = PassInfo(
@@ -28,17 +36,6 @@ INFO = PassInfo(
         ParamSpec("function", "str", "", "function holding the loop"),
     ),
 )
-
-
-def _offset(index: A.Expr, var: str) -> A.Expr | None:
-    if index == A.Name(var):
-        return A.lit(0)
-    if isinstance(index, A.Binary) and index.op == "+":
-        if index.right == A.Name(var) and var not in names_in(index.left):
-            return index.left
-        if index.left == A.Name(var) and var not in names_in(index.right):
-            return index.right
-    return None
 
 
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
@@ -70,7 +67,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         if refs != len({id(a.node) for a in accesses}) or any(len(a.indices) != 1 for a in accesses):
             state["reason"] = f"'{array}' is used other than as {array}[e + {view.var}]"
             return None
-        offsets = {_offset(a.indices[0], view.var) for a in accesses}
+        offsets = {offset_from(a.indices[0], view.var) for a in accesses}
         if None in offsets or len(offsets) != 1:
             state["reason"] = f"'{array}' is read at indices not of the form e + {view.var} with one e"
             return None

@@ -465,9 +465,10 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         if not all(part.strip().replace("_", "").replace("-", "").isalnum() for part in isa.split(",")):
             raise PassRefused(f"isa={isa!r} is not a comma-separated list of extension names")
         items.insert(0, A.Pragma(f'GCC target("{isa}")'))
-        if "f16c" in isa.split(","):
-            # g++ does not define __F16C__ for a target pragma: tell the prelude explicitly
-            items.insert(1, A.Opaque("#define XPILER_F16C 1\n", reason="isa"))
+        # g++ does not define __F16C__/__AVX512F__ for a target pragma: tell the prelude explicitly
+        for ext, macro in (("avx512f", "XPILER_AVX512F"), ("f16c", "XPILER_F16C")):
+            if ext in isa.split(","):
+                items.insert(1, A.Opaque(f"#define {macro} 1\n", reason="isa"))
     ctx.notes.append("loop binding: OpenMP parallel for over blocks" + (", simd over threads" if
                                                                        bool_param(params, "simd", True) else "")
                      + (f", compiled for {isa}" if isa else ""))

@@ -35,7 +35,16 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.frontend.dialect import Dialect
-from xpiler_core.passes._ast_support import bool_param, enter, int_param, leave, scalar_writes
+from xpiler_core.passes._ast_support import (
+    PURE_CALLS,
+    bool_param,
+    calls_in,
+    enter,
+    int_param,
+    leave,
+    names_in,
+    scalar_writes,
+)
 from xpiler_core.passes._coop_groups import lower_cooperative_groups, uses_cooperative_groups
 from xpiler_core.passes._cpu_prelude import PRELUDE, PRELUDE_MARK
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
@@ -411,8 +420,14 @@ class _Fission:
             if not _has_sync(s):
                 if self.uniform_decl(s):
                     assert isinstance(s, A.DeclStmt)
-                    self.uniform |= {d.name for d in s.decls}
-                    flush()
+                    declared = {d.name for d in s.decls}
+                    self.uniform |= declared
+                    # a value of params/builtins/literals that the pending thread statements neither compute
+                    # nor name goes before them: the thread loop is not split (no per-thread arrays to carry
+                    # their locals across the split)
+                    if not run or declared & {n for r in run for n in names_in(r)} or \
+                            calls_in(s) - PURE_CALLS:
+                        flush()
                     out.append(s)
                 else:
                     run.append(s)

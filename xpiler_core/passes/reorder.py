@@ -12,7 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from xpiler_core import ast as A
-from xpiler_core.passes._ast_support import calls_in, enter, has_jumps, leave, scalar_writes, target_function
+from xpiler_core.passes._ast_support import (
+    PURE_CALLS,
+    calls_in,
+    enter,
+    has_jumps,
+    leave,
+    scalar_writes,
+    target_function,
+)
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 
 INFO = PassInfo(
@@ -25,10 +33,6 @@ INFO = PassInfo(
         ParamSpec("function", "str", "", "function holding the loops"),
     ),
 )
-
-PURE_CALLS = frozenset({"sqrtf", "expf", "logf", "fabsf", "fmaxf", "fminf", "fmaf", "sqrt", "exp", "log", "fabs",
-                        "fmax", "fmin", "tanhf", "sinf", "cosf", "powf", "min", "max"})
-
 
 def _inner(loop: A.For) -> A.For | None:
     body = loop.body

@@ -2,9 +2,10 @@
 
 A state is the sequence of structural steps applied so far; an action is a legal pass at one place; taking
 it runs the intra-pass search for that pass's parameters there and keeps the best (so a child's step is
-"the pass with its best parameters"). Selection by UCT, expansion of one untried action per iteration, a
-random rollout of one more step with default parameters, backpropagation of the best reward seen
-(speedup of the verified candidate over the untuned one; 0 when it fails). All random choices come from one
+"the pass with its best parameters"). Selection by UCT, expansion of one untried action per iteration
+(prioritized actions first), a random rollout of one more step with default parameters (among the
+highest-priority legal actions), backpropagation of the best reward seen (speedup of the verified candidate
+over the untuned one; 0 when it fails). All random choices come from one
 seeded ``random.Random``: the same seed and the same rewards give the same search.
 """
 
@@ -64,6 +65,7 @@ def mcts(
     exploration: float = 0.5,
     max_iterations: int = 10_000,
     on_iteration: Callable[[int, tuple[S, ...], float], None] | None = None,
+    priority: Callable[[A], int] | None = None,
 ) -> MctsResult[S]:
     root: Node[S, A] = Node(())
     root.reward = root_reward
@@ -79,6 +81,8 @@ def mcts(
             if node.untried is None:
                 actions = list(problem.actions(node.steps)) if len(node.steps) < max_depth else []
                 rng.shuffle(actions)
+                if priority is not None:
+                    actions.sort(key=priority)  # stable: random order within a priority; the highest pops first
                 node.untried = actions
             if node.untried or not node.children:
                 break
@@ -107,6 +111,9 @@ def mcts(
         # rollout: one random further step with default parameters
         if len(child.steps) < max_depth and not exhausted():
             following = list(problem.actions(child.steps))
+            if following and priority is not None:
+                top = max(priority(a) for a in following)  # the rollout policy: the most promising passes first
+                following = [a for a in following if priority(a) == top]
             if following:
                 rolled = (*child.steps, problem.rollout_step(child.steps, rng.choice(following)))
                 rolled_reward = problem.reward(rolled)

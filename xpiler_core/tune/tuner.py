@@ -28,6 +28,7 @@ from typing import Any
 
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.passes import get_pass
 from xpiler_core.progress import Cancelled, CancelToken, ProgressFn, report
 from xpiler_core.tune.config import Config, Step, freeze
 from xpiler_core.tune.cpu_problem import Action, CpuTuningProblem, open_problem
@@ -280,7 +281,8 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
 
     if not budget.exhausted():
         event("phase", "searching pass sequences (MCTS)")
-        mcts(Adapter(), 0.5, rng, budget.exhausted, max_depth=options.max_depth)
+        mcts(Adapter(), 0.5, rng, budget.exhausted, max_depth=options.max_depth,
+             priority=lambda action: get_pass(action.name).INFO.search_priority)
 
     # phase 4: confirm the finalists against the untuned translation, all in the same rounds
     report(progress, 0.96, "re-timing the best candidates")
