@@ -870,10 +870,16 @@ def const_int(expr: Expr, env: Mapping[str, int] | None = None) -> int | None:
     return None
 
 
-def fresh_name(scope: Node, base: str) -> str:
-    """A name not used anywhere in ``scope`` (variables, functions, members): ``base``, ``base_1``, ..."""
+def used_names(scope: Node) -> set[str]:
+    """Every name used or declared in ``scope`` (variables, parameters, functions)."""
     used = {n.id for n in walk(scope) if isinstance(n, Name)}
     used |= {n.name for n in walk(scope) if isinstance(n, (VarDecl, Param, Function)) and n.name}
+    return used
+
+
+def fresh_name(scope: Node, base: str) -> str:
+    """A name not used anywhere in ``scope`` (variables, functions, members): ``base``, ``base_1``, ..."""
+    used = used_names(scope)
     candidate, k = base, 0
     while candidate in used:
         k += 1

@@ -8,7 +8,7 @@ AST :class:`~xpiler_core.ast.Module` (plans chaining passes). :func:`enter` give
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from xpiler_core import ast as A
@@ -226,3 +226,47 @@ def offset_from(index: A.Expr, var: str) -> A.Expr | None:
         if index.left == A.Name(var) and var not in names_in(index.right):
             return index.right
     return None
+
+
+def fresh_namer(scope: A.Node) -> Callable[[str], str]:
+    """``fresh(base)`` gives names unused in ``scope`` and distinct from each other (the scope is read once)."""
+    used = A.used_names(scope)
+
+    def fresh(base: str) -> str:
+        candidate, k = base, 0
+        while candidate in used:
+            k += 1
+            candidate = f"{base}_{k}"
+        used.add(candidate)
+        return candidate
+
+    return fresh
+
+
+def conditionally_evaluated(body: A.Node) -> set[int]:
+    """ids of the nodes of ``body`` evaluated only sometimes per execution of it: ``if``/``?:`` branches,
+    right sides of ``&&``/``||``/``,``, and nested loops."""
+    out: set[int] = set()
+    for n in A.walk(body):
+        parts: list[A.Node | None] = []
+        if isinstance(n, (A.If, A.Ternary)):
+            parts = [n.then, n.else_]
+        elif isinstance(n, A.Binary) and n.op in ("&&", "||", ","):
+            parts = [n.right]
+        elif isinstance(n, (A.For, A.While, A.DoWhile)) and n is not body:
+            parts = [n]
+        for part in parts:
+            if part is not None:
+                out.update(id(m) for m in A.walk(part))
+    return out
+
+
+INT_TYPES = frozenset({"int", "unsigned int", "unsigned", "long", "long long", "unsigned long",
+                       "unsigned long long", "size_t", "int64_t", "int32_t", "uint32_t", "uint64_t", "ptrdiff_t"})
+
+
+def strip_int_casts(e: A.Expr) -> A.Expr:
+    """``e`` without casts to integer types around it (``(int)i`` is ``i`` for index analysis)."""
+    while isinstance(e, A.Cast) and not e.type.pointers and e.type.base in INT_TYPES:
+        e = e.operand
+    return e

@@ -61,7 +61,7 @@ def independence_problem(loop: A.For) -> str | None:
         first = indices[0]
         if any(ix != first for ix in indices[1:]):
             return f"'{name}' is accessed at different indices, which other iterations may write"
-        if not _injective(first, view.var, varying, inner_ranges):
+        if not injective_index(first, view.var, varying, inner_ranges):
             return f"the index of '{name}' is not provably distinct per iteration"
     return None
 
@@ -92,7 +92,7 @@ def _strip(e: A.Expr) -> A.Expr:
     return e
 
 
-def _injective(index: A.Expr, var: str, varying: set[str], inner_ranges: dict[str, A.Expr]) -> bool:
+def injective_index(index: A.Expr, var: str, varying: set[str], inner_ranges: dict[str, A.Expr]) -> bool:
     index = _strip(index)
     if index == A.Name(var):
         return True
@@ -110,4 +110,4 @@ def _injective(index: A.Expr, var: str, varying: set[str], inner_ranges: dict[st
     return False
 
 
-__all__ = ["independence_problem"]
+__all__ = ["independence_problem", "injective_index"]

@@ -30,21 +30,25 @@ Refuses when no unit-stride loop divides its index by an invariant, or the body 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.passes._ast_support import (
+    INT_TYPES,
     PURE_CALLS,
     bool_param,
     declares_prefix,
     enter,
+    fresh_namer,
     has_jumps,
     leave,
     map_loops_with_pragmas,
     names_in,
     scalar_writes,
     split_loop_pragma,
+    strip_int_casts,
     target_function,
 )
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
@@ -64,18 +68,8 @@ INFO = PassInfo(
     ),
 )
 
-_INT_TYPES = frozenset({"int", "unsigned int", "unsigned", "long", "long long", "unsigned long",
-                        "unsigned long long", "size_t", "int64_t", "int32_t", "uint32_t", "uint64_t", "ptrdiff_t"})
-
-
-def _strip(e: A.Expr) -> A.Expr:
-    while isinstance(e, A.Cast) and not e.type.pointers and e.type.base in _INT_TYPES:
-        e = e.operand
-    return e
-
-
 def _is_index(e: A.Expr, var: str) -> bool:
-    return _strip(e) == A.Name(var)
+    return strip_int_casts(e) == A.Name(var)
 
 
 def _invariant(e: A.Expr, changing: set[str], types: dict[str, A.Type]) -> bool:
@@ -85,9 +79,9 @@ def _invariant(e: A.Expr, changing: set[str], types: dict[str, A.Type]) -> bool:
         if isinstance(n, A.Literal) and n.int_value is None:
             return False
         if isinstance(n, A.Name) and (n.id not in types or types[n.id].pointers or types[n.id].base not in
-                                      _INT_TYPES):
+                                      INT_TYPES):
             return False
-        if isinstance(n, A.Cast) and (n.type.pointers or n.type.base not in _INT_TYPES):
+        if isinstance(n, A.Cast) and (n.type.pointers or n.type.base not in INT_TYPES):
             return False
         if not isinstance(n, (A.Literal, A.Name, A.Cast, A.Binary, A.Unary)):
             return False
@@ -104,7 +98,7 @@ def _as_division(n: A.Node, var: str) -> tuple[str, A.Expr] | None:
     split form runs)."""
     if not (isinstance(n, A.Binary) and _is_index(n.left, var)):
         return None
-    right = _strip(n.right)
+    right = strip_int_casts(n.right)
     if n.op in ("/", "%"):
         value = A.const_int(right)
         return (n.op, right) if value is None or value > 1 else None
@@ -154,20 +148,16 @@ def _worth_hoisting(e: A.Expr) -> bool:
 class _Hoister:
     """Collects maximal hoistable subexpressions at unconditionally evaluated places and names them."""
 
-    def __init__(self, fn: A.Node, quotient: str, written_bases: set[str], changing: set[str]) -> None:
-        self.fn, self.quotient = fn, quotient
+    def __init__(self, fresh: Callable[[str], str], quotient: str, written_bases: set[str],
+                 changing: set[str]) -> None:
+        self.fresh, self.quotient = fresh, quotient
         self.written_bases, self.changing = written_bases, changing
         self.hoisted: dict[A.Expr, str] = {}
         self.order: list[tuple[str, A.Expr]] = []
 
     def _name_for(self, e: A.Expr) -> A.Expr:
         if e not in self.hoisted:
-            taken = {n for n, _ in self.order}
-            base = f"xp_h{len(self.order)}"
-            name = A.fresh_name(self.fn, base)
-            while name in taken:
-                name = A.fresh_name(self.fn, base + "_")
-                base += "_"
+            name = self.fresh(f"xp_h{len(self.order)}")
             self.hoisted[e] = name
             self.order.append((name, e))
         return A.Name(self.hoisted[e])
@@ -231,7 +221,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         body = loop.body
         changing = scalar_writes(body) | {view.var} | {
             d.name for n in A.walk(body) if isinstance(n, A.DeclStmt) for d in n.decls}
-        if view.var_type is not None and (view.var_type.pointers or view.var_type.base not in _INT_TYPES):
+        if view.var_type is not None and (view.var_type.pointers or view.var_type.base not in INT_TYPES):
             return None
         divisors = _divisors(body, view.var, changing, types)
         if not divisors:
@@ -247,8 +237,9 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             return None
         vtype = A.replace(view.var_type, quals=())
         state["done"] += 1
+        fresh = fresh_namer(fn)
         d_name, q_name, base_name, s_name, n_name, lo_name, hi_name, qend_name = (
-            A.fresh_name(fn, n) for n in ("xp_dl_d", "xp_dl_q", "xp_dl_base", "xp_dl_s", "xp_dl_n", "xp_dl_lo",
+            fresh(n) for n in ("xp_dl_d", "xp_dl_q", "xp_dl_base", "xp_dl_s", "xp_dl_n", "xp_dl_lo",
                                           "xp_dl_hi", "xp_dl_qend"))
         d, q, qbase = A.Name(d_name), A.Name(q_name), A.Name(base_name)
         var = A.Name(view.var)
@@ -263,7 +254,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         hoisted_decls: list[A.Stmt] = []
         if hoist:
             written = set(A.read_write(body).mem_writes)
-            hoister = _Hoister(fn, q_name, written, changing)
+            hoister = _Hoister(fresh, q_name, written, changing)
             stmts = A.stmts_of(inner_body)
             inner_body = A.Block(tuple(hoister.stmt(s) for s in stmts))
             # __typeof__ (GNU C and C++): the hoisted value keeps exactly the type the expression had

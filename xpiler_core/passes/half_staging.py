@@ -29,7 +29,9 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.passes._ast_support import (
+    conditionally_evaluated,
     enter,
+    fresh_namer,
     has_jumps,
     int_param,
     leave,
@@ -67,34 +69,11 @@ def _offset(index: A.Expr, var: str) -> A.Expr | None:
     return offset_from(index.operand if isinstance(index, A.Cast) and not index.type.pointers else index, var)
 
 
-def _conditional_nodes(body: A.Node) -> set[int]:
-    """ids of nodes evaluated only sometimes per iteration (branches, short-circuit right sides, inner loops)."""
-    out: set[int] = set()
-
-    def mark(n: A.Node | None) -> None:
-        if n is not None:
-            out.update(id(m) for m in A.walk(n))
-
-    for n in A.walk(body):
-        if isinstance(n, A.If):
-            mark(n.then)
-            mark(n.else_)
-        elif isinstance(n, A.Ternary):
-            mark(n.then)
-            mark(n.else_)
-        elif isinstance(n, A.Binary) and n.op in ("&&", "||", ","):
-            mark(n.right)
-        elif isinstance(n, (A.For, A.While, A.DoWhile)):
-            mark(n)
-    return out
-
-
 class _Staging:
     """The rewrite of one loop body: staged reads become float buffer reads, the stores go to float buffers."""
 
-    def __init__(self, halves: set[str], offsets: dict[str, A.Expr], var: str, base: A.Expr,
-                 buffers: dict[str, str]) -> None:
-        self.halves, self.offsets, self.var, self.base, self.buffers = halves, offsets, var, base, buffers
+    def __init__(self, halves: set[str], var: str, base: A.Expr, buffers: dict[str, str]) -> None:
+        self.halves, self.var, self.base, self.buffers = halves, var, base, buffers
 
     def is_read(self, e: A.Expr) -> bool:
         return isinstance(e, A.Index) and isinstance(e.base, A.Name) and e.base.id in self.halves
@@ -182,7 +161,7 @@ def _stage(fn: A.Function, loop: A.For, pragma: A.Pragma | None, halves: set[str
             return f"'{a.base.id}' is not accessed as {a.base.id}[e + {view.var}] with e fixed in the loop"
         if offsets.setdefault(a.base.id, off) != off:
             return f"'{a.base.id}' is accessed at two offsets"
-    conditional = _conditional_nodes(loop.body)
+    conditional = conditionally_evaluated(loop.body)
     if any(id(a) in conditional for a in accesses):
         return "a half array is accessed conditionally"
     stmts = A.stmts_of(loop.body)
@@ -205,17 +184,10 @@ def _stage(fn: A.Function, loop: A.For, pragma: A.Pragma | None, halves: set[str
         if sum(1 for n in A.walk(loop.body) if isinstance(n, A.Index) and n.base == A.Name(name)) > 1})
 
     # fresh in the function and among themselves (an array named w must not meet the tile width's name)
-    scope = A.Block((A.ExprStmt(A.Name(fn.name)), fn.body))
-    taken: list[str] = []
-
-    def fresh(base: str) -> str:
-        name = A.fresh_name(A.Block((scope, *(A.ExprStmt(A.Name(t)) for t in taken))), base)
-        taken.append(name)
-        return name
-
+    fresh = fresh_namer(fn)
     base_name, width_name = fresh("xp_hs_o"), fresh("xp_hs_n")
     buffers = {h: fresh(f"xp_hs_{h}") for h in sorted(offsets)}
-    staging = _Staging(set(offsets), offsets, view.var, A.Name(base_name), buffers)
+    staging = _Staging(set(offsets), view.var, A.Name(base_name), buffers)
     new_stmts: list[A.Stmt] = []
     try:
         for s in stmts:

@@ -22,11 +22,11 @@ from typing import Any
 from xpiler_core import ast as A
 from xpiler_core.passes._ast_support import (
     PURE_CALLS,
+    conditionally_evaluated,
     enter,
     has_jumps,
     leave,
     names_in,
-    scalar_writes,
     target_function,
 )
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
@@ -46,22 +46,6 @@ INFO = PassInfo(
 _FLOAT_TYPES = frozenset({"float", "double"})
 
 
-def _conditional_ids(body: A.Node) -> set[int]:
-    out: set[int] = set()
-    for n in A.walk(body):
-        parts: list[A.Node | None] = []
-        if isinstance(n, (A.If, A.Ternary)):
-            parts = [n.then, n.else_]
-        elif isinstance(n, A.Binary) and n.op in ("&&", "||", ","):
-            parts = [n.right]
-        elif isinstance(n, (A.For, A.While, A.DoWhile)) and n is not body:
-            parts = [n]
-        for p in parts:
-            if p is not None:
-                out.update(id(m) for m in A.walk(p))
-    return out
-
-
 def _float_call_for(element: str, call: A.Call) -> bool:
     """The call computes in the array's floating type (float: ``expf``/``__expf``; double: ``exp``)."""
     name = call.callee or ""
@@ -72,20 +56,10 @@ def _float_call_for(element: str, call: A.Call) -> bool:
     return is_float if element == "float" else not is_float
 
 
-def _reads(e: A.Node) -> set[str]:
-    return names_in(e)
-
-
 def _writes(node: A.Node) -> set[str]:
-    out = set(scalar_writes(node))
-    for n in A.walk(node):
-        target = n.target if isinstance(n, A.Assign) else (
-            n.operand if isinstance(n, A.Unary) and n.op in ("++", "--") else None)
-        while isinstance(target, A.Index):
-            target = target.base
-        if isinstance(target, A.Name):
-            out.add(target.id)
-    return out
+    """Names assigned, memory bases written, or addresses taken in ``node``."""
+    rw = A.read_write(node)
+    return set(rw.writes | rw.mem_writes | rw.address_taken)
 
 
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
@@ -121,14 +95,14 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         bounds = names_in(v1.start) | names_in(v1.stop)
         if any(_writes(s) & bounds for s in between):
             return None
-        conditional = _conditional_ids(first.body)
+        conditional = conditionally_evaluated(first.body)
         candidates = [n for n in A.walk(store.value) if isinstance(n, A.Call) and _float_call_for(atype.base, n)
                       and v2.var in names_in(n)]
         for expr in candidates:
             uses = [n for n in A.walk(first.body) if n == expr and id(n) not in conditional]
             if not uses:
                 continue
-            reads = _reads(expr) - {v2.var}
+            reads = names_in(expr) - {v2.var}
             touched = _writes(first.body) | _writes(later.body) | set().union(*(_writes(s) for s in between))
             declared = {d.name for part in (first.body, *between) for d in A.walk(part) if isinstance(d, A.VarDecl)}
             if (reads | names_in(target.index) - {v2.var}) & declared:
@@ -140,7 +114,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             if array in names_in(first.body) or any(array in names_in(s) for s in between):
                 state["reason"] = f"'{array}' is used before the later loop"
                 continue
-            if array in _reads(store.value) or has_jumps([first.body, later.body]) or \
+            if array in names_in(store.value) or has_jumps([first.body, later.body]) or \
                     any(isinstance(n, A.Opaque) for n in A.walk(first.body)):
                 continue
             slot = A.replace(target, span=None)

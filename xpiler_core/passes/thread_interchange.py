@@ -33,12 +33,14 @@ from xpiler_core.passes._ast_support import (
     PURE_CALLS,
     declares_prefix,
     enter,
+    fresh_namer,
     has_jumps,
     leave,
     names_in,
+    strip_int_casts,
     target_function,
 )
-from xpiler_core.passes._independence import _injective
+from xpiler_core.passes._independence import injective_index
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 
 INFO = PassInfo(
@@ -58,18 +60,9 @@ BDX, BDY, BDZ = "xp_bdx", "xp_bdy", "xp_bdz"
 _THREAD_NAMES = frozenset({TX, TY, TZ, T})
 _LINEAR = A.binop("+", A.Name(TX), A.binop("*", A.Name(BDX), A.binop("+", A.Name(TY),
                                                                        A.binop("*", A.Name(BDY), A.Name(TZ)))))
-_INT_TYPES = frozenset({"int", "unsigned int", "unsigned", "long", "long long", "size_t"})
-
-
-def _strip(e: A.Expr) -> A.Expr:
-    while isinstance(e, A.Cast) and not e.type.pointers and e.type.base in _INT_TYPES:
-        e = e.operand
-    return e
-
-
 def _is_slot(e: A.Expr) -> bool:
     """The thread's own linear index (in a one-dimensional block all of these are ``tx``)."""
-    e = _strip(e)
+    e = strip_int_casts(e)
     return e in (A.Name(TX), A.Name(T), _LINEAR)
 
 
@@ -122,7 +115,7 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
     written: dict[str, list[A.Expr]] = {}
     for part in parts:
         for target in _writes(part):
-            target = _strip(target)
+            target = strip_int_casts(target)
             if isinstance(target, A.Name):
                 if target.id not in local and target.id not in expanded:
                     return f"threads share the scalar '{target.id}' they write", False
@@ -142,7 +135,7 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
         first = indices[0][1]
         if not all(in_loop and ix == first for in_loop, ix in indices):
             return f"'{base}' is accessed at different indices by different threads", False
-        if not _injective(first, var, varying - {var}, {}):
+        if not injective_index(first, var, varying - {var}, {}):
             return f"the index of '{base}' is not provably distinct per iteration", False
         by_c = True
     return None, by_c
@@ -193,9 +186,10 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             return None
         state["done"] += 1
 
-        names = {k: A.fresh_name(fn, f"xp_ti_{k}") for k in ("cb", "lim")}
+        fresh = fresh_namer(fn)
+        names = {k: fresh(f"xp_ti_{k}") for k in ("cb", "lim")}
         slot = A.Name(TX)
-        arrays = {v: A.fresh_name(fn, f"{v}_x") for v in expanded}
+        arrays = {v: fresh(f"{v}_x") for v in expanded}
 
         def nest_with(stmts: tuple[A.Stmt, ...]) -> A.Stmt:
             inner: A.Stmt = A.replace(loops[2], body=A.Block(stmts))
