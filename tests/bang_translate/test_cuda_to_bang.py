@@ -157,7 +157,7 @@ def test_the_element_index_used_as_a_value_stays_exact() -> None:
 
 
 def test_server_offers_translate_to_bang_for_cuda() -> None:
-    from xpiler_server import core_api
+    from xpiler_core import api as core_api
 
     assert Dialect.BANG in core_api.available_targets(Dialect.CUDA)
     assert Dialect.CUDA in core_api.available_targets(Dialect.BANG)

@@ -23,10 +23,10 @@ from server_lsp_helpers import (
     wait_until_diagnostics,
 )
 
+from xpiler_core import api as core_api
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.passes import all_passes
 from xpiler_core.pipeline import run_pass
-from xpiler_server import core_api
 
 REPO = Path(__file__).resolve().parents[2]
 SOFTMAX = REPO / "examples" / "softmax_warp.cu"
@@ -140,10 +140,3 @@ async def test_translate_actions_follow_the_plans_on_disk(client: LanguageClient
         assert offered == expected and expected
 
 
-@pytest.mark.skipif(core_api.tuning_entry() is not None, reason="the core has tuning: covered by the tuning tests")
-async def test_tune_says_plainly_that_tuning_is_not_available(client: LanguageClient, tmp_path: Path) -> None:
-    source = tmp_path / "softmax_warp.cu"
-    shutil.copy(SOFTMAX, source)
-    open_doc(client, source.as_uri(), source.read_text())
-    with pytest.raises(Exception, match="tuning not available"):
-        await execute(client, "xpiler.tune", source.as_uri())

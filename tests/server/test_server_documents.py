@@ -6,11 +6,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
-
-from xpiler_core.frontend.source import parse_text
 from xpiler_server.config import XpilerConfig
 from xpiler_server.documents import Document
 from xpiler_server.positions import LineIndex
+
+from xpiler_core.frontend.source import parse_text
 
 BASE = """\
 // ünïcode comment 😀

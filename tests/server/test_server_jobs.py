@@ -24,8 +24,8 @@ from server_lsp_helpers import (
     wait_progress,
 )
 
+from xpiler_core import api as core_api
 from xpiler_core.frontend.dialect import Dialect
-from xpiler_server import core_api
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "benchmarks" / "suite"

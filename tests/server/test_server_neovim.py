@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from xpiler_core import api as core_api
 from xpiler_core.frontend.dialect import Dialect
-from xpiler_server import core_api
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]

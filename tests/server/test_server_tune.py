@@ -26,14 +26,11 @@ from server_lsp_helpers import (
     wait_notification,
 )
 
-from xpiler_server import core_api
-
 REPO = Path(__file__).resolve().parents[2]
 RELU = REPO / "benchmarks" / "suite" / "activation" / "relu"
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.skipif(core_api.tuning_entry() is None, reason="no tuner in the core"),
 ]
 
 

@@ -13,14 +13,11 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 from server_lsp_helpers import execute, open_doc, wait_for_version, wait_notification
 
-from xpiler_server import core_api
-
 REPO = Path(__file__).resolve().parents[2]
 RELU = REPO / "benchmarks" / "suite" / "activation" / "relu"
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.skipif(core_api._optional("xpiler_core.verify.harness") is None, reason="no harness in the core yet"),
 ]
 
 

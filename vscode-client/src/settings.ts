@@ -1,6 +1,6 @@
 // The server's configuration as the extension sends it: once as initializationOptions, again on every
 // workspace/configuration request for the "xpiler" section, and pushed on change. The keys are exactly the
-// server's (see xpiler_server/config.py), which are also the setting names under "xpiler." in VS Code.
+// server's (see server/config.py), which are also the setting names under "xpiler." in VS Code.
 // Pure: no vscode import, so node's test runner can check it.
 
 export type Target = 'hip' | 'cpu' | 'cuda' | 'bang';

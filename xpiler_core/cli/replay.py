@@ -1,16 +1,19 @@
 """``xpiler replay MANIFEST``: redo a recorded translation and say whether it reproduced.
 
-The source must still hash to the recorded value. The run is repeated with the recorded direction, passes
-and parameters, spec, seed and warp size; reproduced means the same translation text (hash), the same
-status and the same test outcome per case (pass/fail and max abs error within 1e-12 relative). Exit 0 when
-reproduced, 1 when not. A run with an LLM proposer is repeated with the recorded endpoint, model and key
-variable (over ``XPILER_LLM_*``); replies are cached by model and prompt, so a replay on the machine that
-made the run asks nobody.
+Works for every direction (one manifest schema, ``translation.MANIFEST_SCHEMA``). The source must still hash
+to the recorded value (and so must every local header it read). The run is repeated with the recorded
+direction, passes and parameters, spec, seed, warp size and project settings; reproduced means the same
+translation text (hash), the same status and the same test outcome per case (pass/fail and max abs error
+within 1e-12 relative) or the same whole-program verdict. Exit 0 when reproduced, 1 when not. A run with
+an LLM proposer is repeated with the recorded endpoint, model and key variable (over ``XPILER_LLM_*``);
+replies are cached by model and prompt, so a replay on the machine that made the run asks nobody.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import json
 import math
 import sys
@@ -19,8 +22,8 @@ from typing import Any
 
 from xpiler_core.cli.translate import llm_config, read_source
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect
-from xpiler_core.pipeline import TranslateOptions, sha256_text, translate
+from xpiler_core.pipeline import translate
+from xpiler_core.translation import Manifest, options_from_manifest, read_manifest, sha256_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,42 +33,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def load_manifest(path: str) -> dict[str, Any]:
+def load_manifest(path: str) -> Manifest:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise XpilerError(f"cannot read manifest: {exc.strerror}", path) from None
     except json.JSONDecodeError as exc:
         raise XpilerError(f"not a manifest (invalid JSON: {exc.msg})", path, exc.lineno - 1, exc.colno - 1) from None
-    for key in ("source", "options", "outcome"):
-        if key not in data:
-            raise XpilerError(f"not a manifest: no '{key}' entry", path)
-    return data
+    return read_manifest(data, path)
 
 
-def options_from_manifest(data: dict[str, Any]) -> TranslateOptions:
-    opts = data["options"]
-    spec = data.get("spec") or {}
-    proposer = str(opts.get("proposer", "rules"))
-    recorded = data.get("proposer") or {}  # the LLM settings of the run, when it used a proposer
-    return TranslateOptions(
-        target=Dialect(opts["target"]),
-        warp_size=opts.get("warp_size"),
-        spec_path=opts.get("spec_path") if not spec.get("auto") else None,
-        verify=bool(opts.get("verify", True)),
-        seed=int(opts.get("seed", 0)),
-        passes=list(opts.get("passes") or []) or None,
-        pass_params={k: dict(v) for k, v in (opts.get("pass_params") or {}).items()},
-        proposer=proposer,
-        llm=None if proposer == "rules" else llm_config(recorded.get("base_url"), recorded.get("model"),
-                                                         recorded.get("api_key_env")),
-    )
-
-
-def compare(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def compare(old: Manifest, new: Manifest) -> list[str]:
     """Differences between two manifests' outcomes (empty: reproduced)."""
     diffs: list[str] = []
-    if old.get("candidate_sha256") != new.get("candidate_sha256"):
+    if old["candidate_sha256"] != new["candidate_sha256"]:
         diffs.append("the translation text differs")
     if old["outcome"]["status"] != new["outcome"]["status"]:
         diffs.append(f"status {old['outcome']['status']} → {new['outcome']['status']}")
@@ -73,6 +54,10 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     new_compile = (new["outcome"].get("compile") or {}).get("ok")
     if old_compile != new_compile:
         diffs.append(f"compile verdict {old_compile} → {new_compile}")
+    old_program = old["outcome"].get("program") or {}
+    new_program = new["outcome"].get("program") or {}
+    if old_program.get("matched") != new_program.get("matched"):
+        diffs.append(f"whole-program verdict {old_program.get('matched')} → {new_program.get('matched')}")
     old_cases = ((old["outcome"].get("tests") or {}).get("cases")) or []
     new_cases = ((new["outcome"].get("tests") or {}).get("cases")) or []
     if len(old_cases) != len(new_cases):
@@ -88,6 +73,19 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return diffs
 
 
+def _changed_headers(manifest: Manifest) -> list[str]:
+    changed = []
+    for header, digest in manifest["source"].get("includes", {}).items():
+        try:
+            now = hashlib.sha256(Path(header).read_text(encoding="utf-8", errors="replace").encode(
+                "utf-8", errors="replace")).hexdigest()
+        except OSError:
+            now = ""
+        if now != digest:
+            changed.append(header)
+    return changed
+
+
 def run(args: argparse.Namespace) -> int:
     data = load_manifest(args.manifest)
     source_path = data["source"]["path"]
@@ -96,10 +94,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"{source_path}:1:1: error: the source changed since the recorded run (sha256 differs); "
               "not reproducible", file=sys.stderr)
         return 1
-    result = translate(text, source_path, options_from_manifest(data))
+    for header in _changed_headers(data):
+        print(f"{header}:1:1: error: this header of the source changed since the recorded run; not reproducible",
+              file=sys.stderr)
+        return 1
+    options = options_from_manifest(data)
+    if options.proposer != "rules":
+        recorded: dict[str, Any] = dict(data.get("proposer") or {})
+        options = dataclasses.replace(options, llm=llm_config(recorded.get("base_url"), recorded.get("model"),
+                                                              recorded.get("api_key_env")))
+    result = translate(text, source_path, options)
     diffs = compare(data, result.manifest)
     old_t = data.get("timings", {}).get("total")
-    print(f"replayed {data.get('direction')} of {source_path}: status {result.status} "
+    print(f"replayed {data['direction']} of {source_path}: status {result.status.value} "
           f"(recorded {data['outcome']['status']}); {result.seconds:.2f} s (recorded {old_t} s)")
     if diffs:
         print("NOT reproduced:")

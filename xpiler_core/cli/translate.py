@@ -1,9 +1,12 @@
-"""``xpiler translate FILE --to hip|cuda|cpu|c|bang [-o OUT] [--spec SPEC] [--manifest FILE] [--proposer P]``.
+"""``xpiler translate FILE|DIR --to hip|cuda|cpu|c|bang [-o OUT] [--spec SPEC] [-I DIR] [-D NAME[=V]] [--std S]``.
 
 Translates FILE, verifies the result (the target's real compiler, then the source and the translation run
-on the same inputs), writes the translation next to the source (never over it) and a manifest under
-``.xpiler/`` next to the output, and prints a short summary. Exit status: 0 verified or compiled-not-executed,
-3 unresolved (the reasons are printed as ``file:line:col`` warnings), 1 on errors.
+on the same inputs, or the whole program when it has ``main``), writes the translation next to the source
+(never over it), its translated headers beside it and a manifest under ``.xpiler/`` next to the output, and
+prints a short summary. A folder is translated file by file into ``-o OUTDIR`` (layout kept, files that
+need no change copied) with a table. Exit status (``translation.EXIT_CODES``): 0 verified, 3 unresolved
+(the reasons are printed as ``file:line:col`` warnings), 4 compiled but not executed, 5 an error of xpiler's
+own harness, 1 a user error (unreadable file, bad flags), 2 a usage error.
 
 ``--proposer`` is "rules" by default: no LLM code is loaded and no network call is made. "llm" and
 "rules-then-llm" ask the endpoint named by ``--llm-base-url``/``--llm-model``/``--llm-api-key-env``, each
@@ -21,12 +24,14 @@ from typing import TYPE_CHECKING, Any
 from xpiler_core.diagnostics import Severity, XpilerError
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.source import decode_source
-from xpiler_core.pipeline import TranslateOptions, TranslationResult, translate, write_outputs
+from xpiler_core.pipeline import translate, write_outputs
+from xpiler_core.project import ProjectConfig
+from xpiler_core.translation import EXIT_CODES, Status, TranslateOptions, TranslationResult
 
 if TYPE_CHECKING:
     from xpiler_core.llm.client import LLMConfig
 
-EXIT_UNRESOLVED = 3
+EXIT_UNRESOLVED = EXIT_CODES[Status.UNRESOLVED]
 # The same names as xpiler_core.llm.hook.PROPOSERS, repeated so the default path never imports the LLM code.
 PROPOSERS = ("rules", "llm", "rules-then-llm")
 # Target names users type: the dialects, plus "cpu" for the C/OpenMP target (what the editor calls it).
@@ -39,8 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="translate a kernel file to another dialect and verify the result",
         description="Translate FILE to the --to dialect, verify it, write it next to FILE and print a summary.",
     )
-    parser.add_argument("file", metavar="FILE", help="source file (.cu, .hip, .c, .mlu)")
+    parser.add_argument("file", metavar="FILE", help="source file (.cu, .hip, .c, .mlu) or a folder of them")
     parser.add_argument("--to", required=True, choices=sorted(TARGET_NAMES), help="target (cpu is an alias of c)")
+    parser.add_argument("--from", dest="source", choices=sorted(n for n in TARGET_NAMES if n != "cpu"),
+                        help="the source's dialect (default: detected from the code compiled for its platform)")
     parser.add_argument("-o", "--output", metavar="OUT", help="output path (default: FILE with the target suffix)")
     parser.add_argument("--spec", metavar="SPEC", help="test spec (TOML) to verify against; default: built from the code")
     parser.add_argument("--manifest", metavar="FILE", help="also write the run's manifest (JSON) here")
@@ -51,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--param", action="append", default=[], metavar="PASS.NAME=VALUE",
                         help="a pass parameter, e.g. warp_size.strategy=lanes32 (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of the summary")
+    add_project_flags(parser)
     llm = parser.add_argument_group("LLM proposer", "used only with --proposer llm or rules-then-llm")
     llm.add_argument("--proposer", choices=PROPOSERS, default="rules",
                      help="rules (default, no network), llm (ask the LLM first, rules as fallback) or "
@@ -62,6 +70,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="name of the environment variable holding the API key "
                           "(default: $XPILER_LLM_API_KEY_ENV, else OPENAI_API_KEY)")
     parser.set_defaults(func=run)
+
+
+def add_project_flags(parser: argparse.ArgumentParser) -> None:
+    """``-I``, ``-D``, ``--std`` and program arguments: what the compilers and the program runs get, on top of
+    ``compile_commands.json`` and ``xpiler.toml`` found upward from the file."""
+    group = parser.add_argument_group("project", "build flags (added to compile_commands.json / xpiler.toml)")
+    group.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR", help="include directory")
+    group.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]", help="macro")
+    group.add_argument("--std", metavar="STD", help="language standard, e.g. c++17")
+    group.add_argument("--arg", dest="program_args", action="append", default=[], metavar="ARG",
+                       help="an argument for the whole-program runs (repeatable)")
+    group.add_argument("--timeout", type=float, metavar="S", help="time limit of one program or test run")
+
+
+def project_from_args(args: argparse.Namespace) -> ProjectConfig | None:
+    from pathlib import Path
+
+    given = ProjectConfig(include_dirs=tuple(str(Path(d).resolve()) for d in args.include_dirs),
+                          defines=tuple(args.defines), std=args.std, program_args=tuple(args.program_args),
+                          timeout_s=args.timeout, origins=("command line",))
+    return given if given != ProjectConfig() else None
 
 
 def parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -97,6 +126,8 @@ def options_from_args(args: argparse.Namespace) -> TranslateOptions:
         pass_params=parse_params(args.param),
         proposer=args.proposer,
         llm=llm_config_from_args(args),
+        source_dialect=TARGET_NAMES[args.source] if args.source else None,
+        project=project_from_args(args),
     )
 
 
@@ -136,13 +167,20 @@ def run(args: argparse.Namespace) -> int:
         flags = ", ".join(given_llm_flags(args))
         print(f"xpiler translate: error: {flags} only apply with --proposer llm or rules-then-llm", file=sys.stderr)
         return 2
-    text = read_source(args.file)
     options = options_from_args(args)
+    from pathlib import Path
+
+    if Path(args.file).is_dir():
+        from xpiler_core.cli.translate_tree import translate_tree
+
+        return translate_tree(Path(args.file), Path(args.output) if args.output else None, options, args.json)
+    text = read_source(args.file)
     result = translate(text, args.file, options)
     out_path, manifest_path = write_outputs(result, args.output, args.manifest)
     if args.json:
-        json.dump({"status": result.status, "output": str(out_path), "manifest": str(manifest_path),
-                   "summary": result.summary, "manifest_data": result.manifest}, sys.stdout, indent=2, default=str)
+        json.dump({"status": result.status.value, "reason": result.reason, "output": str(out_path),
+                   "manifest": str(manifest_path), "summary": result.summary, "manifest_data": result.manifest},
+                  sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         print_summary(result, str(out_path), str(manifest_path))
@@ -152,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
 def print_summary(result: TranslationResult, out_path: str, manifest_path: str) -> None:
     print(result.summary)
     if result.output_text:
-        print(f"wrote {out_path} (manifest {manifest_path})")
+        headers = ", ".join(result.companions)
+        print(f"wrote {out_path}" + (f" and {headers}" if headers else "") + f" (manifest {manifest_path})")
     else:
         print(f"no translation to write; {out_path} left as it was (manifest {manifest_path})")
     for item in result.unresolved:
@@ -164,8 +203,4 @@ def print_summary(result: TranslationResult, out_path: str, manifest_path: str) 
 
 
 def exit_code(result: TranslationResult) -> int:
-    if result.status in ("verified", "compiled-not-executed"):
-        return 0
-    if result.status == "unresolved":
-        return EXIT_UNRESOLVED
-    return 1
+    return EXIT_CODES[result.status]

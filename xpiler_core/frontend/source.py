@@ -8,6 +8,9 @@ Bad input (binary, invalid UTF-8, huge, deeply nested) produces diagnostics, nev
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -111,10 +114,39 @@ def decode_source(data: bytes, path: str = "<input>") -> str:
         raise XpilerError(f"invalid UTF-8 (byte 0x{data[exc.start]:02x})", path, line, col) from None
 
 
+#: Called with the text of every fresh parse (tests count parses per translation through it).
+PARSE_LISTENERS: list[Callable[[str], None]] = []
+_RECENT_PARSES: OrderedDict[tuple[str, str, Dialect], ParsedSource] = OrderedDict()
+_RECENT_LIMIT = 16
+_RECENT_LOCK = threading.Lock()
+
+
 def parse_text(text: str, path: str = "<input>", dialect: Dialect | None = None) -> ParsedSource:
-    """Parse source text; the dialect is detected from suffix and content when not given."""
-    data = text.encode("utf-8", errors="surrogatepass")
+    """Parse source text; the dialect is detected from suffix and content when not given.
+
+    The same text parsed again soon after (a plan, the test builder and the runtime's launch rewriter all
+    read the source) gets the same tree: a translation parses each text once."""
     dialect = dialect or detect_dialect(text, path)
+    key = (text, path, dialect)
+    with _RECENT_LOCK:
+        recent = _RECENT_PARSES.get(key)
+        if recent is not None:
+            _RECENT_PARSES.move_to_end(key)
+    if recent is not None:
+        return ParsedSource(recent.path, recent.text, recent.data, recent.dialect, recent.tree,
+                            list(recent.diagnostics))
+    parsed = _parse(text, path, dialect)
+    with _RECENT_LOCK:
+        _RECENT_PARSES[key] = parsed
+        if len(_RECENT_PARSES) > _RECENT_LIMIT:
+            _RECENT_PARSES.popitem(last=False)
+    return parsed
+
+
+def _parse(text: str, path: str, dialect: Dialect) -> ParsedSource:
+    for listener in PARSE_LISTENERS:
+        listener(text)
+    data = text.encode("utf-8", errors="surrogatepass")
     if len(data) > MAX_SOURCE_BYTES:
         # Never raise here (the server parses every document): an empty tree plus one diagnostic.
         message = f"file is {len(data)} bytes; the limit is {MAX_SOURCE_BYTES} bytes: not parsed"

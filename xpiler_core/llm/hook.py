@@ -14,14 +14,15 @@ from collections.abc import Callable
 from typing import Any
 
 from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
-from xpiler_core.frontend.dialect import detect_dialect
+from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.llm.client import LLMConfig, LLMUnavailable
 from xpiler_core.llm.propose import Proposal, ProposerConfig, propose
-from xpiler_core.passes.base import PassContext, SourceUnit
+from xpiler_core.passes.base import PassContext, PassRecord, SourceUnit
 from xpiler_core.progress import CancelToken, ProgressFn, report
+from xpiler_core.translation import Status, TranslateOptions, TranslationResult
 
 PROPOSERS = ("rules", "llm", "rules-then-llm")
-Plan = Callable[[str, str, Any, ProgressFn | None, CancelToken | None], Any]
+Plan = Callable[[ParsedUnit, TranslateOptions, ProgressFn | None, CancelToken | None], TranslationResult]
 
 
 def resolve_config(options: Any) -> LLMConfig:
@@ -31,27 +32,28 @@ def resolve_config(options: Any) -> LLMConfig:
 
 
 def translate_with_proposer(
-    plan: Plan, text: str, path: str, options: Any, progress: ProgressFn | None, cancel: CancelToken | None
-) -> Any:
+    plan: Plan, unit: ParsedUnit, options: TranslateOptions, progress: ProgressFn | None, cancel: CancelToken | None
+) -> TranslationResult:
+    text, path = unit.text, unit.path
     mode = options.proposer
     if mode not in PROPOSERS:
         raise XpilerError(f"unknown proposer '{mode}' (expected one of: {', '.join(PROPOSERS)})", path)
     config = resolve_config(options)
-    source = detect_dialect(text, path)
+    source = unit.dialect
     warp = options.warp_size or (64 if options.target.value == "hip" else 32)
     ctx = PassContext(source_dialect=source, target=options.target, warp_size=warp, file=path)
     rules_result = None
     pass_name, problem, partial = "translate", "", None
     if mode == "rules-then-llm":
-        rules_result = plan(text, path, options, progress, cancel)
-        if rules_result.status == "verified":
+        rules_result = plan(unit, options, progress, cancel)
+        if rules_result.status is Status.VERIFIED:
             _record(rules_result, mode, config, None, [], "the rules verified; the LLM was not asked")
             return rules_result
         pass_name, problem = failed_pass(rules_result)
         partial = rules_result.output_text
     if not options.verify:
         note = "verification is off, and an LLM proposal is only accepted when verified: the LLM was not asked"
-        result = rules_result or plan(text, path, options, progress, cancel)
+        result = rules_result or plan(unit, options, progress, cancel)
         _record(result, mode, config, None, [], note)
         return result
     report(progress, 0.5, f"asking the LLM ({config.model or 'unconfigured'}) for {pass_name}")
@@ -64,9 +66,9 @@ def translate_with_proposer(
     except LLMUnavailable as exc:
         unavailable = exc.message
     if proposals:
-        skeleton = rules_result or plan(text, path, dataclasses.replace(options, verify=False), progress, cancel)
+        skeleton = rules_result or plan(unit, dataclasses.replace(options, verify=False), progress, cancel)
         return adopt(skeleton, proposals[0], mode, config, proposer_config.attempts, ctx.diagnostics)
-    result = rules_result or plan(text, path, options, progress, cancel)
+    result = rules_result or plan(unit, options, progress, cancel)
     result.diagnostics.extend(ctx.diagnostics)
     if unavailable is not None:
         result.diagnostics.append(Diagnostic(Severity.WARNING, "llm.unavailable", unavailable, Span.empty(), path))
@@ -75,13 +77,13 @@ def translate_with_proposer(
     return result
 
 
-def failed_pass(result: Any) -> tuple[str, str]:
+def failed_pass(result: TranslationResult) -> tuple[str, str]:
     """The pass to ask the LLM about and why: the first refusal, else the first pass that left constructs
     unresolved, else the whole translation (with the result's reason: a compile error, a failing test)."""
     for record in result.passes_applied:
         if record.get("refused"):
             return str(record["name"]), str(record["refused"])
-    reason = str(result.manifest.get("outcome", {}).get("reason") or result.summary or "")
+    reason = result.reason or result.summary
     for record in result.passes_applied:
         if record.get("unresolved"):
             return str(record["name"]), reason
@@ -89,33 +91,33 @@ def failed_pass(result: Any) -> tuple[str, str]:
 
 
 def adopt(
-    skeleton: Any, proposal: Proposal, mode: str, config: LLMConfig, attempts: list[dict[str, Any]],
+    skeleton: TranslationResult, proposal: Proposal, mode: str, config: LLMConfig, attempts: list[dict[str, Any]],
     diagnostics: list[Diagnostic],
-) -> Any:
+) -> TranslationResult:
     """The translation result carrying a verified proposal and its evidence."""
-    from xpiler_core.pipeline import report_dict, sha256_text, verdict_dict
+    from xpiler_core.translation import report_dict, sha256_text, verdict_dict
 
     evidence = proposal.verification
     cases = len(evidence.tests.cases) if evidence.tests is not None else 0
     toolchain = getattr(evidence.compile, "toolchain", "the target toolchain")
     summary = (f"verified: LLM proposal ({proposal.model}) for {proposal.pass_name}, accepted by {toolchain} "
                f"and {cases} test case(s)")
-    llm_record = {"name": f"llm:{proposal.pass_name}", "params": {"model": proposal.model}, "changed": True,
-                  "refused": None, "notes": ["the output is the verified LLM proposal, replacing the rules' output"],
-                  "unresolved": 0, "seconds": 0.0}
+    llm_record: PassRecord = {"name": f"llm:{proposal.pass_name}", "params": {"model": proposal.model},
+                              "changed": True, "refused": None,
+                              "notes": ["the output is the verified LLM proposal, replacing the rules' output"],
+                              "unresolved": 0, "seconds": 0.0}
     passes = [*skeleton.passes_applied, llm_record]
-    manifest = dict(skeleton.manifest)
+    manifest = skeleton.manifest
     manifest["passes"] = passes
-    manifest["options"] = {**manifest.get("options", {}), "verify": True}
+    manifest["options"]["verify"] = True
     manifest["candidate_sha256"] = sha256_text(proposal.text)
     manifest["spec"] = evidence.spec_info
-    manifest["outcome"] = {**manifest.get("outcome", {}), "status": "verified", "reason": "",
-                           "compile": verdict_dict(evidence.compile), "tests": report_dict(evidence.tests),
-                           "unresolved": []}
+    manifest["outcome"].update({"status": Status.VERIFIED.value, "reason": "",
+                                "compile": verdict_dict(evidence.compile), "tests": report_dict(evidence.tests),
+                                "unresolved": []})
     result = dataclasses.replace(
-        skeleton, output_text=proposal.text, status="verified", summary=summary, compile=evidence.compile,
-        passes_applied=passes,
-        tests=evidence.tests, unresolved=[], manifest=manifest,
+        skeleton, output_text=proposal.text, status=Status.VERIFIED, summary=summary, reason="",
+        compile=evidence.compile, passes_applied=passes, tests=evidence.tests, unresolved=[], manifest=manifest,
         diagnostics=[*diagnostics, Diagnostic(Severity.INFO, "llm.accepted", summary, Span.empty(),
                                               skeleton.source_path)],
     )
@@ -123,7 +125,7 @@ def adopt(
     return result
 
 
-def _record(result: Any, mode: str, config: LLMConfig, accepted: Proposal | None,
+def _record(result: TranslationResult, mode: str, config: LLMConfig, accepted: Proposal | None,
             attempts: list[dict[str, Any]], note: str) -> None:
     result.manifest["proposer"] = {
         "mode": mode,

@@ -215,34 +215,15 @@ def verify_proposal(
 def _compile_and_test(
     candidate: str, spec: Any, spec_info: dict[str, Any], ctx: PassContext, seed: int, cancel: CancelToken | None,
 ) -> Verification:
-    from xpiler_core.verify.harness import run_spec
-    from xpiler_core.verify.toolchains import compile_check
+    """The same evidence and the same status decision as any translation (``translation.gather_evidence``)."""
+    from xpiler_core.translation import Status, TestSet, decide_status, gather_evidence
+    from xpiler_core.verify.targets import runner_for
 
-    target = ctx.target
-    verdict = compile_check(candidate, target)
-    if not verdict.ok:
-        lines = (verdict.stderr or "").strip().splitlines()
-        return Verification(False, f"the {target.value.upper()} toolchain rejects it"
-                                   + (f": {lines[0]}" if lines else ""), compile=verdict)
-    if cancel is not None:
-        cancel.check()
-    kind = "host" if target is Dialect.C else spec.kind
-    report = run_spec(spec, candidate_text=candidate, candidate_dialect=target, candidate_entry=spec.entry,
-                      candidate_kind=kind, warp_size=ctx.warp_size if target is not Dialect.C else None,
-                      seed=seed, cancel=cancel)
-    if report.build_error:
-        log = report.build_error.strip().splitlines()
-        return Verification(False, "the runtime could not build it" + (f": {log[0]}" if log else ""),
-                            verdict, report, spec_info)
-    if not report.passed:
-        failing = next((c for c in report.cases if not c.passed), None)
-        detail = ""
-        if failing is not None:
-            detail = f" (case {failing.sizes}: " + (failing.error or f"{failing.mismatches} mismatches in "
-                                                   f"{failing.output_name}, expected {failing.expected}, "
-                                                   f"got {failing.got}") + ")"
-        return Verification(False, "it computes different results" + detail, verdict, report, spec_info)
-    return Verification(True, "", verdict, report, spec_info)
+    runner = runner_for(ctx.target, ctx.warp_size if ctx.target is not Dialect.C else None, ctx.warp_size)
+    tests = TestSet([spec], auto=bool(spec_info.get("auto")), spec_path=spec_info.get("path"))
+    evidence = gather_evidence(candidate, tests, runner, seed=seed, cancel=cancel, shrink=False)
+    status, reason = decide_status(evidence, [])
+    return Verification(status is Status.VERIFIED, reason, evidence.compile, evidence.tests, spec_info)
 
 
 def _try_repair(

@@ -10,7 +10,7 @@ A pass whose preconditions fail raises :class:`PassRefused` with the reason inst
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from xpiler_core.diagnostics import Diagnostic, Span
 from xpiler_core.frontend.dialect import Dialect
@@ -50,6 +50,19 @@ class PassInfo:
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
+
+
+class PassRecord(TypedDict):
+    """What one pass did, as the driver, plans, manifests and clients see it."""
+
+    name: str
+    params: dict[str, Any]
+    changed: bool
+    refused: str | None
+    notes: list[str]
+    unresolved: int
+    seconds: float
+    span: NotRequired[dict[str, int]]  # where a refusal points in the source
 
 
 @dataclass

@@ -24,31 +24,31 @@ and run on the spec's cases against the numpy reference (``verify/bang_support.p
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from xpiler_core import ast as A
-from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect
-from xpiler_core.frontend.lower import lower_text
+from xpiler_core.diagnostics import Span
+from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes._cpu_prelude import PRELUDE
-from xpiler_core.passes.base import PassContext, Unresolved
-from xpiler_core.pipeline import (
-    Status,
-    TranslateOptions,
-    TranslationResult,
-    host_info,
-    report_dict,
-    sha256_text,
-    suggested_output_path,
-    xpiler_version,
-)
+from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
+from xpiler_core.plans._project import ProjectFiles
 from xpiler_core.plans.cuda_to_cpu import recovery_params_from_spec, run_ast_passes, spec_with_launch_args
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
+from xpiler_core.translation import (
+    Evidence,
+    TestSet,
+    TranslateOptions,
+    TranslationResult,
+    finish_translation,
+    gather_evidence,
+)
 
 DEFAULT_PASSES = ["detensorization", "loop_recovery", "bang_binding", "bang_matmul", "bang_pool", "bang_tensorize",
                   "bang_reduce", "bang_pipeline"]
@@ -81,9 +81,21 @@ def translate_to_bang(
     pass_params: dict[str, dict[str, Any]] | None = None,
     passes: list[str] | None = None,
     generation: str | None = None,
-) -> tuple[str | None, list[dict[str, Any]], PassContext]:
+) -> tuple[str | None, list[PassRecord], PassContext]:
+    """:func:`translate_unit` on a text (for callers that hold no parsed unit)."""
+    return translate_unit(ParsedUnit(text, path, detect_dialect(text, path)), spec, pass_params, passes, generation)
+
+
+def translate_unit(
+    unit: ParsedUnit,
+    spec: Any | None = None,
+    pass_params: dict[str, dict[str, Any]] | None = None,
+    passes: list[str] | None = None,
+    generation: str | None = None,
+) -> tuple[str | None, list[PassRecord], PassContext]:
     """The BANG C candidate (``None`` when a required step refused) and one record per pass."""
-    module = lower_text(text, path)
+    module = unit.module
+    path = unit.path
     ctx = PassContext(source_dialect=module.dialect, target=Dialect.BANG, file=path)
     params = recovery_params_from_spec(module, spec, pass_params)
     entry = ""
@@ -124,14 +136,14 @@ def intrinsics_used(candidate: str) -> list[str]:
     return sorted(set(re.findall(r"\b(__bang_\w+|__memcpy_async|__memcpy|__sync_io)\s*\(", candidate)))
 
 
-def launch_params_used(records: list[dict[str, Any]]) -> str:
+def launch_params_used(records: list[PassRecord]) -> str:
     for r in records:
         if r["name"] == "loop_recovery" and not r["refused"]:
             return str(r["params"].get("launch_params") or "")
     return ""
 
 
-def verify_bang(candidate: str, spec: Any, records: list[dict[str, Any]], seed: int = 0,
+def verify_bang(candidate: str, spec: Any, records: list[PassRecord], seed: int = 0,
                 cancel: CancelToken | None = None, generation: str | None = None) -> tuple[Any, str]:
     """Run the candidate on the model against the spec; returns (BangSpecReport, note)."""
     from xpiler_core.verify.bang_support import run_bang_spec
@@ -148,65 +160,41 @@ def verify_bang(candidate: str, spec: Any, records: list[dict[str, Any]], seed: 
 
 
 def plan(
-    text: str,
-    path: str,
+    unit: ParsedUnit,
     options: TranslateOptions,
     progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
 ) -> TranslationResult:
-    from xpiler_core.verify.spec import load_spec
+    from xpiler_core.verify.targets import BangRunner
 
     started = time.perf_counter()
-    report(progress, 0.0, f"translating {Path(path).name} (cuda->bang)")
-    spec = load_spec(options.spec_path) if options.spec_path else None
-    tmp_dir = None
-    if spec is None and options.verify:
-        from xpiler_core.verify import autospec
-
-        tmp_dir = tempfile.TemporaryDirectory(prefix="xpiler-bang-spec-")
-        built = autospec.build_spec(text, path, Dialect.CUDA, Path(tmp_dir.name))
-        if built.spec_path is not None:
-            spec = load_spec(str(built.spec_path))
-    try:
-        candidate, records, ctx = translate_to_bang(text, path, spec, options.pass_params, options.passes)
-        tests = None
-        reason = ""
-        if candidate is None:
-            status, reason, candidate = "unresolved", (ctx.unresolved[-1].reason if ctx.unresolved else "refused"), ""
-        elif not options.verify:
-            status, reason = "unresolved", "verification was turned off: not built, not executed"
-        elif spec is None:
-            status, reason = "unresolved", "no test spec could be built: the candidate was not executed"
-        else:
+    report(progress, 0.0, f"translating {Path(unit.path).name} (cuda->bang)")
+    project = ProjectFiles.of(unit, options, Dialect.BANG)
+    inlined_text, inlined = project.inline_device_headers()
+    work = unit if not inlined else unit.with_text(inlined_text)
+    evidence = Evidence(verify=options.verify)
+    with tempfile.TemporaryDirectory(prefix="xpiler-bang-spec-") as tmp:
+        # the tests come first: the launch they use seeds loop recovery of a bare kernel
+        tests = project.test_set(options, Path(tmp) / "auto", allow_shim=False) if options.verify else TestSet([])
+        tests.program = False  # the MLU model runs kernels, not host programs with main
+        spec = tests.specs[0] if tests.specs else None
+        candidate, records, ctx = translate_unit(work, spec, options.pass_params, options.passes)
+        if candidate is not None and options.verify:
+            runner = BangRunner(source_build=project.source_build())
+            launch = launch_params_used(records)
+            checked = tests
+            if spec is not None and launch:
+                checked = dataclasses.replace(tests, specs=[spec_with_launch_args(spec, launch, Path(tmp) / "launch")])
+                ctx.notes.append(f"the grid is not a function of the kernel's parameters: {launch} are extra "
+                                 "trailing parameters")
             report(progress, 0.5, "building and running on the MLU model")
-            tests, note = verify_bang(candidate, spec, records, options.seed, cancel)
-            if tests.build_error:
-                status, reason = "failed", "the candidate does not build on the MLU model"
-            elif tests.passed and not ctx.unresolved:
-                status, reason = "verified", note
-            else:
-                status, reason = "failed", "the candidate does not match the reference on the MLU model"
-    finally:
-        if tmp_dir is not None:
-            tmp_dir.cleanup()
-    seconds = time.perf_counter() - started
-    applied = ", ".join(r["name"] for r in records if r["changed"]) or "none"
-    summary = f"{status}: cuda->bang, passes {applied}" + (f" ({reason})" if reason else "")
-    diagnostics = list(ctx.diagnostics)
-    if reason and status != "verified":
-        diagnostics.append(Diagnostic(Severity.WARNING, "translate.status", reason, Span.empty(), path))
-    manifest = {
-        "xpiler": xpiler_version(), "direction": "cuda->bang", "source": {"path": path, "sha256": sha256_text(text)},
-        "passes": records, "status": status, "reason": reason, "intrinsics": intrinsics_used(candidate),
-        "model": {"generation": getattr(tests, "generation", None), "onchip_usage": getattr(tests, "onchip_usage", None),
-                  "capacity_violations": getattr(tests, "capacity_violations", None), "tasks": TASKS,
-                  "task_type": "union1"},
-        "tests": report_dict(tests), "host": host_info(), "seconds": round(seconds, 4), "spec": options.spec_path,
-    }
-    report(progress, 1.0, status)
-    return TranslationResult(
-        source_path=path, source_dialect=Dialect.CUDA, target=Dialect.BANG, output_text=candidate,
-        suggested_output_path=suggested_output_path(path, Dialect.BANG), status=cast(Status, status), summary=summary,
-        passes_applied=records, compile=None, tests=tests, diagnostics=diagnostics, unresolved=list(ctx.unresolved),
-        manifest=manifest, seconds=seconds,
-    )
+            evidence = gather_evidence(candidate, checked, runner, seed=options.seed, cancel=cancel,
+                                       progress=progress, shrink=False)
+            evidence.facts.update(runner.facts)
+            evidence.facts.update({"intrinsics": intrinsics_used(candidate), "tasks": TASKS, "task_type": "union1"})
+    result = finish_translation(
+        text=unit.text, path=unit.path, source=Dialect.CUDA, target=Dialect.BANG, options=options,
+        candidate=candidate, records=records, evidence=evidence, unresolved=ctx.unresolved,
+        diagnostics=ctx.diagnostics, notes=ctx.notes, started=started, warp_size=None, includes=project.headers)
+    report(progress, 1.0, result.status.value)
+    return result

@@ -14,31 +14,33 @@ Optional steps (binding variants) are kept only when the candidate still passes.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from xpiler_core import ast as A
-from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect
-from xpiler_core.frontend.lower import lower_text
-from xpiler_core.passes import get_pass
-from xpiler_core.passes.base import PassContext, PassRefused, Unresolved
-from xpiler_core.pipeline import (
-    Status,
-    TranslateOptions,
-    TranslationResult,
-    host_info,
-    report_dict,
-    sha256_text,
-    suggested_output_path,
-    verdict_dict,
-    xpiler_version,
-)
+from xpiler_core.diagnostics import Span
+from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.frontend.unit import ParsedUnit
+from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
+from xpiler_core.passes.driver import run_passes
+from xpiler_core.plans._project import ProjectFiles
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
+from xpiler_core.translation import (
+    Evidence,
+    TestSet,
+    TranslateOptions,
+    TranslationResult,
+    direction_label,
+    finish_translation,
+    gather_evidence,
+)
+from xpiler_core.verify.targets import gcc_verdict, host_isa
 
 DEFAULT_PASSES = ["detensorization", "grid_reduce", "block_reduce", "loop_recovery", "device_mirrors",
                   "reduction_idiom", "grid_flatten", "loop_binding"]
@@ -123,6 +125,7 @@ def spec_with_launch_args(spec: Any, launch_params: str, workdir: Path) -> Any:
         return dataclasses.replace(spec, args=[*spec.args, *extra])
     module_part, _, func = spec.reference.partition(":")
     original = (spec.path.parent / module_part).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
     wrapper = workdir / "xp_launch_ref.py"
     wrapper.write_text(
         "import importlib.util\n"
@@ -136,56 +139,22 @@ def spec_with_launch_args(spec: Any, launch_params: str, workdir: Path) -> Any:
                                args=[*spec.args, *extra])
 
 
-def host_isa() -> str:
-    """The vector extensions the output is compiled for: AVX2/FMA/F16C when this CPU has them (the CPU
-    output is built for the machine it runs on, like -march=native), else the compiler's baseline."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return ""
-    return "avx2,fma,f16c" if {"avx2", "fma", "f16c"} <= flags else ""
-
-
-def gcc_verdict(candidate: str) -> Any:
-    """The GNU compiler's verdict on a candidate: g++ when it is C++ (the prelude, ``extern "C"``), as the
-    harness builds it, else gcc."""
-    from xpiler_core.verify.toolchains import compile_check
-
-    cplusplus = 'extern "C"' in candidate or "namespace" in candidate or "template" in candidate
-    return compile_check(candidate, Dialect.C, toolchain="g++" if cplusplus else None, flags=("-fopenmp",))
-
-
 def run_ast_passes(
     module: A.Module, names: list[str], ctx: PassContext, params: dict[str, dict[str, Any]]
-) -> tuple[A.Module, list[dict[str, Any]]]:
-    records: list[dict[str, Any]] = []
-    for name in names:
-        mod = get_pass(name)
-        merged = {**mod.INFO.defaults(), **params.get(name, {})}
-        started = time.perf_counter()
-        before = module
-        try:
-            module = mod.apply(module, merged, ctx)
-            refused = None
-        except PassRefused as refusal:
-            refused = refusal.reason
-            where = refusal.span
-        else:
-            where = None
-        records.append({"name": name, "params": merged, "changed": module != before, "refused": refused,
-                        "seconds": round(time.perf_counter() - started, 4)})
-        if where is not None and where != Span.empty():
-            records[-1]["span"] = where.to_dict()  # where the refusal points in the source
-    return module, records
+) -> tuple[A.Module, list[PassRecord]]:
+    """The plan's passes through the one driver (kept as a name the tuner and the BANG plan share)."""
+    run = run_passes(module, names, ctx, params)
+    assert isinstance(run.unit, A.Module)
+    return run.unit, run.records
 
 
-def translate_to_cpu(
-    text: str, path: str, spec: Any | None = None, pass_params: dict[str, dict[str, Any]] | None = None,
+def translate_unit(
+    unit: ParsedUnit, spec: Any | None = None, pass_params: dict[str, dict[str, Any]] | None = None,
     passes: list[str] | None = None,
-) -> tuple[str | None, list[dict[str, Any]], PassContext]:
+) -> tuple[str | None, list[PassRecord], PassContext]:
     """The candidate text (``None`` when loop recovery refused) and the pass records."""
-    module = lower_text(text, path)
-    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file=path)
+    module = unit.module
+    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file=unit.path)
     params = recovery_params_from_spec(module, spec, pass_params)
     params.setdefault("loop_binding", {}).setdefault("isa", host_isa())
     # the source's warp width (HIP: 64) reaches block_reduce as it reaches loop recovery
@@ -200,143 +169,155 @@ def translate_to_cpu(
     return print_module(out, Dialect.C), records, ctx
 
 
+def translate_to_cpu(
+    text: str, path: str, spec: Any | None = None, pass_params: dict[str, dict[str, Any]] | None = None,
+    passes: list[str] | None = None,
+) -> tuple[str | None, list[PassRecord], PassContext]:
+    """:func:`translate_unit` on a text (for callers that hold no parsed unit)."""
+    return translate_unit(ParsedUnit(text, path, detect_dialect(text, path)), spec, pass_params, passes)
+
+
+@dataclass
+class _Checked:
+    candidate: str
+    records: list[PassRecord]
+    evidence: Evidence
+    note: str = ""
+
+
 def plan(
-    text: str,
-    path: str,
+    unit: ParsedUnit,
     options: TranslateOptions,
     progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
-    reference: tuple[str, Dialect] | None = None,
+    reference: ParsedUnit | None = None,
 ) -> TranslationResult:
-    """``reference``: the text and dialect automatic tests run as the reference (default: ``text`` as CUDA);
-    the HIP → CPU plan passes the original HIP, which runs at its own warp size."""
-    from xpiler_core.verify.harness import run_spec
+    """``reference``: the source automatic tests and whole-program runs use (default: ``unit`` itself); the
+    HIP → CPU plan passes the original HIP, which runs at its own warp size."""
     from xpiler_core.verify.spec import load_spec
-    status: Status
+    from xpiler_core.verify.targets import CpuRunner
+
     started = time.perf_counter()
-    report(progress, 0.0, f"translating {Path(path).name} (cuda->cpu)")
+    original = reference or unit
+    report(progress, 0.0, f"translating {Path(unit.path).name} ({direction_label(original.dialect, Dialect.C)})")
+    project = ProjectFiles.of(original, options, Dialect.C)
+    inlined_text, inlined = ProjectFiles.of(unit, options, Dialect.C).inline_device_headers()
+    work = unit if not inlined else unit.with_text(inlined_text)
     spec = load_spec(options.spec_path) if options.spec_path else None
     pass_names = list(options.passes or DEFAULT_PASSES)
-    candidate, records, ctx = translate_to_cpu(text, path, spec, options.pass_params, pass_names)
-    verdict = tests = None
-    reason = ""
-    tmp_spec: Any = None
-    # The spec built from the source lives as long as the plan: a retry verifies against the same one.
-    autospec_dir: tempfile.TemporaryDirectory[str] | None = None
+    candidate, records, ctx = translate_unit(work, spec, options.pass_params, pass_names)
+    if inlined:
+        ctx.notes.append("headers with device code inlined into the translation: "
+                         + ", ".join(Path(h).name for h in inlined))
+    evidence = Evidence(verify=options.verify)
+    source_warp = int(options.pass_params.get("loop_recovery", {}).get("warp_size") or
+                      (64 if original.dialect is Dialect.HIP else 32))
+    with tempfile.TemporaryDirectory(prefix="xpiler-cpu-") as tmp:
+        if candidate is not None and options.verify:
+            tests = project.test_set(options, Path(tmp) / "auto")
+            runner = CpuRunner(warp_size=source_warp, build=project.candidate_build(candidate, {}),
+                               source_build=project.source_build())
 
-    def verify(cand: str, recs: list[dict[str, Any]]) -> tuple[Any, Any, str]:
-        """(compile verdict, test report, note) for one candidate."""
-        nonlocal tmp_spec, autospec_dir
-        verdict = gcc_verdict(cand)
-        if not verdict.ok:
-            return verdict, None, ""
-        if cancel is not None:
-            cancel.check()
-        report(progress, 0.6, "running tests")
-        note = ""
-        with tempfile.TemporaryDirectory(prefix="xpiler-cpu-") as tmp:
-            if spec is None and tmp_spec is None:
-                from xpiler_core.verify import autospec
+            def check(text: str, recs: list[PassRecord]) -> _Checked:
+                runner.build = project.candidate_build(text, {})
+                tested, tested_recs, specs, note = _tests_for(work, text, recs, tests, spec, options, Path(tmp))
+                program = project.program_check(runner, 1, cancel) if tests.program else None
+                found = gather_evidence(tested, specs, runner, seed=options.seed, cancel=cancel,
+                                        progress=progress, shrink=False, program_check=program)
+                if note:
+                    found.note = f"{found.note}; {note}" if found.note else note
+                return _Checked(text, recs, found, note)
 
-                autospec_dir = tempfile.TemporaryDirectory(prefix="xpiler-autospec-")
-                ref_text, ref_dialect = reference or (text, Dialect.CUDA)
-                built = autospec.build_spec(ref_text, path, ref_dialect, Path(autospec_dir.name), allow_shim=True)
-                if built.spec_path is not None:
-                    tmp_spec = load_spec(str(built.spec_path))
-            test_spec = spec or tmp_spec
-            if (spec is None and test_spec is not None and test_spec.kind == "kernel"
-                    and not re.search(rf'extern "C" void {re.escape(test_spec.entry)}\s*\(', cand)):
-                # the automatic tests launch the kernel itself, but the candidate keeps the file's own host code
-                # (or exports the kernel with its launch): test the same kernel translation through a wrapper
-                # with the tests' launch, built by the same passes
-                variant, variant_recs, _ = translate_to_cpu(text, path, test_spec, options.pass_params,
-                                                            [r["name"] for r in recs])
-                if variant is not None and gcc_verdict(variant).ok:
-                    cand, recs = variant, variant_recs
-                    note = (f"tests ran kernel {test_spec.entry} through a wrapper with the tests' launch; the "
-                            "output keeps the file's own launch code")
-            launch_params = _launch_params_used(recs)
-            if test_spec is not None and launch_params:
-                test_spec = spec_with_launch_args(test_spec, launch_params, Path(tmp))
-                note = note or (f"the grid is not a function of the kernel's parameters: {launch_params} are extra "
-                        "trailing parameters of the output function")
-            tests = None
-            exported = re.findall(r"^void\s+([A-Za-z_]\w*)\s*\(\s*dim3\s+xp_grid\b", cand, re.MULTILINE)
-            if exported and (test_spec is None or test_spec.entry in exported):
-                # exported with its launch configuration (nothing said how to launch it): the tests' entry
-                # takes the kernel's own arguments only, so they cannot call it
-                note = (f"{', '.join(exported)} exported with the launch configuration as leading arguments; "
-                        "give --spec (grid and block) to have it tested")
-            elif test_spec is not None:
-                tests = run_spec(test_spec, candidate_text=cand, candidate_dialect=Dialect.C,
-                                 candidate_entry=test_spec.entry, candidate_kind="host", seed=options.seed,
-                                 cancel=cancel)
-        return verdict, tests, note
+            report(progress, 0.4, "compiling with gcc")
+            best = check(candidate, records)
+            best = _fallbacks(best, work, spec, options, pass_names, ctx, check)
+            candidate, records, evidence = best.candidate, best.records, best.evidence
+    result = finish_translation(
+        text=original.text, path=unit.path, source=original.dialect, target=Dialect.C, options=options,
+        candidate=candidate, records=records, evidence=evidence, unresolved=ctx.unresolved,
+        diagnostics=ctx.diagnostics, notes=ctx.notes, started=started, warp_size=None, includes=project.headers)
+    report(progress, 1.0, result.status.value)
+    return result
 
-    if candidate is None:
-        status = "unresolved"
-        reason = ctx.unresolved[-1].reason if ctx.unresolved else "loop recovery refused"
-        candidate = ""
-    elif not options.verify:
-        status, reason = "unresolved", "verification was turned off: not compiled, not executed"
-    else:
-        report(progress, 0.4, "compiling with gcc")
-        verdict, tests, reason = verify(candidate, records)
-        optional = pass_names[pass_names.index("loop_recovery") + 1:] if "loop_recovery" in pass_names else []
-        droppable = [n for n in _DROP_FIRST if any(r["name"] == n and r["changed"] for r in records)]
-        if droppable and (not verdict.ok or (tests is not None and not tests.passed)):
-            # each step is verified: first retry without the reassociating steps, keeping the others
-            kept_names = [n for n in pass_names if n not in droppable]
-            retry, retry_records, _ = translate_to_cpu(text, path, spec, options.pass_params, kept_names)
-            if retry is not None:
-                v2, t2, note2 = verify(retry, retry_records)
-                if v2.ok and t2 is not None and t2.passed:
-                    ctx.notes.append(f"{', '.join(droppable)} output failed verification; kept the candidate "
-                                     "without it")
-                    candidate, records, verdict, tests, reason = retry, retry_records, v2, t2, note2
-        if optional and (not verdict.ok or (tests is not None and not tests.passed)):
-            # each step is verified: fall back to the candidate before the optional steps
-            base_names = [n for n in pass_names[: pass_names.index("loop_recovery") + 1] if n not in _DROP_FIRST]
-            fallback, base_records, base_ctx = translate_to_cpu(text, path, spec, options.pass_params, base_names)
+
+def _passed(checked: _Checked) -> bool:
+    ev = checked.evidence
+    return bool(ev.compile is not None and ev.compile.ok and (
+        (ev.tests is not None and ev.tests.passed) or (ev.program is not None and ev.program.matched)))
+
+
+def _failed(checked: _Checked) -> bool:
+    ev = checked.evidence
+    return bool(ev.compile is not None and (not ev.compile.ok or (ev.tests is not None and not ev.tests.passed) or (
+        ev.program is not None and not ev.program.matched and not ev.program.source_failed)))
+
+
+def _fallbacks(best: _Checked, work: ParsedUnit, spec: Any, options: TranslateOptions, pass_names: list[str],
+               ctx: PassContext, check: Any) -> _Checked:
+    """Each step is verified: a failing candidate is retried without the reassociating steps, then with
+    only the steps up to loop recovery."""
+    if not _failed(best):
+        return best
+    droppable = [n for n in _DROP_FIRST if any(r["name"] == n and r["changed"] for r in best.records)]
+    if droppable:
+        kept = [n for n in pass_names if n not in droppable]
+        retry, retry_records, _ = translate_unit(work, spec, options.pass_params, kept)
+        if retry is not None:
+            again = check(retry, retry_records)
+            if _passed(again):
+                ctx.notes.append(f"{', '.join(droppable)} output failed verification; kept the candidate without it")
+                return again
+    if "loop_recovery" in pass_names:
+        optional = pass_names[pass_names.index("loop_recovery") + 1:]
+        base = [n for n in pass_names[: pass_names.index("loop_recovery") + 1] if n not in _DROP_FIRST]
+        if optional:
+            fallback, base_records, _ = translate_unit(work, spec, options.pass_params, base)
             if fallback is not None:
-                v2, t2, note2 = verify(fallback, base_records)
-                if v2.ok and t2 is not None and t2.passed:
+                again = check(fallback, base_records)
+                if _passed(again):
                     ctx.notes.append(f"{', '.join(optional)} output failed verification; kept the candidate "
                                      "after loop_recovery")
-                    candidate, records, verdict, tests, reason = fallback, base_records, v2, t2, note2
-        if not verdict.ok:
-            status, reason = "failed", "the candidate does not compile with gcc"
-        elif tests is None:
-            status, reason = "compiled-not-executed", reason or "no test spec could be built for this file"
-        elif tests.passed and not ctx.unresolved:
-            status = "verified"
-        else:
-            why = tests.first_failure() if not tests.passed else ""
-            status, reason = "failed", "the candidate does not match the reference" + (f": {why}" if why else "")
-    if autospec_dir is not None:
-        autospec_dir.cleanup()
-    seconds = time.perf_counter() - started
-    applied = ", ".join(r["name"] for r in records if r["changed"]) or "none"
-    summary = f"{status}: cuda->cpu, passes {applied}" + (f" ({reason})" if reason else "")
-    diagnostics = list(ctx.diagnostics)
-    if reason:
-        diagnostics.append(Diagnostic(Severity.WARNING, "translate.status", reason, Span.empty(), path))
-    manifest = {
-        "xpiler": xpiler_version(), "direction": "cuda->cpu", "source": {"path": path, "sha256": sha256_text(text)},
-        "passes": records, "status": status, "reason": reason, "compile": verdict_dict(verdict),
-        "tests": report_dict(tests), "host": host_info(), "seconds": round(seconds, 4),
-        "spec": options.spec_path, "notes": list(ctx.notes),
-    }
-    report(progress, 1.0, status)
-    return TranslationResult(
-        source_path=path, source_dialect=Dialect.CUDA, target=Dialect.C, output_text=candidate,
-        suggested_output_path=suggested_output_path(path, Dialect.C), status=status, summary=summary,
-        passes_applied=records, compile=verdict, tests=tests, diagnostics=diagnostics, unresolved=list(ctx.unresolved),
-        manifest=manifest, seconds=seconds,
-    )
+                    return again
+    return best
 
 
-def _launch_params_used(records: list[dict[str, Any]]) -> str:
+def _exported(candidate: str) -> list[str]:
+    """Kernels the candidate exports with their launch configuration as leading arguments."""
+    return re.findall(r"^void\s+([A-Za-z_]\w*)\s*\(\s*dim3\s+xp_grid\b", candidate, re.MULTILINE)
+
+
+def _tests_for(work: ParsedUnit, candidate: str, records: list[PassRecord], tests: TestSet, spec: Any,
+               options: TranslateOptions, tmp: Path) -> tuple[str, list[PassRecord], TestSet, str]:
+    """What to run the candidate on: the automatic tests launch a kernel the candidate may keep behind the
+    file's own host code (then the same passes build a wrapper with the tests' launch) or take extra launch
+    arguments; a kernel exported with its launch configuration cannot be called by them."""
+    if tests.program:
+        return candidate, records, tests, ""
+    note = ""
+    test_spec = tests.specs[0] if tests.specs else None
+    if (test_spec is not None and spec is None and test_spec.kind == "kernel"
+            and not re.search(rf'extern "C" void {re.escape(test_spec.entry)}\s*\(', candidate)):
+        variant, variant_recs, _ = translate_unit(work, test_spec, options.pass_params, [r["name"] for r in records])
+        if variant is not None and gcc_verdict(variant).ok:
+            candidate, records = variant, variant_recs
+            note = (f"tests ran kernel {test_spec.entry} through a wrapper with the tests' launch; the output keeps "
+                    "the file's own launch code")
+    exported = _exported(candidate)
+    if exported and (test_spec is None or test_spec.entry in exported):
+        why = (f"{', '.join(exported)} exported with the launch configuration as leading arguments; give --spec "
+               "(grid and block) to have it tested")
+        return candidate, records, dataclasses.replace(tests, specs=[], reason=why), ""
+    if test_spec is None:
+        return candidate, records, tests, note
+    launch_params = _launch_params_used(records)
+    if launch_params:
+        test_spec = spec_with_launch_args(test_spec, launch_params, tmp / f"launch{len(launch_params)}")
+        note = note or (f"the grid is not a function of the kernel's parameters: {launch_params} are extra "
+                        "trailing parameters of the output function")
+    return candidate, records, dataclasses.replace(tests, specs=[test_spec]), note
+
+
+def _launch_params_used(records: list[PassRecord]) -> str:
     for r in records:
         if r["name"] == "loop_recovery" and not r["refused"]:
             return str(r["params"].get("launch_params") or "")

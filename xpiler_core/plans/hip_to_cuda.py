@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from xpiler_core.frontend.dialect import Dialect
-from xpiler_core.pipeline import TranslateOptions, TranslationResult
+from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.plans._gpu import GpuDirection, gpu_plan
 from xpiler_core.progress import CancelToken, ProgressFn
+from xpiler_core.translation import TranslateOptions, TranslationResult
 
 DEFAULT_PASSES = ["warp_size", "tensor_cores", "intrinsics_compat", "api_map"]
 
@@ -19,10 +20,9 @@ DIRECTION = GpuDirection(
 
 
 def plan(
-    text: str,
-    path: str,
+    unit: ParsedUnit,
     options: TranslateOptions,
     progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
 ) -> TranslationResult:
-    return gpu_plan(DIRECTION, text, path, options, progress, cancel)
+    return gpu_plan(DIRECTION, unit, options, progress, cancel)

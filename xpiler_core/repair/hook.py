@@ -13,32 +13,44 @@ from typing import Any
 
 from xpiler_core.progress import CancelToken, ProgressFn
 from xpiler_core.repair.engine import repair_candidate
+from xpiler_core.translation import TranslateOptions, TranslationResult
 from xpiler_core.verify.spec import load_spec
-from xpiler_core.verify.toolchains import compile_check
 
 DEFAULT_BUDGET_S = 15.0  # the pipeline waits for it; the CLI and the editor allow more
 
 
-def should_repair(result: Any, options: Any) -> bool:
-    tests = getattr(result, "tests", None)
-    outcome = (getattr(result, "manifest", None) or {}).get("outcome") or {}
-    baseline = outcome.get("baseline")
-    if isinstance(baseline, dict) and baseline.get("passed") is False:
+def should_repair(result: TranslationResult, options: TranslateOptions) -> bool:
+    evidence = result.evidence
+    if evidence is not None and evidence.baseline is not None and not evidence.baseline.passed:
         return False  # the source itself fails the spec: nothing trustworthy to repair towards
     return (
-        bool(getattr(options, "spec_path", None))
-        and getattr(options, "verify", True)
-        and tests is not None
-        and not tests.passed
-        and not tests.build_error
-        and not getattr(result, "unresolved", None)
+        bool(options.spec_path)
+        and options.verify
+        and result.tests is not None
+        and not result.tests.passed
+        and not result.tests.build_error
+        and not result.unresolved
     )
 
 
 def repair_translation(
-    result: Any, options: Any, progress: ProgressFn | None = None, cancel: CancelToken | None = None
-) -> Any:
-    """The translation result, repaired and re-verified when a one-expression repair exists."""
+    result: TranslationResult, options: TranslateOptions, progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+) -> TranslationResult:
+    """The translation result, repaired and re-verified when a one-expression repair exists. The repaired
+    text goes through the same evidence and status decision as any candidate."""
+    from xpiler_core.translation import (
+        Status,
+        TestSet,
+        decide_status,
+        gather_evidence,
+        report_dict,
+        sha256_text,
+        verdict_dict,
+    )
+    from xpiler_core.verify.targets import runner_for
+
+    assert options.spec_path is not None
     if progress is not None:
         progress(0.9, "repair: localizing the failing candidate")
     spec = load_spec(options.spec_path)
@@ -47,39 +59,28 @@ def repair_translation(
         warp_size=options.warp_size, seed=options.seed, initial_report=result.tests,
         budget_s=DEFAULT_BUDGET_S, progress=progress, cancel=cancel,
     )
-    record: dict[str, Any] = {**attempt.to_manifest(), "before_sha256": _sha(result.output_text)}
+    record: dict[str, Any] = {**attempt.to_manifest(), "before_sha256": sha256_text(result.output_text)}
     if attempt.text is not None:
-        record["after_sha256"] = _sha(attempt.text)
-    manifest = dict(result.manifest)
+        record["after_sha256"] = sha256_text(attempt.text)
+    manifest = result.manifest
     manifest["repair"] = record
     if not attempt.repaired or attempt.text is None:
-        return replace(result, manifest=manifest)
-    verdict = compile_check(attempt.text, result.target)
-    record["compile_ok"] = bool(verdict.ok)
-    if not verdict.ok:
+        return result
+    warp = options.warp_size or (64 if result.target.value == "hip" else None)
+    runner = runner_for(result.target, warp, 64 if result.source_dialect.value == "hip" else 32)
+    evidence = gather_evidence(attempt.text, TestSet([spec], auto=False, spec_path=options.spec_path), runner,
+                               seed=options.seed, cancel=cancel, shrink=False)
+    status, reason = decide_status(evidence, result.unresolved)
+    record["compile_ok"] = bool(evidence.compile is not None and evidence.compile.ok)
+    if status is not Status.VERIFIED:
         record["status"] = "rejected"
-        record["message"] = "the repaired text does not compile with the target toolchain"
-        return replace(result, manifest=manifest)
-    from xpiler_core.pipeline import report_dict, sha256_text, verdict_dict
-
+        record["message"] = f"the repaired text does not verify: {reason}"
+        return result
     edits = "; ".join(f"`{e.old}` → `{e.new}`" for e in attempt.edits)
-    status = "verified"
-    cases = attempt.report.cases if attempt.report is not None else []
+    cases = evidence.tests.cases if evidence.tests is not None else []
     summary = f"verified after SMT repair ({edits}): {sum(c.passed for c in cases)}/{len(cases)} cases pass"
     manifest["candidate_sha256"] = sha256_text(attempt.text)
-    outcome = dict(manifest.get("outcome") or {})
-    outcome.update({
-        "status": status, "reason": summary, "compile": verdict_dict(verdict), "tests": report_dict(attempt.report),
-        "repaired_from_status": result.status,
-    })
-    manifest["outcome"] = outcome
-    return replace(
-        result, output_text=attempt.text, status=status, summary=summary, tests=attempt.report,
-        compile=verdict, manifest=manifest,
-    )
-
-
-def _sha(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    manifest["outcome"].update({"status": status.value, "reason": summary, "compile": verdict_dict(evidence.compile),
+                                "tests": report_dict(evidence.tests), "repaired_from_status": Status(result.status).value})
+    return replace(result, output_text=attempt.text, status=status, summary=summary, reason="", tests=evidence.tests,
+                   compile=evidence.compile, manifest=manifest, evidence=evidence)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import resource
 import shutil
 import subprocess
 import tempfile
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from xpiler_core.cache import cache_root, caching_disabled, stable_key
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.runtime.limits import child_limits
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 HEADER = INCLUDE_DIR / "xpiler_bang.h"
@@ -312,9 +312,6 @@ def _compiler_diagnostics(stderr: str, path: str) -> list[Diagnostic]:
     return diags
 
 
-def _limit_child() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (COMPILE_MEMORY_BYTES, COMPILE_MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CPU, (COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_S))
 
 
 @lru_cache(maxsize=1)
@@ -367,7 +364,7 @@ def build_bang(
         ]  # fmt: skip
         try:
             proc = subprocess.run(
-                command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=tmp, preexec_fn=_limit_child
+                command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=tmp, preexec_fn=child_limits(COMPILE_MEMORY_BYTES, COMPILE_TIMEOUT_S)
             )
             stderr, returncode = proc.stderr, proc.returncode
         except subprocess.TimeoutExpired:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import os
 import pickle
-import resource
 import select
 import signal
 import struct
@@ -25,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from xpiler_core.runtime.limits import child_limits
 
 CALL_TIMEOUT_S = 60.0
 CHILD_MEMORY_BYTES = 8 << 30
@@ -42,9 +43,6 @@ class CallResult:
     error: str | None = None  # model error, crash or timeout, in words
 
 
-def _limit_child() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
-    os.setsid()
 
 
 def _signal_name(code: int) -> str:
@@ -91,7 +89,8 @@ class BangWorker:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                preexec_fn=_limit_child,
+                # a persistent worker serving many calls: its CPU budget covers a long session of them
+                preexec_fn=child_limits(CHILD_MEMORY_BYTES, 3600.0),
                 env=self.env,
             )
         return self._proc

@@ -15,7 +15,6 @@ import contextlib
 import contextvars
 import hashlib
 import os
-import resource
 import shutil
 import subprocess
 import time
@@ -24,8 +23,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from xpiler_core import __version__
 from xpiler_core.cache import caching_disabled, get_cache, stable_key
 from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.project import BuildSettings
+from xpiler_core.runtime.limits import child_limits
 from xpiler_core.runtime.rewrite import rewrite_for_cpu
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
@@ -74,8 +76,6 @@ def header_hash() -> str:
     return h.hexdigest()
 
 
-def _limit_compiler() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (COMPILE_MEMORY_BYTES, COMPILE_MEMORY_BYTES))
 
 
 def prepare_source(text: str, dialect: Dialect, display_name: str, extra: str = "") -> str:
@@ -126,29 +126,43 @@ def build_library(
     fibers: str = "fcontext",
     cplusplus_c: bool = False,
     extra_flags: tuple[str, ...] = (),
+    build: BuildSettings | None = None,
+    executable: bool = False,
 ) -> BuildResult:
-    """Compile to ``out_dir/lib<hash>.so``; failures come back as a log, never as an exception.
+    """Compile to ``out_dir/lib<hash>.so`` (an executable ``out_dir/prog<hash>`` for a whole program with
+    ``main``); failures come back as a log, never as an exception.
 
-    ``extra_flags`` (and those of an enclosing :func:`candidate_flags`) apply to C builds only."""
+    ``extra_flags`` (and those of an enclosing :func:`candidate_flags`) apply to C builds only. The
+    project's files in ``build`` (headers beside the source) are written next to it, rewritten for the
+    runtime like the source when they are CUDA/HIP."""
     started = time.monotonic()
     is_c = dialect is Dialect.C
     compiler = ("g++" if cplusplus_c else "gcc") if is_c else "g++"
     source = prepare_source(text, dialect, display_name, extra)
     flags = build_flags(dialect, warp_size, fibers)
+    if executable:
+        flags = [f for f in flags if f not in ("-fPIC", "-shared")]
+        if not is_c:
+            flags.append(f"-I{out_dir.resolve()}")  # rewritten project headers shadow the originals
     if is_c:
         flags += [f for f in (*_CANDIDATE_FLAGS.get(), *extra_flags) if f not in flags]
+    if build is not None:  # the project's include dirs and macros, after the runtime's own headers
+        flags += [f for f in build.runtime_flags() if f not in flags]
     libs = [] if is_c else ["-lboost_context"] if fibers == "fcontext" else []
     key = stable_key(
         "runtime-build-v2",
+        __version__,
         source,
         "" if is_c else header_hash(),
         flags,
         libs,
         compiler,
         compiler_version(compiler),
+        build.key() if build is not None else [],
+        executable,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    library = out_dir / f"lib{key[:16]}.so"
+    library = out_dir / (f"prog{key[:16]}" if executable else f"lib{key[:16]}.so")
     cache = get_cache("runtime-build")
     suffix = (".cpp" if cplusplus_c else ".c") if is_c else ".cpp"
     src_path = out_dir / f"src{key[:16]}{suffix}"
@@ -158,11 +172,15 @@ def build_library(
         if isinstance(hit, dict):
             if hit.get("ok"):
                 library.write_bytes(hit["library"])
+                if executable:
+                    library.chmod(0o755)
                 return BuildResult(
                     True, library, hit.get("log", ""), command, True, time.monotonic() - started
                 )
             return BuildResult(False, None, hit.get("log", ""), command, True, time.monotonic() - started)
     src_path.write_text(source, encoding="utf-8")
+    if build is not None:
+        build.write_files(out_dir, None if is_c else (lambda t: rewrite_for_cpu(t, dialect).text))
     try:
         proc = subprocess.run(
             command,
@@ -171,7 +189,7 @@ def build_library(
             errors="replace",
             timeout=COMPILE_TIMEOUT_S,
             cwd=out_dir,
-            preexec_fn=_limit_compiler,
+            preexec_fn=child_limits(COMPILE_MEMORY_BYTES, COMPILE_TIMEOUT_S),
             env=dict(os.environ, LC_ALL="C"),  # ASCII quotes in messages
         )
         ok = proc.returncode == 0 and library.exists()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from xpiler_core.progress import Cancelled, CancelToken
+from xpiler_core.runtime.limits import child_limits
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_BYTES = 16 * 1024**3
@@ -50,10 +50,6 @@ class CallResult:
     seconds: float = 0.0
 
 
-def _limits(memory_bytes: int) -> None:
-    os.setsid()
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
@@ -143,7 +139,7 @@ def call_library(
         errors="replace",
         cwd=workdir,
         env=child_env,
-        preexec_fn=lambda: _limits(memory_bytes),
+        preexec_fn=child_limits(memory_bytes, timeout_s),
     )
     deadline = started + timeout_s
     while True:

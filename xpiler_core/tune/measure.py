@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import resource
 import signal
 import statistics
 import subprocess
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from xpiler_core.progress import Cancelled, CancelToken
+from xpiler_core.runtime.limits import child_limits
 from xpiler_core.runtime.sandbox import _scalar
 from xpiler_core.verify.inputs import case_inputs
 from xpiler_core.verify.spec import KernelSpec
@@ -124,10 +124,6 @@ def clearly_faster(base: LatencyStats, candidate: LatencyStats, margin: float = 
     return speedup_interval(base, candidate)[0] > 1 + margin
 
 
-def _limits() -> None:
-    os.setsid()
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def measure_libraries(
@@ -167,7 +163,7 @@ def measure_libraries(
     env.setdefault("OMP_NUM_THREADS", str(threads or os.cpu_count() or 1))
     proc = subprocess.Popen(
         [sys.executable, "-S", "-E", str(WORKER), str(request_path)], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, errors="replace", cwd=workdir, env=env, preexec_fn=_limits,
+        stderr=subprocess.PIPE, text=True, errors="replace", cwd=workdir, env=env, preexec_fn=child_limits(MEMORY_BYTES, settings.timeout_s),
     )
     deadline = time.monotonic() + settings.timeout_s
     while True:

@@ -115,7 +115,10 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     if isinstance(built, str):
         return AutoSpec(None, "", "; ".join([*reasons, built]))
     body, reason = built
-    forwarded = next((f for f in entries if not f.extern_c and f'entry = "{f.name}"' in body), None)
+    # a C file built as C has unmangled symbols: its functions need no forwarder
+    built_as_c = dialect is Dialect.C and not re.search(r'extern\s+"C"|\btemplate\s*<|\bstd::|\bnamespace\b', text)
+    forwarded = None if built_as_c else next(
+        (f for f in entries if not f.extern_c and f'entry = "{f.name}"' in body), None)
     if forwarded is not None:
         body = _with_shim(body, forwarded)
         reason += f' (through an extern "C" forwarder to the C++ function {forwarded.name})'

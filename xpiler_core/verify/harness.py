@@ -22,6 +22,7 @@ import numpy as np
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.progress import CancelToken
+from xpiler_core.project import BuildSettings
 from xpiler_core.runtime.build import BuildResult, build_library
 from xpiler_core.runtime.entry import ENTRY_SYMBOL, kernel_entry_glue
 from xpiler_core.runtime.sandbox import CallArg, CallResult, call_library
@@ -111,7 +112,7 @@ def _needs_cplusplus(text: str) -> bool:
     return bool(re.search(r'extern\s+"C"|\btemplate\s*<|\bstd::|#\s*include\s*<c[a-z]+>|\bnamespace\b', text))
 
 
-def build_program(program: Program, spec: KernelSpec, workdir: Path) -> BuiltProgram:
+def build_program(program: Program, spec: KernelSpec, workdir: Path, build: BuildSettings | None = None) -> BuiltProgram:
     glue = ""
     if program.kind == "kernel" and program.dialect in (Dialect.CUDA, Dialect.HIP):
         glue = kernel_entry_glue(program.entry, [(a.dtype, a.is_buffer) for a in spec.args])
@@ -119,7 +120,7 @@ def build_program(program: Program, spec: KernelSpec, workdir: Path) -> BuiltPro
         raise XpilerError(
             f"a {program.dialect.value} program cannot have a kernel entry; use kind = 'host'", str(spec.path)
         )
-    build = build_library(
+    built = build_library(
         program.text,
         program.dialect,
         workdir,
@@ -127,8 +128,9 @@ def build_program(program: Program, spec: KernelSpec, workdir: Path) -> BuiltPro
         display_name=program.display_name,
         extra=glue,
         cplusplus_c=program.dialect is Dialect.C and _needs_cplusplus(program.text),
+        build=build,
     )
-    return BuiltProgram(program, build)
+    return BuiltProgram(program, built)
 
 
 def launch_config(spec: KernelSpec, case: Mapping[str, Any]) -> tuple[int, ...]:
@@ -334,8 +336,11 @@ def run_spec(
     cases: list[int] | None = None,
     seed: int = 0,
     cancel: CancelToken | None = None,
+    build: BuildSettings | None = None,
+    reference_build: BuildSettings | None = None,
 ) -> SpecReport:
-    """Run the spec's source (or a candidate) on every case and compare with the reference."""
+    """Run the spec's source (or a candidate) on every case and compare with the reference. ``build``: the
+    project settings of the program under test; ``reference_build``: those of a reference source."""
     if candidate_text is not None and candidate_dialect is Dialect.BANG:  # BANG C runs on the MLU model
         from xpiler_core.verify.bang_support import run_bang_spec
 
@@ -356,7 +361,7 @@ def run_spec(
     )
     with tempfile.TemporaryDirectory(prefix="xpiler-test-") as tmp:
         workdir = Path(tmp)
-        built = build_program(program, spec, workdir / "build")
+        built = build_program(program, spec, workdir / "build", build)
         if not built.build.ok:
             return SpecReport(
                 False, [], built.build.log or "build failed", time.monotonic() - started, program.warp_size
@@ -379,7 +384,7 @@ def run_spec(
                 None,
                 spec.reference_source.name,
             )
-            ref_built = build_program(ref_program, spec, workdir / "build-ref")
+            ref_built = build_program(ref_program, spec, workdir / "build-ref", reference_build)
             if not ref_built.build.ok:
                 return SpecReport(
                     False,
@@ -443,6 +448,8 @@ def differential(
     cases: list[int] | None = None,
     seed: int = 0,
     cancel: CancelToken | None = None,
+    a_build: BuildSettings | None = None,
+    b_build: BuildSettings | None = None,
 ) -> SpecReport:
     """Run program a and program b on the same inputs; b passes where its outputs match a's."""
     started = time.monotonic()
@@ -453,7 +460,7 @@ def differential(
     )
     with tempfile.TemporaryDirectory(prefix="xpiler-diff-") as tmp:
         workdir = Path(tmp)
-        built_a = build_program(a, spec, workdir / "build-a")
+        built_a = build_program(a, spec, workdir / "build-a", a_build)
         if not built_a.build.ok:
             return SpecReport(
                 False,
@@ -462,7 +469,7 @@ def differential(
                 time.monotonic() - started,
                 b.warp_size,
             )
-        built_b = build_program(b, spec, workdir / "build-b")
+        built_b = build_program(b, spec, workdir / "build-b", b_build)
         if not built_b.build.ok:
             return SpecReport(
                 False, [], built_b.build.log or "build failed", time.monotonic() - started, b.warp_size

@@ -1,7 +1,7 @@
 """Real compilers judge compile success: nvcc (CUDA), hipcc (HIP), gcc/g++ (C/C++).
 
 ``compile_check`` compiles (no linking) in a temp dir with a time and memory limit, caches the verdict in
-the ``compile`` diskcache keyed by source hash + toolchain version + flags, and maps the compiler's
+the ``compile`` diskcache keyed by source hash + toolchain version + flags + the project's headers, and maps the compiler's
 messages to :class:`Diagnostic` objects at the user's line and column.
 """
 
@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import shutil
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
+from xpiler_core import __version__
 from xpiler_core.cache import caching_disabled, get_cache, stable_key
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.project import BuildSettings
+from xpiler_core.runtime.limits import child_limits
 
 COMPILE_TIMEOUT_S = 300.0
 COMPILE_MEMORY_BYTES = 8 * 1024**3
@@ -66,6 +69,11 @@ def _probe(name: str) -> Toolchain | None:
     m = _VERSION_PATTERNS[name].search(text)
     version = m.group(1) if m else (text.strip().splitlines() or ["unknown"])[0]
     return Toolchain(name, path, version)
+
+
+def forget_toolchains() -> None:
+    """Look the compilers up again (after PATH changed: the editor's toolchain settings)."""
+    _probe.cache_clear()
 
 
 def detect_toolchains() -> dict[str, Toolchain]:
@@ -137,9 +145,6 @@ def parse_diagnostics(stderr: str, source_name: str, display_name: str) -> list[
     return out
 
 
-def _limits() -> None:
-    os.setsid()
-    resource.setrlimit(resource.RLIMIT_AS, (COMPILE_MEMORY_BYTES, COMPILE_MEMORY_BYTES))
 
 
 def compile_check(
@@ -148,8 +153,10 @@ def compile_check(
     toolchain: str | None = None,
     flags: tuple[str, ...] = (),
     display_name: str | None = None,
+    build: BuildSettings | None = None,
 ) -> CompileVerdict:
-    """Compile ``text`` with the dialect's real compiler (or ``toolchain``); the verdict is cached."""
+    """Compile ``text`` with the dialect's real compiler (or ``toolchain``); the verdict is cached by the
+    text, the flags, the toolchain's version, the project's flags and files and every local header read."""
     name = toolchain or default_toolchain(dialect)
     suffix = {"nvcc": ".cu", "hipcc": ".hip", "g++": ".cpp", "gcc": ".c"}.get(name, dialect.suffix)
     display = display_name or f"input{suffix}"
@@ -167,7 +174,9 @@ def compile_check(
                 )
             ],
         )
-    key = stable_key("compile_check", text, name, tc.version, list(flags))
+    all_flags = (*flags, *(build.flags if build is not None else ()))
+    key = stable_key("compile_check", __version__, text, name, tc.version, list(all_flags),
+                     build.key() if build is not None else [])
     cache = get_cache("compile")
     if not caching_disabled():
         hit = cache.get(key)
@@ -188,7 +197,9 @@ def compile_check(
         obj = os.path.join(tmp, "input.o")
         with open(src, "w", encoding="utf-8") as fh:
             fh.write(text)
-        cmd, env = _command(name, tc.path, src, obj, flags)
+        if build is not None:
+            build.write_files(Path(tmp))
+        cmd, env = _command(name, tc.path, src, obj, all_flags)
         try:
             proc = subprocess.run(
                 cmd,
@@ -198,7 +209,7 @@ def compile_check(
                 timeout=COMPILE_TIMEOUT_S,
                 cwd=tmp,
                 env=env,
-                preexec_fn=_limits,
+                preexec_fn=child_limits(COMPILE_MEMORY_BYTES, COMPILE_TIMEOUT_S),
             )
             ok = proc.returncode == 0
             stderr = (proc.stderr + proc.stdout).replace(src, display).replace(tmp + "/", "")

@@ -4,26 +4,25 @@ the job id; the job's outcome arrives as an edit, a new file, diagnostics and no
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path, to_fs_path
-
-from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
-from xpiler_server import core_api, results
+from xpiler_server import results
 from xpiler_server.config import TARGET_NAMES, target_name
 from xpiler_server.documents import MAX_LIVE_ANALYSIS_BYTES, Document
 from xpiler_server.jobs import Job
 from xpiler_server.lsp_diagnostics import to_lsp
 from xpiler_server.positions import ByteLines
 from xpiler_server.server import XpilerServer, guarded
+
+from xpiler_core import api as core_api
+from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.frontend.dialect import Dialect
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +126,7 @@ def register(server: XpilerServer) -> None:
 async def start_translation(server: XpilerServer, uri: str, target_arg: str | None) -> dict[str, Any]:
     path, text, version = _snapshot(server, uri)
     _check_size(text, path)
-    source = detect_dialect(text, path)
+    source = core_api.detect_dialect(text, path)
     if target_arg is not None and target_arg.lower() not in TARGET_NAMES:
         raise JsonRpcInvalidParams(f"unknown target '{target_arg}' (hip, cpu, cuda, bang)")
     target = TARGET_NAMES[target_arg.lower()] if target_arg else server.config.target_dialect
@@ -235,7 +234,7 @@ async def start_verification(server: XpilerServer, uri: str) -> dict[str, Any]:
         raise JsonRpcInvalidParams(
             f"no test spec for {Path(path).name}: add a .toml next to it with source = \"{Path(path).name}\""
         )
-    dialect = detect_dialect(text, path)
+    dialect = core_api.detect_dialect(text, path)
     warp_size = server.config.warp_size_for(dialect)
     test_cases = server.config.test_cases
     budget_s = server.config.test_seconds
@@ -243,52 +242,8 @@ async def start_verification(server: XpilerServer, uri: str) -> dict[str, Any]:
     def work(job: Job, progress: Any) -> core_api.SourceVerification:
         evidence = core_api.SourceVerification(spec_path=spec_path)
         job.live["verification"] = evidence
-        spec = core_api.load_spec(spec_path)
-        evidence.tolerance = dict(getattr(spec, "tolerance", {}) or {})
-        cases = list(range(len(getattr(spec, "cases", []) or [])))
-        if test_cases is not None:
-            cases = cases[:test_cases]
-        evidence.cases_total = len(cases)
-        progress(0.02, "compiling")
-        verdict = core_api.compile_check(text, dialect)
-        evidence.toolchain = f"{getattr(verdict, 'toolchain', '')} {getattr(verdict, 'version', '')}".strip()
-        evidence.compile_ok = bool(getattr(verdict, "ok", False))
-        toolchain_name = str(getattr(verdict, "toolchain", "") or "compiler")
-        evidence.compile_diagnostics = [
-            dataclasses.replace(d, source=toolchain_name) for d in getattr(verdict, "diagnostics", []) or []
-        ]
-        if not evidence.compile_ok:
-            evidence.passed = False
-            return evidence
-        progress(0.1, f"compiled with {evidence.toolchain}; running {len(cases)} test cases")
-        started = time.monotonic()
-        for done_count, case in enumerate(cases):
-            job.cancel.check()
-            if time.monotonic() - started > budget_s:
-                evidence.error = f"test budget of {budget_s:g} s used up after {done_count}/{len(cases)} cases"
-                evidence.passed = None  # not verified, not refuted
-                return evidence
-            report = core_api.run_spec_case(spec, text, dialect, case, warp_size, job.cancel)
-            for result in getattr(report, "cases", []) or []:
-                step = core_api.VerifyStep(
-                    case,
-                    dict(getattr(result, "sizes", {}) or {}),
-                    bool(result.passed),
-                    float(getattr(result, "max_abs_err", 0.0) or 0.0),
-                    getattr(result, "error", None) or "",
-                )
-                evidence.steps.append(step)
-                if not result.passed and evidence.failing is None:
-                    evidence.failing = result
-            if getattr(report, "build_error", None):
-                evidence.error = report.build_error
-            passed = sum(1 for s in evidence.steps if s.passed)
-            progress(
-                0.1 + 0.9 * (done_count + 1) / max(1, len(cases)),
-                f"case {done_count + 1}/{len(cases)}: {passed} passed",
-            )
-        evidence.passed = bool(evidence.steps) and all(s.passed for s in evidence.steps) and not evidence.error
-        return evidence
+        return core_api.verify_source(text, path, spec_path, dialect, warp_size, max_cases=test_cases,
+                                      budget_s=budget_s, progress=progress, cancel=job.cancel, live=evidence)
 
     async def done(job: Job) -> None:
         if job.state != "done":
@@ -304,7 +259,7 @@ async def start_verification(server: XpilerServer, uri: str) -> dict[str, Any]:
             return
         await server.set_job_diagnostics(uri, "verify", version, _verification_diagnostics(server, doc, analysis, evidence))
         # ---- SMT repair hook (xpiler_core/repair, issue 8): a failing test gets a background repair job whose
-        # result becomes a quick-fix on the test.failed diagnostic (xpiler_server/repair_fix.py) ----
+        # result becomes a quick-fix on the test.failed diagnostic (server/repair_fix.py) ----
         if evidence.passed is False and evidence.compile_ok and evidence.failing is not None:
             from xpiler_server.repair_fix import start_repair
 
@@ -337,7 +292,7 @@ def _verification_summary(evidence: core_api.SourceVerification) -> str:
     if evidence.compile_ok is False:
         return f"does not compile with {evidence.toolchain}"
     if evidence.passed is None:
-        return f"unresolved: {evidence.error}"
+        return f"{evidence.status}: {evidence.reason or evidence.error}"
     passed = sum(1 for s in evidence.steps if s.passed)
     worst = max((s.max_abs_err for s in evidence.steps), default=0.0)
     verdict = "verified" if evidence.passed else "FAILED"
@@ -359,7 +314,7 @@ def _verification_diagnostics(
     except Exception:
         log.debug("could not reload spec", exc_info=True)
     kernel = next((k for k in analysis.kernels if k.name == spec_entry), analysis.kernels[0] if analysis.kernels else None)
-    located = core_api.localize_failure(analysis.parsed, analysis.model, kernel, failing)
+    located = core_api.localize_failure(analysis.parsed, kernel, failing)
     span, where_found = located if located is not None else (kernel.name_span if kernel else Span.empty(), "the kernel")
     sizes = ", ".join(f"{k}={v}" for k, v in (getattr(failing, "sizes", {}) or {}).items())
     if getattr(failing, "error", None):
@@ -393,7 +348,7 @@ async def start_pass(
     entry = known[name]
     text, version, path = doc.text, doc.version, doc.path
     _check_size(text, path)
-    target = _pass_target(entry.directions, detect_dialect(text, path), server.config.target_dialect)
+    target = _pass_target(entry.directions, core_api.detect_dialect(text, path), server.config.target_dialect)
     pass_params = dict(params)
     if kernel and "kernel" in entry.params:
         pass_params.setdefault("kernel", kernel)
@@ -503,8 +458,6 @@ async def show_manifest_of(server: XpilerServer, uri: str) -> dict[str, Any]:
 
 
 async def start_tuning(server: XpilerServer, uri: str, target_arg: str | None) -> dict[str, Any]:
-    if core_api.tuning_entry() is None:
-        raise JsonRpcInvalidParams("tuning not available: this installation of xpiler has no tuner")
     path, text, version = _snapshot(server, uri)
     _check_size(text, path)
     if target_arg is not None and target_arg.lower() not in TARGET_NAMES:

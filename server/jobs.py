@@ -218,9 +218,8 @@ class JobManager:
 
 def _is_user_error(exc: BaseException) -> bool:
     from xpiler_core.diagnostics import XpilerError
-    from xpiler_server.core_api import CoreUnavailable
 
-    return isinstance(exc, (XpilerError, CoreUnavailable))
+    return isinstance(exc, XpilerError)
 
 
 def _user_message(exc: BaseException) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from xpiler_core import api as core_api
 from xpiler_core.diagnostics import Span
 from xpiler_core.frontend.dialect import Dialect
 
@@ -42,13 +43,9 @@ async def start_repair(
     """Start the background repair job for a document version whose verification failed."""
 
     def work(job: Any, progress: Any) -> Any:
-        from xpiler_core.repair.engine import repair_candidate
-
         progress(0.05, "localizing the failing test")
-        return repair_candidate(
-            text, path, str(spec_path), dialect=dialect, warp_size=warp_size, budget_s=REPAIR_BUDGET_S,
-            progress=lambda f, m: progress(min(0.95, f), m), cancel=job.cancel,
-        )
+        return core_api.repair(text, path, str(spec_path), dialect, warp_size, budget_s=REPAIR_BUDGET_S,
+                               progress=lambda f, m: progress(min(0.95, f), m), cancel=job.cancel)
 
     async def done(job: Any) -> None:
         if job.state != "done" or job.result is None:

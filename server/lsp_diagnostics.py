@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from lsprotocol import types
+from xpiler_server.positions import ByteLines
 
 from xpiler_core.diagnostics import Diagnostic, Severity
-from xpiler_server.positions import ByteLines
 
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,

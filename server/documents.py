@@ -17,12 +17,11 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
-
-from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
-from xpiler_core.frontend.source import ParsedSource, parse_text
-from xpiler_server import core_api
 from xpiler_server.positions import ByteLines, LineIndex
+
+from xpiler_core import api as core_api
+from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.frontend.dialect import Dialect
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +47,7 @@ class Analysis:
 
     version: int
     text: str
-    parsed: ParsedSource | None
+    parsed: core_api.ParsedSource | None
     model: Any
     kernels: list[core_api.KernelInfo]
     diagnostics: list[Diagnostic]
@@ -82,7 +81,7 @@ class Document:
     # (version, edit) since the stored analysis (None: a whole-document replacement), so a position in the
     # current text can be mapped back into the last analysis without waiting for a new one.
     history: list[tuple[int, TextEditOp | None]] = field(default_factory=list)
-    _parsed: ParsedSource | None = None
+    _parsed: core_api.ParsedSource | None = None
     _line_index: LineIndex | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Serialises analyses: each one replays the edits queued since the tree the previous one left.
@@ -96,7 +95,7 @@ class Document:
 
     @property
     def dialect(self) -> Dialect:
-        return detect_dialect(self.text[:200_000], self.path)
+        return core_api.detect_dialect(self.text[:200_000], self.path)
 
     def apply_changes(self, changes: list[Any], version: int, encoding: str) -> None:
         """Apply ``TextDocumentContentChangeEvent``s in order and move to ``version``."""
@@ -183,11 +182,11 @@ class Document:
         return analysis, offset if old.isascii() else _utf8_len(old[:offset])
 
     def _reparse(
-        self, previous: ParsedSource | None, text: str, edits: list[TextEditOp], full: bool
-    ) -> ParsedSource:
-        dialect = detect_dialect(text[:200_000], self.path)
+        self, previous: core_api.ParsedSource | None, text: str, edits: list[TextEditOp], full: bool
+    ) -> core_api.ParsedSource:
+        dialect = core_api.detect_dialect(text[:200_000], self.path)
         if previous is None or full or previous.dialect is not dialect:
-            return parse_text(text, self.path, dialect)
+            return core_api.parse_text(text, self.path, dialect)
         parsed = previous
         try:
             for op in edits:
@@ -198,10 +197,10 @@ class Document:
                 parsed = parsed.edit(start, end, op.new_text)
         except Exception:  # an edit that does not line up: start again from the text
             log.exception("incremental reparse failed for %s; reparsing fully", self.uri)
-            return parse_text(text, self.path, dialect)
+            return core_api.parse_text(text, self.path, dialect)
         if parsed.text != text:
             log.warning("incremental reparse of %s diverged from the text; reparsing fully", self.uri)
-            return parse_text(text, self.path, dialect)
+            return core_api.parse_text(text, self.path, dialect)
         return parsed
 
     def _too_large(self, version: int, text: str, size: int) -> Analysis:

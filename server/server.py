@@ -18,15 +18,15 @@ import attrs
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
-
-from xpiler_core import __version__
-from xpiler_server import core_api
 from xpiler_server.config import SECTION, XpilerConfig
 from xpiler_server.documents import Analysis, Document, DocumentStore
 from xpiler_server.jobs import JobManager
 from xpiler_server.lsp_diagnostics import to_lsp
 from xpiler_server.positions import shift_range
 from xpiler_server.protocol import GuardedProtocol
+
+from xpiler_core import __version__
+from xpiler_core import api as core_api
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])

@@ -7,13 +7,13 @@ import logging
 from typing import Any
 
 from lsprotocol import types
-
-from xpiler_core.frontend.dialect import detect_dialect
-from xpiler_server import commands, core_api
+from xpiler_server import commands
 from xpiler_server.config import target_name
 from xpiler_server.documents import Analysis
 from xpiler_server.jobs import Job
 from xpiler_server.server import COMMANDS, XpilerServer, guarded
+
+from xpiler_core import api as core_api
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ async def code_actions(server: XpilerServer, params: types.CodeActionParams) -> 
         return None
     only = [str(k) for k in params.context.only] if params.context and params.context.only else None
     actions: list[types.CodeAction] = []
-    source = detect_dialect(doc.text[:200_000], doc.path)
+    source = core_api.detect_dialect(doc.text[:200_000], doc.path)
     if _kind_wanted(TRANSLATE_KIND, only):
         for target in core_api.available_targets(source):
             name = target_name(target)

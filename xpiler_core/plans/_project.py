@@ -1,0 +1,176 @@
+"""The project around the file a plan translates: its settings, its local headers, and how both reach the
+compilers, the tests and the output.
+
+* Settings: ``project.load_project`` (compile_commands.json, xpiler.toml, the user's -I/-D/--std).
+* Local headers with CUDA/HIP code are translated with the file (GPU targets: written beside the output
+  under the target's naming, the includes rewritten) or inlined into it (CPU and BANG targets, whose plans
+  need every kernel in one module); others stay as they are and are found through the source's folder.
+* Tests: the user's spec; else, for a program with ``main``, the whole program (``verify/program.py``),
+  with automatic kernel tests as the fallback when the source program itself cannot run; else automatic
+  kernel tests; else nothing, with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.frontend.unit import ParsedUnit
+from xpiler_core.passes.base import PassContext, SourceUnit
+from xpiler_core.passes.driver import run_passes
+from xpiler_core.progress import CancelToken
+from xpiler_core.project import BuildSettings, ProjectConfig, build_settings, load_project, local_includes
+from xpiler_core.translation import TestSet, TranslateOptions, build_test_set
+
+_INCLUDE_LINE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)([<"])([^>"\n]+)([>"])', re.MULTILINE)
+# Code a header must hold to be translated with the file (else it is plain C/C++ and stays as it is).
+_DEVICE_CODE = re.compile(r"\b(__global__|__device__|__shared__|__constant__|threadIdx|blockIdx|__syncthreads|"
+                          r"__shfl\w*|atomic[A-Z]\w*|cuda[A-Z]\w*|hip[A-Z]\w*|__half2?|__nv_bfloat16)\b|<<<")
+COMPANION_SUFFIX = {Dialect.HIP: ".hip.h", Dialect.CUDA: ".cuh", Dialect.C: ".cpu.h", Dialect.BANG: ".mlu.h"}
+
+
+def companion_name(include: str, target: Dialect) -> str:
+    """The name a translated header gets: ``common.cuh`` → ``common.hip.h`` (same folder)."""
+    path = Path(include)
+    stem = path.name.split(".", 1)[0]
+    return str(path.with_name(stem + COMPANION_SUFFIX[target]))
+
+
+@dataclass
+class ProjectFiles:
+    unit: ParsedUnit
+    config: ProjectConfig
+    target: Dialect
+    headers: dict[str, str] = field(default_factory=dict)  # every local header read: absolute path → text
+    renamed: dict[str, str] = field(default_factory=dict)  # translated header path → companion name
+
+    @classmethod
+    def of(cls, unit: ParsedUnit, options: TranslateOptions, target: Dialect) -> ProjectFiles:
+        config = load_project(unit.path, options.project)
+        return cls(unit, config, target, local_includes(unit.text, unit.path, config))
+
+    # ----------------------------------------------------------------------------------------- build
+    def source_build(self) -> BuildSettings:
+        """The source's build: its device headers travel with it (a runtime build rewrites their launches)."""
+        return build_settings(self.config, self.unit.path, self.unit.text, self.shadows())
+
+    def candidate_build(self, candidate: str, companions: dict[str, str]) -> BuildSettings:
+        return build_settings(self.config, self.unit.path, candidate, {**self.shadows(), **companions})
+
+    def relative_name(self, header_path: str) -> str:
+        """How the source names a header: relative to its folder, else to the include dir holding it."""
+        header = Path(header_path)
+        for base in (Path(self.unit.path).resolve().parent, *(Path(d) for d in self.config.include_dirs)):
+            if header.is_relative_to(base):
+                return str(header.relative_to(base))
+        return header.name
+
+    def shadows(self) -> dict[str, str]:
+        return {self.relative_name(p): t for p, t in self.device_headers().items()}
+
+    # ----------------------------------------------------------------------------------------- headers
+    def device_headers(self) -> dict[str, str]:
+        """The local headers with GPU code (kernels, device functions, runtime calls)."""
+        return {p: t for p, t in self.headers.items() if _DEVICE_CODE.search(t)}
+
+    def translate_headers(self, direction: Any, pass_names: list[str], params: dict[str, dict[str, Any]],
+                          warp: int, cancel: CancelToken | None) -> dict[str, str]:
+        """GPU → GPU: each local header with device code through the same passes; a header the passes change
+        becomes a companion (name relative to the output's folder → text, its own includes of other
+        companions rewritten) and :attr:`renamed` records it for :meth:`rewrite_includes`."""
+        translated: dict[str, str] = {}
+        for header_path, text in self.device_headers().items():
+            ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=warp,
+                              file=header_path)
+            run = run_passes(SourceUnit(text, direction.source, header_path), pass_names, ctx, params, cancel=cancel)
+            assert isinstance(run.unit, SourceUnit)
+            if run.unit.text != text:
+                translated[header_path] = run.unit.text
+        self.renamed = {p: companion_name(self.relative_name(p), self.target) for p in translated}
+        return {self.renamed[p]: self.rewrite_includes(t, p) for p, t in translated.items()}
+
+    def rewrite_includes(self, text: str, including: str) -> str:
+        """``text`` (of the file at ``including``) with its includes of translated headers pointing at their
+        companions (quoted, relative to the including file's own output)."""
+        from xpiler_core.project import resolve_include
+
+        if not self.renamed:
+            return text
+        where = Path(including).resolve() if Path(including).exists() else Path(including)
+        own = self.renamed.get(str(where))
+        start = os.path.dirname(own) if own else ""
+
+        def replace(match: re.Match[str]) -> str:
+            found = resolve_include(match.group(3).strip(), match.group(2) == '"', where, self.config.include_dirs)
+            if found is None or str(found) not in self.renamed:
+                return match.group(0)
+            name = os.path.relpath(self.renamed[str(found)], start) if start else self.renamed[str(found)]
+            return f'{match.group(1)}"{name}"'
+
+        return _INCLUDE_LINE.sub(replace, text)
+
+    def inline_device_headers(self) -> tuple[str, list[str]]:
+        """The unit's text with every local header that holds device code inlined at its first include
+        (CPU/BANG plans see all kernels in one module), and the headers inlined."""
+        device = self.device_headers()
+        if not device:
+            return self.unit.text, []
+        seen: set[str] = set()
+        from xpiler_core.project import resolve_include
+
+        def expand(text: str, where: Path, depth: int) -> str:
+            def replace(match: re.Match[str]) -> str:
+                found = resolve_include(match.group(3).strip(), match.group(2) == '"', where, self.config.include_dirs)
+                if found is None or str(found) not in device:
+                    return match.group(0)
+                if str(found) in seen or depth > 20:
+                    return f"/* {match.group(3).strip()}: already inlined above */"
+                seen.add(str(found))
+                body = expand(device[str(found)], found, depth + 1)
+                body = re.sub(r"^[ \t]*#[ \t]*pragma[ \t]+once[ \t]*$", "", body, flags=re.MULTILINE)
+                return f"/* xpiler: {match.group(3).strip()} inlined */\n{body}\n/* end of {match.group(3).strip()} */"
+
+            return _INCLUDE_LINE.sub(replace, text)
+
+        where = Path(self.unit.path).resolve() if Path(self.unit.path).exists() else Path(self.unit.path)
+        return expand(self.unit.text, where, 0), sorted(seen)
+
+    # ----------------------------------------------------------------------------------------- tests
+    def has_main(self) -> bool:
+        return any(f.name == "main" for f in self.unit.model.host_entries) or bool(
+            re.search(r"^\s*(?:int|void)\s+main\s*\(", self.unit.text, re.MULTILINE))
+
+    def test_set(self, options: TranslateOptions, workdir: Path, *, entry: str | None = None,
+                 text: str | None = None, allow_shim: bool = True) -> TestSet:
+        """The user's spec; else the whole program (with automatic kernel tests as the fallback); else
+        automatic kernel tests."""
+        source_text = text if text is not None else self.unit.text
+        tests = build_test_set(source_text, self.unit.path, self.unit.dialect, options, workdir, entry=entry,
+                               allow_shim=allow_shim)
+        if options.spec_path or not self.has_main():
+            return tests
+        tests.program = True
+        tests.reason = "the whole program (it has main), run as the source and as the translation"
+        return tests
+
+    def program_check(self, runner: Any, warp: int, cancel: CancelToken | None,
+                      candidate_build: Callable[[str], BuildSettings] | None = None
+                      ) -> Callable[[str], Any] | None:
+        """A check that runs the source program and the candidate program and compares them."""
+        if not self.has_main():
+            return None
+        from xpiler_core.verify.program import compare_programs
+
+        def check(candidate: str) -> Any:
+            build = runner.build if candidate_build is None else candidate_build(candidate)
+            return compare_programs(self.unit.text, self.unit.path, self.unit.dialect, candidate, self.target,
+                                    config=self.config, source_build=self.source_build(), candidate_build=build,
+                                    source_warp=runner.source_warp if hasattr(runner, "source_warp") else 32,
+                                    target_warp=warp, cancel=cancel)
+
+        return check

@@ -1,0 +1,730 @@
+"""The vocabulary every direction speaks: options, pass records, evidence, one status decision, the result
+and the manifest.
+
+Plans produce a candidate and their pass records; :func:`gather_evidence` checks a candidate (the target's
+real compiler, then the test cases or the whole program) through a :class:`TargetRunner` from
+``verify/targets.py``; :func:`decide_status` is the only place a status is decided; :func:`build_manifest`
+writes the one manifest schema (``schema`` = :data:`MANIFEST_SCHEMA`) that ``xpiler replay``, the editor and
+the tuner read back with :func:`read_manifest`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
+
+from xpiler_core import __version__
+from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.passes.base import PassRecord, Unresolved
+from xpiler_core.progress import Cancelled, CancelToken, ProgressFn, report
+
+if TYPE_CHECKING:
+    from xpiler_core.project import ProjectConfig
+    from xpiler_core.verify.harness import CaseResult, SpecReport
+    from xpiler_core.verify.program import ProgramReport
+    from xpiler_core.verify.spec import KernelSpec
+    from xpiler_core.verify.toolchains import CompileVerdict
+
+MANIFEST_SCHEMA = 1
+MANIFEST_DIR = ".xpiler"
+
+
+class Status(StrEnum):
+    """What a translation's evidence supports. ``ERROR`` is the tool's own failure (its harness, a crash),
+    never a verdict on the translation."""
+
+    VERIFIED = "verified"
+    NOT_EXECUTED = "compiled-not-executed"
+    UNRESOLVED = "unresolved"
+    ERROR = "error"
+
+
+#: Exit codes of ``xpiler translate`` / ``replay`` per status (documented in README.md); 1 is a user error
+#: (unreadable file, bad flags), 2 a usage error.
+EXIT_CODES: dict[Status, int] = {Status.VERIFIED: 0, Status.UNRESOLVED: 3, Status.NOT_EXECUTED: 4, Status.ERROR: 5}
+
+
+@dataclass
+class TranslateOptions:
+    target: Dialect
+    warp_size: int | None = None  # the target's warp size for execution (HIP default 64)
+    spec_path: str | None = None
+    verify: bool = True
+    seed: int = 0
+    passes: list[str] | None = None  # None: the plan's default pass list
+    proposer: str = "rules"  # "rules" | "llm" | "rules-then-llm" (xpiler_core/llm)
+    # per-pass parameters, pass name -> {param: value}; recorded in the manifest
+    pass_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    llm: Any | None = None  # an xpiler_core.llm.LLMConfig; None: the XPILER_LLM_* environment variables
+    repair: bool = True  # try a local SMT repair (xpiler_core/repair) when the candidate fails its spec
+    source_dialect: Dialect | None = None  # None: detected from the code compiled for the source platform
+    project: ProjectConfig | None = None  # include dirs, defines, program arguments (xpiler_core/project.py)
+
+
+@dataclass
+class TestSet:
+    """What a candidate is tested on: specs (each a set of cases), or a whole program, or nothing (with why)."""
+
+    specs: list[KernelSpec] = field(default_factory=list)
+    auto: bool = True  # built from the code, not given by the user
+    reason: str = ""  # how the tests were built, or why none could be
+    untested: list[str] = field(default_factory=list)  # parts of the file no test reaches, with why
+    spec_toml: str | None = None  # an automatic spec's text (recorded for replay and for the user)
+    spec_path: str | None = None
+    program: bool = False  # the source is a whole program: run it and the translation (verify/program.py)
+    dropped_cases: list[str] = field(default_factory=list)  # cases at which the source itself fails
+
+
+@dataclass
+class Evidence:
+    """What checking a candidate found. Filled by :func:`gather_evidence`, read by :func:`decide_status`."""
+
+    verify: bool = True
+    compile: CompileVerdict | None = None
+    tests: SpecReport | None = None
+    baseline: SpecReport | None = None  # the source against the spec's reference (hand-written specs)
+    program: ProgramReport | None = None  # whole-program runs of the source and the translation
+    spec_info: dict[str, Any] | None = None
+    minimal_case: CaseResult | None = None  # the smallest failing case a shrink found
+    note: str = ""
+    untested: list[str] = field(default_factory=list)
+    harness_error: str = ""  # our own machinery failed: never the translation's fault
+    seconds_compile: float = 0.0
+    seconds_tests: float = 0.0
+    facts: dict[str, Any] = field(default_factory=dict)  # target facts for the manifest (MLU usage, …)
+
+
+class TargetRunner(Protocol):
+    """How a target judges a candidate: its real compiler and a run of the spec's cases."""
+
+    target: Dialect
+    warp_size: int
+
+    def compile(self, text: str) -> CompileVerdict: ...
+
+    def run(self, spec: KernelSpec, text: str, seed: int, cancel: CancelToken | None,
+            cases: list[int] | None = None) -> SpecReport: ...
+
+    def run_source(self, spec: KernelSpec, seed: int, cancel: CancelToken | None,
+                   cases: list[int] | None = None) -> SpecReport: ...
+
+
+def gather_evidence(
+    candidate: str,
+    tests: TestSet,
+    runner: TargetRunner,
+    *,
+    seed: int = 0,
+    cancel: CancelToken | None = None,
+    progress: ProgressFn | None = None,
+    shrink: bool = True,
+    program_check: Callable[[str], ProgramReport] | None = None,
+) -> Evidence:
+    """Compile ``candidate`` with the target's compiler and run it on ``tests``; never raises for a failing
+    candidate (a harness fault becomes ``harness_error``)."""
+    evidence = Evidence(untested=list(tests.untested))
+    evidence.spec_info = _spec_info(tests)
+    started = time.perf_counter()
+    report(progress, 0.35, f"compiling with the {runner.target.value.upper()} toolchain")
+    evidence.compile = runner.compile(candidate)
+    evidence.seconds_compile = time.perf_counter() - started
+    if not evidence.compile.ok:
+        return evidence
+    if cancel is not None:
+        cancel.check()
+    started = time.perf_counter()
+    try:
+        if tests.program and program_check is not None:
+            report(progress, 0.6, "running the source program and the translation")
+            evidence.program = program_check(candidate)
+            if evidence.program.source_failed and tests.specs:
+                # the program cannot run here (arguments, input files, a library): its kernels still can
+                evidence.facts["program"] = evidence.program.to_dict()
+                evidence.note = (f"the source program does not run on the runtime ({evidence.program.reason}); "
+                                 "its kernels were tested instead")
+                evidence.program = None
+                _run_specs(candidate, tests, runner, seed, cancel, progress, shrink, evidence)
+        elif not tests.specs:
+            evidence.note = f"no tests: {tests.reason}" if tests.reason else "no tests"
+        else:
+            _run_specs(candidate, tests, runner, seed, cancel, progress, shrink, evidence)
+    except (XpilerError, Cancelled):
+        raise
+    except Exception as exc:  # noqa: BLE001 - our harness failed: say so, never blame the translation
+        evidence.harness_error = f"{type(exc).__name__}: {exc}"
+    evidence.seconds_tests = time.perf_counter() - started
+    return evidence
+
+
+def _run_specs(candidate: str, tests: TestSet, runner: TargetRunner, seed: int, cancel: CancelToken | None,
+               progress: ProgressFn | None, shrink: bool, evidence: Evidence) -> None:
+    shown: SpecReport | None = None
+    shown_spec: KernelSpec | None = None
+    for spec in tests.specs:
+        report(progress, 0.6, f"running tests of {spec.entry} at warp size {runner.warp_size}")
+        got = runner.run(spec, candidate, seed, cancel)
+        if shown is None or (shown.passed and not got.passed):
+            shown, shown_spec = got, spec  # the report shown: the first failing one
+    evidence.tests = shown
+    assert shown is not None and shown_spec is not None
+    spec = shown_spec
+    if not shown.passed and not tests.auto and not shown.build_error:
+        # does the source itself match the reference? If not, the comparison means nothing
+        evidence.baseline = runner.run_source(spec, seed, cancel)
+    if shrink and not shown.passed and not shown.build_error and (evidence.baseline is None
+                                                                   or evidence.baseline.passed):
+        evidence.minimal_case = shrink_failing_case(runner, spec, candidate, seed, shown, tests.auto, cancel)
+    if evidence.spec_info is not None:
+        evidence.spec_info.update(_spec_facts(spec, shown))
+
+
+MAX_SHRINK_STEPS = 6
+
+
+def shrink_failing_case(runner: TargetRunner, spec: KernelSpec, candidate: str, seed: int, tests: SpecReport,
+                        reference_is_source: bool, cancel: CancelToken | None) -> CaseResult | None:
+    """Halve the sizes of the smallest failing case while the translation still fails on them.
+
+    A smaller case counts only if it is a fair test: with a numpy reference, the source must pass it at its
+    own warp size (else the sizes broke an assumption of the kernel, not of the translation)."""
+    import dataclasses
+
+    best = minimal_failing_case(tests)
+    if best is None or best.error:
+        return best
+    sizes = dict(best.sizes)
+    for _ in range(MAX_SHRINK_STEPS):
+        smaller = {k: max(1, v // 2) for k, v in sizes.items()}
+        if smaller == sizes:
+            break
+        trial = dataclasses.replace(spec, cases=[smaller])
+        try:
+            got = runner.run(trial, candidate, seed, cancel)
+            if got.passed or not got.cases or got.cases[0].error:
+                break
+            if not reference_is_source and not runner.run_source(trial, seed, cancel).passed:
+                break
+        except Exception:  # noqa: BLE001 - a size the spec's expressions reject ends the search
+            break
+        best, sizes = got.cases[0], smaller
+    return best
+
+
+def minimal_failing_case(tests: SpecReport | None) -> CaseResult | None:
+    """The failing case with the fewest elements (the smallest reproduction the run found)."""
+    if tests is None:
+        return None
+    failing = [c for c in tests.cases if not c.passed]
+    if not failing:
+        return None
+
+    def weight(case: CaseResult) -> int:
+        total = 1
+        for value in case.sizes.values():
+            total *= max(1, int(value))
+        return total
+
+    return min(failing, key=weight)
+
+
+def max_error(tests: SpecReport | None) -> float | None:
+    if tests is None or not tests.cases:
+        return None
+    errors = [c.max_abs_err for c in tests.cases if c.max_abs_err is not None]
+    return max(errors) if errors else None
+
+
+def first_compiler_error(stderr: str) -> str:
+    """The compiler's first error line (not a warning or an "In file included from" line)."""
+    lines = [line.strip() for line in (stderr or "").splitlines() if line.strip()]
+    for line in lines:
+        if " error:" in line or line.startswith("error:") or ": fatal error:" in line:
+            return line
+    return lines[0] if lines else ""
+
+
+def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced: bool = True,
+                  refused: str = "") -> tuple[Status, str]:
+    """The one place a status is decided: verified only with a passing compile, passing tests (or a whole
+    program that behaved as the source did) and nothing left unresolved."""
+    if not produced:
+        return Status.UNRESOLVED, refused or (unresolved[-1].reason if unresolved else "no translation produced")
+    if not evidence.verify:
+        # nothing was compiled or run: not even "compiled-not-executed" would be true
+        return Status.UNRESOLVED, "verification was turned off: not compiled, not executed"
+    if evidence.compile is None:
+        return Status.UNRESOLVED, evidence.note or "no compile verdict"
+    if not evidence.compile.ok:
+        first = first_compiler_error(evidence.compile.stderr)
+        return Status.UNRESOLVED, (f"the target toolchain rejects it ({evidence.compile.toolchain})"
+                                   + (f": {first}" if first else ""))
+    if evidence.harness_error:
+        return Status.ERROR, ("xpiler's own test harness failed (a bug in xpiler, not in the translation; please "
+                              f"report it): {evidence.harness_error}")
+    if evidence.program is not None:
+        return _program_status(evidence, unresolved)
+    if evidence.baseline is not None and not evidence.baseline.passed:
+        why = evidence.baseline.first_failure()
+        return Status.UNRESOLVED, ("the source itself does not match the spec's reference; nothing to compare "
+                                   "against" + (f": {why}" if why else ""))
+    tests = evidence.tests
+    if tests is None:
+        if unresolved:
+            return Status.UNRESOLVED, f"{len(unresolved)} construct(s) unresolved; " + (evidence.note or
+                                                                                        "not executed")
+        return Status.NOT_EXECUTED, evidence.note or "compiled, not executed"
+    if tests.build_error:
+        first = first_compiler_error(tests.build_error)
+        return Status.UNRESOLVED, "the runtime could not build the translation" + (f": {first}" if first else "")
+    if not tests.passed:
+        case = evidence.minimal_case or minimal_failing_case(tests)
+        where = ""
+        if case is not None:
+            where = f" (smallest failing case {case.sizes}"
+            where += f": {case.error})" if case.error else (
+                f": {case.mismatches} mismatches, first at {case.first_mismatch} of {case.output_name}, "
+                f"expected {case.expected}, got {case.got})")
+        return Status.UNRESOLVED, "the translation computes different results" + where
+    if unresolved:
+        return Status.UNRESOLVED, f"tests pass but {len(unresolved)} construct(s) are unresolved"
+    if evidence.untested:
+        return Status.NOT_EXECUTED, "not every function was tested: " + "; ".join(evidence.untested)
+    return Status.VERIFIED, ""
+
+
+def _program_status(evidence: Evidence, unresolved: list[Unresolved]) -> tuple[Status, str]:
+    run = evidence.program
+    assert run is not None
+    if run.source_failed:
+        return Status.NOT_EXECUTED, f"the source program itself does not run on the runtime: {run.reason}"
+    if not run.matched:
+        return Status.UNRESOLVED, f"the translated program behaves differently: {run.reason}"
+    if unresolved:
+        return Status.UNRESOLVED, f"the programs agree but {len(unresolved)} construct(s) are unresolved"
+    return Status.VERIFIED, ""
+
+
+# ------------------------------------------------------------------------------------------------ result
+
+
+@dataclass
+class TranslationResult:
+    source_path: str
+    source_dialect: Dialect
+    target: Dialect
+    output_text: str
+    suggested_output_path: str
+    status: Status
+    summary: str
+    passes_applied: list[PassRecord]
+    compile: CompileVerdict | None
+    tests: SpecReport | None
+    diagnostics: list[Diagnostic]
+    unresolved: list[Unresolved]
+    manifest: Manifest
+    seconds: float
+    reason: str = ""
+    evidence: Evidence | None = None
+    # headers of the project translated with the file: output path relative to the output's folder → text
+    companions: dict[str, str] = field(default_factory=dict)
+
+
+# The CPU target's output uses C++ headers (<cmath>, a namespace) and is built with g++: name it so.
+_OUTPUT_SUFFIX: dict[Dialect, str] = {Dialect.C: ".cpp"}
+
+
+def output_suffix(target: Dialect) -> str:
+    """File suffix of a translation to ``target`` (``.cpp`` for the CPU target, else the dialect's own)."""
+    return _OUTPUT_SUFFIX.get(target, target.suffix)
+
+
+def suggested_output_path(path: str, target: Dialect) -> str:
+    p = Path(path)
+    candidate = p.with_suffix(output_suffix(target))
+    if candidate == p:
+        candidate = p.with_name(p.stem + ".xpiler" + output_suffix(target))
+    return str(candidate)
+
+
+def direction_label(source: Dialect, target: Dialect) -> str:
+    """``cuda->hip``, ``cuda->cpu`` (the CPU target is the C dialect), …"""
+    names = {Dialect.C: "cpu"}
+    src = "c" if source is Dialect.C else source.value
+    return f"{src}->{names.get(target, target.value)}"
+
+
+def make_summary(source: Dialect, target: Dialect, records: list[PassRecord], evidence: Evidence,
+                 status: Status, reason: str, seconds: float, warp_size: int | None) -> str:
+    """One summary format for every direction: passes, compile, tests, status."""
+    changed = [r["name"] for r in records if r["changed"]]
+    lines = [f"{direction_label(source, target)}: passes applied: {', '.join(changed) if changed else 'none'}"]
+    if evidence.compile is not None:
+        verdict = evidence.compile
+        lines.append(f"compile ({verdict.toolchain} {verdict.version}): {'ok' if verdict.ok else 'FAILED'} "
+                     f"in {evidence.seconds_compile:.2f} s")
+    if evidence.program is not None:
+        lines.append(f"program: {evidence.program.summary()}")
+    elif evidence.tests is not None and not evidence.tests.build_error and evidence.tests.cases:
+        passed = sum(1 for c in evidence.tests.cases if c.passed)
+        against = "source" if evidence.spec_info and evidence.spec_info.get("auto") else "reference"
+        err = max_error(evidence.tests)
+        at = f" at warp size {warp_size}" if warp_size else ""
+        lines.append(f"tests: {passed}/{len(evidence.tests.cases)} cases passed{at} vs the {against}"
+                     + (f", max abs error {err:.3g}" if err is not None else ""))
+        if evidence.note:
+            lines.append(f"note: {evidence.note}")
+    elif evidence.note:
+        lines.append(evidence.note)
+    lines.append(f"status: {status.value}" + (f" — {reason}" if reason and status is not Status.VERIFIED else "")
+                 + f" ({seconds:.2f} s)")
+    return "\n".join(lines)
+
+
+def status_diagnostics(status: Status, reason: str, path: str) -> list[Diagnostic]:
+    if not reason:
+        return []
+    severity = Severity.INFO if status is Status.VERIFIED else Severity.WARNING
+    return [Diagnostic(severity, "translate.status", reason, Span.empty(), path)]
+
+
+# ------------------------------------------------------------------------------------------------ manifest
+
+
+class SourceRecord(TypedDict):
+    path: str
+    dialect: str
+    sha256: str
+    includes: NotRequired[dict[str, str]]  # local headers read with the file: path → sha256
+
+
+class OptionsRecord(TypedDict):
+    """Everything replay needs to redo the run."""
+
+    target: str
+    source_dialect: str
+    warp_size: int | None
+    spec_path: str | None
+    verify: bool
+    seed: int
+    passes: list[str]
+    pass_params: dict[str, dict[str, Any]]
+    proposer: str
+    repair: bool
+    project: NotRequired[dict[str, Any]]
+
+
+class OutcomeRecord(TypedDict):
+    status: str
+    reason: str
+    compile: dict[str, Any] | None
+    baseline: dict[str, Any] | None
+    tests: dict[str, Any] | None
+    program: dict[str, Any] | None
+    max_abs_err: float | None
+    minimal_failing_case: dict[str, Any] | None
+    note: str
+    untested: list[str]
+    unresolved: list[dict[str, Any]]
+    repaired_from_status: NotRequired[str]
+
+
+class Manifest(TypedDict):
+    """The one manifest schema, for every direction (``schema`` = :data:`MANIFEST_SCHEMA`)."""
+
+    schema: int
+    xpiler_version: str
+    created: str
+    direction: str
+    source: SourceRecord
+    candidate_sha256: str
+    options: OptionsRecord
+    passes: list[PassRecord]
+    notes: list[str]
+    toolchains: dict[str, str]
+    host: dict[str, Any]
+    seed: int
+    spec: dict[str, Any] | None
+    outcome: OutcomeRecord
+    timings: dict[str, float]
+    candidates: list[dict[str, Any]]
+    facts: dict[str, Any]  # target-specific facts (MLU generation and on-chip usage, intrinsics, tiers)
+    output: NotRequired[dict[str, Any]]
+    repair: NotRequired[dict[str, Any]]
+    proposer: NotRequired[dict[str, Any]]
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def host_info() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "machine": platform.machine(), "system": platform.system(),
+            "python": platform.python_version()}
+
+
+def verdict_dict(verdict: CompileVerdict | None) -> dict[str, Any] | None:
+    if verdict is None:
+        return None
+    return {"ok": bool(verdict.ok), "toolchain": verdict.toolchain, "version": verdict.version,
+            "command": verdict.command, "seconds": verdict.seconds, "cached": verdict.cached,
+            "stderr": (verdict.stderr or "")[:4000]}
+
+
+def report_dict(tests: SpecReport | None) -> dict[str, Any] | None:
+    if tests is None:
+        return None
+    return {
+        "passed": bool(tests.passed),
+        "warp_size": tests.warp_size,
+        "build_error": (tests.build_error or "")[:4000] or None,
+        "seconds": tests.seconds,
+        "cases": [case_dict(c) for c in tests.cases],
+    }
+
+
+def case_dict(case: CaseResult | None) -> dict[str, Any] | None:
+    if case is None:
+        return None
+    return {"sizes": dict(case.sizes), "passed": bool(case.passed), "max_abs_err": _finite(case.max_abs_err),
+            "max_rel_err": _finite(case.max_rel_err), "mismatches": case.mismatches,
+            "first_mismatch": list(case.first_mismatch) if case.first_mismatch is not None else None,
+            "output_name": case.output_name, "expected": _finite(case.expected), "got": _finite(case.got),
+            "error": case.error}
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return str(value)
+    return value
+
+
+def unresolved_dict(item: Unresolved, path: str) -> dict[str, Any]:
+    return {"reason": item.reason, "construct": item.construct,
+            "location": f"{path}:{item.span.start_line + 1}:{item.span.start_col + 1}", "span": item.span.to_dict()}
+
+
+def _spec_info(tests: TestSet) -> dict[str, Any]:
+    info: dict[str, Any] = {"auto": tests.auto, "built": bool(tests.specs) or tests.program, "reason": tests.reason}
+    if tests.spec_toml is not None:
+        info["spec_toml"] = tests.spec_toml
+    if tests.spec_path is not None:
+        info["path"] = str(Path(tests.spec_path).resolve())
+        try:
+            info["sha256"] = sha256_text(Path(tests.spec_path).read_text(encoding="utf-8"))
+        except OSError:
+            pass
+    if tests.dropped_cases:
+        info["dropped_cases"] = list(tests.dropped_cases)
+    if tests.program:
+        info["program"] = True
+    return info
+
+
+def _spec_facts(spec: KernelSpec, tests: SpecReport) -> dict[str, Any]:
+    from xpiler_core.verify.expr import evaluate_int
+
+    shapes: list[dict[str, list[int]]] = []
+    for case in spec.cases:
+        try:
+            shapes.append({a.name: [evaluate_int(d, case) for d in a.shape] for a in spec.args if a.role != "scalar"})
+        except Exception:  # noqa: BLE001 - a shape the evaluator rejects is recorded as unknown
+            shapes.append({})
+    return {
+        "entry": spec.entry,
+        "tolerance": {"atol": spec.atol, "rtol": spec.rtol},
+        "case_shapes": shapes,
+        "args": [{"name": a.name, "dtype": a.dtype, "role": a.role, "shape": [str(x) for x in a.shape],
+                  "init": a.init} for a in spec.args],
+        "cases": [dict(c.sizes) for c in tests.cases],
+    }
+
+
+def toolchain_versions(verdict: CompileVerdict | None) -> dict[str, str]:
+    versions: dict[str, str] = {}
+    if verdict is not None:
+        versions[verdict.toolchain] = verdict.version
+    try:
+        from xpiler_core.verify.toolchains import detect_toolchains
+
+        for name, info in detect_toolchains().items():
+            versions.setdefault(str(name), info.version)
+    except Exception:  # noqa: BLE001 - the manifest records what is known; detection failing is not fatal
+        pass
+    return versions
+
+
+def build_manifest(
+    *,
+    source: Dialect,
+    target: Dialect,
+    text: str,
+    path: str,
+    candidate: str,
+    options: TranslateOptions,
+    records: list[PassRecord],
+    evidence: Evidence,
+    status: Status,
+    reason: str,
+    unresolved: list[Unresolved],
+    notes: list[str],
+    warp_size: int | None,
+    timings: dict[str, float],
+    includes: dict[str, str] | None = None,
+) -> Manifest:
+    source_record: SourceRecord = {"path": str(Path(path).resolve()) if Path(path).exists() else path,
+                                   "dialect": source.value, "sha256": sha256_text(text)}
+    if includes:
+        source_record["includes"] = dict(includes)
+    options_record: OptionsRecord = {
+        "target": target.value, "source_dialect": source.value, "warp_size": warp_size,
+        "spec_path": options.spec_path, "verify": options.verify, "seed": options.seed,
+        "passes": [r["name"] for r in records], "pass_params": options.pass_params, "proposer": options.proposer,
+        "repair": options.repair,
+    }
+    if options.project is not None:
+        options_record["project"] = options.project.to_dict()
+    outcome: OutcomeRecord = {
+        "status": status.value, "reason": reason, "compile": verdict_dict(evidence.compile),
+        "baseline": report_dict(evidence.baseline), "tests": report_dict(evidence.tests),
+        "program": evidence.program.to_dict() if evidence.program is not None else None,
+        "max_abs_err": max_error(evidence.tests), "minimal_failing_case": case_dict(evidence.minimal_case),
+        "note": evidence.note, "untested": list(evidence.untested),
+        "unresolved": [unresolved_dict(u, path) for u in unresolved],
+    }
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "xpiler_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "direction": direction_label(source, target),
+        "source": source_record,
+        "candidate_sha256": sha256_text(candidate),
+        "options": options_record,
+        "passes": list(records),
+        "notes": list(notes),
+        "toolchains": toolchain_versions(evidence.compile),
+        "host": host_info(),
+        "seed": options.seed,
+        "spec": evidence.spec_info,
+        "outcome": outcome,
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+        "candidates": [],
+        "facts": dict(evidence.facts),
+    }
+
+
+_REQUIRED_KEYS = ("schema", "direction", "source", "options", "outcome", "candidate_sha256")
+
+
+def read_manifest(data: object, path: str) -> Manifest:
+    """``data`` (parsed JSON) as a manifest of this schema, or an error saying what is wrong with it."""
+    if not isinstance(data, dict):
+        raise XpilerError("not a manifest: the JSON is not an object", path)
+    missing = [key for key in _REQUIRED_KEYS if key not in data]
+    if missing:
+        raise XpilerError(f"not a manifest: no '{missing[0]}' entry", path)
+    if data["schema"] != MANIFEST_SCHEMA:
+        raise XpilerError(f"manifest schema {data['schema']!r} is not supported by xpiler {__version__} "
+                          f"(it reads schema {MANIFEST_SCHEMA})", path)
+    for key in ("target", "source_dialect", "verify", "seed", "passes", "pass_params"):
+        if key not in data["options"]:
+            raise XpilerError(f"not a manifest: options has no '{key}'", path)
+    manifest: Manifest = data  # type: ignore[assignment]  # checked above
+    return manifest
+
+
+def options_from_manifest(manifest: Manifest) -> TranslateOptions:
+    from xpiler_core.project import ProjectConfig
+
+    opts = manifest["options"]
+    spec = manifest.get("spec") or {}
+    project = opts.get("project")
+    return TranslateOptions(
+        target=Dialect(opts["target"]),
+        warp_size=opts.get("warp_size"),
+        spec_path=opts.get("spec_path") if not spec.get("auto", True) else None,
+        verify=bool(opts["verify"]),
+        seed=int(opts["seed"]),
+        passes=list(opts["passes"]) or None,
+        pass_params={k: dict(v) for k, v in opts["pass_params"].items()},
+        proposer=str(opts.get("proposer", "rules")),
+        repair=bool(opts.get("repair", True)),
+        source_dialect=Dialect(opts["source_dialect"]),
+        project=ProjectConfig.from_dict(project) if isinstance(project, dict) else None,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ plans' shared steps
+
+
+def build_test_set(text: str, path: str, dialect: Dialect, options: TranslateOptions, workdir: Path, *,
+                   entry: str | None = None, allow_shim: bool = True) -> TestSet:
+    """The tests a translation is judged on: the user's spec, else one built from the code (written to
+    ``workdir``, which must outlive the tests), else none with the reason."""
+    from xpiler_core.verify.spec import load_spec
+
+    if options.spec_path:
+        return TestSet([load_spec(options.spec_path)], auto=False, reason="the user's spec",
+                       spec_path=options.spec_path)
+    from xpiler_core.verify import autospec
+
+    built = autospec.build_spec(text, path, dialect, workdir, entry=entry, allow_shim=allow_shim)
+    if built.spec_path is None:
+        return TestSet([], auto=True, reason=built.reason)
+    return TestSet([load_spec(str(built.spec_path))], auto=True, reason=built.reason, spec_toml=built.spec_text)
+
+
+def finish_translation(
+    *,
+    text: str,
+    path: str,
+    source: Dialect,
+    target: Dialect,
+    options: TranslateOptions,
+    candidate: str | None,
+    records: list[PassRecord],
+    evidence: Evidence,
+    unresolved: list[Unresolved],
+    diagnostics: list[Diagnostic],
+    notes: list[str],
+    started: float,
+    warp_size: int | None,
+    timings: dict[str, float] | None = None,
+    candidates: list[dict[str, Any]] | None = None,
+    refused: str = "",
+    includes: dict[str, str] | None = None,
+    companions: dict[str, str] | None = None,
+) -> TranslationResult:
+    """The result of a plan: the status decided once, the summary, the diagnostics and the manifest."""
+    status, reason = decide_status(evidence, unresolved, produced=candidate is not None, refused=refused)
+    seconds = time.perf_counter() - started
+    summary = make_summary(source, target, records, evidence, status, reason, seconds, warp_size)
+    all_timings = {"compile": evidence.seconds_compile, "tests": evidence.seconds_tests, **(timings or {}),
+                   "total": seconds}
+    manifest = build_manifest(source=source, target=target, text=text, path=path, candidate=candidate or "",
+                              options=options, records=records, evidence=evidence, status=status, reason=reason,
+                              unresolved=unresolved, notes=notes, warp_size=warp_size, timings=all_timings,
+                              includes={p: sha256_text(t) for p, t in (includes or {}).items()})
+    manifest["candidates"] = list(candidates or [])
+    return TranslationResult(
+        source_path=path, source_dialect=source, target=target, output_text=candidate or "",
+        suggested_output_path=suggested_output_path(path, target), status=status, summary=summary,
+        passes_applied=records, compile=evidence.compile, tests=evidence.tests,
+        diagnostics=[*diagnostics, *status_diagnostics(status, reason, path)], unresolved=list(unresolved),
+        manifest=manifest, seconds=seconds, reason=reason, evidence=evidence, companions=dict(companions or {}),
+    )

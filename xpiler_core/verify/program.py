@@ -1,0 +1,385 @@
+"""Whole-program verification: the source program and the translated program, built and run the same way.
+
+A file with ``main`` is verified as the program it is. The source is built for the SIMT-on-CPU runtime
+(CUDA at warp 32, HIP at 64) and the translation for its target (HIP/CUDA on the runtime at the target's
+warp size, CPU C++ natively, BANG C on the MLU model); both run in a scratch copy of the source's folder,
+with the same arguments and standard input, under time, CPU and memory limits, and are compared:
+
+* the exit status;
+* standard output, line by line: lines that carry timings, addresses or device names are ignored (a
+  default rule set, extended by ``[compare] ignore`` in ``xpiler.toml``), lines that differ between two runs
+  of the source itself are ignored (they depend on time or on a random seed), numbers compare within the
+  tolerance (``atol``/``rtol``), the rest as text;
+* the files the programs write, by content (numbers within the tolerance for text files);
+* a program that prints its own verdict (``PASS``/``FAIL``, ``Test passed``, ``Result = PASS``, …) is
+  judged by it: the translation must reach the same verdict.
+
+If the source program itself does not build, crashes, times out, exits with a failure or fails its own
+check on the runtime, the report says so and nothing is blamed on the translation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.progress import Cancelled, CancelToken
+from xpiler_core.project import BuildSettings, ProjectConfig
+from xpiler_core.runtime.limits import child_limits
+
+DEFAULT_TIMEOUT_S = 120.0
+PROGRAM_MEMORY_BYTES = 16 * 1024**3
+MAX_WORKDIR_BYTES = 64 * 1024**2  # a bigger source folder is not copied (the programs run in an empty one)
+MAX_STREAM_CHARS = 2_000_000
+DEFAULT_ATOL = 1e-5
+DEFAULT_RTOL = 1e-3
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)\b", re.IGNORECASE)
+_PASS = re.compile(r"\b(PASS(ED)?|SUCCESS(FUL)?)\b|\b(test|tests|result|verification|check|validation)s?\b[^\n]*"
+                   r"\b(pass(ed)?|succeeded|successful|correct|ok)\b", re.IGNORECASE)
+_FAIL = re.compile(r"\b(FAIL(ED|URE)?|INCORRECT|MISMATCH(ES)?)\b|\b(test|tests|result|verification|check|"
+                   r"validation)s?\b[^\n]*\b(fail(ed|s)?|incorrect|wrong)\b", re.IGNORECASE)
+_NEGATED_FAIL = re.compile(r"\b(0|no|zero)\s+(errors?|failures?|mismatch(es)?)\b", re.IGNORECASE)
+
+
+@dataclass
+class ProgramRun:
+    """One build and run of a program."""
+
+    built: bool
+    build_log: str = ""
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    files: dict[str, bytes] = field(default_factory=dict)  # files created or changed, relative path → content
+    timed_out: bool = False
+    seconds: float = 0.0
+    command: list[str] = field(default_factory=list)
+
+    def failure(self) -> str:
+        """Why this run is not a normal run of the program ("" when it is)."""
+        if not self.built:
+            first = next((line for line in self.build_log.splitlines() if "error" in line), "")
+            return "it does not build" + (f": {first.strip()}" if first else "")
+        if self.timed_out:
+            return f"it did not finish within the time limit ({self.seconds:.0f} s)"
+        if self.exit_code is not None and self.exit_code < 0:
+            return f"it was killed by signal {-self.exit_code}" + _runtime_line(self.stderr)
+        if self.exit_code not in (0, None):
+            return f"it exits with status {self.exit_code}" + _runtime_line(self.stderr)
+        return ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"built": self.built, "build_log": self.build_log[-4000:], "exit_code": self.exit_code,
+                "stdout": self.stdout[-8000:], "stderr": self.stderr[-4000:],
+                "files": {k: hashlib.sha256(v).hexdigest() for k, v in self.files.items()},
+                "timed_out": self.timed_out, "seconds": round(self.seconds, 3), "command": self.command}
+
+
+def _runtime_line(stderr: str) -> str:
+    for line in reversed(stderr.splitlines()):
+        if line.startswith("xpiler: ") or "error" in line.lower():
+            return f" ({line.strip()[:300]})"
+    return ""
+
+
+@dataclass
+class ProgramReport:
+    source: ProgramRun
+    candidate: ProgramRun | None
+    matched: bool
+    source_failed: bool
+    reason: str
+    verdict: str | None = None  # the program's own verdict ("PASS"/"FAIL" line), when it prints one
+    lines_compared: int = 0
+    lines_ignored: int = 0
+    args: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.source_failed:
+            return f"the source program does not run on the runtime: {self.reason}"
+        if self.matched:
+            how = f"both print '{self.verdict}'" if self.verdict else f"{self.lines_compared} output line(s) agree"
+            return f"the programs agree: same exit status, {how} ({self.lines_ignored} timing line(s) ignored)"
+        return f"the programs differ: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"matched": self.matched, "source_failed": self.source_failed, "reason": self.reason,
+                "verdict": self.verdict, "lines_compared": self.lines_compared, "lines_ignored": self.lines_ignored,
+                "args": self.args, "source": self.source.to_dict(),
+                "candidate": self.candidate.to_dict() if self.candidate is not None else None}
+
+
+# ---------------------------------------------------------------------------------------------- build
+
+
+def build_program(text: str, dialect: Dialect, workdir: Path, *, warp_size: int, display_name: str,
+                  build: BuildSettings | None) -> tuple[Path | None, str, list[str]]:
+    """An executable of a whole program for this machine: (path or None, build log, command)."""
+    if dialect is Dialect.BANG:
+        from xpiler_core.runtime.bang_build import build_bang, format_build_errors
+
+        bang = build_bang(text, path=display_name, shared=False)
+        if not bang.ok or bang.output is None:
+            return None, format_build_errors(bang), bang.command
+        exe = workdir / "program-bang"
+        shutil.copy2(bang.output, exe)
+        return exe, "", bang.command
+    from xpiler_core.runtime.build import build_library
+
+    result = build_library(text, dialect, workdir, warp_size=warp_size, display_name=display_name,
+                           cplusplus_c=dialect is Dialect.C, build=build, executable=True)
+    return result.library, result.log, result.command
+
+
+# ---------------------------------------------------------------------------------------------- run
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, float]]:
+    out: dict[str, tuple[int, float]] = {}
+    for path in folder.rglob("*"):
+        if path.is_file():
+            stat = path.stat()
+            out[str(path.relative_to(folder))] = (stat.st_size, stat.st_mtime)
+    return out
+
+
+def _folder_size(folder: Path, limit: int) -> int:
+    total = 0
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                continue
+            if total > limit:
+                return total
+    return total
+
+
+def scratch_copy(source_folder: Path, dest: Path) -> None:
+    """A copy of the program's folder to run in (hidden folders and oversized folders are not copied)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if not source_folder.is_dir() or _folder_size(source_folder, MAX_WORKDIR_BYTES) > MAX_WORKDIR_BYTES:
+        return
+    shutil.copytree(source_folder, dest, dirs_exist_ok=True, symlinks=True,
+                    ignore=shutil.ignore_patterns(".*", "__pycache__"))
+
+
+def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | None, timeout_s: float,
+                   cancel: CancelToken | None = None, threads: int | None = None) -> ProgramRun:
+    before = _snapshot(workdir)
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", str(threads or os.cpu_count() or 1))
+    started = time.monotonic()
+    proc = subprocess.Popen([str(exe), *args], cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=child_limits(PROGRAM_MEMORY_BYTES, timeout_s))
+    timed_out = False
+    stdin_bytes = (stdin_text or "").encode()
+    deadline = started + timeout_s
+    stdout_b, stderr_b = b"", b""
+    while True:
+        try:
+            stdout_b, stderr_b = proc.communicate(stdin_bytes, timeout=min(0.25, max(0.01, deadline - time.monotonic())))
+            break
+        except subprocess.TimeoutExpired:
+            stdin_bytes = b""  # already sent
+            cancelled = cancel is not None and cancel.cancelled
+            if not cancelled and time.monotonic() < deadline:
+                continue
+            try:
+                os.killpg(proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            stdout_b, stderr_b = proc.communicate()
+            if cancelled:
+                raise Cancelled("cancelled") from None
+            timed_out = True
+            break
+    seconds = time.monotonic() - started
+    after = _snapshot(workdir)
+    changed = {name for name, stamp in after.items() if before.get(name) != stamp}
+    files: dict[str, bytes] = {}
+    for name in sorted(changed)[:64]:
+        try:
+            files[name] = (workdir / name).read_bytes()[:MAX_STREAM_CHARS]
+        except OSError:
+            continue
+    return ProgramRun(True, exit_code=None if timed_out else proc.returncode,
+                      stdout=stdout_b.decode("utf-8", errors="replace")[:MAX_STREAM_CHARS],
+                      stderr=stderr_b.decode("utf-8", errors="replace")[:MAX_STREAM_CHARS], files=files,
+                      timed_out=timed_out, seconds=seconds, command=[exe.name, *args])
+
+
+# ---------------------------------------------------------------------------------------------- compare
+
+
+def own_verdict(stdout: str) -> str | None:
+    """"FAIL" when the program reports a failed self-check, "PASS" when it reports a passed one, else None."""
+    failed = passed = False
+    for line in stdout.splitlines():
+        if _FAIL.search(line) and not _NEGATED_FAIL.search(line):
+            failed = True
+        elif _PASS.search(line):
+            passed = True
+    return "FAIL" if failed else "PASS" if passed else None
+
+
+def _numbers_match(a: str, b: str, atol: float, rtol: float) -> bool:
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return a == b
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    if math.isinf(x) or math.isinf(y):
+        return x == y
+    return abs(x - y) <= atol + rtol * abs(x)
+
+
+def lines_match(a: str, b: str, atol: float, rtol: float) -> bool:
+    """Two output lines agree: the same text between numbers, numbers within the tolerance."""
+    if a == b:
+        return True
+    numbers_a, numbers_b = _NUMBER.findall(a), _NUMBER.findall(b)
+    if len(numbers_a) != len(numbers_b) or _NUMBER.sub("#", a).split() != _NUMBER.sub("#", b).split():
+        return False
+    return all(_numbers_match(x, y, atol, rtol) for x, y in zip(numbers_a, numbers_b, strict=True))
+
+
+def _kept_lines(text: str, patterns: list[re.Pattern[str]]) -> tuple[list[str], int]:
+    kept: list[str] = []
+    ignored = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if any(p.search(line) for p in patterns):
+            ignored += 1
+            continue
+        kept.append(line.rstrip())
+    return kept, ignored
+
+
+def first_difference(a: list[str], b: list[str], atol: float, rtol: float,
+                     unstable: set[int] | None = None) -> tuple[int, str, str] | None:
+    for i in range(max(len(a), len(b))):
+        if unstable and i in unstable:
+            continue
+        x = a[i] if i < len(a) else "<no line>"
+        y = b[i] if i < len(b) else "<no line>"
+        if not lines_match(x, y, atol, rtol):
+            return i, x, y
+    return None
+
+
+def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfig | None,
+                 rerun_source: Any = None) -> ProgramReport:
+    """Judge the candidate run against the source run (see the module docstring)."""
+    atol = config.atol if config is not None and config.atol is not None else DEFAULT_ATOL
+    rtol = config.rtol if config is not None and config.rtol is not None else DEFAULT_RTOL
+    patterns = [re.compile(p) for p in (config.ignore_patterns if config is not None else ProjectConfig().ignore_patterns)]
+    why = candidate.failure()
+    if why and candidate.exit_code != source.exit_code:
+        return ProgramReport(source, candidate, False, False, f"the translated program: {why}")
+    if candidate.exit_code != source.exit_code:
+        return ProgramReport(source, candidate, False, False,
+                             f"exit status {candidate.exit_code}, the source's is {source.exit_code}")
+    verdict = own_verdict(source.stdout)
+    src_lines, ignored = _kept_lines(source.stdout, patterns)
+    cand_lines, _ = _kept_lines(candidate.stdout, patterns)
+    if verdict is not None:
+        got = own_verdict(candidate.stdout)
+        if got != verdict:
+            return ProgramReport(source, candidate, False, False,
+                                 f"the source program prints {verdict}, the translation {got or 'no verdict'}",
+                                 verdict, len(src_lines), ignored)
+        return ProgramReport(source, candidate, True, False, "", verdict, len(src_lines), ignored)
+    difference = first_difference(src_lines, cand_lines, atol, rtol)
+    unstable: set[int] = set()
+    if difference is not None and rerun_source is not None:
+        # a line that differs between two runs of the source itself depends on time or a random seed
+        again: ProgramRun = rerun_source()
+        again_lines, _ = _kept_lines(again.stdout, patterns)
+        unstable = {i for i in range(max(len(src_lines), len(again_lines)))
+                    if i >= len(src_lines) or i >= len(again_lines) or not lines_match(src_lines[i], again_lines[i], atol, rtol)}
+        difference = first_difference(src_lines, cand_lines, atol, rtol, unstable)
+    if difference is not None:
+        i, want, got = difference
+        return ProgramReport(source, candidate, False, False,
+                             f"output line {i + 1} differs: expected '{want[:200]}', got '{got[:200]}'", None,
+                             len(src_lines), ignored + len(unstable))
+    for name, data in source.files.items():
+        other = candidate.files.get(name)
+        if other is None:
+            return ProgramReport(source, candidate, False, False, f"the translated program does not write {name}")
+        if other != data and not _file_contents_match(data, other, atol, rtol):
+            return ProgramReport(source, candidate, False, False, f"the file {name} differs")
+    return ProgramReport(source, candidate, True, False, "", None, len(src_lines) - len(unstable),
+                         ignored + len(unstable))
+
+
+def _file_contents_match(a: bytes, b: bytes, atol: float, rtol: float) -> bool:
+    try:
+        text_a, text_b = a.decode("utf-8"), b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    lines_a, lines_b = text_a.splitlines(), text_b.splitlines()
+    return len(lines_a) == len(lines_b) and all(lines_match(x, y, atol, rtol) for x, y in zip(lines_a, lines_b, strict=True))
+
+
+def compare_programs(source_text: str, source_path: str, source_dialect: Dialect, candidate_text: str,
+                     target: Dialect, *, config: ProjectConfig | None, source_build: BuildSettings | None,
+                     candidate_build: BuildSettings | None, source_warp: int, target_warp: int,
+                     cancel: CancelToken | None = None) -> ProgramReport:
+    """Build and run the source program and the translated one; see the module docstring."""
+    args = list(config.program_args) if config is not None else []
+    stdin_text: str | None = None
+    if config is not None and config.stdin:
+        stdin_file = Path(config.stdin)
+        stdin_text = stdin_file.read_text(encoding="utf-8", errors="replace") if stdin_file.is_file() else config.stdin
+    timeout = (config.timeout_s if config is not None and config.timeout_s else None) or DEFAULT_TIMEOUT_S
+    folder = Path(source_path).resolve().parent
+    with tempfile.TemporaryDirectory(prefix="xpiler-program-") as tmp:
+        root = Path(tmp)
+        exe, log, command = build_program(source_text, source_dialect, root / "build-source", warp_size=source_warp,
+                                          display_name=Path(source_path).name, build=source_build)
+        if exe is None:
+            run = ProgramRun(False, log, command=command)
+            return ProgramReport(run, None, False, True, run.failure(), args=args)
+
+        def run_source() -> ProgramRun:
+            scratch = Path(tempfile.mkdtemp(prefix="run-source-", dir=root))
+            scratch_copy(folder, scratch)
+            return run_executable(exe, scratch, args, stdin_text, timeout, cancel)
+
+        source = run_source()
+        why = source.failure()
+        if not why and own_verdict(source.stdout) == "FAIL":
+            why = "its own check fails on the runtime"
+        if why:
+            return ProgramReport(source, None, False, True, why, own_verdict(source.stdout), args=args)
+        if cancel is not None:
+            cancel.check()
+        cand_exe, cand_log, cand_command = build_program(
+            candidate_text, target, root / "build-candidate", warp_size=target_warp,
+            display_name="translation" + (".cpp" if target is Dialect.C else target.suffix), build=candidate_build)
+        if cand_exe is None:
+            run = ProgramRun(False, cand_log, command=cand_command)
+            return ProgramReport(source, run, False, False, f"the translated program {run.failure()}", args=args)
+        scratch = root / "run-candidate"
+        scratch_copy(folder, scratch)
+        candidate = run_executable(cand_exe, scratch, args, stdin_text, timeout, cancel)
+        report = compare_runs(source, candidate, config, run_source)
+        report.args = args
+        return report
