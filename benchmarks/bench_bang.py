@@ -33,7 +33,7 @@ def round_trip(candidate: str, spec: Any, records: list[dict[str, Any]] | None =
     """BANG → CUDA on a translation, nvcc verdict and a run at warp 32 against the reference."""
     import tempfile
 
-    from xpiler_core.frontend.dialect import Dialect
+    from xpiler_core.dialect import Dialect
     from xpiler_core.plans.bang_to_cuda import translate_bang_to_cuda
     from xpiler_core.plans.cuda_to_bang import launch_params_used
     from xpiler_core.plans.cuda_to_cpu import spec_with_launch_args

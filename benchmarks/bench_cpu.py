@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from xpiler_core.frontend.dialect import Dialect  # noqa: E402
+from xpiler_core.dialect import Dialect  # noqa: E402
 from xpiler_core.plans.cuda_to_cpu import _launch_params_used, translate_to_cpu  # noqa: E402
 from xpiler_core.runtime.build import build_library  # noqa: E402
 from xpiler_core.verify.expr import evaluate_int  # noqa: E402

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.pipeline import TranslateOptions, max_error, translate
 from xpiler_core.verify.spec import load_spec
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from bench_cpu import _to_torch, _torch_impls, torch  # noqa: E402
 
 from xpiler_core.diagnostics import XpilerError  # noqa: E402
-from xpiler_core.frontend.dialect import Dialect  # noqa: E402
+from xpiler_core.dialect import Dialect  # noqa: E402
 from xpiler_core.runtime.build import build_library  # noqa: E402
 from xpiler_core.tune import TuneOptions, tune  # noqa: E402
 from xpiler_core.tune.measure import MeasureSettings, measure_libraries  # noqa: E402

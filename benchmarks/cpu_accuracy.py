@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from xpiler_core.frontend.dialect import Dialect  # noqa: E402
+from xpiler_core.dialect import Dialect  # noqa: E402
 from xpiler_core.plans.c_to_cuda import translate_to_cuda  # noqa: E402
 from xpiler_core.plans.cuda_to_cpu import (  # noqa: E402
     _launch_params_used,

@@ -247,7 +247,7 @@ def _nvcc_direct(source: Path, version: str) -> CompileResult:
 
 def _compile_one(source: Path, version: str) -> CompileResult:
     try:
-        from xpiler_core.frontend.dialect import Dialect
+        from xpiler_core.dialect import Dialect
         from xpiler_core.verify.toolchains import compile_check
     except ImportError:
         return _nvcc_direct(source, version)

@@ -15,5 +15,9 @@ if [ -f vscode-client/package.json ]; then
 fi
 
 PY=${PYTHON:-python3}
+echo "== import contracts (pyproject.toml [tool.importlinter])"
+lint-imports --no-cache
+echo "== ruff"
+"$PY" -m ruff check .
 echo "== pytest"
 exec "$PY" -m pytest -q "$@"

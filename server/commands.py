@@ -22,7 +22,7 @@ from xpiler_server.server import XpilerServer, guarded
 
 from xpiler_core import api as core_api
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 log = logging.getLogger(__name__)
 

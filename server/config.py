@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 SECTION = "xpiler"
 

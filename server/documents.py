@@ -21,7 +21,7 @@ from xpiler_server.positions import ByteLines, LineIndex
 
 from xpiler_core import api as core_api
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 log = logging.getLogger(__name__)
 

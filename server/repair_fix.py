@@ -13,7 +13,7 @@ from lsprotocol import types
 
 from xpiler_core import api as core_api
 from xpiler_core.diagnostics import Span
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 log = logging.getLogger(__name__)
 REPAIR_BUDGET_S = 30.0

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.model import KernelModel, build_model
 from xpiler_core.frontend.source import ParsedSource, parse_text
 from xpiler_core.passes import all_passes

@@ -82,7 +82,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from xpiler_core.diagnostics import Diagnostic, Span
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 N = TypeVar("N", bound="Node")
 

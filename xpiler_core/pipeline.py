@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from xpiler_core.diagnostics import Diagnostic, XpilerError
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, SourceUnit, Unresolved
 from xpiler_core.passes.driver import run_passes

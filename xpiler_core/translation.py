@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 
 from xpiler_core import __version__
 from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import PassRecord, Unresolved
 from xpiler_core.progress import Cancelled, CancelToken, ProgressFn, report
 
 if TYPE_CHECKING:
+    from xpiler_core.frontend.model import KernelModel
     from xpiler_core.project import ProjectConfig
     from xpiler_core.verify.harness import CaseResult, SpecReport
     from xpiler_core.verify.program import ProgramReport
@@ -673,7 +674,7 @@ def options_from_manifest(manifest: Manifest) -> TranslateOptions:
 
 
 def build_test_set(text: str, path: str, dialect: Dialect, options: TranslateOptions, workdir: Path, *,
-                   entry: str | None = None, allow_shim: bool = True) -> TestSet:
+                   entry: str | None = None, allow_shim: bool = True, model: KernelModel | None = None) -> TestSet:
     """The tests a translation is judged on: the user's spec, else one built from the code (written to
     ``workdir``, which must outlive the tests), else none with the reason."""
     from xpiler_core.verify.spec import load_spec
@@ -683,7 +684,7 @@ def build_test_set(text: str, path: str, dialect: Dialect, options: TranslateOpt
                        spec_path=options.spec_path)
     from xpiler_core.verify import autospec
 
-    built = autospec.build_spec(text, path, dialect, workdir, entry=entry, allow_shim=allow_shim)
+    built = autospec.build_spec(text, path, dialect, workdir, entry=entry, allow_shim=allow_shim, model=model)
     if built.spec_path is None:
         return TestSet([], auto=True, reason=built.reason)
     return TestSet([load_spec(str(built.spec_path))], auto=True, reason=built.reason, spec_toml=built.spec_text)

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xpiler_core import ast as A
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.printer import print_module, print_node
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from xpiler_core.cache import caching_disabled, get_cache, stable_key
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.printer import print_module
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from xpiler_core.cli import main
 from xpiler_core.diagnostics import Severity, XpilerError
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.model import build_model, load_model_bytes
 from xpiler_core.frontend.source import MAX_SOURCE_BYTES, decode_source, parse_text
 

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from xpiler_core.diagnostics import Severity
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.model import FunctionKind, KernelModel, build_model, load_model
 from xpiler_core.frontend.source import parse_text
 

@@ -10,7 +10,7 @@ import pytest
 from test_ast_roundtrip import compile_ok  # same directory (pytest prepends it to sys.path)
 
 from xpiler_core import ast as A
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.printer import print_module, style_for
 

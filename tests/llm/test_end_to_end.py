@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.llm import LLMConfig, LLMUnavailable, ProposerConfig, propose
 from xpiler_core.llm.client import complete
 from xpiler_core.passes.base import PassContext, SourceUnit
@@ -331,7 +331,7 @@ def test_the_default_path_does_not_even_load_the_llm_code() -> None:
     probe = (
         "import sys\n"
         "from xpiler_core.pipeline import translate, TranslateOptions\n"
-        "from xpiler_core.frontend.dialect import Dialect\n"
+        "from xpiler_core.dialect import Dialect\n"
         f"text = open({str(SOURCE)!r}).read()\n"
         f"translate(text, {str(SOURCE)!r}, TranslateOptions(target=Dialect.HIP, verify=False))\n"
         "print(sorted(m for m in ('openai', 'httpx', 'xpiler_core.llm', 'rank_bm25') if m in sys.modules))\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.llm.manuals import MANUALS_ROOT, load_chunks, slugify, split_sections
 from xpiler_core.llm.retrieval import ManualIndex, default_index, folders_for, kernel_terms
 

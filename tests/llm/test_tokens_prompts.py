@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.llm.manuals import Chunk
 from xpiler_core.llm.prompts import build_prompt, templates
 from xpiler_core.llm.propose import extract_code_block

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.pipeline import TranslateOptions, translate
 from xpiler_core.repair.hook import repair_translation, should_repair
 from xpiler_core.verify.harness import run_spec

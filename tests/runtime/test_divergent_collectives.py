@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 SOURCE = r"""
 #define FULL 0xffffffffu

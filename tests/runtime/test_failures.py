@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.progress import Cancelled, CancelToken
 from xpiler_core.runtime.build import build_library
 from xpiler_core.runtime.call import run_kernel

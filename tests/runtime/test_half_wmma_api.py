@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.verify.inputs import bf16_bits_to_float, float_to_bf16_bits
 
 CUDA_SOURCE = r"""

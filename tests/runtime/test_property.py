@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 SOURCE = r"""
 __global__ void block_sums(const float* x, float* out, int n) {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 WARP_SOURCE = r"""
 #include <cuda_runtime.h>

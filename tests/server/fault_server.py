@@ -8,8 +8,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from xpiler_core import api as core_api  # noqa: E402
 from xpiler_server import create_server  # noqa: E402
+
+from xpiler_core import api as core_api  # noqa: E402
 
 
 def injected_fault() -> list[core_api.PassEntry]:

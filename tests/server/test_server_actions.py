@@ -24,7 +24,7 @@ from server_lsp_helpers import (
 )
 
 from xpiler_core import api as core_api
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.passes import all_passes
 from xpiler_core.pipeline import run_pass
 

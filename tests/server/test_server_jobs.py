@@ -25,7 +25,7 @@ from server_lsp_helpers import (
 )
 
 from xpiler_core import api as core_api
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "benchmarks" / "suite"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from xpiler_core import api as core_api
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]

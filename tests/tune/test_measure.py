@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.runtime.build import build_library
 from xpiler_core.tune.measure import (
     LatencyStats,

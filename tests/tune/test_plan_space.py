@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import RELU_SOURCE, RELU_SPEC
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.plans import cuda_to_cpu
 from xpiler_core.runtime.build import build_library, candidate_flags
 from xpiler_core.tune.cpu_problem import (

@@ -9,7 +9,7 @@ from conftest import RELU_SOURCE, RELU_SPEC
 
 from xpiler_core.cli import main as cli_main
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.progress import Cancelled, CancelToken
 from xpiler_core.tune import Config, TuneEvent, TuneOptions, TuneResult, reproduce, tune, tune_stream
 from xpiler_core.tune.measure import MeasureSettings

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.pipeline import TranslateOptions, translate
 from xpiler_core.verify.entry_shim import add_entry_shim
 from xpiler_core.verify.harness import run_spec

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.verify.harness import differential, run_spec
 from xpiler_core.verify.spec import load_spec
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.verify.harness import run_spec
 from xpiler_core.verify.spec import load_spec
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.verify.toolchains import compile_check, detect_toolchains
 
 

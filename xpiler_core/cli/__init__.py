@@ -1,7 +1,8 @@
 """The ``xpiler`` command line.
 
 Each subcommand lives in its own module of this package and exposes
-``register(subparsers) -> None``; the parser built there sets ``func(args) -> int``.
+``register(subparsers) -> None``; the parser built there sets ``func(args) -> int``. Other installed packages
+add subcommands through the ``xpiler.commands`` entry point group (the language server adds ``serve``).
 Every failure is printed as ``file:line:col: error: message`` with a non-zero exit, never a traceback.
 """
 
@@ -12,6 +13,7 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
 from xpiler_core import __version__
 from xpiler_core.diagnostics import XpilerError
@@ -28,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
         register = getattr(module, "register", None)
         if register is not None:
             register(subparsers)
+    for entry in sorted(entry_points(group="xpiler.commands"), key=lambda e: e.name):
+        entry.load()(subparsers)
     return parser
 
 

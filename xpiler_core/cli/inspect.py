@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable
 
 from xpiler_core.diagnostics import Severity, Span, XpilerError
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.model import Buffer, Function, KernelModel, LaunchSite, Use, build_model
 from xpiler_core.frontend.source import parse_file
 

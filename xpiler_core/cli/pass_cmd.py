@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.passes import all_passes, get_pass
 from xpiler_core.passes.base import PassContext, PassRefused, SourceUnit
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.source import decode_source
 
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.source import decode_source
 
 

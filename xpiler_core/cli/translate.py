@@ -22,7 +22,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from xpiler_core.diagnostics import Severity, XpilerError
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.source import decode_source
 from xpiler_core.pipeline import translate, write_outputs
 from xpiler_core.project import ProjectConfig

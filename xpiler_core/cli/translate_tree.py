@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect, detect_dialect, dialect_from_suffix
+from xpiler_core.dialect import Dialect, detect_dialect, dialect_from_suffix
 from xpiler_core.frontend.source import decode_source
 from xpiler_core.pipeline import translate, write_outputs
 from xpiler_core.translation import EXIT_CODES, Status, TranslateOptions, output_suffix

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 TARGETS = {"cpu": Dialect.C, "c": Dialect.C, "cuda": Dialect.CUDA, "hip": Dialect.HIP, "bang": Dialect.BANG}
 

@@ -1,6 +1,6 @@
 """Frontend: parse CUDA / HIP / BANG C / C with tree-sitter-cuda, build the kernel model and AST."""
 
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.model import KernelModel, build_model, load_model
 from xpiler_core.frontend.source import ParsedSource, parse_file, parse_text
 

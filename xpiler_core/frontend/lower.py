@@ -23,7 +23,7 @@ from tree_sitter import Node as CstNode
 
 from xpiler_core import ast as A
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.source import ParsedSource, parse_text
 
 # CST levels the lowering descends before keeping the rest as Opaque text. Each level costs a few Python

@@ -21,8 +21,8 @@ import numpy as np
 from tree_sitter import Node
 
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend import names
-from xpiler_core.frontend.dialect import Dialect
 from xpiler_core.frontend.queries import Matches, run_model_query
 from xpiler_core.frontend.source import (
     BANG_KEYWORD_PATTERN,

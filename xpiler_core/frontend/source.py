@@ -19,7 +19,7 @@ import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser, Point, Tree
 
 from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 
 # Kernel sources are kilobytes; generated ones reach a few megabytes. Beyond this the file is refused
 # (parse + model of 7.6 MiB of generated CUDA measured ~6.5 s of CPU; larger inputs would stall the editor).
@@ -116,7 +116,7 @@ def decode_source(data: bytes, path: str = "<input>") -> str:
 
 #: Called with the text of every fresh parse (tests count parses per translation through it).
 PARSE_LISTENERS: list[Callable[[str], None]] = []
-_RECENT_PARSES: OrderedDict[tuple[str, str, Dialect], ParsedSource] = OrderedDict()
+_RECENT_PARSES: OrderedDict[tuple[str, Dialect], ParsedSource] = OrderedDict()
 _RECENT_LIMIT = 16
 _RECENT_LOCK = threading.Lock()
 
@@ -127,14 +127,15 @@ def parse_text(text: str, path: str = "<input>", dialect: Dialect | None = None)
     The same text parsed again soon after (a plan, the test builder and the runtime's launch rewriter all
     read the source) gets the same tree: a translation parses each text once."""
     dialect = dialect or detect_dialect(text, path)
-    key = (text, path, dialect)
+    key = (text, dialect)
     with _RECENT_LOCK:
         recent = _RECENT_PARSES.get(key)
         if recent is not None:
             _RECENT_PARSES.move_to_end(key)
     if recent is not None:
-        return ParsedSource(recent.path, recent.text, recent.data, recent.dialect, recent.tree,
-                            list(recent.diagnostics))
+        # the tree does not depend on the path; the diagnostics name it
+        diagnostics = list(recent.diagnostics) if recent.path == path else syntax_diagnostics(recent.tree, path)
+        return ParsedSource(path, recent.text, recent.data, recent.dialect, recent.tree, diagnostics)
     parsed = _parse(text, path, dialect)
     with _RECENT_LOCK:
         _RECENT_PARSES[key] = parsed

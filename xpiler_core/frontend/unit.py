@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xpiler_core import ast as A
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.model import KernelModel, build_model
 from xpiler_core.frontend.source import ParsedSource, parse_text
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.llm.manuals import Chunk
 
 PROMPTS_FILE = Path(__file__).with_name("prompts.toml")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.llm.client import LLMConfig, LLMError, LLMReply, complete
 from xpiler_core.llm.manuals import Chunk
 from xpiler_core.llm.prompts import Prompt, build_prompt, templates

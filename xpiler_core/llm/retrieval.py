@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rank_bm25 import BM25Okapi
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.llm.manuals import MANUALS_ROOT, Chunk, cached_chunks
 from xpiler_core.llm.tokens import split_identifier, tokenize
 

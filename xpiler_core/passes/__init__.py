@@ -1,4 +1,6 @@
-"""The passes: one module per pass, discovered here so the CLI and the server can list and run them."""
+"""The passes: one module per pass, grouped by kind (``gpu/``: CUDA ⇄ HIP CST passes, ``method/``: the eleven
+passes of the method, ``cpu/``: CPU speed passes, ``bang/``: BANG C passes; ``support/`` holds shared helpers,
+not passes), discovered here so the CLI, the server and the tuner can list and run them by name."""
 
 from __future__ import annotations
 
@@ -11,20 +13,24 @@ from xpiler_core.passes.base import PassContext, PassInfo, PassRefused, SourceUn
 
 __all__ = ["PassContext", "PassInfo", "PassRefused", "SourceUnit", "all_passes", "get_pass"]
 
-_NOT_PASSES = {"base"}
+PASS_GROUPS = ("gpu", "method", "cpu", "bang")
 
 
 @lru_cache(maxsize=1)
 def all_passes() -> dict[str, ModuleType]:
-    """Pass name → module, for every module in this package that defines ``INFO`` and ``apply``."""
+    """Pass name → module, for every module of the pass groups that defines ``INFO`` and ``apply``."""
     found: dict[str, ModuleType] = {}
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_") or info.name in _NOT_PASSES:
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        pass_info = getattr(module, "INFO", None)
-        if isinstance(pass_info, PassInfo) and callable(getattr(module, "apply", None)):
-            found[pass_info.name] = module
+    for group in PASS_GROUPS:
+        package = importlib.import_module(f"{__name__}.{group}")
+        for info in pkgutil.iter_modules(package.__path__):
+            if info.name.startswith("_"):
+                continue
+            module = importlib.import_module(f"{__name__}.{group}.{info.name}")
+            pass_info = getattr(module, "INFO", None)
+            if isinstance(pass_info, PassInfo) and callable(getattr(module, "apply", None)):
+                if pass_info.name in found:
+                    raise RuntimeError(f"two passes named {pass_info.name}")
+                found[pass_info.name] = module
     return dict(sorted(found.items()))
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
 from xpiler_core.diagnostics import Diagnostic, Span
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 
 class PassRefused(Exception):

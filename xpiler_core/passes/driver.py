@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from xpiler_core import ast as A
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.passes import get_pass
 from xpiler_core.passes.base import PassContext, PassRecord, PassRefused, SourceUnit
 from xpiler_core.progress import CancelToken
@@ -147,23 +147,3 @@ def run_passes(
             run.unchanged = name
             return run
     return run
-
-
-def each_kernel(module: A.Module, rewrite: Any, what: str) -> tuple[A.Module, list[str]]:
-    """Apply ``rewrite(kernel) -> Function | str`` (a string: why not) to every ``__global__`` kernel without
-    unmodeled code; returns the module and the kernels rewritten, or refuses with every kernel's reason."""
-    done: list[str] = []
-    reasons: list[str] = []
-    for kernel in module.kernels():
-        if any(isinstance(n, A.Opaque) for n in A.walk(kernel.body)):
-            reasons.append(f"{kernel.name}: unmodeled code")
-            continue
-        out = rewrite(kernel)
-        if isinstance(out, str):
-            reasons.append(f"{kernel.name}: {out}")
-            continue
-        module = module.replace_function(kernel.name, out)
-        done.append(kernel.name)
-    if not done:
-        raise PassRefused("; ".join(reasons) or f"no __global__ kernel to {what}")
-    return module, done

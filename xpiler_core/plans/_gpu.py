@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, SourceUnit
 from xpiler_core.passes.driver import run_passes
@@ -113,7 +113,7 @@ def candidate_variants(
     64-lane wavefront as written ("native", faster on AMD): tried first when plausible, with the exact
     32-lane form ("lanes32") as the fallback. The user's explicit strategy is never second-guessed.
     """
-    from xpiler_core.passes.warp_size import native_is_plausible
+    from xpiler_core.passes.gpu.warp_size import native_is_plausible
 
     if (direction.target is Dialect.HIP and options.verify and "warp_size" in pass_names
             and "strategy" not in options.pass_params.get("warp_size", {}) and native_is_plausible(text)):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, SourceUnit
 from xpiler_core.passes.driver import run_passes
@@ -151,7 +151,7 @@ class ProjectFiles:
         automatic kernel tests."""
         source_text = text if text is not None else self.unit.text
         tests = build_test_set(source_text, self.unit.path, self.unit.dialect, options, workdir, entry=entry,
-                               allow_shim=allow_shim)
+                               allow_shim=allow_shim, model=self.unit.model if text is None else None)
         if options.spec_path or not self.has_main():
             return tests
         tests.program = True

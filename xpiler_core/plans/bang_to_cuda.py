@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.unit import ParsedUnit
-from xpiler_core.passes.bang_detensorize import translate_bang_to_cuda
+from xpiler_core.passes.bang.bang_detensorize import translate_bang_to_cuda
 from xpiler_core.passes.base import PassContext, SourceUnit
 from xpiler_core.passes.driver import run_passes
 from xpiler_core.progress import CancelToken, ProgressFn, report

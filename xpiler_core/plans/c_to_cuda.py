@@ -19,11 +19,11 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.diagnostics import Span
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.unit import ParsedUnit
-from xpiler_core.passes._cpu_prelude import PRELUDE
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
 from xpiler_core.passes.driver import run_passes
+from xpiler_core.passes.support.cpu_prelude import PRELUDE
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 from xpiler_core.translation import (

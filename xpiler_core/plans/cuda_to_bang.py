@@ -19,7 +19,7 @@ Steps (each an AST pass; a refusal is reported, never a silent miscompile):
 6. ``bang_pipeline``: GDRAM→NRAM tile loops are double-buffered with ``__memcpy_async`` + ``__sync_io``.
 
 Verification: the candidate is built with the MLU model (g++, on-chip capacity check of the generation)
-and run on the spec's cases against the numpy reference (``verify/bang_support.py``).
+and run on the spec's cases against the numpy reference (``verify/bang.py``).
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.diagnostics import Span
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.unit import ParsedUnit
-from xpiler_core.passes._cpu_prelude import PRELUDE
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
+from xpiler_core.passes.support.bang_prelude import TASKS, bang_prelude
+from xpiler_core.passes.support.cpu_prelude import PRELUDE
 from xpiler_core.plans._project import ProjectFiles
 from xpiler_core.plans.cuda_to_cpu import recovery_params_from_spec, run_ast_passes, spec_with_launch_args
 from xpiler_core.printer import print_module
@@ -52,28 +53,6 @@ from xpiler_core.translation import (
 
 DEFAULT_PASSES = ["detensorization", "loop_recovery", "bang_binding", "bang_matmul", "bang_pool", "bang_tensorize",
                   "bang_reduce", "bang_pipeline"]
-TASKS = 16  # 4 clusters × 4 cores (Union1); the binding is correct for any task count
-
-BANG_PRELUDE_MARK = "/* xpiler BANG prelude */"
-
-
-def bang_prelude(tasks: int = TASKS) -> str:
-    """The CPU prelude's CUDA vocabulary (half/vector types, shuffles over per-thread arrays, dim3, host
-    memory API) minus what BANG already names (``half`` is the MLU's own type), plus the launch shape."""
-    body = PRELUDE.split("\n", 1)[1]
-    body = body.replace("typedef __half half;\n", "")
-    body = re.sub(r"#ifdef _OPENMP\n#include <omp.h>\n#endif\n", "", body)
-    # atomics: tasks of one launch interleave only at barriers on the model, and GDRAM read-modify-write
-    # from one core is not interrupted there; the _Pragma is an OpenMP-only hint, dropped here.
-    body = body.replace('_Pragma("omp atomic capture") ', "")
-    return (
-        f"{BANG_PRELUDE_MARK}\n#include <bang.h>\n"
-        "#ifndef __mlu_const__\n#define __mlu_const__ /* constant data lives in GDRAM on the model */\n#endif\n"
-        f"{body}"
-        f"static inline cnrtDim3_t xp_task_dim(void) {{ cnrtDim3_t d = {{{tasks}, 1, 1}}; return d; }}\n"
-    )
-
-
 def translate_to_bang(
     text: str,
     path: str,
@@ -102,7 +81,7 @@ def translate_unit(
     if spec is not None and spec.kind != "host":
         entry = spec.entry
     params.setdefault("bang_binding", {}).setdefault("entry", entry)
-    from xpiler_core.runtime.bang_build import get_generation
+    from xpiler_core.runtime.bang.build import get_generation
 
     gen = get_generation(generation)
     params.setdefault("bang_tensorize", {}).setdefault("nram_bytes", gen.capacity_bytes("nram"))
@@ -146,7 +125,7 @@ def launch_params_used(records: list[PassRecord]) -> str:
 def verify_bang(candidate: str, spec: Any, records: list[PassRecord], seed: int = 0,
                 cancel: CancelToken | None = None, generation: str | None = None) -> tuple[Any, str]:
     """Run the candidate on the model against the spec; returns (BangSpecReport, note)."""
-    from xpiler_core.verify.bang_support import run_bang_spec
+    from xpiler_core.verify.bang import run_bang_spec
 
     note = ""
     with tempfile.TemporaryDirectory(prefix="xpiler-bang-") as tmp:

@@ -24,7 +24,7 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.diagnostics import Span
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
 from xpiler_core.passes.driver import run_passes

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, SourceUnit
 from xpiler_core.passes.driver import run_passes

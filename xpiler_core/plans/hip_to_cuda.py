@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.plans._gpu import GpuDirection, gpu_plan
 from xpiler_core.progress import CancelToken, ProgressFn

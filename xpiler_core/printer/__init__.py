@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import cache
 
 from xpiler_core import ast as A
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.printer.core import DialectStyle, Printer, style_for
 
 __all__ = ["DialectStyle", "Printer", "print_expr", "print_module", "print_node", "printer_for", "style_for"]

@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from xpiler_core import ast as A
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 
 # Precedence levels, loosest first.
 COMMA, ASSIGN, TERNARY, LOR, LAND, BOR, BXOR, BAND, EQ, REL, SHIFT, ADD, MUL, UNARY, POSTFIX, PRIMARY = range(1, 17)

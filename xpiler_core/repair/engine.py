@@ -40,7 +40,7 @@ import z3
 
 from xpiler_core import ast as A
 from xpiler_core.diagnostics import Span, XpilerError
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.progress import CancelToken, ProgressFn
 from xpiler_core.repair import examples as EX

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.runtime.build import BuildResult, build_library
 from xpiler_core.runtime.entry import ENTRY_SYMBOL, kernel_entry_glue
 from xpiler_core.runtime.sandbox import CallArg, call_library

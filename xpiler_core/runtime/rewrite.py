@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.source import parse_text
 
 _EXTERN_SHARED = re.compile(

@@ -27,11 +27,11 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes import all_passes, get_pass
-from xpiler_core.passes._ast_support import find_loops
 from xpiler_core.passes.base import PassContext, PassRefused
+from xpiler_core.passes.support.ast_support import find_loops
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken
 from xpiler_core.tune.config import Config, Params, Step, freeze
@@ -137,7 +137,7 @@ class CpuTuningProblem:
 
     def __init__(self, text: str, path: str, spec: KernelSpec, workdir: Path, *, seed: int = 0,
                  settings: MeasureSettings | None = None, cancel: CancelToken | None = None) -> None:
-        from xpiler_core.passes.loop_recovery import block_size_agnostic
+        from xpiler_core.passes.support.launch import block_size_agnostic
         from xpiler_core.plans.cuda_to_cpu import spec_with_launch_args, translate_to_cpu
 
         self.text, self.path, self.seed, self.cancel = text, path, seed, cancel

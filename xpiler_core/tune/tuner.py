@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.passes import get_pass
 from xpiler_core.progress import Cancelled, CancelToken, ProgressFn, report
 from xpiler_core.tune.config import Config, Step, freeze

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xpiler_core import ast as A
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.model import Function, FunctionKind, KernelModel, Param, build_model
 from xpiler_core.frontend.source import parse_text
 from xpiler_core.verify.entry_shim import shim_for
@@ -79,12 +79,12 @@ class AutoSpec:
 
 
 def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str | None = None,
-               allow_shim: bool = False) -> AutoSpec:
+               allow_shim: bool = False, model: KernelModel | None = None) -> AutoSpec:
     """Write ``spec.toml`` and a copy of the source into ``workdir``; or say why not.
 
     ``entry`` names the host function to test (in plain C every function has C linkage; a file of several
     functions is tested one function at a time)."""
-    model = build_model(parse_text(text, path, dialect))
+    model = model or build_model(parse_text(text, path, dialect))  # the plan's own model when it has one
     if entry is not None:
         named = model.function(entry)
         if named is None or named.kind is FunctionKind.KERNEL:
@@ -450,7 +450,7 @@ def _multi_dim_kernel_spec(kernel: Function, text: str) -> tuple[str, str] | str
     the same result): the grid comes from the guards, buffer lengths from the largest index each buffer is
     accessed at with every global index and loop variable at its last value."""
     from xpiler_core.frontend.lower import lower_text
-    from xpiler_core.passes.loop_recovery import AGNOSTIC_BLOCKS, block_size_agnostic, infer_grid
+    from xpiler_core.passes.support.launch import AGNOSTIC_BLOCKS, block_size_agnostic, infer_grid
 
     refusal = f"kernel {kernel.name} uses a 2-D/3-D launch; its grid and buffer shapes are not derivable; give --spec"
     try:
@@ -529,8 +529,8 @@ def _spell_int(e: A.Expr, names: set[str], defs: dict[str, A.Expr] | None = None
 def _kernel_extents(fn: A.Function, sizes: set[str]) -> dict[str, str]:
     """Buffer lengths of a kernel whose threads are indexed by guarded global indices (see
     :func:`_multi_dim_kernel_spec`): each global index at its guard bound minus one, loops at their last value."""
-    from xpiler_core.passes._ast_support import scalar_writes
-    from xpiler_core.passes.loop_recovery import AXES, _global_index_on
+    from xpiler_core.passes.support.ast_support import scalar_writes
+    from xpiler_core.passes.support.launch import AXES, global_index_on
 
     written = scalar_writes(fn.body)
     defs = {n.name: n.init for n in A.walk(fn.body)
@@ -543,7 +543,7 @@ def _kernel_extents(fn: A.Function, sizes: set[str]) -> dict[str, str]:
                 idx = idx.operand
             target = defs.get(idx.id) if isinstance(idx, A.Name) else idx
             spelled = _spell_int(bound, sizes, defs)
-            if target is not None and spelled is not None and any(_global_index_on(target, a) for a in AXES):
+            if target is not None and spelled is not None and any(global_index_on(target, a) for a in AXES):
                 last[idx.id if isinstance(idx, A.Name) else f"@{id(idx)}"] = f"({spelled} - 1)"
     found: dict[str, list[str]] = {}
     refused: set[str] = set()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.model import Function, FunctionKind, build_model
 from xpiler_core.frontend.source import parse_text
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.progress import CancelToken
 from xpiler_core.project import BuildSettings
 from xpiler_core.runtime.build import BuildResult, build_library
@@ -342,7 +342,7 @@ def run_spec(
     """Run the spec's source (or a candidate) on every case and compare with the reference. ``build``: the
     project settings of the program under test; ``reference_build``: those of a reference source."""
     if candidate_text is not None and candidate_dialect is Dialect.BANG:  # BANG C runs on the MLU model
-        from xpiler_core.verify.bang_support import run_bang_spec
+        from xpiler_core.verify.bang import run_bang_spec
 
         return run_bang_spec(spec, candidate_text, entry=candidate_entry, kind=candidate_kind, cases=cases,
                              seed=seed, cancel=cancel)
@@ -372,7 +372,7 @@ def run_spec(
         else:
             assert spec.reference_source is not None
             ref_text = spec.reference_source.read_text(encoding="utf-8")
-            from xpiler_core.frontend.dialect import detect_dialect
+            from xpiler_core.dialect import detect_dialect
 
             ref_dialect = detect_dialect(ref_text, str(spec.reference_source))
             ref_program = _program(

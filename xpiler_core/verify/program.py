@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.progress import Cancelled, CancelToken
 from xpiler_core.project import BuildSettings, ProjectConfig
 from xpiler_core.runtime.limits import child_limits
@@ -127,7 +127,7 @@ def build_program(text: str, dialect: Dialect, workdir: Path, *, warp_size: int,
                   build: BuildSettings | None) -> tuple[Path | None, str, list[str]]:
     """An executable of a whole program for this machine: (path or None, build log, command)."""
     if dialect is Dialect.BANG:
-        from xpiler_core.runtime.bang_build import build_bang, format_build_errors
+        from xpiler_core.runtime.bang.build import build_bang, format_build_errors
 
         bang = build_bang(text, path=display_name, shared=False)
         if not bang.ok or bang.output is None:

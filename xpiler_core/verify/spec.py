@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.dialect import Dialect, detect_dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 
 DTYPES = {
     "float16",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.progress import CancelToken
 from xpiler_core.project import BuildSettings
 from xpiler_core.verify.harness import SpecReport, run_spec
@@ -97,7 +97,7 @@ class BangRunner:
     source_build: BuildSettings | None = None
 
     def compile(self, text: str) -> CompileVerdict:
-        from xpiler_core.runtime.bang_build import build_bang, format_build_errors
+        from xpiler_core.runtime.bang.build import build_bang, format_build_errors
 
         build = build_bang(text, path="candidate.mlu", generation=self.generation)
         self.facts.update({"generation": build.generation, "onchip_usage": build.usage,
@@ -108,7 +108,7 @@ class BangRunner:
 
     def run(self, spec: KernelSpec, text: str, seed: int, cancel: CancelToken | None,
             cases: list[int] | None = None) -> SpecReport:
-        from xpiler_core.verify.bang_support import run_bang_spec
+        from xpiler_core.verify.bang import run_bang_spec
 
         return run_bang_spec(spec, text, seed=seed, cancel=cancel, generation=self.generation, cases=cases)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from xpiler_core import __version__
 from xpiler_core.cache import caching_disabled, get_cache, stable_key
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.frontend.dialect import Dialect
+from xpiler_core.dialect import Dialect
 from xpiler_core.project import BuildSettings
 from xpiler_core.runtime.limits import child_limits
 

@@ -42,7 +42,7 @@
 #pragma GCC visibility push(hidden)
 
 // ---------------------------------------------------------------------------------------------
-// Generation (bang_build.py passes these from xpiler_core/runtime/bang_generations.json; the
+// Generation (runtime/bang/build.py passes these from xpiler_core/runtime/bang/generations.json; the
 // defaults are the MLU370 row of that table).
 #ifndef __BANG_ARCH__
 #define __BANG_ARCH__ 372

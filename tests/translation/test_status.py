@@ -1,0 +1,70 @@
+"""The one status decision (``translation.decide_status``): what each kind of evidence supports, against
+hand-built evidence (the reference is the rule itself: verified only with a passing compile and passing
+tests or agreeing programs, and nothing unresolved; our own harness failing is never the translation's)."""
+
+from __future__ import annotations
+
+from xpiler_core.diagnostics import Span
+from xpiler_core.passes.base import Unresolved
+from xpiler_core.translation import EXIT_CODES, Evidence, Status, decide_status, first_compiler_error
+from xpiler_core.verify.harness import CaseResult, SpecReport
+from xpiler_core.verify.program import ProgramReport, ProgramRun
+from xpiler_core.verify.toolchains import CompileVerdict
+
+
+def verdict(ok: bool, stderr: str = "") -> CompileVerdict:
+    return CompileVerdict(ok, "g++", "12", [], stderr)
+
+
+def report(passed: bool) -> SpecReport:
+    case = CaseResult({"n": 8}, passed, mismatches=0 if passed else 3, output_name="y", expected=1.0, got=2.0,
+                      first_mismatch=(2,))
+    return SpecReport(passed, [case])
+
+
+def test_verified_needs_compile_tests_and_nothing_unresolved() -> None:
+    assert decide_status(Evidence(compile=verdict(True), tests=report(True)), []) == (Status.VERIFIED, "")
+    status, reason = decide_status(Evidence(compile=verdict(True), tests=report(True)),
+                                   [Unresolved("no mapping", Span.empty())])
+    assert status is Status.UNRESOLVED and "1 construct" in reason
+
+
+def test_compile_failure_names_the_first_error_not_a_warning() -> None:
+    stderr = "In file included from x.h:1,\nx.cu:3:1: warning: unused\nx.cu:7:5: error: 'foo' was not declared\n"
+    status, reason = decide_status(Evidence(compile=verdict(False, stderr)), [])
+    assert status is Status.UNRESOLVED and reason.endswith("x.cu:7:5: error: 'foo' was not declared")
+    assert first_compiler_error(stderr) == "x.cu:7:5: error: 'foo' was not declared"
+
+
+def test_untested_code_is_compiled_not_executed() -> None:
+    status, reason = decide_status(Evidence(compile=verdict(True), note="no tests: no host entry"), [])
+    assert status is Status.NOT_EXECUTED and "no host entry" in reason
+
+
+def test_wrong_results_are_unresolved_with_the_case() -> None:
+    status, reason = decide_status(Evidence(compile=verdict(True), tests=report(False)), [])
+    assert status is Status.UNRESOLVED and "3 mismatches" in reason
+
+
+def test_our_harness_failing_is_an_error_of_ours() -> None:
+    status, reason = decide_status(Evidence(compile=verdict(True), harness_error="KeyError: 'x'"), [])
+    assert status is Status.ERROR and "not in the translation" in reason
+
+
+def test_a_source_program_that_cannot_run_is_not_blamed_on_the_translation() -> None:
+    run = ProgramRun(True, exit_code=1, stderr="segmentation fault")
+    program = ProgramReport(run, None, False, True, "it exits with status 1")
+    status, reason = decide_status(Evidence(compile=verdict(True), program=program), [])
+    assert status is Status.NOT_EXECUTED and "source program itself" in reason
+
+
+def test_agreeing_programs_verify_and_differing_ones_do_not() -> None:
+    run = ProgramRun(True, exit_code=0, stdout="PASS\n")
+    agree = ProgramReport(run, run, True, False, "", "PASS")
+    assert decide_status(Evidence(compile=verdict(True), program=agree), [])[0] is Status.VERIFIED
+    differ = ProgramReport(run, run, False, False, "output line 2 differs")
+    assert decide_status(Evidence(compile=verdict(True), program=differ), [])[0] is Status.UNRESOLVED
+
+
+def test_exit_codes_are_distinct() -> None:
+    assert len(set(EXIT_CODES.values())) == len(Status) and EXIT_CODES[Status.VERIFIED] == 0

@@ -1,0 +1,300 @@
+"""Delinearize: split a flat loop by a loop-invariant divisor its body divides the index by, then hoist what
+depends only on the quotient.
+
+TVM-style kernels (and grid-flattened ones) index per-channel data as ``x[i / hw % C]`` inside one flat loop
+over ``i``: an integer division by a run-time value per element (no SIMD division on x86), and per-channel
+loads and math (``sqrtf(var[c] + eps)``) redone for every element. Splitting ``i`` by the divisor ``d``
+(strip-mining by a symbolic factor) gives
+
+    for (q = s / d; q < ceil(N / d); ++q) {               // the quotient: i / d == q inside
+        lo = max(s, q * d), hi = min(N, q * d + d);
+        const T0 h0 = <part of the body that depends only on q and invariants>;   // once per q
+        for (int i = lo; i < hi; ++i) BODY[i / d -> q, i % d -> i - q * d, part -> h0]
+    }
+
+which visits the same ``i`` in the same order. The split form runs only when ``d > 0`` and ``s >= 0``
+(checked at run time: C's truncating division is the floor there); otherwise the original loop runs.
+
+Hoisted parts are evaluated unconditionally in the body (not under an ``if``, ``?:`` branch, ``&&``/``||``
+right side or a nested loop), free of the loop variable and of anything the body writes, and made of
+arithmetic, reads of arrays the body does not write, and side-effect-free math calls. Distinct pointer
+parameters are taken not to overlap, as the CUDA threads that ran the iterations concurrently require.
+
+An OpenMP ``parallel for`` on the flat loop moves to the quotient loop, ``simd`` to the inner loop.
+Every innermost loop that qualifies is split (``loop`` narrows that to loops over one variable).
+Parameters: ``loop``, ``hoist``, ``function``.
+Shifts and masks of the index (``i >> k``, ``i & (2^k - 1)``) count as division and remainder by ``2^k``.
+Refuses when no unit-stride loop divides its index by an invariant, or the body jumps out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from xpiler_core import ast as A
+from xpiler_core.dialect import Dialect
+from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
+from xpiler_core.passes.support.ast_support import (
+    INT_TYPES,
+    PURE_CALLS,
+    bool_param,
+    declares_prefix,
+    enter,
+    fresh_namer,
+    has_jumps,
+    leave,
+    map_loops_with_pragmas,
+    names_in,
+    scalar_writes,
+    split_loop_pragma,
+    strip_int_casts,
+    target_function,
+)
+from xpiler_core.printer import print_expr
+
+INFO = PassInfo(
+    name="delinearize",
+    summary="Split a flat loop by the run-time divisor its body divides the index by; hoist per-quotient work",
+    kind="ast",
+    directions=("cuda->cpu",),
+    search_priority=1,
+    params=(
+        ParamSpec("loop", "str", "", "only loops over this variable (default: every loop whose index is divided)"),
+        ParamSpec("hoist", "bool", True, "compute the parts that depend only on the quotient once per quotient",
+                  (True, False)),
+        ParamSpec("function", "str", "", "function holding the loop (default: first with loops)"),
+    ),
+)
+
+def _is_index(e: A.Expr, var: str) -> bool:
+    return strip_int_casts(e) == A.Name(var)
+
+
+def _invariant(e: A.Expr, changing: set[str], types: dict[str, A.Type]) -> bool:
+    """An integer, loop-invariant and cheap to evaluate once: integer literals and declared integer names not
+    written in the loop, combined by integer arithmetic (a float divisor would not be a floor division)."""
+    for n in A.walk(e):
+        if isinstance(n, A.Literal) and n.int_value is None:
+            return False
+        if isinstance(n, A.Name) and (n.id not in types or types[n.id].pointers or types[n.id].base not in
+                                      INT_TYPES):
+            return False
+        if isinstance(n, A.Cast) and (n.type.pointers or n.type.base not in INT_TYPES):
+            return False
+        if not isinstance(n, (A.Literal, A.Name, A.Cast, A.Binary, A.Unary)):
+            return False
+        if isinstance(n, A.Binary) and n.op not in ("+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"):
+            return False
+        if isinstance(n, A.Unary) and n.op not in ("-", "+", "~"):
+            return False
+    return not (names_in(e) & changing)
+
+
+def _as_division(n: A.Node, var: str) -> tuple[str, A.Expr] | None:
+    """``("/", d)`` or ``("%", d)`` when ``n`` is the index divided by ``d`` or its remainder; the shift and
+    mask forms (``i >> k``, ``i & (2^k - 1)``) count as division by ``2^k`` (the index is >= 0 where the
+    split form runs)."""
+    if not (isinstance(n, A.Binary) and _is_index(n.left, var)):
+        return None
+    right = strip_int_casts(n.right)
+    if n.op in ("/", "%"):
+        value = A.const_int(right)
+        return (n.op, right) if value is None or value > 1 else None
+    value = A.const_int(right)
+    if value is None:
+        return None
+    if n.op == ">>" and 0 < value < 31:
+        return "/", A.lit(1 << value)
+    if n.op == "&" and value > 0 and (value + 1) & value == 0:
+        return "%", A.lit(value + 1)
+    return None
+
+
+def _divisors(body: A.Stmt, var: str, changing: set[str], types: dict[str, A.Type]) -> Counter[A.Expr]:
+    found: Counter[A.Expr] = Counter()
+    for n in A.walk(body):
+        division = _as_division(n, var)
+        if division is not None and _invariant(division[1], changing, types):
+            found[division[1]] += 2 if division[0] == "/" else 1
+    return found
+
+
+def _pure(e: A.Expr, written_bases: set[str], changing: set[str]) -> bool:
+    for n in A.walk(e):
+        if isinstance(n, (A.Assign, A.Opaque, A.Launch, A.InitList)):
+            return False
+        if isinstance(n, A.Unary) and n.op in ("++", "--", "&"):
+            return False
+        if isinstance(n, A.Call) and (n.callee is None or n.callee not in PURE_CALLS):
+            return False
+        if isinstance(n, A.Index):
+            base = n.base
+            while isinstance(base, A.Index):
+                base = base.base
+            if not isinstance(base, A.Name) or base.id in written_bases:
+                return False
+        if isinstance(n, A.Unary) and n.op == "*":
+            return False
+    return not (names_in(e) & changing)
+
+
+def _worth_hoisting(e: A.Expr) -> bool:
+    return any(isinstance(n, (A.Index, A.Call)) or (isinstance(n, A.Binary) and n.op in ("/", "%"))
+               for n in A.walk(e))
+
+
+class _Hoister:
+    """Collects maximal hoistable subexpressions at unconditionally evaluated places and names them."""
+
+    def __init__(self, fresh: Callable[[str], str], quotient: str, written_bases: set[str],
+                 changing: set[str]) -> None:
+        self.fresh, self.quotient = fresh, quotient
+        self.written_bases, self.changing = written_bases, changing
+        self.hoisted: dict[A.Expr, str] = {}
+        self.order: list[tuple[str, A.Expr]] = []
+
+    def _name_for(self, e: A.Expr) -> A.Expr:
+        if e not in self.hoisted:
+            name = self.fresh(f"xp_h{len(self.order)}")
+            self.hoisted[e] = name
+            self.order.append((name, e))
+        return A.Name(self.hoisted[e])
+
+    def expr(self, e: A.Expr) -> A.Expr:
+        """``e`` with its hoistable parts replaced, visiting only unconditionally evaluated subexpressions."""
+        if self.quotient in names_in(e) and _pure(e, self.written_bases, self.changing) and _worth_hoisting(e):
+            return self._name_for(e)
+        if isinstance(e, A.Binary):
+            if e.op in ("&&", "||", ","):
+                return A.replace(e, left=self.expr(e.left))
+            return A.replace(e, left=self.expr(e.left), right=self.expr(e.right))
+        if isinstance(e, A.Unary) and e.op not in ("++", "--", "&"):
+            return A.replace(e, operand=self.expr(e.operand))
+        if isinstance(e, A.Cast):
+            return A.replace(e, operand=self.expr(e.operand))
+        if isinstance(e, A.Ternary):
+            return A.replace(e, cond=self.expr(e.cond))
+        if isinstance(e, A.Assign):
+            target = e.target
+            if isinstance(target, A.Index):
+                target = A.replace(target, index=self.expr(target.index))
+            return A.replace(e, target=target, value=self.expr(e.value))
+        if isinstance(e, A.Index):
+            return A.replace(e, index=self.expr(e.index))
+        if isinstance(e, A.Call) and e.callee in PURE_CALLS:
+            return A.replace(e, args=tuple(self.expr(a) for a in e.args))
+        return e
+
+    def stmt(self, s: A.Stmt) -> A.Stmt:
+        if isinstance(s, A.ExprStmt):
+            return A.replace(s, expr=self.expr(s.expr))
+        if isinstance(s, A.DeclStmt):
+            return A.replace(s, decls=tuple(A.replace(d, init=self.expr(d.init)) if d.init is not None and
+                                            d.init_style == "=" and not d.dims else d for d in s.decls))
+        if isinstance(s, A.If):
+            return A.replace(s, cond=self.expr(s.cond))
+        if isinstance(s, A.Block):
+            return A.replace(s, stmts=tuple(self.stmt(x) for x in s.stmts))
+        return s
+
+
+def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
+    module = enter(unit)
+    fn = target_function(module, params)
+    wanted = str(params.get("loop") or "")
+    hoist = bool_param(params, "hoist", True)
+    types = {**{p.name: p.type for p in fn.params if isinstance(p, A.Param) and p.name}, **A.declared_types(fn)}
+    state: dict[str, Any] = {"done": 0, "reason": None, "hoisted": 0}
+
+    def rewrite_loop(loop: A.For, pragma: A.Pragma | None) -> list[A.Stmt] | None:
+        view = loop.canonical()
+        if view is None or (wanted and view.var != wanted):
+            return None
+        if any(isinstance(n, (A.For, A.While, A.DoWhile)) for n in A.walk(loop.body)):
+            return None  # innermost loops only (an outer split would rename inside an inner one's split)
+        if A.const_int(view.step) != 1:
+            if wanted:
+                state["reason"] = f"loop '{view.var}' does not have unit stride"
+            return None
+        body = loop.body
+        changing = scalar_writes(body) | {view.var} | {
+            d.name for n in A.walk(body) if isinstance(n, A.DeclStmt) for d in n.decls}
+        if view.var_type is not None and (view.var_type.pointers or view.var_type.base not in INT_TYPES):
+            return None
+        divisors = _divisors(body, view.var, changing, types)
+        if not divisors:
+            if wanted:
+                state["reason"] = f"loop '{view.var}' does not divide its index by a loop-invariant value"
+            return None
+        if has_jumps([body]) or any(isinstance(n, A.Opaque) for n in A.walk(body)):
+            state["reason"] = f"loop '{view.var}' jumps out or holds code the AST does not model"
+            return None
+        divisor = divisors.most_common(1)[0][0]
+        if view.var_type is None:
+            state["reason"] = f"loop '{view.var}' does not declare its variable (its type is needed)"
+            return None
+        vtype = A.replace(view.var_type, quals=())
+        state["done"] += 1
+        fresh = fresh_namer(fn)
+        d_name, q_name, base_name, s_name, n_name, lo_name, hi_name, qend_name = (
+            fresh(n) for n in ("xp_dl_d", "xp_dl_q", "xp_dl_base", "xp_dl_s", "xp_dl_n", "xp_dl_lo",
+                                          "xp_dl_hi", "xp_dl_qend"))
+        d, q, qbase = A.Name(d_name), A.Name(q_name), A.Name(base_name)
+        var = A.Name(view.var)
+
+        def substitute(n: A.Node) -> A.Node | None:
+            division = _as_division(n, view.var)
+            if division is None or division[1] != divisor:
+                return None
+            return A.Cast(vtype, q) if division[0] == "/" else A.binop("-", var, qbase)
+
+        inner_body = A.rewrite(body, substitute)
+        hoisted_decls: list[A.Stmt] = []
+        if hoist:
+            written = set(A.read_write(body).mem_writes)
+            hoister = _Hoister(fresh, q_name, written, changing)
+            stmts = A.stmts_of(inner_body)
+            inner_body = A.Block(tuple(hoister.stmt(s) for s in stmts))
+            # __typeof__ (GNU C and C++): the hoisted value keeps exactly the type the expression had
+            hoisted_decls = [A.decl(name, A.ctype(f"__typeof__({print_expr(e, Dialect.C)})"), e)
+                             for name, e in hoister.order]
+            state["hoisted"] += len(hoister.order)
+        outer_pragma, inner_pragma = split_loop_pragma(pragma)
+        inner = A.for_range(view.var, A.Name(lo_name), A.Name(hi_name), inner_body, var_type=vtype)
+        long_t = A.ctype("long long")
+        q_body = A.Block((
+            A.decl(base_name, vtype, A.binop("*", q, d)),
+            A.decl(lo_name, vtype, A.Ternary(A.binop("<", qbase, A.Name(s_name)), A.Name(s_name), qbase)),
+            A.decl(hi_name, vtype, A.Ternary(A.binop("<", A.binop("-", A.Name(n_name), qbase), d),
+                                             A.Name(n_name), A.binop("+", qbase, d))),
+            *hoisted_decls,
+            *([inner_pragma] if inner_pragma else []),
+            inner,
+        ))
+        outer = A.For(A.decl(q_name, long_t, A.binop("/", A.Cast(long_t, A.Name(s_name)), d)),
+                      A.binop("<", q, A.Name(qend_name)), A.Unary("++", q), q_body)
+        split = A.Block((
+            A.decl(qend_name, long_t, A.binop("/", A.binop("-", A.binop("+", A.Cast(long_t, A.Name(n_name)), d),
+                                                           A.lit(1)), d)),
+            *([outer_pragma] if outer_pragma else []),
+            outer,
+        ))
+        original = A.Block((*([pragma] if pragma else []), loop))
+        cond = A.binop("&&", A.binop(">", d, A.lit(0)), A.binop(">=", A.Name(s_name), A.lit(0)))
+        return [A.Block((
+            A.decl(d_name, long_t, A.Cast(long_t, divisor)),
+            A.decl(s_name, vtype, view.start),
+            A.decl(n_name, vtype, view.stop),
+            A.If(A.binop("&&", cond, A.binop("<", A.Name(s_name), A.Name(n_name))), split, original),
+        ))]
+
+    # an earlier split's else branch is the fallback flat loop: left alone
+    new_fn = map_loops_with_pragmas(fn, rewrite_loop, skip=lambda stmt: declares_prefix(stmt.then, "xp_dl_qend"))
+    if not state["done"]:
+        raise PassRefused(state["reason"] or f"no unit-stride loop of '{fn.name}' divides its index by a "
+                          "loop-invariant value")
+    ctx.notes.append(f"delinearize: {state['done']} loop(s) of {fn.name} split by their divisor, "
+                     f"{state['hoisted']} expression(s) hoisted")
+    return leave(unit, module.replace_function(fn.name, new_fn), ctx)

@@ -1,0 +1,69 @@
+"""CUDA device intrinsics that HIP 5.x lacks, given portable definitions (and taken back for HIP → CUDA).
+
+``__dp4a`` (four 8-bit products accumulated into 32 bits) has no HIP 5.2 declaration. Calls become
+``xpiler_dp4a`` with a definition in the file: plain C++ on the bytes, the same arithmetic as the PTX
+``dp4a.s32.s32`` / ``dp4a.u32.u32`` (signed or unsigned bytes by the overload), so it compiles with hipcc and
+runs unchanged on the CPU runtime (it does not use AMD's dot-product instructions).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xpiler_core.dialect import Dialect
+from xpiler_core.frontend.source import parse_text
+from xpiler_core.passes.base import PassContext, PassInfo, SourceUnit
+from xpiler_core.passes.support.cst import (
+    Edit,
+    apply_edits,
+    call_arguments,
+    remove_marked_region,
+    top_insertion_point,
+    walk,
+)
+
+INFO = PassInfo(
+    name="intrinsics_compat",
+    summary="Portable definitions for CUDA intrinsics HIP 5.x lacks (__dp4a)",
+    kind="cst",
+    directions=("cuda->hip", "hip->cuda"),
+)
+
+BEGIN_MARK = "// xpiler(intrinsics_compat) begin"
+END_MARK = "// xpiler(intrinsics_compat) end"
+HELPERS = f"""{BEGIN_MARK}: CUDA __dp4a — sum of the four 8-bit lane products plus c.
+__device__ inline int xpiler_dp4a(int a, int b, int c) {{
+    for (int k = 0; k < 4; ++k) c += (int)(signed char)(a >> (8 * k)) * (int)(signed char)(b >> (8 * k));
+    return c;
+}}
+__device__ inline unsigned int xpiler_dp4a(unsigned int a, unsigned int b, unsigned int c) {{
+    for (int k = 0; k < 4; ++k) c += ((a >> (8 * k)) & 0xffu) * ((b >> (8 * k)) & 0xffu);
+    return c;
+}}
+{END_MARK}
+"""
+_RENAMES = {"__dp4a": "xpiler_dp4a"}
+
+
+def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> SourceUnit:
+    backwards = module.dialect is Dialect.HIP and ctx.target is Dialect.CUDA
+    text = module.text
+    if backwards:
+        text = remove_marked_region(text, BEGIN_MARK, END_MARK)
+    renames = {v: k for k, v in _RENAMES.items()} if backwards else _RENAMES
+    src = parse_text(text, module.path, module.dialect)
+    edits: list[Edit] = []
+    for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
+        if node.type != "call_expression":
+            continue
+        func = node.child_by_field_name("function")
+        if func is not None and func.type == "identifier" and src.node_text(func) in renames and call_arguments(node):
+            edits.append(Edit(func.start_byte, func.end_byte, renames[src.node_text(func)]))
+    if edits and not backwards and BEGIN_MARK not in text:
+        at = top_insertion_point(src)
+        edits.append(Edit(at, at, ("\n" if at and not src.data[:at].endswith(b"\n") else "") + HELPERS))
+    if edits:
+        ctx.notes.append(f"intrinsics_compat: {len(edits) - (0 if backwards else 1)} call(s) "
+                         + ("restored to CUDA intrinsics" if backwards else "given portable definitions"))
+    data, _ = apply_edits(src.data, edits)
+    return SourceUnit(data.decode("utf-8"), module.dialect, module.path)

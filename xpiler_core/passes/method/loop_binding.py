@@ -1,0 +1,475 @@
+"""Loop binding: map loops onto the target's parallel constructs.
+
+CPU target (``c``): the block loop nest made by loop recovery (``xp_bz``/``xp_by``/``xp_bx``), or the loop
+named by ``loop=VAR`` in plain C, gets ``#pragma omp parallel for`` (with ``collapse``, ``schedule``,
+``num_threads``); innermost thread loops (``xp_tx``) or the innermost loop under a named loop get
+``#pragma omp simd`` when their body is free of atomics, jumps out and unmodeled code.
+
+CUDA target: a C function's parallel loop (``#pragma omp parallel for`` or ``loop=VAR``), canonical
+``for (i = a; i < n; i += 1)``, becomes a ``__global__`` kernel with ``i = a + blockIdx.x * blockDim.x +
+threadIdx.x`` and a remainder guard ``if (i < n)``; a second collapsed loop binds to the y dimension.
+The C function becomes an ``extern "C"`` host entry that launches it (``block`` threads per block).
+Refuses when the loop body carries a dependence it cannot see through (scalar written and read across
+iterations, ``break``/``return``, unmodeled code).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xpiler_core import ast as A
+from xpiler_core.dialect import Dialect
+from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
+from xpiler_core.passes.support.ast_support import (
+    bool_param,
+    calls_in,
+    enter,
+    has_jumps,
+    int_param,
+    leave,
+    scalar_writes,
+)
+from xpiler_core.passes.support.cpu_prelude import PRELUDE_MARK
+from xpiler_core.passes.support.gpu_reduction import (
+    SumReduction,
+    find_sum_reductions,
+    host_combine,
+    host_setup,
+    kernel_params,
+    partial_decls,
+    partial_flush,
+    rewrite_updates,
+)
+from xpiler_core.passes.support.independence import independence_problem
+
+INFO = PassInfo(
+    name="loop_binding",
+    summary="Bind loops to OpenMP threads/SIMD lanes (CPU) or to CUDA blocks/threads with remainder guards",
+    kind="ast",
+    directions=("cuda->cpu", "c->cuda"),
+    params=(
+        ParamSpec("loop", "str", "", "variable of the loop to bind (default: recovered block loops / omp loops)"),
+        ParamSpec("collapse", "int", 3, "loops collapsed into the parallel loop", (1, 2, 3)),
+        ParamSpec("schedule", "str", "static", "OpenMP schedule", ("static", "dynamic", "guided")),
+        ParamSpec("threads", "int", 0, "OpenMP num_threads (0: runtime default)", (0, 1, 2, 4, 8, 16)),
+        ParamSpec("simd", "bool", True, "add #pragma omp simd to innermost thread loops when safe", (True, False)),
+        ParamSpec("bound_guards", "bool", True, "turn thread loops' remainder guards (if (i < n)) into loop "
+                  "bounds and unswitch thread-independent branches, so the loops vectorize", (True, False)),
+        ParamSpec("isa", "str", "", "instruction-set extensions to compile the CPU output for "
+                  "(#pragma GCC target), e.g. avx2,fma,f16c; empty: the compiler's baseline",
+                  ("", "avx2,fma,f16c", "avx512f,avx512bw,avx512vl,fma,f16c")),
+        ParamSpec("block", "int", 256, "CUDA threads per block (c->cuda)", (64, 128, 256, 512, 1024)),
+        ParamSpec("min_parallel", "int", 65536, "recovered kernels run serially below this many CUDA threads "
+                  "(an OpenMP fork/join costs more than small grids take)", (0, 4096, 16384, 65536, 262144)),
+    ),
+)
+
+_ATOMIC_PREFIX = ("atomic", "xp_shfl", "xp_ballot", "xp_any", "xp_all", "printf", "memset")
+
+
+def _simd_safe(body: A.Stmt) -> bool:
+    if any(isinstance(n, (A.Opaque, A.Break, A.Return)) for n in A.walk(body)):
+        return False
+    if any(c.startswith(_ATOMIC_PREFIX) for c in calls_in(body)):
+        return False
+    # a nested loop inside keeps the inner loop as the vector candidate
+    return not any(isinstance(n, (A.For, A.While, A.DoWhile)) for n in A.walk(body) if n is not body)
+
+
+def _pragma_before(stmts: tuple[A.Stmt, ...], index: int, text: str) -> tuple[A.Stmt, ...]:
+    prev = stmts[index - 1] if index > 0 else None
+    if isinstance(prev, A.Pragma) and prev.text.startswith("omp"):
+        return stmts
+    return (*stmts[:index], A.Pragma(text), *stmts[index:])
+
+
+# ---- remainder guards → loop bounds (so the thread loop has no control flow and vectorizes) ----------
+_THREAD_LOCAL = ("xp_tx", "xp_t")
+
+
+def _invariant(expr: A.Expr, local: set[str]) -> bool:
+    """Thread-independent and side-effect free: no thread index, no body-local names, no memory or calls."""
+    for n in A.walk(expr):
+        if isinstance(n, A.Name) and (n.id in _THREAD_LOCAL or n.id in local):
+            return False
+        if isinstance(n, (A.Index, A.Call, A.Assign, A.Opaque)) or (isinstance(n, A.Unary) and n.op in (
+                "*", "++", "--")):
+            return False
+    return True
+
+
+def _tx_offset(expr: A.Expr, local: set[str]) -> A.Expr | None:
+    """``expr`` = ``xp_tx + X`` with X invariant → X; else ``None``."""
+    while isinstance(expr, A.Cast) and expr.type.base == "int" and not expr.type.pointers:
+        expr = expr.operand
+    if expr == A.Name("xp_tx"):
+        return A.lit(0)
+    if isinstance(expr, A.Binary) and expr.op == "+":
+        for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
+            inner = _tx_offset(a, local)
+            if inner is not None and _invariant(b, local):
+                return b if inner == A.lit(0) else A.binop("+", b, inner)
+    return None
+
+
+def _guard_bound(cond: A.Expr, defs: dict[str, A.Expr], local: set[str]) -> A.Expr | None:
+    """``E < N`` with E = xp_tx + X (after substituting the body's definitions) → N - X."""
+    if not (isinstance(cond, A.Binary) and cond.op in ("<", ">")):
+        return None
+    e, bound = (cond.left, cond.right) if cond.op == "<" else (cond.right, cond.left)
+    for _ in range(4):
+        names = {n.id for n in A.walk(e) if isinstance(n, A.Name)} & set(defs)
+        if not names:
+            break
+        e = A.substitute(e, {k: defs[k] for k in names})
+    offset = _tx_offset(e, local)
+    if offset is None or not _invariant(bound, local):
+        return None
+    return A.binop("-", bound, offset)
+
+
+def _negated_guard(cond: A.Expr) -> A.Expr | None:
+    """The continue condition ``E >= N`` as the keep condition ``E < N``."""
+    if isinstance(cond, A.Binary) and cond.op == ">=":
+        return A.binop("<", cond.left, cond.right)
+    if isinstance(cond, A.Binary) and cond.op == "<=":
+        return A.binop(">", cond.left, cond.right)
+    return None
+
+
+def _refine_thread_loop(loop: A.For, counter: list[int]) -> A.Stmt:
+    body = list(A.stmts_of(loop.body))
+    head = [s for s in body[:1] if isinstance(s, A.DeclStmt) and s.decls[0].name == "xp_t"]
+    rest = body[len(head):]
+    local = {d.name for s in rest for d in (s.decls if isinstance(s, A.DeclStmt) else ())}
+    # unswitch a thread-independent if/else
+    if len(rest) == 1 and isinstance(rest[0], A.If) and _invariant(rest[0].cond, local | {"xp_t"}):
+        branch = rest[0]
+        then = _refine_thread_loop(A.replace(loop, body=A.Block((*head, *A.stmts_of(branch.then)))), counter)
+        other = None if branch.else_ is None else _refine_thread_loop(
+            A.replace(loop, body=A.Block((*head, *A.stmts_of(branch.else_)))), counter)
+        return A.If(branch.cond, A.Block((then,)), None if other is None else A.Block((other,)))
+    defs: dict[str, A.Expr] = {}
+    k = 0
+    while k < len(rest) and isinstance(rest[k], A.DeclStmt):
+        decl_stmt = rest[k]
+        assert isinstance(decl_stmt, A.DeclStmt)
+        for d in decl_stmt.decls:
+            if d.init is not None and not d.dims:
+                defs[d.name] = d.init
+        k += 1
+    if k >= len(rest) or not isinstance(rest[k], A.If):
+        return loop
+    guard = rest[k]
+    assert isinstance(guard, A.If)
+    kept: list[A.Stmt] | None = None
+    bound: A.Expr | None = None
+    if k == len(rest) - 1 and guard.else_ is None:
+        bound = _guard_bound(guard.cond, defs, local)
+        kept = [*rest[:k], *A.stmts_of(guard.then)]
+    elif guard.else_ is None and A.stmts_of(guard.then) in ((A.Continue(),),):
+        keep = _negated_guard(guard.cond)
+        bound = _guard_bound(keep, defs, local) if keep is not None else None
+        kept = [*rest[:k], *rest[k + 1:]]
+    if bound is None or kept is None:
+        return loop
+    if any(isinstance(n, A.Continue) for s in kept for n in A.walk(s)):
+        return loop
+    counter[0] += 1
+    hi = f"xp_hi{counter[0]}"
+    limit = A.decl(hi, A.ctype("int", 0, ("const",)), A.call("xp_min", A.Name("xp_bdx"), A.Cast(A.ctype("int"), bound)))
+    new_loop = A.For(loop.init, A.binop("<", A.Name("xp_tx"), A.Name(hi)), loop.step, A.Block((*head, *kept)))
+    return A.Block((limit, new_loop))
+
+
+def _refine_guards(fn: A.Function) -> A.Function:
+    counter = [0]
+
+    def visit(loop: A.For) -> A.Stmt | None:
+        view = loop.canonical()
+        if view is not None and view.var == "xp_tx":
+            return _refine_thread_loop(loop, counter)
+        return None
+
+    from xpiler_core.passes.support.ast_support import map_loops
+
+    out: A.Function = map_loops(fn, visit)
+    return out
+
+
+def _bind_cpu(fn: A.Function, params: dict[str, Any]) -> A.Function:
+    wanted = str(params.get("loop") or "")
+    collapse = int_param(params, "collapse", 3, 1, 3)
+    schedule = str(params.get("schedule") or "static")
+    if schedule not in ("static", "dynamic", "guided"):
+        raise PassRefused(f"unknown OpenMP schedule '{schedule}'")
+    threads = int_param(params, "threads", 0, 0, 4096)
+    simd = bool_param(params, "simd", True)
+    min_parallel = int_param(params, "min_parallel", 65536, 0, 1 << 30)
+    outer_var = wanted or "xp_bz"
+    recovered = not wanted
+    bound = 0
+
+    class _Bind(A.Transformer):
+        def visit_Block(self, block: A.Block) -> A.Block:  # noqa: N802
+            nonlocal bound
+            block = self.generic_visit(block)
+            stmts = block.stmts
+            i = 0
+            while i < len(stmts):
+                s = stmts[i]
+                if isinstance(s, A.For):
+                    view = s.canonical()
+                    if view is not None and view.var == outer_var:
+                        depth = min(collapse, _perfect_depth(s)) if recovered else 1
+                        if not recovered:
+                            _check_parallel(s)
+                        clause = f"omp parallel for schedule({schedule})"
+                        if depth > 1:
+                            clause = f"omp parallel for collapse({depth}) schedule({schedule})"
+                        if threads:
+                            clause += f" num_threads({threads})"
+                        if recovered and min_parallel > 0:
+                            clause += f" if(xp_gdx * xp_gdy * xp_gdz * xp_nt >= {min_parallel})"
+                        new = _pragma_before(stmts, i, clause)
+                        if new is not stmts:
+                            bound += 1
+                            stmts = new
+                            i += 1
+                    elif simd and view is not None and view.var == "xp_tx" and _simd_safe(s.body):
+                        new = _pragma_before(stmts, i, "omp simd")
+                        if new is not stmts:
+                            stmts = new
+                            i += 1
+                i += 1
+            return A.replace(block, stmts=stmts) if stmts is not block.stmts else block
+
+        def visit_For(self, loop: A.For) -> A.For:  # noqa: N802
+            # single-statement bodies (thread loop nests) are wrapped so pragmas have a place
+            inner = self.generic_visit(loop)
+            if isinstance(inner.body, A.For):
+                wrapped = self.visit_Block(A.Block((inner.body,)))
+                if len(wrapped.stmts) > 1:
+                    return A.replace(inner, body=wrapped)
+            return inner
+
+    if recovered and bool_param(params, "bound_guards", True):
+        fn = _refine_guards(fn)
+    out = _Bind().visit(fn)
+    if not bound:
+        raise PassRefused(f"no loop over '{outer_var}' to bind in '{fn.name}'")
+    return out
+
+
+def _perfect_depth(loop: A.For) -> int:
+    depth, cur = 1, loop.body
+    while isinstance(cur, A.For) and depth < 3:
+        depth += 1
+        cur = cur.body
+    return depth
+
+
+def _sum_reductions(fn: A.Function, loop: A.For) -> list[SumReduction]:
+    """The loop's carried scalars when every one is a sum reduction (bound with atomics); else none."""
+    view = loop.canonical()
+    if view is None:
+        return []
+    declared = {d.name for d in A.walk(loop.body) if isinstance(d, A.VarDecl)}
+    carried = scalar_writes(loop.body) - declared - {view.var}
+    if not carried:
+        return []
+    found = find_sum_reductions(loop, carried, A.declared_types(fn))
+    return found if isinstance(found, list) else []
+
+
+def _check_parallel(loop: A.For, reduced: set[str] | frozenset[str] = frozenset()) -> None:
+    """Iterations must be independent as far as scalars go: a scalar declared outside and written inside
+    is a carried dependence (reductions included), which plain ``parallel for`` would race on."""
+    view = loop.canonical()
+    if view is None:
+        raise PassRefused("the loop is not a canonical counted loop", loop.span)
+    if has_jumps([loop.body]):
+        raise PassRefused("the loop body jumps out (break/return/goto)", loop.span)
+    declared = {d.name for d in A.walk(loop.body) if isinstance(d, A.VarDecl)}
+    carried = scalar_writes(loop.body) - declared - {view.var} - reduced
+    if carried:
+        raise PassRefused(f"scalar(s) {', '.join(sorted(carried))} carried across iterations", loop.span)
+
+
+def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Module:
+    wanted = str(params.get("loop") or "")
+    block_size = int_param(params, "block", 256, 1, 1024)
+    target: A.For | None = None
+    stmts = list(fn.body.stmts)
+    pos = -1
+    for i, s in enumerate(stmts):
+        if isinstance(s, A.For):
+            view = s.canonical()
+            prev = stmts[i - 1] if i > 0 else None
+            marked = isinstance(prev, A.Pragma) and "parallel for" in prev.text
+            if view is not None and ((wanted and view.var == wanted) or (not wanted and marked)):
+                target, pos = s, i
+                break
+    if target is None and not wanted:
+        # no OpenMP marking: a top-level loop whose iterations are provably independent binds all the same
+        reasons: list[str] = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, A.For):
+                problem = independence_problem(s)
+                if problem is None:
+                    try:
+                        _check_parallel(s, {r.name for r in _sum_reductions(fn, s)})
+                    except PassRefused as refusal:
+                        problem = refusal.reason
+                if problem is None:
+                    target, pos = s, i
+                    break
+                reasons.append(problem)
+        if target is None and reasons:
+            raise PassRefused(f"no loop of '{fn.name}' is marked parallel (#pragma omp parallel for) and none is "
+                              f"provably parallel: {reasons[0]}", next(s for s in stmts if isinstance(s, A.For)).span)
+    if target is None:
+        raise PassRefused(f"no top-level parallel loop{' over ' + wanted if wanted else ''} in '{fn.name}'")
+    reductions = _sum_reductions(fn, target)
+    _check_parallel(target, {r.name for r in reductions})
+    view = target.canonical()
+    assert view is not None
+    if A.const_int(view.step) != 1:
+        raise PassRefused("only unit-stride loops bind to threads", target.span)
+    post = [s for s in stmts[pos + 1:] if not isinstance(s, (A.Empty, A.Comment))]
+    if post and not reductions:
+        raise PassRefused("statements after the parallel loop would need a grid-wide barrier", target.span)
+    if any(isinstance(n, A.Return) for s in post for n in A.walk(s)) and not isinstance(post[-1], A.Return):
+        raise PassRefused("an early return after the parallel loop", target.span)
+    pre = [s for s in stmts[:pos] if not (isinstance(s, A.Pragma) and s.text.startswith("omp"))]
+    if any(isinstance(n, (A.Assign,)) and not isinstance(n.target, A.Name) for s in pre for n in A.walk(s)):
+        raise PassRefused("memory writes before the parallel loop would run once per thread", target.span)
+    body = target.body
+    inner_bind: list[A.Stmt] = []
+    dims = 1
+    inner_loop = body if isinstance(body, A.For) else (
+        body.stmts[-1] if isinstance(body, A.Block) and len(body.stmts) == 1 and isinstance(body.stmts[0], A.For)
+        else None)
+    collapse = int_param(params, "collapse", 1, 1, 3)
+    guard = A.binop("<", A.Name(view.var), view.stop)
+    if collapse >= 2 and isinstance(inner_loop, A.For):
+        iview = inner_loop.canonical()
+        if iview is not None and A.const_int(iview.step) == 1 and not (
+                A.walk(iview.stop) and {n.id for n in A.walk(iview.stop) if isinstance(n, A.Name)} & {view.var}):
+            dims = 2
+            inner_bind.append(A.decl(iview.var, iview.var_type or A.ctype("int"),
+                                     A.binop("+", iview.start, A.binop("+", A.binop(
+                                         "*", A.member(A.Name("blockIdx"), "x"), A.member(A.Name("blockDim"), "x")),
+                                         A.member(A.Name("threadIdx"), "x")))))
+            guard = A.binop("&&", guard, A.binop("<", A.Name(iview.var), iview.stop))
+            body = inner_loop.body
+    axis = "y" if dims == 2 else "x"
+    index = A.binop("+", view.start, A.binop("+", A.binop("*", A.member(A.Name("blockIdx"), axis),
+                                                           A.member(A.Name("blockDim"), axis)),
+                                              A.member(A.Name("threadIdx"), axis)))
+    work = A.stmts_of(rewrite_updates(body, reductions)) if reductions else A.stmts_of(body)
+    reduced = {r.name for r in reductions}
+    kernel_pre = [s for s in pre if not (isinstance(s, A.DeclStmt) and all(d.name in reduced for d in s.decls))]
+    kbody = A.Block((*kernel_pre, A.decl(view.var, view.var_type or A.ctype("int"), index), *inner_bind,
+                     A.If(A.Unary("!", guard), A.Return()), *partial_decls(reductions), *work,
+                     *partial_flush(reductions)))
+    kname = f"{fn.name}_kernel"
+    params_list = tuple(p for p in fn.params if isinstance(p, A.Param))
+    kernel = A.Function(kname, A.ctype("void"), (*params_list, *kernel_params(reductions)), kbody,
+                        qualifiers=("__global__",))
+    args = tuple(A.Name(p.name) for p in params_list if p.name) + tuple(A.Name(r.pointer) for r in reductions)
+    bs = A.lit(block_size if dims == 1 else 16)
+    count_outer = A.binop("-", view.stop, view.start)
+    if dims == 1:
+        grid: A.Expr = A.binop("/", A.binop("+", count_outer, A.binop("-", bs, A.lit(1))), bs)
+        block: A.Expr = bs
+    else:
+        iview = inner_loop.canonical() if isinstance(inner_loop, A.For) else None
+        assert iview is not None
+        count_inner = A.binop("-", iview.stop, iview.start)
+        grid = A.call("dim3", A.binop("/", A.binop("+", count_inner, A.lit(15)), A.lit(16)),
+                      A.binop("/", A.binop("+", count_outer, A.lit(15)), A.lit(16)))
+        block = A.call("dim3", A.lit(16), A.lit(16))
+    launch = A.Launch(A.Name(kname), (grid, block), args)
+    count_pos = A.binop(">", count_outer, A.lit(0))
+    launch_stmt = A.If(count_pos, A.ExprStmt(launch))
+    # with sum reductions the host keeps its own statements: it owns the scalars the kernel adds into
+    host_stmts = ([*pre, *host_setup(reductions), launch_stmt, *host_combine(reductions), *post] if reductions
+                  else [launch_stmt])
+    host = A.replace(fn, body=A.Block(tuple(host_stmts)), linkage="C",
+                     qualifiers=tuple(q for q in fn.qualifiers if q not in ("static", "inline")))
+    items: list[Any] = []
+    for item in module.items:
+        if item is fn:
+            items.extend([kernel, host])
+        else:
+            items.append(item)
+    return A.replace(module, items=tuple(items), dialect=Dialect.CUDA)
+
+
+def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
+    module = enter(unit)
+    if ctx.target is Dialect.CUDA or ctx.target is Dialect.HIP:
+        from xpiler_core.passes.support.rebind_gpu import is_recovered, rebind_module
+
+        if any(is_recovered(f) for f in module.functions()):
+            out = rebind_module(module)
+            ctx.notes.append("loop binding: recovered block loops → blockIdx, thread loops → threadIdx")
+            return leave(unit, out, ctx, Dialect.CUDA)
+        candidates = [f for f in module.functions() if not f.is_kernel and any(
+            isinstance(s, A.For) for s in f.body.stmts)]
+        if not candidates:
+            raise PassRefused("no function with a top-level loop to bind to CUDA threads")
+        wanted_fn = str(params.get("function") or "")
+        if wanted_fn:
+            fn = next((f for f in candidates if f.name == wanted_fn), None)
+            if fn is None:
+                raise PassRefused(f"function={wanted_fn}: no function of that name with a top-level loop")
+            out = _bind_cuda(module, fn, params)
+            ctx.notes.append(f"loop binding: {fn.name} → __global__ {fn.name}_kernel")
+            return leave(unit, out, ctx, Dialect.CUDA)
+        # every function with a parallel top-level loop gets a kernel; the others stay host code, said why
+        out, bound_names, kept = module, [], []
+        for fn in candidates:
+            try:
+                out = _bind_cuda(out, fn, params)
+                bound_names.append(fn.name)
+            except PassRefused as refusal:
+                if len(candidates) == 1:
+                    raise
+                kept.append(f"{fn.name} ({refusal.reason})")
+        if not bound_names:
+            raise PassRefused("no function has a loop to bind to CUDA threads: " + "; ".join(kept))
+        ctx.notes.append("loop binding: " + ", ".join(f"{n} → __global__ {n}_kernel" for n in bound_names)
+                         + (f"; left on the host: {'; '.join(kept)}" if kept else ""))
+        return leave(unit, out, ctx, Dialect.CUDA)
+    changed = False
+    items: list[Any] = []
+    reasons: list[str] = []
+    for item in module.items:
+        if isinstance(item, A.Function) and (params.get("loop") or any(
+                isinstance(n, A.For) and (n.canonical() or None) and n.canonical().var == "xp_bz"  # type: ignore[union-attr]
+                for n in A.walk(item.body))):
+            try:
+                item = _bind_cpu(item, params)
+                changed = True
+            except PassRefused as refusal:
+                reasons.append(refusal.reason)
+        items.append(item)
+    recovered = any(isinstance(i, A.Opaque) and i.text.startswith(PRELUDE_MARK) for i in module.items)
+    if not changed and not (recovered and not reasons):
+        # a recovered module whose kernels became flat loops (grid_flatten) still gets its target ISA
+        raise PassRefused("; ".join(reasons) or "no recovered block loop (run loop_recovery) and no loop=VAR given")
+    isa = str(params.get("isa") or "").strip()
+    if isa:
+        if not all(part.strip().replace("_", "").replace("-", "").isalnum() for part in isa.split(",")):
+            raise PassRefused(f"isa={isa!r} is not a comma-separated list of extension names")
+        items.insert(0, A.Pragma(f'GCC target("{isa}")'))
+        # g++ does not define __F16C__/__AVX512F__ for a target pragma: tell the prelude explicitly
+        for ext, macro in (("avx512f", "XPILER_AVX512F"), ("f16c", "XPILER_F16C")):
+            if ext in isa.split(","):
+                items.insert(1, A.Opaque(f"#define {macro} 1\n", reason="isa"))
+    ctx.notes.append("loop binding: OpenMP parallel for over blocks" + (", simd over threads" if
+                                                                       bool_param(params, "simd", True) else "")
+                     + (f", compiled for {isa}" if isa else ""))
+    return leave(unit, A.replace(module, items=tuple(items)), ctx, Dialect.C)

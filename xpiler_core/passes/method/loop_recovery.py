@@ -1,0 +1,924 @@
+"""Loop recovery: CUDA kernels become CPU functions with explicit block and thread loops.
+
+Each ``__global__ K(params)`` becomes ``static void K(dim3 xp_grid, dim3 xp_block, size_t xp_smem, params)``:
+a block loop nest over ``xp_grid`` whose body holds the block's shared memory as local arrays and the
+kernel body as thread loops over ``xp_block``. How the body is cut into thread loops:
+
+* ``__syncthreads()`` ends a thread loop (loop fission). Scalars declared before a barrier and used after
+  it are **expanded** into per-thread arrays ``v[xp_nt]``; declarations that do not depend on the thread
+  (uniform: params, ``blockIdx``, ``blockDim``, other uniform values, never reassigned) become block-level
+  scalars instead.
+* A ``for``/``while`` loop that contains a barrier stays a block-level loop (its header must be uniform);
+  an ``if`` that contains one is predicated: its condition goes into a per-thread array first.
+* Warp collectives (``__shfl*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``) are sequentialized:
+  each thread stores its operand into a per-thread array, a barrier splits the loop, and the result is
+  read from the partner's slot with CUDA's out-of-range rules (``xp_shfl_*`` in the prelude).
+* Device functions that use barriers, warp collectives or thread builtins are inlined first.
+* ``return`` leaves the thread (``continue``/``goto``); with later thread loops a per-thread done flag keeps
+  the thread out of them. Atomics map onto OpenMP atomics in the prelude; launches ``K<<<g, b, s>>>(args)``
+  become ``K(dim3(g), dim3(b), s, args)``; the CUDA host API maps onto host memory.
+* For a bare kernel (no ``extern "C"`` host entry), an ``extern "C"`` function over the kernel's parameters
+  computes the launch shape (``grid``/``block`` parameters: from the test spec, the launch site,
+  ``__launch_bounds__`` and a ``blockIdx.x * B + threadIdx.x < N`` guard) and calls it; when the grid
+  cannot be inferred the pass refuses and says so.
+
+Parameters: ``warp_size`` (the source's warp width), ``entry``/``grid``/``block``/``shared_bytes`` for the
+bare-kernel wrapper (C expressions over the kernel parameters, comma-separated per dimension).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from xpiler_core import ast as A
+from xpiler_core.dialect import Dialect
+from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
+from xpiler_core.passes.support.ast_support import (
+    PURE_CALLS,
+    bool_param,
+    calls_in,
+    enter,
+    int_param,
+    leave,
+    names_in,
+    scalar_writes,
+)
+from xpiler_core.passes.support.coop_groups import lower_cooperative_groups, uses_cooperative_groups
+from xpiler_core.passes.support.cpu_prelude import PRELUDE, PRELUDE_MARK
+from xpiler_core.passes.support.launch import infer_block, infer_grid
+
+INFO = PassInfo(
+    name="loop_recovery",
+    summary="Kernels → CPU functions: block/thread loops, barrier fission with expansion, warp ops and atomics",
+    kind="ast",
+    directions=("cuda->cpu",),
+    params=(
+        ParamSpec("warp_size", "int", 32, "warp width the source was written for", (32, 64)),
+        ParamSpec("entry", "str", "", "kernel to expose as an extern \"C\" function (bare kernels)"),
+        ParamSpec("grid", "str", "", "grid for that entry: C expressions over its parameters, comma-separated"),
+        ParamSpec("block", "str", "", "block for that entry, comma-separated (default: __launch_bounds__)"),
+        ParamSpec("shared_bytes", "str", "0", "dynamic shared memory bytes for that entry"),
+        ParamSpec("wrapper", "bool", True, "emit the extern \"C\" wrapper for a bare kernel"),
+        ParamSpec("launch_params", "str", "", "extra trailing int parameters of the wrapper that carry the "
+                  "launch shape when it is not a function of the kernel's parameters (e.g. xp_grid_x)"),
+    ),
+)
+
+WARP_OPS: dict[str, tuple[str, int, int | None, int | None]] = {
+    # name: (helper kind, value argument, lane/offset argument, width argument)
+    "__shfl_sync": ("idx", 1, 2, 3),
+    "__shfl_down_sync": ("down", 1, 2, 3),
+    "__shfl_up_sync": ("up", 1, 2, 3),
+    "__shfl_xor_sync": ("xor", 1, 2, 3),
+    "__shfl": ("idx", 0, 1, 2),
+    "__shfl_down": ("down", 0, 1, 2),
+    "__shfl_up": ("up", 0, 1, 2),
+    "__shfl_xor": ("xor", 0, 1, 2),
+    "__ballot_sync": ("ballot", 1, None, None),
+    "__any_sync": ("any", 1, None, None),
+    "__all_sync": ("all", 1, None, None),
+    "__ballot": ("ballot", 0, None, None),
+    "__any": ("any", 0, None, None),
+    "__all": ("all", 0, None, None),
+}
+BARRIERS = frozenset({"__syncthreads", "__syncwarp", "__threadfence_block"})
+SIDE_EFFECT_CALLS = frozenset({"atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicExch", "atomicCAS",
+                               "printf", "malloc", "free"})
+_T = A.Name("xp_t")
+_NT = A.Name("xp_nt")
+_BUILTIN_NAMES = {
+    ("threadIdx", "x"): "xp_tx", ("threadIdx", "y"): "xp_ty", ("threadIdx", "z"): "xp_tz",
+    ("blockIdx", "x"): "xp_bx", ("blockIdx", "y"): "xp_by", ("blockIdx", "z"): "xp_bz",
+    ("blockDim", "x"): "xp_bdx", ("blockDim", "y"): "xp_bdy", ("blockDim", "z"): "xp_bdz",
+    ("gridDim", "x"): "xp_gdx", ("gridDim", "y"): "xp_gdy", ("gridDim", "z"): "xp_gdz",
+}
+
+
+def _is_sync_call(node: A.Node) -> bool:
+    return isinstance(node, A.Call) and (node.callee in BARRIERS or node.callee in WARP_OPS)
+
+
+def _has_sync(node: A.Node) -> bool:
+    return any(_is_sync_call(n) for n in A.walk(node))
+
+
+def _barrier() -> A.Stmt:
+    return A.ExprStmt(A.call("__syncthreads"))
+
+
+def _is_barrier_stmt(stmt: A.Stmt) -> bool:
+    return isinstance(stmt, A.ExprStmt) and isinstance(stmt.expr, A.Call) and stmt.expr.callee in BARRIERS
+
+
+@dataclass(frozen=True)
+class _ThreadLoop(A.Stmt):
+    """A placeholder for one thread loop during fission: its statements and the predicates guarding it."""
+
+    stmts: tuple[A.Stmt, ...]
+    guards: tuple[A.Expr, ...] = ()
+
+
+# ------------------------------------------------------------------------------------------ inlining
+class _Inliner:
+    """Inlines device functions that use barriers, warp collectives, builtins or shared memory."""
+
+    def __init__(self, module: A.Module) -> None:
+        self.functions = {f.name: f for f in module.functions() if not f.is_kernel}
+        self.counter = itertools.count()
+        needs: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for f in self.functions.values():
+                if f.name in needs:
+                    continue
+                if any(
+                    _is_sync_call(n) or A.builtin_ref(n) is not None
+                    or (isinstance(n, A.VarDecl) and n.is_shared)
+                    or (isinstance(n, A.Call) and n.callee in needs)
+                    or (isinstance(n, A.Name) and n.id == "warpSize")
+                    for n in A.walk(f.body)
+                ):
+                    needs.add(f.name)
+                    changed = True
+        self.inline = needs
+
+    def stmts(self, stmts: tuple[A.Stmt, ...], depth: int = 0) -> tuple[A.Stmt, ...]:
+        out: list[A.Stmt] = []
+        for s in stmts:
+            out.extend(self.stmt(s, depth))
+        return tuple(out)
+
+    def stmt(self, s: A.Stmt, depth: int) -> list[A.Stmt]:
+        if depth > 8:
+            raise PassRefused("device functions nest too deeply to inline (recursion?)", s.span)
+        if isinstance(s, A.Block):
+            return [A.replace(s, stmts=self.stmts(s.stmts, depth))]
+        if isinstance(s, A.For):
+            if s.cond is not None and self._target_call(s.cond) or s.step is not None and self._target_call(s.step):
+                raise PassRefused("a device function with barriers in a loop header cannot be inlined", s.span)
+            return [A.replace(s, body=self._body(s.body, depth))]
+        if isinstance(s, (A.While, A.DoWhile)):
+            if self._target_call(s.cond):
+                raise PassRefused("a device function with barriers in a loop condition cannot be inlined", s.span)
+            return [A.replace(s, body=self._body(s.body, depth))]
+        if isinstance(s, A.If):
+            if self._target_call(s.cond):
+                call = self._target_call(s.cond)
+                assert call is not None
+                pre, result = self._expand(call, depth, s)
+                cond = A.rewrite(s.cond, lambda n: result if n is call else None)
+                return [*pre, *self.stmt(A.replace(s, cond=cond), depth)]
+            return [A.replace(s, then=self._body(s.then, depth),
+                              else_=None if s.else_ is None else self._body(s.else_, depth))]
+        if isinstance(s, (A.ExprStmt, A.DeclStmt, A.Return)):
+            call = self._target_call(s)
+            if call is None:
+                return [s]
+            pre, result = self._expand(call, depth, s)
+            if isinstance(s, A.ExprStmt) and s.expr is call:
+                return pre
+            rest = A.rewrite(s, lambda n: result if n is call else None)
+            return [*pre, *self.stmt(rest, depth)]
+        return [s]
+
+    def _body(self, s: A.Stmt, depth: int) -> A.Stmt:
+        out = self.stmt(s, depth)
+        return out[0] if len(out) == 1 else A.Block(tuple(out))
+
+    def _target_call(self, node: A.Node) -> A.Call | None:
+        # innermost-first: a call whose arguments hold no other call to inline
+        found: A.Call | None = None
+        for n in A.walk(node):
+            if isinstance(n, A.Call) and n.callee and n.callee.split("<")[0].strip() in self.inline:
+                found = n
+        return found
+
+    @staticmethod
+    def _template_bindings(fn: A.Function, callee: str, at: A.Stmt) -> dict[str, A.Expr]:
+        """``f<256>`` against ``template <int BLOCK>`` → {BLOCK: 256} (value parameters only)."""
+        if fn.template is None:
+            return {}
+        if "<" not in callee:
+            raise PassRefused(f"cannot inline template device function '{fn.name}' without explicit arguments",
+                              at.span)
+        formals = [p.strip() for p in fn.template.strip().strip("<>").split(",")]
+        actuals = [a.strip() for a in callee[callee.index("<") + 1 : callee.rindex(">")].split(",")]
+        if len(formals) != len(actuals):
+            raise PassRefused(f"cannot inline '{callee}': template arguments not understood", at.span)
+        out: dict[str, A.Expr] = {}
+        for formal, actual in zip(formals, actuals, strict=True):
+            words = formal.split()
+            if len(words) != 2 or words[0] in ("typename", "class"):
+                raise PassRefused(f"cannot inline '{callee}': only value template parameters are supported",
+                                  at.span)
+            out[words[1]] = A.Literal(actual) if re.fullmatch(r"-?\w+", actual) else A.Name(f"({actual})")
+        return out
+
+    def _expand(self, call: A.Call, depth: int, at: A.Stmt) -> tuple[list[A.Stmt], A.Expr]:
+        assert call.callee is not None
+        fn = self.functions[call.callee.split("<")[0].strip()]
+        template_args = self._template_bindings(fn, call.callee, at)
+        params = [p for p in fn.params if isinstance(p, A.Param)]
+        if len(params) != len(fn.params) or len(params) != len(call.args):
+            raise PassRefused(f"cannot inline '{fn.name}': parameter list not understood", at.span)
+        k = next(self.counter)
+        local = {p.name for p in params if p.name} | {n.name for n in A.walk(fn.body) if isinstance(n, A.VarDecl)}
+        renames: dict[str, A.Expr] = {**template_args, **{nm: A.Name(f"{nm}_i{k}") for nm in local}}
+        body_stmts = list(fn.body.stmts)
+        returns = [n for n in A.walk(fn.body) if isinstance(n, A.Return)]
+        ret_void = fn.ret.base == "void" and not fn.ret.pointers
+        result_name = f"xp_ret{k}"
+        tail: A.Expr | None = None
+        if returns:
+            last = body_stmts[-1] if body_stmts else None
+            if len(returns) != 1 or last is not returns[0]:
+                raise PassRefused(f"cannot inline '{fn.name}': it returns from more than one place", at.span)
+            body_stmts = body_stmts[:-1]
+            tail = returns[0].value
+        pre: list[A.Stmt] = []
+        inner: list[A.Stmt] = []
+        for p, arg in zip(params, call.args, strict=True):
+            assert p.name is not None
+            if p.type.reference:
+                if not isinstance(arg, A.Name):
+                    raise PassRefused(f"cannot inline '{fn.name}': reference argument is not a variable", at.span)
+                renames[p.name] = arg
+                continue
+            ptype = A.replace(p.type, quals=tuple(q for q in p.type.quals if q != "const"))
+            inner.append(A.DeclStmt((A.VarDecl(f"{p.name}_i{k}", ptype, p.dims, arg),)))
+        body: list[A.Stmt] = list(body_stmts)
+        if tail is not None and not ret_void:
+            body.append(A.ExprStmt(A.assign(A.Name(result_name), tail)))
+            pre.append(A.DeclStmt((A.VarDecl(result_name, A.replace(fn.ret, quals=()), ()),)))
+        elif tail is not None:
+            body.append(A.ExprStmt(tail))
+        # arguments are evaluated in the caller's names; only the body is renamed
+        block = A.Block((*inner, *A.substitute(A.Block(tuple(body)), renames).stmts))
+        # the renamed declarations inside the body
+        block = _rename_decls(block, {nm: f"{nm}_i{k}" for nm in local if isinstance(renames.get(nm), A.Name)
+                                      and renames[nm] == A.Name(f"{nm}_i{k}")})
+        pre.append(A.Block(self.stmts(block.stmts, depth + 1)))
+        return pre, A.Name(result_name)
+
+
+def _rename_decls(node: A.Block, mapping: dict[str, str]) -> A.Block:
+    class _R(A.Transformer):
+        def visit_VarDecl(self, d: A.VarDecl) -> A.VarDecl:  # noqa: N802
+            d = self.generic_visit(d)
+            return A.replace(d, name=mapping[d.name]) if d.name in mapping else d
+
+    out: A.Block = _R().visit(node)
+    return out
+
+
+# ---------------------------------------------------------------------------------- warp collectives
+@dataclass
+class _KernelState:
+    warp: int
+    block_decls: list[A.Stmt] = field(default_factory=list)
+    types: dict[str, A.Type] = field(default_factory=dict)
+    counter: itertools.count[int] = field(default_factory=itertools.count)
+    exit_labels: int = 0
+
+
+def _warp_normalize(stmts: tuple[A.Stmt, ...], st: _KernelState) -> tuple[A.Stmt, ...]:
+    out: list[A.Stmt] = []
+    for s in stmts:
+        out.extend(_warp_stmt(s, st))
+    return tuple(out)
+
+
+def _warp_body(s: A.Stmt, st: _KernelState) -> A.Stmt:
+    out = _warp_stmt(s, st)
+    return out[0] if len(out) == 1 else A.Block(tuple(out))
+
+
+def _innermost_warp_call(node: A.Node) -> A.Call | None:
+    found: A.Call | None = None
+    for n in A.walk(node):
+        if isinstance(n, A.Call) and n.callee in WARP_OPS:
+            found = n
+    return found
+
+
+def _warp_stmt(s: A.Stmt, st: _KernelState) -> list[A.Stmt]:
+    if isinstance(s, A.Block):
+        return [A.replace(s, stmts=_warp_normalize(s.stmts, st))]
+    if isinstance(s, A.For):
+        for part in (s.init, s.cond, s.step):
+            if part is not None and _innermost_warp_call(part) is not None:
+                raise PassRefused("a warp collective in a loop header is not supported", s.span)
+        return [A.replace(s, body=_warp_body(s.body, st))]
+    if isinstance(s, (A.While, A.DoWhile)):
+        if _innermost_warp_call(s.cond) is not None:
+            raise PassRefused("a warp collective in a loop condition is not supported", s.span)
+        return [A.replace(s, body=_warp_body(s.body, st))]
+    if isinstance(s, A.If):
+        call = _innermost_warp_call(s.cond)
+        if call is not None:
+            pre, repl = _warp_call(call, st, s)
+            cond = A.rewrite(s.cond, lambda n: repl if n is call else None)
+            return [*pre, *_warp_stmt(A.replace(s, cond=cond), st)]
+        return [A.replace(s, then=_warp_body(s.then, st), else_=None if s.else_ is None else _warp_body(s.else_, st))]
+    if isinstance(s, (A.ExprStmt, A.DeclStmt, A.Return)):
+        call = _innermost_warp_call(s)
+        if call is None:
+            return [s]
+        pre, repl = _warp_call(call, st, s)
+        rest = A.rewrite(s, lambda n: repl if n is call else None)
+        return [*pre, *_warp_stmt(rest, st)]
+    return [s]
+
+
+def _warp_call(call: A.Call, st: _KernelState, at: A.Stmt) -> tuple[list[A.Stmt], A.Expr]:
+    assert call.callee is not None
+    kind, value_at, lane_at, width_at = WARP_OPS[call.callee]
+    if len(call.args) <= value_at or (lane_at is not None and len(call.args) <= lane_at):
+        raise PassRefused(f"{call.callee} with too few arguments", at.span)
+    value = call.args[value_at]
+    k = next(st.counter)
+    array = f"xp_w{k}"
+    if kind in ("ballot", "any", "all"):
+        elem = A.ctype("int")
+        stored: A.Expr = A.Cast(A.ctype("int"), A.binop("!=", value, A.lit(0)))
+    else:
+        elem = A.ctype("double")
+        if isinstance(value, A.Name) and value.id in st.types:
+            elem = A.replace(st.types[value.id], quals=(), span=None)
+            elem = A.replace(elem, pointers=tuple(() for _ in elem.pointers))
+        stored = value
+    st.block_decls.append(A.DeclStmt((A.VarDecl(array, elem, (_NT,)),)))
+    pre: list[A.Stmt] = [A.ExprStmt(A.assign(A.Index(A.Name(array), _T), stored)), _barrier()]
+    warp = A.lit(st.warp)
+    if kind in ("ballot", "any", "all"):
+        helper = A.call(f"xp_{kind}", A.Name(array), _T, _NT, warp)
+    else:
+        assert lane_at is not None
+        width = call.args[width_at] if width_at is not None and len(call.args) > width_at else warp
+        helper = A.call(f"xp_shfl_{kind}", A.Name(array), _T, _NT, warp, call.args[lane_at], width)
+    return pre, helper
+
+
+# -------------------------------------------------------------------------------------------- fission
+class _Fission:
+    def __init__(self, kernel: A.Function, st: _KernelState) -> None:
+        self.st = st
+        self.kernel = kernel
+        self.shared = {d.name for d in A.walk(kernel.body) if isinstance(d, A.VarDecl) and d.is_shared}
+        self.assigned = scalar_writes(kernel.body)
+        params = set(kernel.param_names())
+        self.uniform: set[str] = params - self.assigned
+        self.local: set[str] = {d.name for d in A.walk(kernel.body) if isinstance(d, A.VarDecl)} - self.shared
+        self.hoisted: list[A.Stmt] = []
+        self.pred_count = itertools.count()
+
+    def is_uniform(self, expr: A.Node) -> bool:
+        for n in A.walk(expr):
+            ref = A.builtin_ref(n)
+            if ref is not None and ref[0] == "threadIdx":
+                return False
+            if isinstance(n, A.Name):
+                if n.id in self.local and n.id not in self.uniform:
+                    return False
+                if n.id in self.shared or n.id == "xp_t":
+                    return False
+            if isinstance(n, (A.Index, A.Assign, A.Opaque)) or isinstance(n, A.Unary) and n.op in ("*", "++", "--"):
+                return False
+            if isinstance(n, A.Member) and n.arrow:
+                return False
+            if isinstance(n, A.Call) and (n.callee is None or n.callee in SIDE_EFFECT_CALLS or _is_sync_call(n)):
+                return False
+        return True
+
+    def uniform_decl(self, s: A.Stmt) -> bool:
+        if not isinstance(s, A.DeclStmt):
+            return False
+        for d in s.decls:
+            if d.is_shared or d.dims or d.init is None or d.name in self.assigned or d.init_style != "=":
+                return False
+            if not self.is_uniform(d.init):
+                return False
+        return True
+
+    # region → block-level statements
+    def region(self, stmts: tuple[A.Stmt, ...], guards: tuple[A.Expr, ...]) -> list[A.Stmt]:
+        out: list[A.Stmt] = []
+        run: list[A.Stmt] = []
+
+        def flush() -> None:
+            if run:
+                out.append(_ThreadLoop(tuple(run), guards))
+                run.clear()
+
+        for s in stmts:
+            if isinstance(s, A.DeclStmt) and any(d.is_shared for d in s.decls):
+                self.hoisted.append(s)
+                continue
+            if not _has_sync(s):
+                if self.uniform_decl(s):
+                    assert isinstance(s, A.DeclStmt)
+                    declared = {d.name for d in s.decls}
+                    self.uniform |= declared
+                    # a value of params/builtins/literals that the pending thread statements neither compute
+                    # nor name goes before them: the thread loop is not split (no per-thread arrays to carry
+                    # their locals across the split)
+                    if not run or declared & {n for r in run for n in names_in(r)} or \
+                            calls_in(s) - PURE_CALLS:
+                        flush()
+                    out.append(s)
+                else:
+                    run.append(s)
+                continue
+            flush()
+            if _is_barrier_stmt(s):
+                continue
+            if isinstance(s, A.Block):
+                out.extend(self.region(s.stmts, guards))
+            elif isinstance(s, A.If):
+                out.extend(self.branch(s, guards))
+            elif isinstance(s, A.For):
+                out.append(self.loop(s, guards))
+            elif isinstance(s, A.While):
+                if not self.is_uniform(s.cond):
+                    raise PassRefused("a while loop with a barrier must have a thread-independent condition", s.span)
+                self._no_loop_jumps(s.body)
+                out.append(A.While(s.cond, A.Block(tuple(self.region(A.stmts_of(s.body), guards)))))
+            else:
+                raise PassRefused(f"a barrier inside {type(s).__name__} is not supported", s.span)
+        flush()
+        return out
+
+    def branch(self, s: A.If, guards: tuple[A.Expr, ...]) -> list[A.Stmt]:
+        out: list[A.Stmt] = []
+        if self.is_uniform(s.cond):
+            then = A.Block(tuple(self.region(A.stmts_of(s.then), guards)))
+            other = None if s.else_ is None else A.Block(tuple(self.region(A.stmts_of(s.else_), guards)))
+            return [A.If(s.cond, then, other)]
+        name = f"xp_p{next(self.pred_count)}"
+        self.st.block_decls.append(A.DeclStmt((A.VarDecl(name, A.ctype("unsigned char"), (_NT,)),)))
+        cell = A.Index(A.Name(name), _T)
+        out.append(_ThreadLoop((A.ExprStmt(A.assign(cell, A.Cast(A.ctype("unsigned char"),
+                                                                  A.binop("!=", s.cond, A.lit(0))))),), guards))
+        out.extend(self.region(A.stmts_of(s.then), (*guards, cell)))
+        if s.else_ is not None:
+            out.extend(self.region(A.stmts_of(s.else_), (*guards, A.Unary("!", cell))))
+        return out
+
+    def loop(self, s: A.For, guards: tuple[A.Expr, ...]) -> A.Stmt:
+        init_ok = s.init is None or (
+            isinstance(s.init, A.DeclStmt) and all(d.init is None or self.is_uniform(d.init) for d in s.init.decls)
+        ) or (isinstance(s.init, A.ExprStmt) and self._uniform_assign(s.init.expr))
+        if isinstance(s.init, A.DeclStmt):
+            self.uniform |= {d.name for d in s.init.decls}
+        header_ok = init_ok and (s.cond is None or self.is_uniform(s.cond)) and (
+            s.step is None or self._uniform_assign(s.step))
+        self._no_loop_jumps(s.body)
+        if not header_ok:
+            return self.divergent_loop(s, guards)
+        return A.For(s.init, s.cond, s.step, A.Block(tuple(self.region(A.stmts_of(s.body), guards))))
+
+    def divergent_loop(self, s: A.For, guards: tuple[A.Expr, ...]) -> A.Stmt:
+        """A loop whose trip count differs per thread: run while any thread is active, predicated."""
+        if isinstance(s.init, A.DeclStmt):
+            self.uniform -= {d.name for d in s.init.decls}
+            self.local |= {d.name for d in s.init.decls}
+        k = next(self.pred_count)
+        active, anyname = f"xp_p{k}", f"xp_any{k}"
+        self.st.block_decls.append(A.DeclStmt((A.VarDecl(active, A.ctype("unsigned char"), (_NT,)),)))
+        cell = A.Index(A.Name(active), _T)
+        out: list[A.Stmt] = []
+        if s.init is not None:
+            out.append(_ThreadLoop((s.init,), guards))
+        out.append(A.ExprStmt(A.call("memset", A.Name(active), A.lit(0), _NT)))
+        cond = s.cond if s.cond is not None else A.lit(1)
+        iteration: list[A.Stmt] = [
+            _ThreadLoop((A.ExprStmt(A.assign(cell, A.Cast(A.ctype("unsigned char"), A.binop("!=", cond, A.lit(0))))),),
+                        guards),
+            A.DeclStmt((A.VarDecl(anyname, A.ctype("int"), (), A.lit(0)),)),
+            A.for_range("xp_i", A.lit(0), _NT, A.ExprStmt(A.assign(A.Name(anyname), A.Index(A.Name(active),
+                                                                                             A.Name("xp_i")), "|="))),
+            A.If(A.Unary("!", A.Name(anyname)), A.Break()),
+            *self.region(A.stmts_of(s.body), (*guards, cell)),
+        ]
+        if s.step is not None:
+            iteration.append(_ThreadLoop((A.ExprStmt(s.step),), (*guards, cell)))
+        out.append(A.For(None, None, None, A.Block(tuple(iteration))))
+        return A.Block(tuple(out))
+
+    def _uniform_assign(self, expr: A.Expr) -> bool:
+        if isinstance(expr, A.Assign) and isinstance(expr.target, A.Name):
+            return self.is_uniform(expr.value) and (expr.target.id in self.uniform or expr.target.id not in self.local)
+        if isinstance(expr, A.Unary) and expr.op in ("++", "--") and isinstance(expr.operand, A.Name):
+            return True
+        if isinstance(expr, A.Binary) and expr.op == ",":
+            return self._uniform_assign(expr.left) and self._uniform_assign(expr.right)
+        return False
+
+    def _no_loop_jumps(self, body: A.Stmt) -> None:
+        stack: list[tuple[A.Node, bool]] = [(body, False)]
+        while stack:
+            node, in_loop = stack.pop()
+            if isinstance(node, (A.Break, A.Continue)) and not in_loop:
+                raise PassRefused("break/continue in a loop that contains a barrier is not supported", node.span)
+            nested = in_loop or isinstance(node, (A.For, A.While, A.DoWhile))
+            stack.extend((c, nested) for c in A.children(node))
+
+
+# ------------------------------------------------------------------------------------- thread loops
+def _threadloop_decls(loop: _ThreadLoop) -> set[str]:
+    return {d.name for s in loop.stmts if isinstance(s, A.DeclStmt) for d in s.decls}
+
+
+def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Function:
+    st = _KernelState(warp=warp, types=A.declared_types(kernel))
+    body = A.Block(inliner.stmts(kernel.body.stmts))
+    body = A.Block(_warp_normalize(body.stmts, st))
+    st.types = A.declared_types(A.replace(kernel, body=body))
+    fission = _Fission(A.replace(kernel, body=body), st)
+    top = fission.region(body.stmts, ())
+    loops = [n for s in top for n in A.walk(s) if isinstance(n, _ThreadLoop)]
+    # names each thread loop uses; a name declared in one loop and used elsewhere is expanded
+    uses: list[set[str]] = []
+    for lp in loops:
+        uses.append({n.id for s in lp.stmts for n in A.walk(s) if isinstance(n, A.Name)}
+                    | {n.id for g in lp.guards for n in A.walk(g) if isinstance(n, A.Name)})
+    block_level_names = {
+        n.id for s in top if not isinstance(s, _ThreadLoop)
+        for n in A.walk(_strip_threadloops(s)) if isinstance(n, A.Name)
+    }
+    expanded: dict[str, A.VarDecl] = {}
+    for i, lp in enumerate(loops):
+        for s in lp.stmts:
+            if not isinstance(s, A.DeclStmt):
+                continue
+            for d in s.decls:
+                elsewhere = any(d.name in u for j, u in enumerate(uses) if j != i) or d.name in block_level_names
+                if elsewhere:
+                    prior = expanded.get(d.name)
+                    if prior is not None and prior.type != d.type:
+                        raise PassRefused(f"variable '{d.name}' is declared twice with different types across a barrier",
+                                          d.span)
+                    expanded[d.name] = d
+    has_return = any(isinstance(n, A.Return) for lp in loops for s in lp.stmts for n in A.walk(s))
+    done_flags = has_return and len(loops) > 1
+    block_decls: list[A.Stmt] = [*fission.hoisted, *st.block_decls]
+    for d in expanded.values():
+        t = A.replace(d.type, quals=tuple(q for q in d.type.quals if q != "const") if not d.type.pointers
+                      else d.type.quals, pointers=tuple(tuple(q for q in p if q != "const") for p in d.type.pointers))
+        block_decls.append(A.DeclStmt((A.VarDecl(d.name, t, (_NT, *d.dims)),)))
+    if done_flags:
+        block_decls.append(A.DeclStmt((A.VarDecl("xp_done", A.ctype("unsigned char"), (_NT,)),)))
+        block_decls.append(A.ExprStmt(A.call("memset", A.Name("xp_done"), A.lit(0), A.Name("xp_nt"))))
+    ctx = _LoopContext(expanded=set(expanded), done_flags=done_flags, st=st)
+    block_body = [*block_decls, *(_lower_threadloops(s, ctx) for s in top)]
+    block_body = [_fix_shared(s) for s in block_body]
+    new_body = _block_nest(A.Block(tuple(block_body)))
+    new_body = _builtins(new_body, warp)
+    params = (
+        A.Param("xp_grid", A.ctype("dim3")), A.Param("xp_block", A.ctype("dim3")),
+        A.Param("xp_smem", A.ctype("size_t")), *kernel.params,
+    )
+    quals = tuple(q for q in kernel.qualifiers if q not in A.KERNEL_QUALIFIERS) + ("static",)
+    return A.replace(kernel, params=params, body=new_body, qualifiers=quals, linkage=None, launch_bounds=())
+
+
+def _strip_threadloops(s: A.Stmt) -> A.Stmt:
+    return A.rewrite(s, lambda n: A.Empty() if isinstance(n, _ThreadLoop) else None)
+
+
+@dataclass
+class _LoopContext:
+    expanded: set[str]
+    done_flags: bool
+    st: _KernelState
+
+
+def _lower_threadloops(s: A.Stmt, ctx: _LoopContext) -> A.Stmt:
+    return A.rewrite(s, lambda n: _thread_loop(n, ctx) if isinstance(n, _ThreadLoop) else None)
+
+
+def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
+    stmts: list[A.Stmt] = []
+    for s in lp.stmts:
+        if isinstance(s, A.DeclStmt) and any(d.name in ctx.expanded for d in s.decls):
+            for d in s.decls:
+                if d.name in ctx.expanded:
+                    if d.init is not None:
+                        if d.dims or d.init_style != "=":
+                            raise PassRefused(f"cannot expand initialized array '{d.name}' across a barrier", d.span)
+                        stmts.append(A.ExprStmt(A.assign(A.Name(d.name), d.init)))
+                else:
+                    stmts.append(A.DeclStmt((d,)))
+        else:
+            stmts.append(s)
+    cell = {name: A.Index(A.Name(name), _T) for name in ctx.expanded}
+    body: A.Stmt = _scoped_substitute(A.Block(tuple(stmts)), cell)
+    label = f"xp_exit{ctx.st.exit_labels}"
+    ctx.st.exit_labels += 1
+    body, used_label = _returns(body, label, ctx.done_flags)
+    head: list[A.Stmt] = [A.DeclStmt((A.VarDecl("xp_t", A.ctype("int", 0, ("const",)),
+                                                init=A.binop("+", A.Name("xp_tx"), A.binop(
+                                                    "*", A.Name("xp_bdx"), A.binop(
+                                                        "+", A.Name("xp_ty"), A.binop("*", A.Name("xp_bdy"),
+                                                                                      A.Name("xp_tz")))))),))]
+    if ctx.done_flags:
+        head.append(A.If(A.Index(A.Name("xp_done"), _T), A.Continue()))
+    if lp.guards:
+        cond = lp.guards[0]
+        for g in lp.guards[1:]:
+            cond = A.binop("&&", cond, g)
+        head.append(A.If(A.Unary("!", cond), A.Continue()))
+    inner: list[A.Stmt] = [*head, *(body.stmts if isinstance(body, A.Block) and not used_label else (body,))]
+    if used_label:
+        inner.append(A.Opaque(f"{label}:;"))
+    loop: A.Stmt = A.for_range("xp_tx", A.lit(0), A.Name("xp_bdx"), A.Block(tuple(inner)))
+    loop = A.for_range("xp_ty", A.lit(0), A.Name("xp_bdy"), loop)
+    return A.for_range("xp_tz", A.lit(0), A.Name("xp_bdz"), loop)
+
+
+def _scoped_substitute(stmt: A.Stmt, mapping: dict[str, Any]) -> A.Stmt:
+    """Like ``A.substitute`` but a nested declaration of a name shadows the mapping in its scope."""
+    if not mapping:
+        return stmt
+    if isinstance(stmt, A.Block):
+        current = dict(mapping)
+        out: list[A.Stmt] = []
+        for s in stmt.stmts:
+            out.append(_scoped_substitute(s, current))
+            if isinstance(s, A.DeclStmt):
+                for d in s.decls:
+                    current.pop(d.name, None)
+        return A.replace(stmt, stmts=tuple(out))
+    if isinstance(stmt, A.For):
+        inner = dict(mapping)
+        init = stmt.init
+        if isinstance(init, A.DeclStmt):
+            init = A.substitute(init, inner)
+            for d in stmt.init.decls:  # type: ignore[union-attr]
+                inner.pop(d.name, None)
+        elif init is not None:
+            init = A.substitute(init, inner)
+        return A.replace(stmt, init=init, cond=None if stmt.cond is None else A.substitute(stmt.cond, inner),
+                         step=None if stmt.step is None else A.substitute(stmt.step, inner),
+                         body=_scoped_substitute(stmt.body, inner))
+    if isinstance(stmt, A.If):
+        return A.replace(stmt, cond=A.substitute(stmt.cond, mapping), then=_scoped_substitute(stmt.then, mapping),
+                         else_=None if stmt.else_ is None else _scoped_substitute(stmt.else_, mapping))
+    if isinstance(stmt, (A.While, A.DoWhile)):
+        return A.replace(stmt, cond=A.substitute(stmt.cond, mapping), body=_scoped_substitute(stmt.body, mapping))
+    return A.substitute(stmt, mapping)
+
+
+def _returns(body: A.Stmt, label: str, done_flags: bool) -> tuple[A.Stmt, bool]:
+    """``return`` → ``continue`` at the thread body's loop level, ``goto label`` inside nested loops."""
+    used = False
+
+    def exit_stmt(in_loop: bool) -> A.Stmt:
+        nonlocal used
+        jump: A.Stmt
+        if in_loop:
+            used = True
+            jump = A.Opaque(f"goto {label};")
+        else:
+            jump = A.Continue()
+        if done_flags:
+            return A.Block((A.ExprStmt(A.assign(A.Index(A.Name("xp_done"), _T), A.lit(1))), jump))
+        return jump
+
+    def visit(node: A.Stmt, in_loop: bool) -> A.Stmt:
+        if isinstance(node, A.Return):
+            if node.value is not None:
+                raise PassRefused("a kernel cannot return a value", node.span)
+            return exit_stmt(in_loop)
+        if isinstance(node, A.Block):
+            return A.replace(node, stmts=tuple(visit(s, in_loop) for s in node.stmts))
+        if isinstance(node, A.If):
+            return A.replace(node, then=visit(node.then, in_loop),
+                             else_=None if node.else_ is None else visit(node.else_, in_loop))
+        if isinstance(node, (A.For, A.While, A.DoWhile)):
+            return A.replace(node, body=visit(node.body, True))
+        if isinstance(node, A.Opaque) and "return" in node.text:
+            raise PassRefused("unmodeled code with a return in a kernel", node.span)
+        return node
+
+    out = visit(body, False)
+    return out, used
+
+
+def _fix_shared(s: A.Stmt) -> A.Stmt:
+    """Shared declarations become block-local: dynamic ``extern __shared__ T s[]`` views the launch's bytes."""
+    if not isinstance(s, A.DeclStmt) or not any(d.is_shared for d in s.decls):
+        return s
+    out: list[A.Stmt] = []
+    for d in s.decls:
+        storage = tuple(q for q in d.storage if q not in A.SHARED_QUALIFIERS and q != "extern")
+        if d.is_dynamic_shared:
+            buf = A.VarDecl("xp_dsmem", A.ctype("double"), (A.binop("+", A.binop("/", A.Name("xp_smem"), A.lit(8)),
+                                                                      A.lit(1)),))
+            ptr_type = A.replace(d.type, pointers=(*d.type.pointers, ()))
+            return _dyn_shared(buf, d, ptr_type)
+        out.append(A.DeclStmt((A.replace(d, storage=storage),)))
+    return out[0] if len(out) == 1 else A.Block(tuple(out))
+
+
+def _dyn_shared(buf: A.VarDecl, d: A.VarDecl, ptr_type: A.Type) -> A.Stmt:
+    view = A.VarDecl(d.name, ptr_type, (), A.Cast(ptr_type, A.Name("xp_dsmem")))
+    # a Block would scope the view away: the pair is spliced into the block body by _block_nest
+    return _Splice((A.DeclStmt((buf,)), A.DeclStmt((view,))))
+
+
+@dataclass(frozen=True)
+class _Splice(A.Stmt):
+    stmts: tuple[A.Stmt, ...]
+
+
+def _block_nest(body: A.Block) -> A.Block:
+    flat: list[A.Stmt] = []
+    for s in body.stmts:
+        flat.extend(s.stmts if isinstance(s, _Splice) else (s,))
+    inner = A.Block(tuple(flat))
+    loop: A.Stmt = A.for_range("xp_bx", A.lit(0), A.Name("xp_gdx"), inner)
+    loop = A.for_range("xp_by", A.lit(0), A.Name("xp_gdy"), loop)
+    loop = A.for_range("xp_bz", A.lit(0), A.Name("xp_gdz"), loop)
+    dims = []
+    for name, src in (("xp_bdx", "xp_block.x"), ("xp_bdy", "xp_block.y"), ("xp_bdz", "xp_block.z"),
+                      ("xp_gdx", "xp_grid.x"), ("xp_gdy", "xp_grid.y"), ("xp_gdz", "xp_grid.z")):
+        base, fld = src.split(".")
+        dims.append(A.VarDecl(name, A.ctype("int", 0, ("const",)), (), A.Cast(A.ctype("int"), A.member(A.Name(base), fld))))
+    nt = A.VarDecl("xp_nt", A.ctype("int", 0, ("const",)), (),
+                   A.binop("*", A.binop("*", A.Name("xp_bdx"), A.Name("xp_bdy")), A.Name("xp_bdz")))
+    return A.Block((A.DeclStmt(tuple(dims)), A.DeclStmt((nt,)), A.ExprStmt(A.Cast(A.ctype("void"), A.Name("xp_nt"))),
+                    loop))
+
+
+def _builtins(node: A.Block, warp: int) -> A.Block:
+    def fn(n: A.Node) -> A.Node | None:
+        ref = A.builtin_ref(n)
+        if ref is not None:
+            return A.Name(_BUILTIN_NAMES[ref])
+        if isinstance(n, A.Name) and n.id == "warpSize":
+            return A.lit(warp)
+        return None
+
+    return A.rewrite(node, fn)
+
+
+# ------------------------------------------------------------------------------------------- module
+def _launch_to_call(node: A.Node) -> A.Node | None:
+    if isinstance(node, A.Launch):
+        cfg = list(node.config)
+        grid = A.call("dim3", cfg[0])
+        block = A.call("dim3", cfg[1]) if len(cfg) > 1 else A.call("dim3", A.lit(1))
+        smem: A.Expr = A.Cast(A.ctype("size_t"), cfg[2]) if len(cfg) > 2 else A.Cast(A.ctype("size_t"), A.lit(0))
+        args = tuple(A.rewrite(a, _launch_to_call) for a in node.args)
+        return A.Call(node.kernel, (grid, block, smem, *args))
+    return None
+
+
+def _split_dims(text: str) -> list[A.Expr]:
+    from xpiler_core.frontend.lower import lower_text
+
+    out: list[A.Expr] = []
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    for part in [p.strip() for p in parts if p.strip()]:
+        probe = lower_text(f"int xp_probe = {part};", "<param>.c", Dialect.C)
+        decls = [i for i in probe.items if isinstance(i, A.DeclStmt)]
+        if not decls or decls[0].decls[0].init is None:
+            raise PassRefused(f"cannot read launch expression '{part}'")
+        out.append(decls[0].decls[0].init)
+    return out
+
+
+def _wrapper(kernel: A.Function, grid: list[A.Expr], block: list[A.Expr], smem: A.Expr,
+             extra: list[str]) -> A.Function:
+    params = tuple(p for p in kernel.params if isinstance(p, A.Param))
+    args = tuple(A.Name(p.name) for p in params if p.name)
+    params = (*params, *(A.Param(e, A.ctype("int")) for e in extra))
+    call = A.Call(A.Name(f"{kernel.name}_blocks"), (A.call("dim3", *grid), A.call("dim3", *block),
+                                                    A.Cast(A.ctype("size_t"), smem), *args))
+    return A.Function(kernel.name, A.ctype("void"), params, A.Block((A.ExprStmt(call),)), linkage="C")
+
+
+def _wrap_kernel(target: A.Function, module: A.Module, params: dict[str, Any], new_kernels: dict[str, A.Function],
+                 ctx: PassContext, explicit: bool) -> A.Function:
+    """An ``extern "C"`` function with the kernel's own parameters that launches it over its derived extents;
+    the block loops are renamed ``NAME_blocks``. Refuses when block or grid cannot be derived."""
+    block = _split_dims(str(params.get("block") or "")) or infer_block(target, module)
+    if not block:
+        raise PassRefused(f"cannot infer the block size of '{target.name}': no launch site, spec or "
+                          "__launch_bounds__; pass block=...")
+    grid = _split_dims(str(params.get("grid") or "")) or infer_grid(target, block)
+    if not grid:
+        raise PassRefused(f"cannot infer the grid of '{target.name}' from its guards; pass grid=...")
+    if not params.get("block") and not target.launch_bounds:
+        ctx.notes.append(f"loop recovery: no launch of '{target.name}' is given and its result does not depend "
+                         f"on the block shape; chose {' x '.join(str(A.const_int(b)) for b in block)} threads "
+                         "per block")
+    smem = (_split_dims(str(params.get("shared_bytes") or "0")) or [A.lit(0)])[0]
+    new_kernels[target.name] = A.replace(new_kernels[target.name], name=f"{target.name}_blocks")
+    extra = [e.strip() for e in str(params.get("launch_params") or "").split(",") if e.strip()] if explicit else []
+    return _wrapper(target, grid, block, smem, extra)
+
+
+def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
+    module = enter(unit)
+    warp = int_param(params, "warp_size", ctx.warp_size if ctx.source_dialect is not Dialect.HIP else 64, 1, 128)
+    if any(isinstance(i, A.Opaque) and i.text.startswith(PRELUDE_MARK) for i in module.items):
+        raise PassRefused("loop recovery already ran on this module")
+    kernels = module.kernels()
+    if not kernels:
+        raise PassRefused("no __global__ kernel to recover loops from")
+    if uses_cooperative_groups(module):
+        module = lower_cooperative_groups(module)
+        kernels = module.kernels()
+    for item in module.items:
+        if isinstance(item, A.Opaque) and "nvcuda" in item.text:
+            raise PassRefused("wmma fragments remain: run detensorization first", item.span)
+    for k in kernels:
+        if any(isinstance(n, A.Opaque) for n in A.walk(k.body)):
+            bad = next(n for n in A.walk(k.body) if isinstance(n, A.Opaque))
+            raise PassRefused(f"kernel '{k.name}' contains code the AST does not model: {bad.text[:60]!r}", bad.span)
+    inliner = _Inliner(module)
+    inlined = inliner.inline
+    new_kernels = {k.name: _build_kernel(k, warp, inliner) for k in kernels}
+    # host code that launches a kernel says how (any host function, extern "C" or not); an extern "C" entry
+    # without launches is the user's own interface and keeps its place too
+    host_entries = [f for f in module.functions() if not f.is_kernel and not f.is_device
+                    and (f.linkage == "C" or any(isinstance(n, A.Launch) for n in A.walk(f.body)))]
+    entry_name = str(params.get("entry") or "")
+    wrap = bool_param(params, "wrapper", True) and (bool(entry_name) or not host_entries)
+    wrappers: list[A.Function] = []
+    exported: list[str] = []
+    if wrap:
+        if entry_name:
+            target = next((k for k in kernels if k.name == entry_name), None)
+            if target is None:
+                raise PassRefused(f"entry={entry_name}: no __global__ kernel of that name")
+            wrappers.append(_wrap_kernel(target, module, params, new_kernels, ctx, explicit=True))
+        elif len(kernels) == 1:
+            try:
+                wrappers.append(_wrap_kernel(kernels[0], module, params, new_kernels, ctx, explicit=True))
+            except PassRefused:
+                if ctx.target is not Dialect.C or params.get("block") or params.get("grid"):
+                    raise
+                # C target, nothing says how to launch it: the caller does, as with a CUDA launch
+                k = kernels[0]
+                new_kernels[k.name] = A.replace(new_kernels[k.name], qualifiers=tuple(
+                    q for q in new_kernels[k.name].qualifiers if q != "static"))
+                ctx.notes.append(f"loop recovery: no launch of '{k.name}' is given and its result depends on the "
+                                 "launch shape; exported as NAME(dim3 grid, dim3 block, size_t shared_bytes, ...)")
+        else:
+            # several kernels and no host code: each derivable one gets a wrapper; the others stay callable with
+            # their launch configuration as leading arguments, and the note says which.
+            for k in kernels:
+                try:
+                    wrappers.append(_wrap_kernel(k, module, {}, new_kernels, ctx, explicit=False))
+                except PassRefused:
+                    new_kernels[k.name] = A.replace(new_kernels[k.name], qualifiers=tuple(
+                        q for q in new_kernels[k.name].qualifiers if q != "static"))
+                    exported.append(k.name)
+            if exported:
+                ctx.notes.append("loop recovery: no launch derivable for " + ", ".join(exported) + "; exported as "
+                                 "NAME(dim3 grid, dim3 block, size_t shared_bytes, ...)")
+    renamed = {k.name: new_kernels[k.name].name for k in kernels if new_kernels[k.name].name != k.name}
+    items: list[A.TopItem] = [A.Opaque(PRELUDE, reason="cpu prelude")]
+    for item in module.items:
+        if isinstance(item, A.Include):
+            continue
+        if isinstance(item, A.Function):
+            if item.name in inlined and item.name not in {k.name for k in kernels}:
+                continue
+            if item.name in new_kernels:
+                items.append(new_kernels[item.name])
+                continue
+            item = A.rewrite(item, _launch_to_call)
+            if renamed:
+                # the file's own launches go to the block loops, not to the wrapper with the kernel's name
+                item = A.rewrite(item, lambda n: A.replace(n, func=A.Name(renamed[n.func.id])) if isinstance(
+                    n, A.Call) and isinstance(n.func, A.Name) and n.func.id in renamed and len(n.args) >= 3
+                    and isinstance(n.args[0], A.Call) and n.args[0].callee == "dim3" else None)
+            if item.is_device:
+                item = A.replace(item, qualifiers=(*(q for q in item.qualifiers if q not in A.DEVICE_QUALIFIERS),
+                                                   "static") if "static" not in item.qualifiers else item.qualifiers)
+        items.append(item)
+    items.extend(wrappers)
+    ctx.notes.append(f"loop recovery: {len(kernels)} kernel(s) as block/thread loops (warp {warp})"
+                     + (f"; wrappers {', '.join(w.name for w in wrappers)}" if wrappers else ""))
+    out = A.replace(module, items=tuple(items), dialect=Dialect.C)
+    return leave(unit, out, ctx, Dialect.C)
+
+
+__all__ = ["INFO", "apply"]

@@ -1,0 +1,585 @@
+"""One symbolic thread of a bound block function (``bang_binding`` output), for the BANG recognizers.
+
+The thread loops of loop recovery run for one thread ``(xp_tx, xp_ty)``; per-thread arrays (``x[xp_nt]``)
+are that thread's scalars; early exits (``xp_done``) become guards; device helpers are inlined; integer
+expressions are polynomials over named atoms (parameters, ``xp_gx = xp_bx*C + xp_tx``, ``xp_gy``,
+``xp_bz``, summation indices, and divisions of thread-free values as opaque atoms); floating-point values
+are trees of loads, sums, products, scalings and maxima. Anything else is refused with a reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from xpiler_core import ast as A
+from xpiler_core.dialect import Dialect
+from xpiler_core.passes.base import PassRefused
+from xpiler_core.printer import print_expr
+
+THREAD_LOOPS = ("xp_tz", "xp_ty", "xp_tx")
+RAW_THREAD_ATOMS = {"xp_tx", "xp_ty", "xp_tz", "xp_bx", "xp_by", "xp_t"}
+MAX_INLINE_DEPTH = 4
+# ----- integer polynomials over named atoms ------------------------------------------------------------
+Monomial = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Poly:
+    terms: tuple[tuple[Monomial, int], ...] = ()
+
+    @staticmethod
+    def of(d: dict[Monomial, int]) -> Poly:
+        return Poly(tuple(sorted((m, c) for m, c in d.items() if c != 0)))
+
+    @staticmethod
+    def const(c: int) -> Poly:
+        return Poly.of({(): c})
+
+    @staticmethod
+    def atom(name: str) -> Poly:
+        return Poly.of({(name,): 1})
+
+    def as_dict(self) -> dict[Monomial, int]:
+        return dict(self.terms)
+
+    def __add__(self, other: Poly) -> Poly:
+        d = self.as_dict()
+        for m, c in other.terms:
+            d[m] = d.get(m, 0) + c
+        return Poly.of(d)
+
+    def __neg__(self) -> Poly:
+        return Poly.of({m: -c for m, c in self.terms})
+
+    def __sub__(self, other: Poly) -> Poly:
+        return self + (-other)
+
+    def __mul__(self, other: Poly) -> Poly:
+        d: dict[Monomial, int] = {}
+        for m1, c1 in self.terms:
+            for m2, c2 in other.terms:
+                m = tuple(sorted(m1 + m2))
+                d[m] = d.get(m, 0) + c1 * c2
+        return Poly.of(d)
+
+    def atoms(self) -> set[str]:
+        return {a for m, _ in self.terms for a in m}
+
+    def split(self, atom: str) -> tuple[Poly, Poly]:
+        """(coefficient of ``atom``, rest) when the polynomial is linear in ``atom``; refuses otherwise."""
+        coeff: dict[Monomial, int] = {}
+        rest: dict[Monomial, int] = {}
+        for m, c in self.terms:
+            n = m.count(atom)
+            if n > 1:
+                raise PassRefused(f"an index is not linear in {atom}")
+            if n == 1:
+                reduced = list(m)
+                reduced.remove(atom)
+                coeff[tuple(reduced)] = c
+            else:
+                rest[m] = c
+        return Poly.of(coeff), Poly.of(rest)
+
+    def c_text(self) -> str:
+        if not self.terms:
+            return "0L"
+        parts = []
+        for m, c in self.terms:
+            factors = [f"(long)({a})" for a in m]
+            if c != 1 or not factors:
+                factors.insert(0, f"{c}L")
+            parts.append(" * ".join(factors))
+        return "(" + " + ".join(parts) + ")"
+
+
+# ----- symbolic values -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ptr:
+    base: str
+    offset: Poly
+
+
+@dataclass(frozen=True)
+class Load:
+    base: str
+    offset: Poly
+
+
+@dataclass(frozen=True)
+class Mul:
+    left: Any
+    right: Any
+
+
+@dataclass(frozen=True)
+class Sum:
+    var: str
+    lo: Poly
+    hi: Poly
+    body: Any
+
+
+@dataclass(frozen=True)
+class Zero:
+    pass
+
+
+@dataclass(frozen=True)
+class FConst:
+    value: float
+
+
+@dataclass(frozen=True)
+class Add:
+    terms: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Scale:
+    factor: float
+    value: Any
+
+
+@dataclass(frozen=True)
+class Max:
+    terms: tuple[Any, ...]
+
+
+FLOAT_VALUES = (Load, Mul, Sum, Zero, FConst, Add, Scale, Max)
+MAX_CALLS = ("max", "fmaxf", "fmax", "std::max", "__fmaxf")
+
+
+@dataclass(frozen=True)
+class Guard:
+    """``index < bound`` (both polynomials)."""
+
+    index: Poly
+    bound: Poly
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """A stored expression kept as source (``expr``), with the thread's values when it was stored."""
+
+    expr: A.Expr
+    env: dict[str, Any] = field(compare=False)
+    thread_arrays: frozenset[str] = frozenset()
+    reason: str = ""
+
+
+@dataclass
+class Store:
+    base: str
+    offset: Poly
+    value: Any
+    guards: tuple[Guard, ...]
+    source: Epilogue | None = None  # the stored expression as written, with the thread's values
+
+
+class _Continue(Exception):
+    """The symbolic thread left its thread loop (``xp_done`` set): evaluation of that path ends."""
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+@dataclass
+class ThreadEvaluator:
+    """Evaluates one symbolic thread of a bound block function."""
+
+    int_params: set[str]
+    ptr_params: set[str]
+    helpers: dict[str, A.Function]
+    env: dict[str, Any] = field(default_factory=dict)
+    thread_arrays: set[str] = field(default_factory=set)
+    guards: list[Guard] = field(default_factory=list)
+    stores: list[Store] = field(default_factory=list)
+    block_sizes: dict[str, A.Expr] = field(default_factory=dict)  # "x"/"y" → C of gx/gy
+    loops: int = 0
+    depth: int = 0  # helpers being inlined
+    in_thread: bool = False  # inside the thread loops of loop recovery
+    cond_depth: int = 0  # conditionals around the statement being evaluated
+
+    # statements
+    def run(self, stmts: list[A.Stmt] | tuple[A.Stmt, ...]) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s: A.Stmt) -> None:
+        if isinstance(s, A.Block):
+            self.run(s.stmts)
+        elif isinstance(s, A.Empty | A.Comment | A.Pragma):
+            return
+        elif isinstance(s, A.DeclStmt):
+            for d in s.decls:
+                self.decl(d)
+        elif isinstance(s, A.ExprStmt):
+            self.expr_stmt(s.expr)
+        elif isinstance(s, A.For):
+            self.loop(s)
+        elif isinstance(s, A.If):
+            self.branch(s)
+        elif isinstance(s, A.Return):
+            if self.depth == 0 or self.cond_depth > 0:
+                raise PassRefused("the thread returns early (only a helper's final return is modelled)")
+            raise _Return(self.value(s.value) if s.value is not None else None)
+        elif isinstance(s, A.Continue):
+            if self.depth > 0 or not self.in_thread or self.cond_depth > 0:
+                raise PassRefused("a continue that does not end the thread")
+            raise _Continue()
+        else:
+            raise PassRefused(f"the thread does {type(s).__name__} (not a straight matrix-product thread)")
+
+    def decl(self, d: A.VarDecl) -> None:
+        if d.dims:
+            if len(d.dims) == 1 and isinstance(d.dims[0], A.Name) and d.dims[0].id == "xp_nt" and d.init is None:
+                self.thread_arrays.add(d.name)  # a per-thread variable of loop recovery
+                return
+            raise PassRefused(f"the block declares the array {d.name} (shared or local staging)")
+        if d.storage:
+            raise PassRefused(f"{d.name} has storage {' '.join(d.storage)}")
+        if d.name == "xp_t":
+            return
+        self.env[d.name] = self.value(d.init) if d.init is not None else None
+
+    def expr_stmt(self, e: A.Expr) -> None:
+        if isinstance(e, A.Cast) and e.type.base == "void" and not e.type.pointers:
+            return  # (void)x
+        if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.id == "memset" and e.args \
+                and isinstance(e.args[0], A.Name) and e.args[0].id == "xp_done":
+            return
+        if not isinstance(e, A.Assign):
+            raise PassRefused("the thread evaluates an expression statement that is not an assignment")
+        target = e.target
+        if isinstance(target, A.Index) and isinstance(target.base, A.Name) and target.base.id == "xp_done":
+            return  # paired with the continue that follows
+        try:
+            value = self.value(e.value)
+        except PassRefused as refusal:
+            if not (e.op == "=" and isinstance(target, A.Index) and not (
+                    isinstance(target.base, A.Name) and target.base.id in self.thread_arrays)):
+                raise
+            # a store of an expression the values do not model: kept as an epilogue over this thread's state
+            value = Epilogue(e.value, dict(self.env), frozenset(self.thread_arrays), refusal.reason)
+        if e.op != "=":
+            old = self.value(target)
+            value = self.combine(e.op[:-1], old, value)
+        if isinstance(target, A.Name):
+            if target.id not in self.env:
+                raise PassRefused(f"the thread assigns {target.id}, declared outside it")
+            self.env[target.id] = value
+            return
+        if isinstance(target, A.Index) and isinstance(target.base, A.Name) and target.base.id in self.thread_arrays:
+            self.env[target.base.id] = value
+            return
+        if isinstance(target, A.Index):
+            base = self.value(target.base)
+            index = self.value(target.index)
+            if not (isinstance(base, Ptr) and isinstance(index, Poly)):
+                raise PassRefused("the thread stores through something other than a global pointer")
+            source = value if isinstance(value, Epilogue) else Epilogue(e.value, dict(self.env),
+                                                                        frozenset(self.thread_arrays))
+            self.stores.append(Store(base.base, base.offset + index, value, tuple(self.guards), source))
+            return
+        raise PassRefused("the thread assigns through an unsupported target")
+
+    def loop(self, s: A.For) -> None:
+        view = s.canonical()
+        if view is not None and view.var in THREAD_LOOPS:
+            if self.depth > 0 or self.cond_depth > 0:
+                raise PassRefused("a thread loop under a condition")
+            outer, self.in_thread = self.in_thread, True
+            try:
+                self.run(stmts_of(s.body))
+            except _Continue:
+                pass
+            finally:
+                self.in_thread = outer
+            return
+        if view is None or A.const_int(view.step) != 1:
+            raise PassRefused("a loop in the thread is not a unit-step counted loop")
+        body = [x for x in stmts_of(s.body) if not isinstance(x, A.Empty | A.Comment | A.Pragma)]
+        # [loop-local declarations] then one or more accumulations acc_i += e_i, each acc_i a distinct zero
+        n_decls = 0
+        while n_decls < len(body) and isinstance(body[n_decls], A.DeclStmt):
+            n_decls += 1
+        decls, sums = body[:n_decls], body[n_decls:]
+        if not sums:
+            raise PassRefused("a loop in the thread accumulates nothing")
+        accs: list[tuple[str, A.Expr]] = []
+        for st in sums:
+            if not (isinstance(st, A.ExprStmt) and isinstance(st.expr, A.Assign)):
+                raise PassRefused("a loop in the thread is not a list of accumulations acc += e")
+            asg = st.expr
+            target = asg.target
+            if not isinstance(target, A.Name) and not (isinstance(target, A.Index) and isinstance(target.base, A.Name)
+                                                       and target.base.id in self.thread_arrays):
+                raise PassRefused("a loop accumulates into memory, not a scalar")
+            acc = target.id if isinstance(target, A.Name) else print_expr(target.base, Dialect.BANG)
+            if asg.op == "+=":
+                accs.append((acc, asg.value))
+            elif asg.op == "=" and isinstance(asg.value, A.Binary) and asg.value.op == "+" and asg.value.left == target:
+                accs.append((acc, asg.value.right))
+            else:
+                raise PassRefused("a loop in the thread is not a sum")
+        names = [acc for acc, _ in accs]
+        if len(set(names)) != len(names):
+            raise PassRefused("a loop accumulates twice into one variable")
+        for acc, term in accs:
+            if not (isinstance(self.env.get(acc), Zero) or self.env.get(acc) == Poly()):
+                raise PassRefused("a sum does not start from zero")
+            if any(isinstance(n, A.Name) and n.id in names for n in A.walk(term)):
+                raise PassRefused("an accumulation reads an accumulator")
+        lo, hi = self.value(view.start), self.value(view.stop)
+        if not (isinstance(lo, Poly) and isinstance(hi, Poly)):
+            raise PassRefused("loop bounds are not integers")
+        self.loops += 1
+        var = f"xp_k{self.loops}"
+        local_names = [d.name for st in decls if isinstance(st, A.DeclStmt) for d in st.decls]
+        saved = {n: self.env.get(n) for n in [view.var, *local_names]}
+        self.env[view.var] = Poly.atom(var)
+        for st in decls:
+            self.stmt(st)
+        values = []
+        for _, term in accs:
+            body_value = self.value(term)
+            if isinstance(body_value, Poly | Ptr):
+                raise PassRefused("the summed term is not a floating-point product")
+            values.append(body_value)
+        for acc, body_value in zip(names, values, strict=True):
+            self.env[acc] = Sum(var, lo, hi, body_value)
+        for n, v in saved.items():
+            if v is None:
+                self.env.pop(n, None)
+            else:
+                self.env[n] = v
+
+    def branch(self, s: A.If) -> None:
+        cond = s.cond
+        if isinstance(cond, A.Index) and isinstance(cond.base, A.Name) and cond.base.id == "xp_done":
+            return  # `if (xp_done[xp_t]) continue;`: this thread's earlier exits are in the guards
+        then = [x for x in stmts_of(s.then) if not isinstance(x, A.Empty)]
+        exits = then and isinstance(then[-1], A.Continue | A.Return)
+        if s.else_ is not None:
+            raise PassRefused("the thread branches (if/else)")
+        if exits:
+            if self.depth > 0 or not self.in_thread or self.cond_depth > 0 or not isinstance(then[-1], A.Continue):
+                raise PassRefused("an early exit inside a helper or under another condition")
+            if any(not (isinstance(x, A.ExprStmt) and isinstance(x.expr, A.Assign)
+                        and isinstance(x.expr.target, A.Index) and isinstance(x.expr.target.base, A.Name)
+                        and x.expr.target.base.id == "xp_done") for x in then[:-1]):
+                raise PassRefused("an early exit does more than leave")
+            self.guards += self.conditions(cond, negate=True)
+            return
+        mark = len(self.guards)
+        self.guards += self.conditions(cond, negate=False)
+        self.cond_depth += 1
+        try:
+            self.run(then)
+        finally:
+            self.cond_depth -= 1
+        del self.guards[mark:]
+
+    def conditions(self, cond: A.Expr, negate: bool) -> list[Guard]:
+        cond = strip_casts(cond)
+        if isinstance(cond, A.Unary) and cond.op == "!":
+            return self.conditions(cond.operand, not negate)
+        if isinstance(cond, A.Binary) and cond.op in ("&&", "||"):
+            if (cond.op == "&&") != negate:  # a conjunction of guards
+                return self.conditions(cond.left, negate) + self.conditions(cond.right, negate)
+            raise PassRefused("a guard is a disjunction of bounds")
+        if isinstance(cond, A.Binary) and cond.op in ("<", ">", "<=", ">="):
+            left, right = self.value(cond.left), self.value(cond.right)
+            if not (isinstance(left, Poly) and isinstance(right, Poly)):
+                raise PassRefused("a guard compares non-integers")
+            op = {"<": ">=", ">": "<=", "<=": ">", ">=": "<"}[cond.op] if negate else cond.op
+            one = Poly.const(1)
+            if op == "<":
+                return [Guard(left, right)]
+            if op == ">":
+                return [Guard(right, left)]
+            if op == "<=":
+                return [Guard(left, right + one)]
+            return [Guard(right, left + one)]
+        raise PassRefused("a guard is not a comparison of indices")
+
+    # expressions
+    def value(self, e: A.Expr) -> Any:
+        e = strip_casts(e)
+        if isinstance(e, A.Literal):
+            v = e.int_value
+            if v is not None:
+                return Poly.const(v)
+            try:
+                f = float(e.text.rstrip("fF"))
+            except ValueError:
+                raise PassRefused(f"the thread uses the constant {e.text}") from None
+            return Zero() if f == 0.0 else FConst(f)
+        if isinstance(e, A.Name):
+            if e.id in self.env:
+                if self.env[e.id] is None:
+                    raise PassRefused(f"{e.id} is read before it is set")
+                return self.env[e.id]
+            if e.id in self.ptr_params:
+                return Ptr(e.id, Poly())
+            if e.id in self.int_params or e.id in ("xp_bz",) or e.id in RAW_THREAD_ATOMS \
+                    or e.id.startswith(("xp_bd", "xp_gd")):
+                return Poly.atom(e.id)
+            raise PassRefused(f"the thread reads {e.id}, which is not a parameter")
+        if isinstance(e, A.Index):
+            if isinstance(e.base, A.Name) and e.base.id in self.thread_arrays:
+                if not (isinstance(e.index, A.Name) and e.index.id == "xp_t"):
+                    raise PassRefused(f"the thread reads another thread's {e.base.id}")
+                return self.value(e.base)
+            base, index = self.value(e.base), self.value(e.index)
+            if not (isinstance(base, Ptr) and isinstance(index, Poly)):
+                raise PassRefused("the thread indexes something other than a global pointer")
+            return Load(base.base, base.offset + index)
+        if isinstance(e, A.Binary):
+            gi = self.global_index(e)
+            if gi is not None:
+                return gi
+            return self.combine(e.op, self.value(e.left), self.value(e.right))
+        if isinstance(e, A.Call):
+            return self.call(e)
+        raise PassRefused(f"the thread evaluates {type(e).__name__}")
+
+    def global_index(self, e: A.Binary) -> Poly | None:
+        """``xp_b? * C + xp_t?`` → the atom ``xp_g?`` (C recorded, checked at run time against blockDim)."""
+        if e.op != "+":
+            return None
+        for prod, t in ((e.left, e.right), (e.right, e.left)):
+            prod, t = strip_casts(prod), strip_casts(t)
+            if not (isinstance(t, A.Name) and t.id in ("xp_tx", "xp_ty")) or not isinstance(prod, A.Binary) \
+                    or prod.op != "*":
+                continue
+            axis = t.id[-1]
+            for b, c in ((prod.left, prod.right), (prod.right, prod.left)):
+                b = strip_casts(b)
+                if isinstance(b, A.Name) and b.id == f"xp_b{axis}" and not (A.free_names(c) & RAW_THREAD_ATOMS):
+                    if self.value(c) is None or not isinstance(self.value(c), Poly):
+                        return None
+                    known = self.block_sizes.get(axis)
+                    if known is not None and known != c:
+                        raise PassRefused(f"two different block sizes along {axis}")
+                    self.block_sizes[axis] = c
+                    return Poly.atom(f"xp_g{axis}")
+        return None
+
+    def combine(self, op: str, a: Any, b: Any) -> Any:
+        if isinstance(a, Poly) and isinstance(b, Poly):
+            if op == "+":
+                return a + b
+            if op == "-":
+                return a - b
+            if op == "*":
+                return a * b
+            if op in ("/", "%") and not (a.atoms() | b.atoms()) & (RAW_THREAD_ATOMS | self.index_atoms()):
+                return Poly.atom(f"({a.c_text()} {op} {b.c_text()})")  # thread-free: an opaque value
+            raise PassRefused(f"integer operator {op} in an index")
+        if isinstance(a, Ptr) and isinstance(b, Poly) and op in ("+", "-"):
+            return Ptr(a.base, a.offset + (b if op == "+" else -b))
+        if isinstance(a, Poly) and isinstance(b, Ptr) and op == "+":
+            return Ptr(b.base, b.offset + a)
+        if not (isinstance(a, FLOAT_VALUES) and isinstance(b, FLOAT_VALUES)):
+            raise PassRefused(f"operator {op} mixes integers and floating-point values")
+        if op == "*":
+            if isinstance(a, Zero) or isinstance(b, Zero):
+                return Zero()
+            if isinstance(a, FConst) and isinstance(b, FConst):
+                return FConst(a.value * b.value)
+            if isinstance(a, FConst):
+                return Scale(a.value, b)
+            if isinstance(b, FConst):
+                return Scale(b.value, a)
+            return Mul(a, b)
+        if op == "/" and isinstance(b, FConst) and b.value != 0.0:
+            return Scale(1.0 / b.value, a)
+        if op == "+":
+            if isinstance(a, Zero):
+                return b
+            if isinstance(b, Zero):
+                return a
+            return Add((*(a.terms if isinstance(a, Add) else (a,)), *(b.terms if isinstance(b, Add) else (b,))))
+        raise PassRefused(f"floating-point operator {op}")
+
+    def index_atoms(self) -> set[str]:
+        return {"xp_gx", "xp_gy", "xp_bz"} | {f"xp_k{i}" for i in range(1, self.loops + 1)}
+
+    def call(self, e: A.Call) -> Any:
+        name = print_expr(e.func, Dialect.BANG).split("<")[0].strip() if isinstance(e.func, A.Name) else ""
+        fn = self.helpers.get(name)
+        if fn is None and name in MAX_CALLS and len(e.args) == 2:
+            a, b = self.value(e.args[0]), self.value(e.args[1])
+            if not (isinstance(a, FLOAT_VALUES) and isinstance(b, FLOAT_VALUES)):
+                raise PassRefused(f"{name} of integers")
+            return Max((*(a.terms if isinstance(a, Max) else (a,)), *(b.terms if isinstance(b, Max) else (b,))))
+        if fn is None:
+            if len(e.args) == 1 and isinstance(strip_casts(e.args[0]), A.Literal) and name in (
+                    "float", "T", "double", "int") and isinstance(self.value(e.args[0]), Zero | Poly):
+                v = self.value(e.args[0])
+                return Zero() if isinstance(v, Zero) or v == Poly() else v  # functional cast T(0)
+            raise PassRefused(f"the thread calls {name or 'a function'}")
+        if self.depth >= MAX_INLINE_DEPTH or len(fn.params) != len(e.args):
+            raise PassRefused(f"{name} cannot be inlined")
+        args = [self.value(a) for a in e.args]
+        saved_env, saved_guards, saved_arrays = self.env, list(self.guards), self.thread_arrays
+        saved_flags = (self.cond_depth, self.in_thread)
+        self.cond_depth, self.in_thread = 0, False  # the helper's own control flow
+        self.env = {p.name: v for p, v in zip(fn.params, args, strict=True) if isinstance(p, A.Param) and p.name}
+        self.thread_arrays = set()
+        self.depth += 1
+        try:
+            self.run(fn.body.stmts)
+            raise PassRefused(f"{name} ends without returning a value")
+        except _Return as ret:
+            return ret.value
+        finally:
+            self.env, self.guards, self.thread_arrays = saved_env, saved_guards, saved_arrays
+            self.cond_depth, self.in_thread = saved_flags
+            self.depth -= 1
+
+
+def _polys(v: Any) -> list[Poly]:
+    if isinstance(v, Poly):
+        return [v]
+    if isinstance(v, Ptr | Load):
+        return [v.offset]
+    if isinstance(v, Mul):
+        return _polys(v.left) + _polys(v.right)
+    if isinstance(v, Sum):
+        return [v.lo, v.hi, *_polys(v.body)]
+    return []
+
+
+def strip_casts(e: A.Expr) -> A.Expr:
+    while isinstance(e, A.Cast) and not e.type.pointers and e.type.base in (
+            "int", "unsigned", "unsigned int", "size_t", "long", "long long", "int64_t", "float", "const int"):
+        e = e.operand
+    return e
+
+
+def stmts_of(s: A.Stmt) -> list[A.Stmt]:
+    return list(s.stmts) if isinstance(s, A.Block) else [s]
+
+
+
+
+def linear(p: Poly, atoms: list[str]) -> tuple[dict[str, Poly], Poly]:
+    """Coefficients of ``p`` in each atom (linear in each) and the rest."""
+    coeffs: dict[str, Poly] = {}
+    rest = p
+    for a in atoms:
+        c, rest = rest.split(a)
+        coeffs[a] = c
+    return coeffs, rest
+
+
+def free_of(p: Poly, atoms: set[str], what: str) -> Poly:
+    if p.atoms() & atoms:
+        raise PassRefused(f"{what} depends on the thread or the summation index")
+    return p

@@ -1,0 +1,166 @@
+"""BANG C candidates in the harness: run a ``.mlu`` candidate on the MLU CPU model against a spec.
+
+The spec's arguments are passed in order (buffers as GDRAM pointers, scalars by value). A ``kernel``
+candidate is a ``__mlu_global__`` launched with ``task_dim`` tasks of ``task_type`` (the spec's CUDA grid
+and block describe the source, not the BANG launch, which the translation chooses); a ``host``
+candidate is an ``extern "C"`` host function that launches its kernels itself. Inputs, reference and
+comparison are the harness's own, so a BANG candidate is judged exactly like a CUDA/HIP/C one.
+Build failures include NRAM/WRAM/SRAM capacity violations of the configured generation.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xpiler_core.progress import CancelToken
+from xpiler_core.runtime.bang.build import build_bang, format_build_errors
+from xpiler_core.runtime.bang.call import run_bang_kernel
+from xpiler_core.runtime.bang.run import BangWorker
+from xpiler_core.verify.harness import (
+    CaseResult,
+    SpecReport,
+    _compare_case,
+    _load_reference,
+    _numpy_expectation,
+    _program,
+    _program_expectation,
+    _select_cases,
+    _sizes,
+    build_program,
+)
+from xpiler_core.verify.inputs import case_inputs
+from xpiler_core.verify.spec import KernelSpec
+
+DEFAULT_TASK_DIM = (16, 1, 1)  # four clusters of four cores, a Union1 launch
+DEFAULT_TASK_TYPE = "union1"
+_HOST_SCALARS = {"int32": "int", "int64": "long", "float32": "float", "float64": "double", "uint32": "int"}
+
+
+@dataclass
+class BangSpecReport(SpecReport):
+    """A :class:`SpecReport` plus what the MLU model's build said about on-chip memory."""
+
+    capacity_violations: list[str] = field(default_factory=list)
+    onchip_usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    generation: str = ""
+
+
+def _kernel_args(spec: KernelSpec, inputs: dict[str, Any]) -> list[Any]:
+    args: list[Any] = []
+    for a in spec.args:
+        if a.is_buffer:
+            args.append(np.array(inputs[a.name], copy=True))
+        else:
+            args.append(np.dtype(a.dtype).type(inputs[a.name]))
+    return args
+
+
+def _host_args(spec: KernelSpec, inputs: dict[str, Any]) -> list[Any]:
+    args: list[Any] = []
+    for a in spec.args:
+        if a.is_buffer:
+            args.append(np.array(inputs[a.name], copy=True))
+        else:
+            kind = _HOST_SCALARS.get(a.dtype)
+            if kind is None:
+                raise ValueError(f"scalar argument {a.name} of type {a.dtype} cannot be passed to a host function")
+            args.append((kind, inputs[a.name]))
+    return args
+
+
+def run_bang_spec(
+    spec: KernelSpec,
+    candidate_text: str,
+    *,
+    entry: str | None = None,
+    kind: str | None = None,
+    task_dim: tuple[int, int, int] = DEFAULT_TASK_DIM,
+    task_type: str = DEFAULT_TASK_TYPE,
+    generation: str | None = None,
+    cases: list[int] | None = None,
+    seed: int = 0,
+    cancel: CancelToken | None = None,
+    path: str = "candidate.mlu",
+) -> BangSpecReport:
+    """Run a BANG C candidate on the spec's cases and compare with the numpy reference (or the reference
+    source on the SIMT runtime)."""
+    started = time.monotonic()
+    indices = _select_cases(spec, cases)
+    entry = entry or spec.entry
+    kind = kind or spec.kind
+    build = build_bang(candidate_text, path=path, generation=generation)
+    violations = [v.diagnostic.format() for v in build.capacity_violations]
+    if not build.ok or build.output is None:
+        return BangSpecReport(False, [], format_build_errors(build) or "build failed", time.monotonic() - started, 0,
+                              violations, build.usage, build.generation)
+    with tempfile.TemporaryDirectory(prefix="xpiler-bang-ref-") as tmp:
+        expected_for = _expectation(spec, Path(tmp), cancel)
+        if isinstance(expected_for, str):
+            return BangSpecReport(False, [], expected_for, time.monotonic() - started, 0, violations, build.usage,
+                                  build.generation)
+        results = _run_cases(spec, candidate_text, build.output, expected_for, indices, entry, kind, task_dim,
+                             task_type, generation, seed, cancel, path, Path(tmp))
+    return BangSpecReport(all(r.passed for r in results) and bool(results), results, None,
+                          time.monotonic() - started, 0, violations, build.usage, build.generation)
+
+
+Expectation = Callable[[int, dict[str, Any], Mapping[str, Any], Path], "dict[str, np.ndarray] | str"]
+
+
+def _expectation(spec: KernelSpec, workdir: Path, cancel: CancelToken | None) -> Expectation | str:
+    """Expected outputs per case: the numpy reference, or the reference source run on the SIMT runtime
+    (differential testing, as the harness does for automatic specs)."""
+    if spec.reference is not None:
+        return _numpy_expectation(_load_reference(spec), spec)
+    if spec.reference_source is None:
+        return "the spec has neither a numpy reference nor a reference source"
+    from xpiler_core.dialect import detect_dialect
+
+    ref_text = spec.reference_source.read_text(encoding="utf-8")
+    ref_program = _program(spec, ref_text, detect_dialect(ref_text, str(spec.reference_source)),
+                           spec.reference_entry or spec.entry, spec.reference_kind or spec.kind, None,
+                           spec.reference_source.name)
+    ref_built = build_program(ref_program, spec, workdir / "build-ref")
+    if not ref_built.build.ok:
+        return "reference source failed to build:\n" + ref_built.build.log
+    return _program_expectation(ref_built, spec, cancel)
+
+
+def _run_cases(spec: KernelSpec, candidate_text: str, library: Path, expected_for: Expectation, indices: list[int],
+               entry: str, kind: str, task_dim: tuple[int, int, int], task_type: str, generation: str | None,
+               seed: int, cancel: CancelToken | None, path: str, workdir: Path) -> list[CaseResult]:
+    results: list[CaseResult] = []
+    with BangWorker(timeout_s=spec.timeout_s) as worker:
+        for i in indices:
+            if cancel is not None:
+                cancel.check()
+            case = spec.cases[i]
+            sizes = _sizes(case)
+            case_started = time.monotonic()
+            inputs = case_inputs(spec, case, i, seed)
+            expected = expected_for(i, case, inputs, workdir / f"ref{i}")
+            if isinstance(expected, str):
+                results.append(CaseResult(sizes, False, error=expected))
+                continue
+            if kind == "kernel":
+                run = run_bang_kernel(candidate_text, entry, _kernel_args(spec, inputs), dim=task_dim,
+                                      task_type=task_type, generation=generation, path=path, worker=worker)
+                error, arrays = (None if run.ok else run.error or "the launch failed"), run.arrays
+            else:
+                call = worker.call(str(library), entry, _host_args(spec, inputs), timeout_s=spec.timeout_s)
+                error, arrays = call.error, call.arrays
+            if error is not None:
+                results.append(CaseResult(sizes, False, error=error, seconds=time.monotonic() - case_started))
+                continue
+            got = {a.name: arr for a, arr in zip(spec.args, arrays, strict=False) if a.is_output and arr is not None}
+            result = _compare_case(spec, sizes, expected, got)
+            result.seconds = time.monotonic() - case_started
+            results.append(result)
+    return results
