@@ -14,7 +14,9 @@ from pathlib import Path
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.passes import all_passes, get_pass
-from xpiler_core.passes.base import PassContext, PassRefused, SourceUnit
+from xpiler_core.passes.base import PassContext, SourceUnit
+from xpiler_core.passes.driver import DumpIntermediates, run_passes
+from xpiler_core.printer import print_module
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--target", default=None, help="target dialect (default: c for AST passes from CUDA)")
     parser.add_argument("-o", "--output", default=None, help="write the result here instead of stdout")
     parser.add_argument("--list", action="store_true", help="list passes and parameters")
+    parser.add_argument("--dump", metavar="DIR", help="also write the program after the pass to DIR (NN-<pass>.<ext>)")
     parser.set_defaults(func=run)
 
 
@@ -57,14 +60,15 @@ def run(args: argparse.Namespace) -> int:
     target = Dialect(args.target) if args.target else (Dialect.C if module.INFO.kind == "ast" and source in (
         Dialect.CUDA, Dialect.HIP) and "cuda->cpu" in module.INFO.directions else source)
     ctx = PassContext(source_dialect=source, target=target, file=str(path))
-    try:
-        out = module.apply(SourceUnit(text, source, str(path)), params, ctx)
-    except PassRefused as refusal:
-        line = (refusal.span.start_line + 1) if refusal.span else 1
-        col = (refusal.span.start_col + 1) if refusal.span else 1
-        print(f"{path}:{line}:{col}: error: pass {args.name} refused: {refusal.reason}", file=sys.stderr)
+    instruments = [DumpIntermediates(Path(args.dump), target)] if args.dump else []
+    run = run_passes(SourceUnit(text, source, str(path)), [(args.name, params)], ctx, instruments=instruments)
+    refused = run.records[0]
+    if refused["refused"] is not None:
+        span = refused.get("span") or {}
+        line, col = span.get("start_line", 0) + 1, span.get("start_col", 0) + 1
+        print(f"{path}:{line}:{col}: error: pass {args.name} refused: {refused['refused']}", file=sys.stderr)
         return 2
-    new_text = out.text if isinstance(out, SourceUnit) else text
+    new_text = run.unit.text if isinstance(run.unit, SourceUnit) else print_module(run.unit, target)
     for note in ctx.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.output:

@@ -30,7 +30,8 @@ from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes import all_passes, get_pass
-from xpiler_core.passes.base import PassContext, PassRefused
+from xpiler_core.passes.base import PassContext
+from xpiler_core.passes.driver import run_passes
 from xpiler_core.passes.support.ast_support import find_loops
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken
@@ -190,20 +191,15 @@ class CpuTuningProblem:
         """The module after the plan's passes before loop binding, with ``overrides`` of their parameters."""
         if overrides in self._prefix_memo:
             return self._prefix_memo[overrides]
-        from xpiler_core.plans.cuda_to_cpu import run_ast_passes
-
         extra = {s.name: dict(s.params) for s in overrides}
         without = str(extra.pop(WITHOUT_KEY.partition(".")[0], {}).get("without") or "")
         names = [n for n in self.prefix_names if n != without]
         params = {n: {**self.plan_params.get(n, {}), **extra.get(n, {})} for n in names}
         ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path)
-        module: A.Module | None
-        try:
-            module, records = run_ast_passes(self.lowered, names, ctx, params)
-            if any(r["refused"] for r in records if r["name"] == RECOVERY):
-                module = None
-        except Exception:  # a pass bug on these parameters: an illegal point, never a crash of tuning
-            module = None
+        # a pass bug on these parameters is an illegal point, never a crash of tuning
+        run = run_passes(self.lowered, names, ctx, params, contain_errors=True)
+        recovered = run.crashed is None and not any(r["refused"] for r in run.records if r["name"] == RECOVERY)
+        module = run.unit if recovered and isinstance(run.unit, A.Module) else None
         self._prefix_memo[overrides] = module
         return module
 
@@ -212,38 +208,28 @@ class CpuTuningProblem:
         module = self._prefix(plan)
         if module is None:
             return None
-        for step in steps:
-            mod = get_pass(step.name)
-            params = {**mod.INFO.defaults(), **dict(step.params)}
-            ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path)
-            try:
-                new = mod.apply(module, params, ctx)
-            except PassRefused:
-                return None
-            except Exception:  # a pass bug on this input: treat the step as illegal, never crash tuning
-                return None
-            if new == module:
-                return None
-            module = new
-        return module
+        if not steps:
+            return module
+        ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path)
+        # a refusal, a crash (a pass bug on this input) or a step that changes nothing makes the point illegal
+        run = run_passes(module, [(s.name, dict(s.params)) for s in steps], ctx, stop_on_refusal=True,
+                         contain_errors=True, require_change=True)
+        if run.refused is not None or run.crashed is not None or run.unchanged is not None:
+            return None
+        return run.unit if isinstance(run.unit, A.Module) else None
 
     def render(self, config: Config) -> str | None:
         module = self.module_after(config.steps, config.plan)
         if module is None:
             return None
         ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path)
-        for name in (BINDING, *self.suffix_names):
-            mod = get_pass(name)
-            params = {**mod.INFO.defaults(), **(dict(config.binding) if name == BINDING else
-                                                {**self.plan_params.get(name, {}), **config.plan_params(name)})}
-            try:
-                module = mod.apply(module, params, ctx)
-            except PassRefused:
-                if name == BINDING:
-                    return None
-            except Exception:
-                return None
-        return flags_comment(config.flags) + print_module(module, Dialect.C)
+        steps = [(BINDING, dict(config.binding)), *((name, {**self.plan_params.get(name, {}), **config.plan_params(name)})
+                                                    for name in self.suffix_names)]
+        run = run_passes(module, steps, ctx, contain_errors=True)
+        binding = run.records[0] if run.records else None
+        if run.crashed is not None or binding is None or binding["refused"] or not isinstance(run.unit, A.Module):
+            return None  # optional steps after binding may refuse; binding itself may not
+        return flags_comment(config.flags) + print_module(run.unit, Dialect.C)
 
     # ------------------------------------------------------------------ the plan's own parameters
     def plan_space(self) -> dict[str, tuple[Any, ...]]:
