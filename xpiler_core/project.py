@@ -32,7 +32,9 @@ COMPILE_COMMANDS = "compile_commands.json"
 DEFAULT_IGNORE = (
     r"(?i)\b(time|elapsed|duration|throughput|bandwidth|gflops?|tflops?|gb/s|ms|usec|sec(onds)?|us)\b",
     r"(?i)\b0x[0-9a-f]{6,}\b",
-    r"(?i)\bdevice\b.*\b(name|compute capability|sm_)",
+    # what a program prints about the device it found: it differs between the runtime and the CPU
+    r"(?i)\b(device|gpu)\b.*\b(name|compute capabilit|multi-?processors?|sm[ _]?\d|clock|driver|version)",
+    r"(?i)\b(cuda|hip) (driver|runtime) version\b",
 )
 MAX_HEADER_BYTES = 4 * 1024 * 1024
 MAX_INCLUDE_FILES = 400

@@ -176,7 +176,7 @@ class _Lowerer:
     # ------------------------------------------------------------------------------ module
     def module(self) -> A.Module:
         root = self.parsed.root
-        items = self.sequence(list(root.children), 0, len(self.data), self.top_item_guarded)
+        items = self.sequence(self.top_level(list(root.children)), 0, len(self.data), self.top_item_guarded)
         return A.Module(
             tuple(items),  # type: ignore[arg-type]
             self.parsed.dialect,
@@ -184,6 +184,21 @@ class _Lowerer:
             tuple(self.diagnostics),
             span=Span.of(root),
         )
+
+    def top_level(self, nodes: list[CstNode]) -> list[CstNode]:
+        """Top-level items, looking inside ``#if``/``#ifdef``/``#ifndef`` blocks without ``#else``/``#elif``
+        (include guards, feature switches): their items are modeled like any other, and the directive lines
+        stay in place as text between them (kernels in a guarded header are kernels)."""
+        out: list[CstNode] = []
+        for node in nodes:
+            if (node.type in ("preproc_if", "preproc_ifdef") and not node.has_error
+                    and node.child_by_field_name("alternative") is None):
+                name = node.child_by_field_name("name") or node.child_by_field_name("condition")
+                inner = [c for c in node.named_children if name is None or c.id != name.id]
+                out.extend(self.top_level(inner))
+            else:
+                out.append(node)
+        return out
 
     def top_item_guarded(self, node: CstNode, prefix: tuple[str, ...]) -> A.Stmt | A.Function:
         try:

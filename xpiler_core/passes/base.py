@@ -83,6 +83,8 @@ class PassContext:
     notes: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     unresolved: list[Unresolved] = field(default_factory=list)
+    # names the project's own headers declare (functions, macros, types): user code, never mapped as API
+    project_names: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

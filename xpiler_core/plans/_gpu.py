@@ -69,7 +69,7 @@ def gpu_plan(
             params = {name: {**options.pass_params.get(name, {}), **extra} for name, extra in overlay.items()}
             params = {**options.pass_params, **params}
             ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=target_warp,
-                              file=path)
+                              file=path, project_names=project.declared_names())
             run = run_passes(SourceUnit(text, direction.source, path), pass_names, ctx, params, cancel=cancel)
             if run.refused is not None and overlay:
                 attempts.append({"candidate": label, "status": "refused", "reason": "a pass refused this variant"})

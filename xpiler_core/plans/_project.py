@@ -48,6 +48,7 @@ class ProjectFiles:
     target: Dialect
     headers: dict[str, str] = field(default_factory=dict)  # every local header read: absolute path → text
     renamed: dict[str, str] = field(default_factory=dict)  # translated header path → companion name
+    _declared: frozenset[str] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, unit: ParsedUnit, options: TranslateOptions, target: Dialect) -> ProjectFiles:
@@ -74,6 +75,19 @@ class ProjectFiles:
         return {self.relative_name(p): t for p, t in self.device_headers().items()}
 
     # ----------------------------------------------------------------------------------------- headers
+    def declared_names(self) -> frozenset[str]:
+        """Names the project's local headers declare (a ``cudaCheck`` macro, a ``cublasCheck`` helper): user
+        code, which the API mapping must leave alone."""
+        if self._declared is None:
+            from xpiler_core.frontend.source import parse_text
+            from xpiler_core.passes.support.cst import declared_names
+
+            names: set[str] = set()
+            for header_path, text in self.headers.items():
+                names |= declared_names(parse_text(text, header_path, self.unit.dialect))
+            self._declared = frozenset(names)
+        return self._declared
+
     def device_headers(self) -> dict[str, str]:
         """The local headers with GPU code (kernels, device functions, runtime calls)."""
         return {p: t for p, t in self.headers.items() if _DEVICE_CODE.search(t)}
@@ -86,7 +100,7 @@ class ProjectFiles:
         translated: dict[str, str] = {}
         for header_path, text in self.device_headers().items():
             ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=warp,
-                              file=header_path)
+                              file=header_path, project_names=self.declared_names())
             run = run_passes(SourceUnit(text, direction.source, header_path), pass_names, ctx, params, cancel=cancel)
             assert isinstance(run.unit, SourceUnit)
             if run.unit.text != text:

@@ -54,6 +54,8 @@ class MappingTable:
     unsupported: dict[str, str] = field(default_factory=dict)
     # every name of the source API the tables know, mapped or not (to tell "unknown API" from "user name")
     known_source_names: frozenset[str] = frozenset()
+    # rows with a status other than "ok" ([status] tables): source name -> (status, what it needs)
+    status: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def map_header(self, path: str) -> str | None:
         if path in self.headers:
@@ -69,6 +71,9 @@ class MappingTable:
                 return dst_prefix + stem + dst_suffix
         return None
 
+
+#: Per-row statuses of the [status] tables (a row without one is "ok": declared by both installed toolkits).
+ROW_STATUSES = ("needs-newer-hip", "unsupported", "library-not-installed")
 
 TABLE_FILES = (
     "runtime_api",
@@ -135,6 +140,11 @@ def load_mapping(direction: Direction) -> MappingTable:
         if forward:
             table.unsupported.update(data.get("unsupported", {}))
             source_names.update(data.get("unsupported", {}))
+        for cuda_name, row in data.get("status", {}).items():
+            if row.get("status") not in ROW_STATUSES:
+                raise ValueError(f"tables/{name}.toml: {cuda_name} has an unknown status {row.get('status')!r}")
+            key = cuda_name if forward else pairs.get(cuda_name, cuda_name)
+            table.status[key] = (str(row["status"]), str(row.get("needs", "")))
     table.known_source_names = frozenset(source_names)
     return table
 
@@ -146,3 +156,18 @@ def table_summary() -> dict[str, int]:
         + len(raw_table(n).get("calls", []))
         for n in TABLE_FILES
     }
+
+
+# Header families that belong to a GPU toolchain beyond those the [pairs] name: a CPU translation drops them
+# (its prelude provides the vocabulary it keeps), other includes stay.
+_GPU_HEADER_PREFIXES = ("cuda", "cub/", "thrust/", "cooperative_groups", "hip/", "hipcub/", "rocwmma/", "rocprim/",
+                        "curand", "cublas", "cufft", "cusparse", "cudnn", "nvtx", "nvToolsExt", "sm_", "crt/",
+                        "device_", "vector_types", "mma.h", "nvrtc", "helper_cuda", "hiprand/", "hipblas/")
+
+
+def is_gpu_header(path: str) -> bool:
+    """Whether an include path names a header of the CUDA or HIP toolchains or their libraries."""
+    table = load_mapping("cuda->hip")
+    if path in table.headers or path in table.headers.values() or table.map_header(path) is not None:
+        return True
+    return path.startswith(_GPU_HEADER_PREFIXES) or path.split("/")[-1].startswith(_GPU_HEADER_PREFIXES)

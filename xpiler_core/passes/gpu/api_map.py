@@ -19,6 +19,7 @@ from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.source import ParsedSource, parse_text
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, SourceUnit, Unresolved
 from xpiler_core.passes.support.cst import Edit, apply_edits, call_arguments, declared_names, walk
+from xpiler_core.passes.support.macro_bodies import rewrite_bodies
 from xpiler_core.tables import Direction, MappingTable, load_mapping
 
 INFO = PassInfo(
@@ -63,7 +64,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     table = load_mapping(direction)
     report_unknown = bool(params.get("report_unknown", True))
     src = parse_text(module.text, module.path, module.dialect)
-    own_names = declared_names(src)
+    own_names = declared_names(src) | ctx.project_names
     edits: list[Edit] = []
     handled_calls: set[int] = set()
     replaced_ranges: list[tuple[int, int]] = []  # whole-call rewrites: nothing inside is edited again
@@ -73,6 +74,16 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         old = src.node_text(node)
         edits.append(Edit(node.start_byte, node.end_byte, new))
         renamed[old] = renamed.get(old, 0) + 1
+
+    # function-like macros whose bodies call an API whose arguments change: rewritten once, as code
+    def as_fragment(text: str) -> str:
+        inner = PassContext(ctx.source_dialect, ctx.target, ctx.warp_size, ctx.file, project_names=ctx.project_names)
+        return apply(SourceUnit(text, module.dialect, module.path), {**params, "report_unknown": False}, inner).text
+
+    fragment_edits = rewrite_bodies(src, as_fragment, lambda body: any(
+        m.group(0) in table.calls and m.group(0) not in own_names for m in _IDENT_TOKEN.finditer(body)))
+    edits.extend(fragment_edits)
+    rewritten_bodies = [(e.start_byte, e.end_byte) for e in fragment_edits]
 
     for node in walk(src.root, skip=frozenset({"comment", "string_literal", "char_literal", "raw_string_literal"})):
         kind = node.type
@@ -97,9 +108,15 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
             name = src.node_text(node)
             if name in own_names:
                 continue
-            if name in table.unsupported:
-                ctx.unresolved.append(Unresolved(table.unsupported[name], Span.of(node), name))
+            status, needs = table.status.get(name, ("ok", ""))
+            if name in table.unsupported or status == "unsupported":
+                ctx.unresolved.append(Unresolved(table.unsupported.get(name) or f"{name}: {needs}", Span.of(node),
+                                                 name))
             elif name in table.names:
+                if status != "ok":
+                    ctx.diagnostics.append(Diagnostic(Severity.WARNING, f"api_map.{status}",
+                                                      f"{name} → {table.names[name]} needs {needs}", Span.of(node),
+                                                      module.path))
                 rename(node, table.names[name])
             elif name in table.calls:
                 # a call-rewrite name used without a call (taken as a function pointer): plain rename
@@ -112,7 +129,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
                 )
         elif kind == "namespace_identifier":
             _map_namespace(src, node, table, edits, renamed)
-        elif kind == "preproc_arg":
+        elif kind == "preproc_arg" and (node.start_byte, node.end_byte) not in rewritten_bodies:
             _map_macro_body(src, node, table, own_names, edits, ctx, renamed)
 
     if direction == "cuda->hip" and not _has_runtime_include(src, edits):

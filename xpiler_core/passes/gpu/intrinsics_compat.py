@@ -17,6 +17,7 @@ from xpiler_core.passes.support.cst import (
     Edit,
     apply_edits,
     call_arguments,
+    declared_names,
     remove_marked_region,
     top_insertion_point,
     walk,
@@ -52,12 +53,14 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         text = remove_marked_region(text, BEGIN_MARK, END_MARK)
     renames = {v: k for k, v in _RENAMES.items()} if backwards else _RENAMES
     src = parse_text(text, module.path, module.dialect)
+    user_names = declared_names(src) | ctx.project_names  # a user's function named like an intrinsic is theirs
     edits: list[Edit] = []
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
         if node.type != "call_expression":
             continue
         func = node.child_by_field_name("function")
-        if func is not None and func.type == "identifier" and src.node_text(func) in renames and call_arguments(node):
+        if (func is not None and func.type == "identifier" and src.node_text(func) in renames
+                and src.node_text(func) not in user_names and call_arguments(node)):
             edits.append(Edit(func.start_byte, func.end_byte, renames[src.node_text(func)]))
     if edits and not backwards and BEGIN_MARK not in text:
         at = top_insertion_point(src)

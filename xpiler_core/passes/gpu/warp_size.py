@@ -39,11 +39,13 @@ from xpiler_core.passes.support.cst import (
     Edit,
     apply_edits,
     call_arguments,
+    declared_names,
     marked_region,
     remove_marked_region,
     top_insertion_point,
     walk,
 )
+from xpiler_core.passes.support.macro_bodies import rewrite_bodies
 
 INFO = PassInfo(
     name="warp_size",
@@ -125,6 +127,9 @@ _NO_EQUIVALENT = {
     "__reduce_or_sync": "no HIP equivalent of __reduce_or_sync in the helpers",
     "__reduce_xor_sync": "no HIP equivalent of __reduce_xor_sync in the helpers",
 }
+# every call name this pass rewrites (a macro body that calls one is rewritten as a fragment)
+_WARP_CALL_NAMES = frozenset({*_SHUFFLES_SYNC, *_SHUFFLES_LEGACY, *_COLLECTIVES, "__syncwarp", *_NO_EQUIVALENT})
+
 
 # 32-lane assumptions worth reporting (they stay valid under lanes32, and they explain why it is needed).
 _ASSUMPTIONS: list[tuple[re.Pattern[str], str]] = [
@@ -177,6 +182,9 @@ def _lanes32(module: SourceUnit, ctx: PassContext) -> SourceUnit:
     )
     edits: list[Edit] = []
     counts: dict[str, int] = {}
+    # a user macro or function named like an intrinsic (``#define __shfl(v, d) __shfl_sync(...)``) is the
+    # user's: its calls are not intrinsic calls (its body is rewritten where the intrinsic appears)
+    user_names = declared_names(src) | ctx.project_names
 
     def count(what: str) -> None:
         counts[what] = counts.get(what, 0) + 1
@@ -191,7 +199,23 @@ def _lanes32(module: SourceUnit, ctx: PassContext) -> SourceUnit:
             edits.append(Edit(node.start_byte, node.end_byte, "32"))
             count("warpSize → 32")
         elif node.type == "call_expression":
-            _rewrite_call(src, node, edits, ctx, count)
+            func = node.child_by_field_name("function")
+            if func is None or src.node_text(func) not in user_names:
+                _rewrite_call(src, node, edits, ctx, count)
+
+    def as_fragment(text: str) -> str:
+        inner = PassContext(ctx.source_dialect, ctx.target, ctx.warp_size, ctx.file, project_names=ctx.project_names)
+        out = _lanes32(SourceUnit(text, module.dialect, module.path), inner).text
+        ctx.unresolved.extend(inner.unresolved)
+        return out
+
+    # macros that wrap warp intrinsics are rewritten once, in their bodies (their call sites are the user's)
+    wraps = _WARP_CALL_NAMES - user_names
+    fragment_edits = rewrite_bodies(src, as_fragment, lambda body: any(re.search(rf"\b{re.escape(n)}\s*\(", body)
+                                                                          for n in wraps))
+    edits.extend(fragment_edits)
+    if any("xpiler_" in e.text for e in fragment_edits):
+        counts["helpers for macro bodies"] = len(fragment_edits)
 
     needs_helpers = any(k.startswith("helper") or k == "__syncwarp" for k in counts)
     if needs_helpers and region is None:

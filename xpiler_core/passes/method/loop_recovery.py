@@ -49,6 +49,7 @@ from xpiler_core.passes.support.ast_support import (
 from xpiler_core.passes.support.coop_groups import lower_cooperative_groups, uses_cooperative_groups
 from xpiler_core.passes.support.cpu_prelude import PRELUDE, PRELUDE_MARK
 from xpiler_core.passes.support.launch import infer_block, infer_grid
+from xpiler_core.tables import is_gpu_header
 
 INFO = PassInfo(
     name="loop_recovery",
@@ -802,6 +803,15 @@ def _split_dims(text: str) -> list[A.Expr]:
     return out
 
 
+def _device_only(fn: A.Function) -> bool:
+    """A ``__device__`` (not ``__host__``) function whose body uses thread builtins, barriers or warp
+    collectives."""
+    if not fn.is_device or "__host__" in fn.qualifiers:
+        return False
+    return any(A.builtin_ref(n) is not None or (isinstance(n, A.Call) and (_is_sync_call(n) or "shfl" in (n.callee or "")))
+               for n in A.walk(fn.body))
+
+
 def _wrapper(kernel: A.Function, grid: list[A.Expr], block: list[A.Expr], smem: A.Expr,
              extra: list[str]) -> A.Function:
     params = tuple(p for p in kernel.params if isinstance(p, A.Param))
@@ -894,12 +904,18 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                 ctx.notes.append("loop recovery: no launch derivable for " + ", ".join(exported) + "; exported as "
                                  "NAME(dim3 grid, dim3 block, size_t shared_bytes, ...)")
     renamed = {k.name: new_kernels[k.name].name for k in kernels if new_kernels[k.name].name != k.name}
+    dropped: list[str] = []
     items: list[A.TopItem] = [A.Opaque(PRELUDE, reason="cpu prelude")]
     for item in module.items:
-        if isinstance(item, A.Include):
-            continue
+        if isinstance(item, A.Include) and is_gpu_header(item.path):
+            continue  # the prelude stands in for the GPU toolchain's headers; the program's others stay
         if isinstance(item, A.Function):
             if item.name in inlined and item.name not in {k.name for k in kernels}:
+                continue
+            if _device_only(item):
+                # a device function no kernel here called (a library header's helpers): it reads the thread
+                # builtins, so it has no meaning outside a kernel on the CPU
+                dropped.append(item.name)
                 continue
             if item.name in new_kernels:
                 items.append(new_kernels[item.name])
@@ -915,6 +931,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                                                    "static") if "static" not in item.qualifiers else item.qualifiers)
         items.append(item)
     items.extend(wrappers)
+    if dropped:
+        ctx.notes.append(f"loop recovery: device functions no kernel calls left out ({', '.join(dropped)})")
     ctx.notes.append(f"loop recovery: {len(kernels)} kernel(s) as block/thread loops (warp {warp})"
                      + (f"; wrappers {', '.join(w.name for w in wrappers)}" if wrappers else ""))
     out = A.replace(module, items=tuple(items), dialect=Dialect.C)

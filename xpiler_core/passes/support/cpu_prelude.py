@@ -10,6 +10,23 @@ from __future__ import annotations
 
 PRELUDE_MARK = "/* xpiler CPU prelude */"
 
+
+def _runtime_enums() -> str:
+    """The runtime's error codes, device attributes and compute modes as unnamed enums (the host API takes
+    and returns plain ints), from the X-macro lists the SIMT runtime's headers use too."""
+    from importlib import resources
+
+    lists = resources.files("xpiler_core.runtime").joinpath("include/xpiler/cuda_enums.h").read_text(encoding="utf-8")
+    body = "\n".join(line for line in lists.splitlines() if not line.startswith(("//", "#pragma")))
+    return (body + "\n#define XP_ENUMERATOR(prefix, name, value) prefix##name = value,\n"
+            "#define XP_ERROR(name, value) XP_ENUMERATOR(cuda, name, value)\n"
+            "#define XP_ATTR(name, value) XP_ENUMERATOR(cudaDevAttr, name, value)\n"
+            "#define XP_MODE(name, value) XP_ENUMERATOR(cudaComputeMode, name, value)\n"
+            "enum { XPILER_CUDA_ERRORS(XP_ERROR) };\nenum { XPILER_CUDA_DEVICE_ATTRS(XP_ATTR) };\n"
+            "enum { XPILER_CUDA_COMPUTE_MODES(XP_MODE) };\n"
+            "#undef XP_ERROR\n#undef XP_ATTR\n#undef XP_MODE\n#undef XP_ENUMERATOR")
+
+
 PRELUDE = PRELUDE_MARK + r"""
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +36,7 @@ PRELUDE = PRELUDE_MARK + r"""
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include <time.h>
 #include <cmath>
 #include <algorithm>
 #ifdef _OPENMP
@@ -144,6 +162,10 @@ static inline __half2 __hmul2(__half2 a, __half2 b) { return __floats2half2_rn((
 #define __cosf(x) cosf(x)
 #define __tanhf(x) tanhf(x)
 #define __powf(x, y) powf(x, y)
+#define __log2f(x) log2f(x)
+#define __log10f(x) log10f(x)
+#define __exp10f(x) exp10f(x)
+#define __tanf(x) tanf(x)
 static inline float __fdividef(float x, float y) { return x / y; }
 static inline float __frcp_rn(float x) { return 1.0f / x; }
 static inline float __fsqrt_rn(float x) { return sqrtf(x); }
@@ -245,7 +267,13 @@ static inline float atomicMax(float* p, float v) {
   for (;;) { float f; memcpy(&f, &old, 4); if (!(v > f)) return f; unsigned int nv; memcpy(&nv, &v, 4);
     if (__atomic_compare_exchange_n(u, &old, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return f; }
 }
-/* Host API: device memory is host memory. */
+/* Host API: device memory is host memory. Headers that test for the CUDA runtime's own include guards
+   (helper libraries) see it, since this prelude provides its vocabulary. */
+#ifndef __CUDA_RUNTIME_H__
+#define __CUDA_RUNTIME_H__
+#define __CUDA_RUNTIME_H_
+#define __DRIVER_TYPES_H__
+#endif
 struct dim3 {
   unsigned int x, y, z;
   dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
@@ -253,18 +281,102 @@ struct dim3 {
 typedef int cudaError_t;
 typedef int cudaError;
 typedef void* cudaStream_t;
-enum { cudaSuccess = 0, cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
+typedef int cudaMemcpyKind;
+enum { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
        cudaMemcpyDeviceToDevice = 3, cudaMemcpyDefault = 4 };
+@RUNTIME_ENUMS@
+enum { cudaStreamDefault = 0, cudaStreamNonBlocking = 1, cudaEventDefault = 0, cudaEventBlockingSync = 1,
+       cudaEventDisableTiming = 2, cudaHostAllocDefault = 0, cudaHostAllocPortable = 1, cudaHostAllocMapped = 2,
+       cudaMemAttachGlobal = 1, cudaFuncCachePreferNone = 0, cudaFuncCachePreferShared = 1,
+       cudaFuncCachePreferL1 = 2, cudaSharedMemBankSizeDefault = 0, cudaLimitStackSize = 0,
+       cudaLimitMallocHeapSize = 2, cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+/* The device is this CPU: one device, properties of a large GPU block so that programs size their launches
+   as usual (a translated launch runs the same blocks and threads, as loops). */
+struct cudaDeviceProp {
+  char name[256]; size_t totalGlobalMem, sharedMemPerBlock, sharedMemPerMultiprocessor, sharedMemPerBlockOptin;
+  size_t totalConstMem, memPitch, textureAlignment; int regsPerBlock, warpSize, maxThreadsPerBlock;
+  int maxThreadsDim[3], maxGridSize[3], clockRate, major, minor, multiProcessorCount, l2CacheSize;
+  int maxThreadsPerMultiProcessor, memoryClockRate, memoryBusWidth, concurrentKernels, computeMode, integrated;
+  int canMapHostMemory, unifiedAddressing, managedMemory, asyncEngineCount, deviceOverlap, pciBusID, pciDeviceID;
+  int pciDomainID, ECCEnabled, cooperativeLaunch, kernelExecTimeoutEnabled, regsPerMultiprocessor;
+  int maxBlocksPerMultiProcessor, persistingL2CacheMaxSize, pageableMemoryAccess, concurrentManagedAccess;
+};
+static inline int cudaGetDeviceProperties(cudaDeviceProp* p, int) {
+  memset(p, 0, sizeof *p); strcpy(p->name, "xpiler CPU"); p->totalGlobalMem = (size_t)8 << 30;
+  p->sharedMemPerBlock = 48 << 10; p->sharedMemPerMultiprocessor = p->sharedMemPerBlockOptin = 164 << 10;
+  p->totalConstMem = 64 << 10; p->regsPerBlock = p->regsPerMultiprocessor = 65536; p->warpSize = 32;
+  p->maxThreadsPerBlock = 1024; p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024; p->maxThreadsDim[2] = 64;
+  p->maxGridSize[0] = 2147483647; p->maxGridSize[1] = p->maxGridSize[2] = 65535; p->clockRate = 1000000;
+  p->major = 8; p->minor = 0; p->l2CacheSize = 1 << 20;
+#ifdef _OPENMP
+  p->multiProcessorCount = omp_get_num_procs();
+#else
+  p->multiProcessorCount = 1;
+#endif
+  p->maxThreadsPerMultiProcessor = 2048; p->memoryClockRate = 1000000; p->memoryBusWidth = 64;
+  p->concurrentKernels = p->canMapHostMemory = p->unifiedAddressing = p->managedMemory = 1;
+  p->cooperativeLaunch = 1; p->maxBlocksPerMultiProcessor = 32; p->pageableMemoryAccess = 1;
+  p->concurrentManagedAccess = 1; return 0;
+}
+static inline int cudaDeviceGetAttribute(int* v, int attr, int) {
+  cudaDeviceProp p; cudaGetDeviceProperties(&p, 0);
+  switch (attr) { case cudaDevAttrMaxThreadsPerBlock: *v = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *v = (int)p.sharedMemPerBlock; break;
+    case cudaDevAttrWarpSize: *v = p.warpSize; break; case cudaDevAttrMultiProcessorCount: *v = p.multiProcessorCount; break;
+    case cudaDevAttrComputeCapabilityMajor: *v = p.major; break; case cudaDevAttrComputeCapabilityMinor: *v = p.minor; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int)p.sharedMemPerBlockOptin; break; default: *v = 0; }
+  return 0;
+}
+static inline int cudaGetDeviceCount(int* n) { *n = 1; return 0; }
+static inline int cudaGetDevice(int* d) { *d = 0; return 0; }
+static inline int cudaSetDevice(int) { return 0; }
+static inline int cudaDeviceReset(void) { return 0; }
+static inline int cudaDeviceSetCacheConfig(int) { return 0; }
+static inline int cudaDeviceSetSharedMemConfig(int) { return 0; }
+static inline int cudaDeviceSetLimit(int, size_t) { return 0; }
+template <class F> static inline int cudaFuncSetCacheConfig(F, int) { return 0; }
+template <class F> static inline int cudaFuncSetAttribute(F, int, int) { return 0; }
+static inline int cudaMemGetInfo(size_t* free_, size_t* total) { *free_ = *total = (size_t)8 << 30; return 0; }
+static inline int cudaProfilerStart(void) { return 0; }
+static inline int cudaProfilerStop(void) { return 0; }
 template <class T> static inline int cudaMalloc(T** p, size_t n) { *p = (T*)malloc(n ? n : 1); return *p ? 0 : 2; }
+template <class T> static inline int cudaMallocHost(T** p, size_t n) { return cudaMalloc(p, n); }
+template <class T> static inline int cudaHostAlloc(T** p, size_t n, unsigned int) { return cudaMalloc(p, n); }
+template <class T> static inline int cudaMallocManaged(T** p, size_t n, unsigned int = 1) { return cudaMalloc(p, n); }
 static inline int cudaFree(void* p) { free(p); return 0; }
+static inline int cudaFreeHost(void* p) { free(p); return 0; }
+static inline int cudaHostRegister(void*, size_t, unsigned int) { return 0; }
+static inline int cudaHostUnregister(void*) { return 0; }
+template <class T> static inline int cudaHostGetDevicePointer(T** d, void* h, unsigned int) { *d = (T*)h; return 0; }
+static inline int cudaMemPrefetchAsync(const void*, size_t, int, cudaStream_t = 0) { return 0; }
+static inline int cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t = 0) { memset(d, v, n); return 0; }
+static inline int cudaStreamCreate(cudaStream_t* s) { *s = 0; return 0; }
+static inline int cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { *s = 0; return 0; }
+static inline int cudaStreamDestroy(cudaStream_t) { return 0; }
+static inline int cudaStreamQuery(cudaStream_t) { return 0; }
+/* Events hold a time stamp; the stream work before them is done when they are recorded (synchronous). */
+struct xp_event { double t; };
+typedef xp_event* cudaEvent_t;
+static inline double xp_now_ms(void) {
+  struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6; }
+static inline int cudaEventCreate(cudaEvent_t* e) { *e = (cudaEvent_t)malloc(sizeof(xp_event)); (*e)->t = 0; return 0; }
+static inline int cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
+static inline int cudaEventRecord(cudaEvent_t e, cudaStream_t = 0) { e->t = xp_now_ms(); return 0; }
+static inline int cudaEventSynchronize(cudaEvent_t) { return 0; }
+static inline int cudaEventQuery(cudaEvent_t) { return 0; }
+static inline int cudaEventDestroy(cudaEvent_t e) { free(e); return 0; }
+static inline int cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) { *ms = (float)(b->t - a->t); return 0; }
+static inline int cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int = 0) { return 0; }
 static inline int cudaMemcpy(void* d, const void* s, size_t n, int) { memmove(d, s, n); return 0; }
 static inline int cudaMemcpyAsync(void* d, const void* s, size_t n, int, cudaStream_t = 0) { memmove(d, s, n); return 0; }
 static inline int cudaMemset(void* d, int v, size_t n) { memset(d, v, n); return 0; }
 template <class T> static inline int cudaMemcpyToSymbol(T& sym, const void* s, size_t n, size_t off = 0, int = 1) { memcpy((char*)&sym + off, s, n); return 0; }
 template <class T> static inline int cudaMemcpyFromSymbol(void* d, const T& sym, size_t n, size_t off = 0, int = 2) { memcpy(d, (const char*)&sym + off, n); return 0; }
 static inline int cudaDeviceSynchronize(void) { return 0; }
+static inline int cudaThreadSynchronize(void) { return 0; }
 static inline int cudaStreamSynchronize(cudaStream_t) { return 0; }
 static inline int cudaGetLastError(void) { return 0; }
 static inline int cudaPeekAtLastError(void) { return 0; }
-static inline const char* cudaGetErrorString(int) { return "no error"; }
-"""
+static inline const char* cudaGetErrorString(int e) { return e == 0 ? "no error" : e == 2 ? "out of memory" : "error"; }
+static inline const char* cudaGetErrorName(int e) { return e == 0 ? "cudaSuccess" : "cudaError"; }
+""".replace("@RUNTIME_ENUMS@", _runtime_enums())

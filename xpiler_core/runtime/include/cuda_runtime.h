@@ -10,7 +10,12 @@ XPILER_RUNTIME_API(cuda)
 #define cudaMemAttachGlobal 1
 #define cudaHostAllocDefault 0
 #define cudaFuncAttributeMaxDynamicSharedMemorySize 8
-#define cudaDevAttrMaxThreadsPerBlock 1
-#define cudaDevAttrMaxSharedMemoryPerBlock 8
-#define cudaDevAttrWarpSize 10
-#define cudaDevAttrMultiProcessorCount 16
+#define XP_DEVATTR(name, value) cudaDevAttr##name = value,
+enum cudaDeviceAttr { XPILER_CUDA_DEVICE_ATTRS(XP_DEVATTR) };
+#undef XP_DEVATTR
+#define XP_COMPUTEMODE(name, value) cudaComputeMode##name = value,
+enum cudaComputeMode { XPILER_CUDA_COMPUTE_MODES(XP_COMPUTEMODE) };
+#undef XP_COMPUTEMODE
+// the include guards of CUDA's own headers: libraries test them to see the runtime API (helper_cuda.h)
+#define __CUDA_RUNTIME_H__
+#define __DRIVER_TYPES_H__

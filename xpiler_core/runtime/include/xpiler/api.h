@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "simt.h"
+#include "cuda_enums.h"
 
 namespace xpiler {
 struct EventRecord { double ms; };
@@ -16,10 +17,9 @@ inline double now_ms() {
 inline int take_last_error() { int e = g_last_error; g_last_error = 0; return e; }
 inline const char* error_name(int e) {
   switch (e) {
-    case 0: return "Success";
-    case 1: return "ErrorInvalidValue";
-    case 2: return "ErrorMemoryAllocation";
-    case 9: return "ErrorInvalidConfiguration";
+#define XP_ERROR_NAME(name, value) case value: return #name;
+    XPILER_CUDA_ERRORS(XP_ERROR_NAME)
+#undef XP_ERROR_NAME
     default: return "ErrorUnknown";
   }
 }
@@ -32,15 +32,31 @@ inline const char* error_string(int e) {
     default: return "unknown error";
   }
 }
-// Device attributes this runtime answers (numbering is ours; both dialects' names map onto it).
-enum DeviceAttribute { kAttrMaxThreadsPerBlock = 1, kAttrMaxSharedMemoryPerBlock = 8, kAttrWarpSize = 10,
-                       kAttrMultiProcessorCount = 16 };
+// Device attributes this runtime answers, in CUDA's numbering (HIP's names map onto it).
+enum DeviceAttribute {
+#define XP_ATTR(name, value) kAttr##name = value,
+  XPILER_CUDA_DEVICE_ATTRS(XP_ATTR)
+#undef XP_ATTR
+};
 inline int device_attribute(int attr) {
   switch (attr) {
-    case kAttrMaxThreadsPerBlock: return 1024;
+    case kAttrMaxThreadsPerBlock: case kAttrMaxBlockDimX: case kAttrMaxBlockDimY: return 1024;
+    case kAttrMaxBlockDimZ: return 64;
+    case kAttrMaxGridDimX: return 2147483647;
+    case kAttrMaxGridDimY: case kAttrMaxGridDimZ: return 65535;
     case kAttrMaxSharedMemoryPerBlock: return 48 * 1024;
+    case kAttrMaxSharedMemoryPerBlockOptin: case kAttrMaxSharedMemoryPerMultiprocessor: return 164 * 1024;
+    case kAttrTotalConstantMemory: return 65536;
     case kAttrWarpSize: return XPILER_WARP_SIZE;
+    case kAttrMaxRegistersPerBlock: case kAttrMaxRegistersPerMultiprocessor: return 65536;
+    case kAttrClockRate: case kAttrMemoryClockRate: return 1000000;
     case kAttrMultiProcessorCount: return static_cast<int>(os_threads());
+    case kAttrL2CacheSize: return 1 << 22;
+    case kAttrMaxThreadsPerMultiProcessor: return 2048;
+    case kAttrComputeCapabilityMajor: return 8;
+    case kAttrComputeCapabilityMinor: return 0;
+    case kAttrConcurrentKernels: case kAttrUnifiedAddressing: case kAttrManagedMemory: case kAttrCooperativeLaunch:
+    case kAttrCanMapHostMemory: case kAttrPageableMemoryAccess: case kAttrConcurrentManagedAccess: return 1;
     default: return 0;
   }
 }
@@ -52,9 +68,10 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
 }
 }  // namespace xpiler
 
+#define XP_cuda_ENUMERATOR(name, value) cuda##name = value,
+#define XP_hip_ENUMERATOR(name, value) hip##name = value,
 #define XPILER_RUNTIME_API(P)                                                                             \
-  enum P##Error_t { P##Success = 0, P##ErrorInvalidValue = 1, P##ErrorMemoryAllocation = 2,              \
-                    P##ErrorOutOfMemory = 2, P##ErrorInvalidConfiguration = 9, P##ErrorUnknown = 999 };  \
+  enum P##Error_t { XPILER_CUDA_ERRORS(XP_##P##_ENUMERATOR) P##ErrorOutOfMemory = 2 };                    \
   typedef P##Error_t P##Error;                                                                            \
   enum P##MemcpyKind { P##MemcpyHostToHost = 0, P##MemcpyHostToDevice = 1, P##MemcpyDeviceToHost = 2,    \
                        P##MemcpyDeviceToDevice = 3, P##MemcpyDefault = 4 };                               \
@@ -65,6 +82,12 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     int maxThreadsPerBlock; int maxThreadsDim[3]; int maxGridSize[3]; int clockRate;                      \
     int multiProcessorCount; int major; int minor; size_t totalConstMem; int maxThreadsPerMultiProcessor; \
     size_t sharedMemPerMultiprocessor; int l2CacheSize; char gcnArchName[256];                            \
+    size_t sharedMemPerBlockOptin; size_t memPitch; size_t textureAlignment; int regsPerMultiprocessor;   \
+    int memoryClockRate; int memoryBusWidth; int concurrentKernels; int computeMode; int integrated;       \
+    int canMapHostMemory; int unifiedAddressing; int managedMemory; int asyncEngineCount; int deviceOverlap;\
+    int pciBusID; int pciDeviceID; int pciDomainID; int ECCEnabled; int cooperativeLaunch;                 \
+    int kernelExecTimeoutEnabled; int maxBlocksPerMultiProcessor; int pageableMemoryAccess;               \
+    int concurrentManagedAccess; int persistingL2CacheMaxSize;                                            \
   };                                                                                                      \
   inline P##Error_t P##Malloc(void** p, size_t n) {                                                       \
     *p = aligned_alloc(256, (n + 255) / 256 * 256 + 256);                                                 \
@@ -146,6 +169,10 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     p->multiProcessorCount = static_cast<int>(::xpiler::os_threads()); p->major = 8; p->minor = 0;        \
     p->totalConstMem = 65536; p->maxThreadsPerMultiProcessor = 2048;                                      \
     p->sharedMemPerMultiprocessor = 164 * 1024; p->l2CacheSize = 1 << 22;                                 \
+    p->sharedMemPerBlockOptin = 164 * 1024; p->regsPerMultiprocessor = 65536; p->memoryClockRate = 1000000; \
+    p->memoryBusWidth = 64; p->concurrentKernels = p->canMapHostMemory = p->unifiedAddressing = 1;        \
+    p->managedMemory = p->cooperativeLaunch = p->pageableMemoryAccess = p->concurrentManagedAccess = 1;   \
+    p->maxBlocksPerMultiProcessor = 32;                                                                   \
     return P##Success;                                                                                    \
   }                                                                                                       \
   inline P##Error_t P##DeviceGetAttribute(int* v, int attr, int) {                                        \

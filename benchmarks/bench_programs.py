@@ -1,0 +1,158 @@
+"""Real CUDA programs through xpiler, as a user runs it: the table of verified / compiled-not-executed /
+unresolved / error per direction, with the reason of every program that did not verify.
+
+    python benchmarks/corpus/build_corpus.py CORPUS --mirrors DIR     # once: fetch the programs
+    python benchmarks/bench_programs.py CORPUS [--to hip --to cpu] [--only ID ...] [--timeout S] [--json OUT]
+
+Each program is copied to a scratch folder (the corpus is never changed), its ``shrink`` edits applied (a
+hard-coded problem size made small enough for the CPU runtime; the table marks them), then
+``xpiler translate MAIN --to T -I … -D … --std … --arg …`` runs with the program's own build flags and small
+run arguments. The tool's JSON result gives the status; a whole-program run says whether the source itself
+runs on our runtime ("source runs"), which is the denominator of the goals. A traceback or a time-out of the
+tool is counted apart: they are bugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROGRAMS = HERE / "corpus" / "programs.toml"
+STATUSES = ("verified", "compiled-not-executed", "unresolved", "error")
+
+
+@dataclass
+class Row:
+    program: str
+    target: str
+    status: str
+    reason: str = ""
+    source_runs: bool | None = None  # the whole-program run of the source on our runtime (None: not run)
+    compiled: bool | None = None  # the target compiler's verdict on the output
+    seconds: float = 0.0
+    shrunk: bool = False
+    traceback: bool = False
+    timed_out: bool = False
+    units: int = 1
+    features: list[str] = field(default_factory=list)
+
+
+def prepare(corpus: Path, program: dict[str, object], work: Path) -> tuple[Path, bool]:
+    source = corpus / "programs" / str(program["id"])
+    shutil.copytree(source, work, dirs_exist_ok=True)
+    main = work / str(program["main"])
+    shrunk = False
+    for old, new in program.get("shrink", []):  # type: ignore[attr-defined]
+        text = main.read_text(encoding="utf-8", errors="replace")
+        if old in text:
+            main.write_text(text.replace(old, new), encoding="utf-8")
+            shrunk = True
+    return main, shrunk
+
+
+def translate(program: dict[str, object], main: Path, work: Path, target: str, timeout: float) -> Row:
+    out = work / "xpiler-out"
+    command = [sys.executable, "-m", "xpiler_core", "translate", str(main), "--to", target, "-o",
+               str(out / (main.stem + (".hip" if target == "hip" else ".cpp"))), "--json", "--timeout", "120"]
+    for folder in program.get("include_dirs", []):  # type: ignore[attr-defined]
+        command += ["-I", str(work / str(folder))]
+    for define in program.get("defines", []):  # type: ignore[attr-defined]
+        command += ["-D", str(define)]
+    if program.get("std"):
+        command += ["--std", str(program["std"])]
+    for arg in program.get("args", []):  # type: ignore[attr-defined]
+        command += [f"--arg={arg}"]
+    row = Row(str(program["id"]), target, "error", units=len(program.get("units", [1])),  # type: ignore[arg-type]
+              features=list(program.get("features", [])))  # type: ignore[call-overload]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=work)
+    except subprocess.TimeoutExpired:
+        row.seconds, row.timed_out, row.reason = time.monotonic() - started, True, f"xpiler did not finish in {timeout:.0f} s"
+        return row
+    row.seconds = time.monotonic() - started
+    row.traceback = "Traceback (most recent call last)" in done.stderr
+    try:
+        result = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        row.reason = (lines[-1] if lines else f"exit status {done.returncode}")[:300]
+        return row
+    manifest = result.get("manifest_data") or {}
+    outcome = manifest.get("outcome") or {}
+    row.status = str(result.get("status"))
+    row.reason = str(result.get("reason") or "")[:300]
+    program_run = outcome.get("program") or (manifest.get("facts") or {}).get("program")
+    if program_run:
+        row.source_runs = not program_run.get("source_failed", False)
+    compile_verdict = outcome.get("compile")
+    row.compiled = None if compile_verdict is None else bool(compile_verdict.get("ok"))
+    return row
+
+
+def table(rows: list[Row], targets: list[str]) -> str:
+    lines = ["| direction | programs | source runs | verified | compiled, not executed | unresolved | error | "
+             "verified / source runs | output compiles | tracebacks | time-outs |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for target in targets:
+        mine = [r for r in rows if r.target == target]
+        counts = Counter(r.status for r in mine)
+        runs = sum(1 for r in mine if r.source_runs)
+        verified = counts.get("verified", 0)
+        compiled = sum(1 for r in mine if r.compiled)
+        rate = f"{100 * verified / runs:.0f} %" if runs else "-"
+        lines.append(f"| cuda->{target} | {len(mine)} | {runs} | {verified} | {counts.get('compiled-not-executed', 0)} | "
+                     f"{counts.get('unresolved', 0)} | {counts.get('error', 0)} | {rate} | {compiled}/{len(mine)} | "
+                     f"{sum(r.traceback for r in mine)} | {sum(r.timed_out for r in mine)} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path, help="the folder build_corpus.py wrote")
+    parser.add_argument("--to", action="append", choices=["hip", "cpu"], help="directions (default: both)")
+    parser.add_argument("--only", action="append", default=[], help="program ids to run (default: all)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="limit of one xpiler run (seconds)")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args()
+    targets = args.to or ["hip", "cpu"]
+    programs = tomllib.loads(PROGRAMS.read_text(encoding="utf-8"))["program"]
+    if args.only:
+        programs = [p for p in programs if p["id"] in args.only]
+    rows: list[Row] = []
+    for program in programs:
+        for target in targets:
+            with tempfile.TemporaryDirectory(prefix="xpiler-corpus-") as tmp:
+                work = Path(tmp) / str(program["id"])
+                main_file, shrunk = prepare(args.corpus, program, work)
+                row = translate(program, main_file, work, target, args.timeout)
+                row.shrunk = shrunk
+            rows.append(row)
+            runs = {True: "source runs", False: "source does not run", None: "no program run"}[row.source_runs]
+            print(f"{row.program:34s} {target:4s} {row.status:22s} {row.seconds:6.1f} s  {runs}"
+                  + (f"  — {row.reason}" if row.status != "verified" else ""), flush=True)
+            if args.json:
+                args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
+    print()
+    print(table(rows, targets))
+    print()
+    for target in targets:
+        for row in rows:
+            if row.target == target and row.status != "verified":
+                print(f"- cuda->{target} {row.program} [{row.status}]"
+                      + (" (source runs)" if row.source_runs else "") + f": {row.reason}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
