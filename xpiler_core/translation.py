@@ -82,6 +82,7 @@ class TestSet:
     spec_path: str | None = None
     program: bool = False  # the source is a whole program: run it and the translation (verify/program.py)
     dropped_cases: list[str] = field(default_factory=list)  # cases at which the source itself fails
+    error: str = ""  # building the tests failed in xpiler itself (a bug of ours; the translation is still written)
 
 
 @dataclass
@@ -131,7 +132,7 @@ def gather_evidence(
 ) -> Evidence:
     """Compile ``candidate`` with the target's compiler and run it on ``tests``; never raises for a failing
     candidate (a harness fault becomes ``harness_error``)."""
-    evidence = Evidence(untested=list(tests.untested))
+    evidence = Evidence(untested=list(tests.untested), harness_error=tests.error)
     evidence.spec_info = _spec_info(tests)
     started = time.perf_counter()
     report(progress, 0.35, f"compiling with the {runner.target.value.upper()} toolchain")
@@ -157,8 +158,13 @@ def gather_evidence(
             evidence.note = f"no tests: {tests.reason}" if tests.reason else "no tests"
         else:
             _run_specs(candidate, tests, runner, seed, cancel, progress, shrink, evidence)
-    except (XpilerError, Cancelled):
+    except Cancelled:
         raise
+    except XpilerError as exc:
+        # a test that cannot be run as written (a spec whose shapes the case makes impossible): the translation
+        # is still written, and says why nothing ran
+        evidence.tests = None
+        evidence.note = f"the tests could not be run: {exc.format()}"
     except Exception as exc:  # noqa: BLE001 - our harness failed: say so, never blame the translation
         evidence.harness_error = f"{type(exc).__name__}: {exc}"
     evidence.seconds_tests = time.perf_counter() - started
@@ -223,7 +229,7 @@ def minimal_failing_case(tests: SpecReport | None) -> CaseResult | None:
     """The failing case with the fewest elements (the smallest reproduction the run found)."""
     if tests is None:
         return None
-    failing = [c for c in tests.cases if not c.passed]
+    failing = [c for c in tests.tested if not c.passed]
     if not failing:
         return None
 
@@ -237,9 +243,9 @@ def minimal_failing_case(tests: SpecReport | None) -> CaseResult | None:
 
 
 def max_error(tests: SpecReport | None) -> float | None:
-    if tests is None or not tests.cases:
+    if tests is None or not tests.tested:
         return None
-    errors = [c.max_abs_err for c in tests.cases if c.max_abs_err is not None]
+    errors = [c.max_abs_err for c in tests.tested if c.max_abs_err is not None]
     return max(errors) if errors else None
 
 
@@ -277,6 +283,13 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
         return Status.UNRESOLVED, ("the source itself does not match the spec's reference; nothing to compare "
                                    "against" + (f": {why}" if why else ""))
     tests = evidence.tests
+    if tests is not None and tests.reference_error:
+        first = first_compiler_error(tests.reference_error)
+        return Status.NOT_EXECUTED, ("the source itself does not build on the runtime, so nothing ran"
+                                     + (f": {first}" if first else ""))
+    if tests is not None and tests.cases and not tests.tested:
+        return Status.NOT_EXECUTED, ("the source itself fails at every test case, so nothing was compared: "
+                                     f"{tests.cases[0].error}")
     if tests is None:
         if unresolved:
             return Status.UNRESOLVED, f"{len(unresolved)} construct(s) unresolved; " + (evidence.note or
@@ -287,6 +300,7 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
         return Status.UNRESOLVED, "the runtime could not build the translation" + (f": {first}" if first else "")
     if not tests.passed:
         case = evidence.minimal_case or minimal_failing_case(tests)
+        assert case is None or not case.source_failed
         where = ""
         if case is not None:
             where = f" (smallest failing case {case.sizes}"
@@ -367,19 +381,25 @@ def make_summary(source: Dialect, target: Dialect, records: list[PassRecord], ev
     """One summary format for every direction: passes, compile, tests, status."""
     changed = [r["name"] for r in records if r["changed"]]
     lines = [f"{direction_label(source, target)}: passes applied: {', '.join(changed) if changed else 'none'}"]
+    if evidence.facts.get("tier") == "portable":
+        lines.append(f"tier: portable (the source on the SIMT header set; structural tier refused: "
+                     f"{evidence.facts.get('structural_refusal', '')})")
     if evidence.compile is not None:
         verdict = evidence.compile
         lines.append(f"compile ({verdict.toolchain} {verdict.version}): {'ok' if verdict.ok else 'FAILED'} "
                      f"in {evidence.seconds_compile:.2f} s")
     if evidence.program is not None:
         lines.append(f"program: {evidence.program.summary()}")
-    elif evidence.tests is not None and not evidence.tests.build_error and evidence.tests.cases:
-        passed = sum(1 for c in evidence.tests.cases if c.passed)
+    elif evidence.tests is not None and not evidence.tests.build_error and evidence.tests.tested:
+        tested = evidence.tests.tested
+        passed = sum(1 for c in tested if c.passed)
         against = "source" if evidence.spec_info and evidence.spec_info.get("auto") else "reference"
         err = max_error(evidence.tests)
         at = f" at warp size {warp_size}" if warp_size else ""
-        lines.append(f"tests: {passed}/{len(evidence.tests.cases)} cases passed{at} vs the {against}"
-                     + (f", max abs error {err:.3g}" if err is not None else ""))
+        dropped = len(evidence.tests.dropped)
+        lines.append(f"tests: {passed}/{len(tested)} cases passed{at} vs the {against}"
+                     + (f", max abs error {err:.3g}" if err is not None else "")
+                     + (f"; {dropped} case(s) dropped: the source itself fails there" if dropped else ""))
         if evidence.note:
             lines.append(f"note: {evidence.note}")
     elif evidence.note:
@@ -494,6 +514,7 @@ def report_dict(tests: SpecReport | None) -> dict[str, Any] | None:
         "passed": bool(tests.passed),
         "warp_size": tests.warp_size,
         "build_error": (tests.build_error or "")[:4000] or None,
+        "reference_error": (tests.reference_error or "")[:4000] or None,
         "seconds": tests.seconds,
         "cases": [case_dict(c) for c in tests.cases],
     }
@@ -506,7 +527,7 @@ def case_dict(case: CaseResult | None) -> dict[str, Any] | None:
             "max_rel_err": _finite(case.max_rel_err), "mismatches": case.mismatches,
             "first_mismatch": list(case.first_mismatch) if case.first_mismatch is not None else None,
             "output_name": case.output_name, "expected": _finite(case.expected), "got": _finite(case.got),
-            "error": case.error}
+            "error": case.error, "source_failed": case.source_failed}
 
 
 def _finite(value: Any) -> Any:
@@ -684,10 +705,20 @@ def build_test_set(text: str, path: str, dialect: Dialect, options: TranslateOpt
                        spec_path=options.spec_path)
     from xpiler_core.verify import autospec
 
-    built = autospec.build_spec(text, path, dialect, workdir, entry=entry, allow_shim=allow_shim, model=model)
+    try:
+        built = autospec.build_spec(text, path, dialect, workdir, entry=entry, allow_shim=allow_shim, model=model)
+    except XpilerError as exc:
+        return TestSet([], auto=True, reason=f"no automatic test: {exc.message}")
+    except Exception as exc:  # noqa: BLE001 - the test builder failed: ours to fix, the translation still stands
+        return TestSet([], auto=True, reason="the automatic test builder failed",
+                       error=f"automatic test builder: {type(exc).__name__}: {exc}")
     if built.spec_path is None:
         return TestSet([], auto=True, reason=built.reason)
-    return TestSet([load_spec(str(built.spec_path))], auto=True, reason=built.reason, spec_toml=built.spec_text)
+    try:
+        loaded = load_spec(str(built.spec_path))
+    except XpilerError as exc:
+        return TestSet([], auto=True, reason=f"the automatic test is not usable: {exc.message}")
+    return TestSet([loaded], auto=True, reason=built.reason, spec_toml=built.spec_text)
 
 
 def finish_translation(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from xpiler_core.diagnostics import Severity, XpilerError
 from xpiler_core.dialect import Dialect
-from xpiler_core.frontend.source import decode_source
+from xpiler_core.frontend.source import decode_lenient
 from xpiler_core.pipeline import translate, write_outputs
 from xpiler_core.project import ProjectConfig
 from xpiler_core.translation import EXIT_CODES, Status, TranslateOptions, TranslationResult
@@ -159,7 +159,10 @@ def read_source(path: str) -> str:
             data = handle.read()
     except OSError as exc:
         raise XpilerError(f"cannot read file: {exc.strerror}", path) from None
-    return decode_source(data, path)
+    text, warning = decode_lenient(data, path)
+    if warning:
+        print(warning, file=sys.stderr)
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -190,8 +193,10 @@ def run(args: argparse.Namespace) -> int:
 def print_summary(result: TranslationResult, out_path: str, manifest_path: str) -> None:
     print(result.summary)
     if result.output_text:
-        headers = ", ".join(result.companions)
-        print(f"wrote {out_path}" + (f" and {headers}" if headers else "") + f" (manifest {manifest_path})")
+        folders = sorted({name.split("/")[0] + "/" for name in result.companions if "/" in name})
+        files = sorted(name for name in result.companions if "/" not in name)
+        beside = [*files, *(f"{f} ({sum(n.startswith(f) for n in result.companions)} headers)" for f in folders)]
+        print(f"wrote {out_path}" + (f" and {', '.join(beside)}" if beside else "") + f" (manifest {manifest_path})")
     else:
         print(f"no translation to write; {out_path} left as it was (manifest {manifest_path})")
     for item in result.unresolved:

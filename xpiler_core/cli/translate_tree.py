@@ -16,7 +16,7 @@ from pathlib import Path
 
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect, detect_dialect, dialect_from_suffix
-from xpiler_core.frontend.source import decode_source
+from xpiler_core.frontend.source import decode_lenient
 from xpiler_core.pipeline import translate, write_outputs
 from xpiler_core.translation import EXIT_CODES, Status, TranslateOptions, output_suffix
 
@@ -63,7 +63,7 @@ def translate_tree(root: Path, out_root: Path | None, options: TranslateOptions,
         relative = path.relative_to(root)
         dest = out_root / relative
         try:
-            text = decode_source(path.read_bytes(), str(path))
+            text, _ = decode_lenient(path.read_bytes(), str(path))
         except (XpilerError, OSError):
             text = ""
         if text and is_unit(path, text, options):

@@ -121,6 +121,18 @@ _RECENT_LIMIT = 16
 _RECENT_LOCK = threading.Lock()
 
 
+def decode_lenient(data: bytes, path: str = "<input>") -> tuple[str, str | None]:
+    """Like :func:`decode_source`, but a file that is not valid UTF-8 (old code with Latin-1 comments) is read
+    as Latin-1, every byte a character, with a located warning instead of an error."""
+    try:
+        return decode_source(data, path), None
+    except XpilerError as exc:
+        if "UTF-8" not in exc.message:
+            raise
+        warning = f"{path}:{exc.line + 1}:{exc.col + 1}: warning: {exc.message}: the file is read as Latin-1"
+        return data.decode("latin-1"), warning
+
+
 def parse_text(text: str, path: str = "<input>", dialect: Dialect | None = None) -> ParsedSource:
     """Parse source text; the dialect is detected from suffix and content when not given.
 

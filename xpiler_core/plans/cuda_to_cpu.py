@@ -28,6 +28,7 @@ from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
 from xpiler_core.passes.driver import run_passes
+from xpiler_core.plans._portable import launcher, portable_candidate, simt_headers
 from xpiler_core.plans._project import ProjectFiles
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
@@ -232,12 +233,70 @@ def plan(
             best = check(candidate, records)
             best = _fallbacks(best, work, spec, options, pass_names, ctx, check)
             candidate, records, evidence = best.candidate, best.records, best.evidence
+        companions: dict[str, str] = {}
+        if options.verify and (candidate is None or not _passed(_Checked(candidate, records, evidence))):
+            # the floor: the source on the SIMT header set, exact but slow (plans/_portable.py)
+            refused = _structural_refusal(candidate, evidence, ctx, unit.path)
+            tests = project.test_set(options, Path(tmp) / "auto-portable")
+            runner = CpuRunner(warp_size=source_warp, source_build=project.source_build())
+            floor = _portable_attempt(original, work if original is unit else original, inlined, tests, spec, options,
+                                      project, runner, source_warp, refused, Path(tmp), progress, cancel)
+            compiles = floor is not None and floor.evidence.compile is not None and floor.evidence.compile.ok
+            if floor is not None and (_passed(floor) or (candidate is None and compiles)):
+                ctx.notes.append(f"portable tier: {refused}")
+                candidate, records, evidence = floor.candidate, floor.records, floor.evidence
+                if _passed(floor):
+                    ctx.unresolved.clear()  # what the structural tier could not lower, the floor runs as written
+                companions = simt_headers()
+        if candidate is not None and options.verify:
+            evidence.facts.setdefault("tier", "structural")
     result = finish_translation(
         text=original.text, path=unit.path, source=original.dialect, target=Dialect.C, options=options,
         candidate=candidate, records=records, evidence=evidence, unresolved=ctx.unresolved,
-        diagnostics=ctx.diagnostics, notes=ctx.notes, started=started, warp_size=None, includes=project.headers)
+        diagnostics=ctx.diagnostics, notes=ctx.notes, started=started, warp_size=None, includes=project.headers,
+        companions=companions)
     report(progress, 1.0, result.status.value)
     return result
+
+
+def _structural_refusal(candidate: str | None, evidence: Evidence, ctx: PassContext, path: str) -> str:
+    """Why the structural tier was not taken, with the construct's location in the user's file."""
+    if candidate is None and ctx.unresolved:
+        item = ctx.unresolved[-1]
+        where = f" ({path}:{item.span.start_line + 1}:{item.span.start_col + 1})" if item.span != Span.empty() else ""
+        return f"{item.reason}{where}"
+    from xpiler_core.translation import decide_status
+
+    return decide_status(evidence, [])[1] or "the structural translation did not verify"
+
+
+def _portable_attempt(original: ParsedUnit, work: ParsedUnit, inlined: list[str], tests: TestSet, spec: Any,
+                      options: TranslateOptions, project: ProjectFiles, runner: Any, warp: int, refused: str,
+                      tmp: Path, progress: ProgressFn | None, cancel: CancelToken | None) -> _Checked | None:
+    """The portable candidate and its evidence (``None`` when no test can reach it)."""
+    source = work.text if inlined and work.dialect is original.dialect else original.text
+    checked = tests
+    tail = ""
+    if not tests.program and tests.specs and tests.specs[0].kind == "kernel":
+        kernel_spec = tests.specs[0]
+        kernel = original.module.function(kernel_spec.entry)
+        launch = spec_launch_params(kernel_spec, kernel) if kernel is not None else {}
+        if kernel is None or "grid" not in launch or "block" not in launch:
+            return None
+        entry = f"xp_launch_{kernel.name}"
+        tail = launcher(kernel, entry, launch["grid"], launch["block"], launch.get("shared_bytes", "0"),
+                        launch.get("launch_params", ""))
+        host_spec = dataclasses.replace(kernel_spec, entry=entry, kind="host")
+        if launch.get("launch_params"):
+            host_spec = spec_with_launch_args(host_spec, launch["launch_params"], tmp / "portable-launch")
+        checked = dataclasses.replace(tests, specs=[host_spec])
+    text = portable_candidate(source, original.dialect, warp, refused, tail)
+    runner.build = project.candidate_build(text, simt_headers())
+    program = project.program_check(runner, 1, cancel) if tests.program else None
+    evidence = gather_evidence(text, checked, runner, seed=options.seed, cancel=cancel, progress=progress,
+                               shrink=False, program_check=program)
+    evidence.facts.update({"tier": "portable", "structural_refusal": refused})
+    return _Checked(text, [], evidence)
 
 
 def _passed(checked: _Checked) -> bool:

@@ -319,9 +319,8 @@ class Printer:
         if isinstance(e, A.SizeOf):
             if isinstance(e.arg, A.Type):
                 return f"sizeof({self.type(e.arg)})", UNARY
-            if isinstance(e.arg, (A.Name, A.Literal)):
-                return "sizeof " + self.expr(e.arg), UNARY
-            # Always parenthesized: `sizeof (int)x` would read as sizeof(int) followed by x.
+            # Always parenthesized: a name may be a type the parser took for a variable (`sizeof(__half)`), and
+            # `sizeof (int)x` would read as sizeof(int) followed by x.
             return f"sizeof({self.expr(e.arg, COMMA)})", UNARY
         if isinstance(e, A.InitList):
             return "{" + ", ".join(self.expr(i, ASSIGN) for i in e.items) + "}", PRIMARY

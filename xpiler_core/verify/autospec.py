@@ -169,12 +169,28 @@ def _tolerance(dtypes: list[str]) -> str:
     return "{ atol = 1e-4, rtol = 1e-4 }"
 
 
-def _cases(size_names: list[str]) -> str:
+# The most elements one buffer of an automatic test may have (sizes that multiply are scaled down to fit).
+MAX_TEST_ELEMENTS = 1 << 20
+
+
+def case_values(degree: int) -> tuple[int, ...]:
+    """Per-case values of a size parameter when ``degree`` of them multiply into one buffer's length: the
+    usual sizes for one, smaller ones (still not multiples of a block) for several, so no test is impossible."""
+    if degree <= 1:
+        return CASE_SIZES
+    top = int(MAX_TEST_ELEMENTS ** (1.0 / degree))
+    return tuple(max(3, int(top * f)) | 1 for f in (0.9, 0.5, 0.27))
+
+
+def _cases(size_names: list[str], shapes: dict[str, str] | None = None) -> str:
+    degree = max((len({n for n in size_names if re.search(rf"\b{n}\b", shape)}) for shape in (shapes or {}).values()),
+                 default=1)
+    values = case_values(degree)
     out = []
-    for i in range(len(CASE_SIZES)):
+    for i in range(len(values)):
         out.append("[[cases]]")
         for j, name in enumerate(size_names):
-            out.append(f"{name} = {CASE_SIZES[(i + j) % len(CASE_SIZES)]}")
+            out.append(f"{name} = {values[(i + j) % len(values)]}")
         out.append("")
     return "\n".join(out)
 
@@ -190,7 +206,7 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
         if name not in sizes:
             locals_.setdefault(name, value.strip())
     roles: dict[str, set[str]] = {}
-    shapes: dict[str, str] = {}
+    shapes: dict[str, str] = {}  # byte counts for the buffers in `copied`, element counts for the others
     for src, nbytes in _MEMCPY_TO_SYMBOL.findall(body):
         roles.setdefault(src, set()).add("in")
         if count := _element_count(nbytes, locals_, set(sizes)):
@@ -217,6 +233,7 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
     dtypes: list[str] = []
     args: list[str] = []
     assumed_1d: list[str] = []
+    copied = set(shapes)
     no_copies = not shapes
     from_loops: dict[str, str] = {}
     if no_copies and entry.kind is FunctionKind.CPU_KERNEL:
@@ -243,7 +260,8 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
             role_name = "inout" if role == {"in", "out"} else ("out" if role == {"out"} else "in")
             dtypes.append(dtype)
             init = _init_for(dtype) if role_name != "out" else "zeros"
-            args += _buffer_arg(p.name, dtype, shapes[p.name], role_name, init)
+            shape = elements_of(shapes[p.name], dtype) if p.name in copied else shapes[p.name]
+            args += _buffer_arg(p.name, dtype, shape, role_name, init)
         elif _is_int_scalar(p):
             args += _scalar_arg(p.name, "int32", p.name)
         elif dtype in ("float32", "float64"):
@@ -253,22 +271,60 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
             args += _scalar_arg(p.name, "int64", "0")
         else:
             return f"host entry {entry.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
-    if not sizes:
+    fixed = not sizes and bool(shapes) and all(not set(_IDENT.findall(shapes[n])) - {_ELEM} for n in shapes)
+    if not sizes and not fixed:
         return f"host entry {entry.name} takes no integer size parameter to vary"
     lines.append(f"tolerance = {_tolerance(dtypes)}")
     lines.append("")
-    spec = "\n".join(lines + args) + "\n" + _cases(sizes)
+    # shapes fixed by constants in the code are tested at those shapes: one case
+    spec = "\n".join(lines + args) + "\n" + (_cases(sizes, shapes) if sizes else "[[cases]]\n")
+    if fixed:
+        return spec, (f"tests built from host entry {entry.name}: the shapes its copies fix "
+                      f"({', '.join(f'{n}: {shapes[n]}' for n in shapes)}), random inputs, compared with the source")
     how = (f"assumed every buffer has {sizes[0]} elements (no copies in the entry)" if assumed_1d
            else "buffer lengths from the loops that index them" if from_loops
            else "buffer lengths from its memcpy byte counts")
     reason = (
         f"tests built from host entry {entry.name}: {how}, "
-        f"sizes {', '.join(sizes)} ∈ {list(CASE_SIZES)}, random inputs, compared with the source"
+        f"sizes {', '.join(sizes)} varied over 3 cases (scaled down where they multiply), random inputs, "
+        "compared with the source"
     )
     return spec, reason
 
 
+# Bytes of the types copies are sized with; a type not listed is taken to be the buffer's own element.
+_TYPE_BYTES = {
+    "char": 1, "signed char": 1, "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1, "uchar1": 1, "char1": 1,
+    "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2, "half": 2, "__half": 2, "__nv_bfloat16": 2,
+    "uchar2": 2, "char2": 2,
+    "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4, "int32_t": 4, "uint32_t": 4, "uchar4": 4, "char4": 4,
+    "__half2": 4, "half2": 4, "__nv_bfloat162": 4, "short2": 4, "ushort2": 4,
+    "double": 8, "long": 8, "long long": 8, "unsigned long": 8, "unsigned long long": 8, "size_t": 8,
+    "int64_t": 8, "uint64_t": 8, "float2": 8, "int2": 8, "uint2": 8, "short4": 8, "ushort4": 8,
+    "float3": 12, "int3": 12, "uint3": 12, "float4": 16, "int4": 16, "uint4": 16, "double2": 16, "longlong2": 16,
+}
+_ELEM = "xp_elem_bytes"  # sizeof of a type not in the table: the buffer's element size
+_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
+                "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
+
+
+def _sizeof_bytes(match: re.Match[str]) -> str:
+    inner = " ".join(match.group(0)[match.group(0).index("(") + 1:-1].split())
+    size = _TYPE_BYTES.get(inner.replace("const ", "").strip())
+    return str(size) if size is not None else _ELEM
+
+
+def elements_of(byte_count: str, dtype: str) -> str:
+    """A copy's byte count as a number of ``dtype`` elements."""
+    size = _DTYPE_BYTES.get(dtype, 1)
+    if _ELEM in byte_count:
+        return byte_count.replace(_ELEM, "1")  # sized with the element's own type
+    return f"({byte_count}) // {size}" if size != 1 else byte_count
+
+
 def _element_count(nbytes: str, locals_: dict[str, str], sizes: set[str]) -> str | None:
+    """The byte count of a copy as an expression over the size parameters (``sizeof`` of known types as
+    numbers, of other types as :data:`_ELEM`), or None."""
     expr = nbytes.strip()
     for _ in range(4):  # resolve local size variables (bytes = n * sizeof(float)) a few levels deep
         names = set(_IDENT.findall(_SIZEOF.sub("", expr)))
@@ -277,11 +333,11 @@ def _element_count(nbytes: str, locals_: dict[str, str], sizes: set[str]) -> str
             break
         for name in unresolved:
             expr = re.sub(rf"\b{name}\b", f"({locals_[name].strip()})", expr)
-    expr = _CAST.sub("", _SIZEOF.sub("1", expr))
-    names = set(_IDENT.findall(expr))
+    expr = _CAST.sub("", _SIZEOF.sub(_sizeof_bytes, expr))
+    names = set(_IDENT.findall(expr)) - {_ELEM}
     if not names:
         # a fixed-size copy (a scalar result: sizeof(float)): a constant element count
-        return expr if re.fullmatch(r"[\d\s()*+]+", expr) else None
+        return expr if re.fullmatch(rf"(?:[\d\s()*+]|{_ELEM})+", expr) else None
     if not names <= sizes:
         return None
     return expr.replace("/", "//")

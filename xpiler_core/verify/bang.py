@@ -99,16 +99,18 @@ def run_bang_spec(
     violations = [v.diagnostic.format() for v in build.capacity_violations]
     if not build.ok or build.output is None:
         return BangSpecReport(False, [], format_build_errors(build) or "build failed", time.monotonic() - started, 0,
-                              violations, build.usage, build.generation)
+                              capacity_violations=violations, onchip_usage=build.usage, generation=build.generation)
     with tempfile.TemporaryDirectory(prefix="xpiler-bang-ref-") as tmp:
         expected_for = _expectation(spec, Path(tmp), cancel)
         if isinstance(expected_for, str):
-            return BangSpecReport(False, [], expected_for, time.monotonic() - started, 0, violations, build.usage,
-                                  build.generation)
+            return BangSpecReport(False, [], None, time.monotonic() - started, 0, reference_error=expected_for,
+                                  capacity_violations=violations, onchip_usage=build.usage, generation=build.generation)
         results = _run_cases(spec, candidate_text, build.output, expected_for, indices, entry, kind, task_dim,
                              task_type, generation, seed, cancel, path, Path(tmp))
-    return BangSpecReport(all(r.passed for r in results) and bool(results), results, None,
-                          time.monotonic() - started, 0, violations, build.usage, build.generation)
+    tested = [r for r in results if not r.source_failed]
+    return BangSpecReport(bool(tested) and all(r.passed for r in tested), results, None,
+                          time.monotonic() - started, 0, capacity_violations=violations, onchip_usage=build.usage,
+                          generation=build.generation)
 
 
 Expectation = Callable[[int, dict[str, Any], Mapping[str, Any], Path], "dict[str, np.ndarray] | str"]
@@ -147,7 +149,7 @@ def _run_cases(spec: KernelSpec, candidate_text: str, library: Path, expected_fo
             inputs = case_inputs(spec, case, i, seed)
             expected = expected_for(i, case, inputs, workdir / f"ref{i}")
             if isinstance(expected, str):
-                results.append(CaseResult(sizes, False, error=expected))
+                results.append(CaseResult(sizes, False, error=expected, source_failed=True))
                 continue
             if kind == "kernel":
                 run = run_bang_kernel(candidate_text, entry, _kernel_args(spec, inputs), dim=task_dim,

@@ -47,6 +47,8 @@ class CaseResult:
     error: str | None = None
     seconds: float = 0.0
     stdout: str = ""
+    # the reference (the source program, or the spec's numpy function) failed at this case: it is no test
+    source_failed: bool = False
 
     def summary(self) -> str:
         sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items()) or "-"
@@ -68,13 +70,23 @@ class SpecReport:
     build_error: str | None = None
     seconds: float = 0.0
     warp_size: int = 32
+    reference_error: str | None = None  # the reference source does not build on the runtime
+
+    @property
+    def tested(self) -> list[CaseResult]:
+        """The cases that are tests (the reference produced its outputs there)."""
+        return [c for c in self.cases if not c.source_failed]
+
+    @property
+    def dropped(self) -> list[CaseResult]:
+        return [c for c in self.cases if c.source_failed]
 
     def first_failure(self, limit: int = 240) -> str:
         """The first failing case in one line (its error or mismatch), or "" when every case passed."""
         if self.build_error:
             first = self.build_error.strip().splitlines()
             return ("build failed: " + first[0])[:limit] if first else "build failed"
-        failing = next((c for c in self.cases if not c.passed), None)
+        failing = next((c for c in self.tested if not c.passed), None)
         if failing is None:
             return ""
         line = " ".join(failing.summary().split())
@@ -293,7 +305,8 @@ def _run_cases(
         inputs = case_inputs(spec, case, i, seed)
         expected = expected_for(i, case, inputs, workdir / f"ref{i}")
         if isinstance(expected, str):
-            results.append(CaseResult(sizes, False, error=expected, seconds=time.monotonic() - started))
+            results.append(CaseResult(sizes, False, error=expected, seconds=time.monotonic() - started,
+                                      source_failed=True))
             continue
         run = run_program(candidate, spec, inputs, case, workdir / f"case{i}", cancel)
         if not run.ok:
@@ -386,22 +399,17 @@ def run_spec(
             )
             ref_built = build_program(ref_program, spec, workdir / "build-ref", reference_build)
             if not ref_built.build.ok:
-                return SpecReport(
-                    False,
-                    [],
-                    "reference source failed to build:\n" + ref_built.build.log,
-                    time.monotonic() - started,
-                    program.warp_size,
-                )
+                return SpecReport(False, [], None, time.monotonic() - started, program.warp_size,
+                                  reference_error=ref_built.build.log or "build failed")
             expected_for = _program_expectation(ref_built, spec, cancel)
         results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir)
-    return SpecReport(
-        all(r.passed for r in results) and bool(results),
-        results,
-        None,
-        time.monotonic() - started,
-        program.warp_size,
-    )
+    return _report(results, time.monotonic() - started, program.warp_size)
+
+
+def _report(results: list[CaseResult], seconds: float, warp_size: int) -> SpecReport:
+    """Passed when every case the reference could produce passed (and there was at least one)."""
+    tested = [r for r in results if not r.source_failed]
+    return SpecReport(bool(tested) and all(r.passed for r in tested), results, None, seconds, warp_size)
 
 
 def _numpy_expectation(
@@ -462,13 +470,8 @@ def differential(
         workdir = Path(tmp)
         built_a = build_program(a, spec, workdir / "build-a", a_build)
         if not built_a.build.ok:
-            return SpecReport(
-                False,
-                [],
-                "program a failed to build:\n" + built_a.build.log,
-                time.monotonic() - started,
-                b.warp_size,
-            )
+            return SpecReport(False, [], None, time.monotonic() - started, b.warp_size,
+                              reference_error=built_a.build.log or "build failed")
         built_b = build_program(b, spec, workdir / "build-b", b_build)
         if not built_b.build.ok:
             return SpecReport(
@@ -477,10 +480,4 @@ def differential(
         results = _run_cases(
             spec, built_b, _program_expectation(built_a, spec, cancel), indices, seed, cancel, workdir
         )
-    return SpecReport(
-        all(r.passed for r in results) and bool(results),
-        results,
-        None,
-        time.monotonic() - started,
-        b.warp_size,
-    )
+    return _report(results, time.monotonic() - started, b.warp_size)

@@ -1,6 +1,8 @@
 """CUDA device intrinsics that HIP 5.x lacks, given portable definitions (and taken back for HIP → CUDA).
 
-``__dp4a`` (four 8-bit products accumulated into 32 bits) has no HIP 5.2 declaration. Calls become
+Cache-hinted loads and stores (``__ldcs``, ``__stcs``, …: the hint changes speed, not results) become plain
+accesses; the per-byte/per-halfword SIMD intrinsics (``__vmaxs4``, ``__vadd4``, …) become loops over the
+lanes; ``__dp4a`` (four 8-bit products accumulated into 32 bits) has no HIP 5.2 declaration either. Calls become
 ``xpiler_dp4a`` with a definition in the file: plain C++ on the bytes, the same arithmetic as the PTX
 ``dp4a.s32.s32`` / ``dp4a.u32.u32`` (signed or unsigned bytes by the overload), so it compiles with hipcc and
 runs unchanged on the CPU runtime (it does not use AMD's dot-product instructions).
@@ -25,7 +27,7 @@ from xpiler_core.passes.support.cst import (
 
 INFO = PassInfo(
     name="intrinsics_compat",
-    summary="Portable definitions for CUDA intrinsics HIP 5.x lacks (__dp4a)",
+    summary="Portable definitions for CUDA intrinsics HIP 5.x lacks (__dp4a, cache-hinted loads/stores, SIMD)",
     kind="cst",
     directions=("cuda->hip", "hip->cuda"),
 )
@@ -41,9 +43,32 @@ __device__ inline unsigned int xpiler_dp4a(unsigned int a, unsigned int b, unsig
     for (int k = 0; k < 4; ++k) c += ((a >> (8 * k)) & 0xffu) * ((b >> (8 * k)) & 0xffu);
     return c;
 }}
+#define XPILER_LOAD(name) template <class T> __device__ inline T name(const T* p) {{ return *p; }}
+XPILER_LOAD(xpiler_ldcs) XPILER_LOAD(xpiler_ldcg) XPILER_LOAD(xpiler_ldca) XPILER_LOAD(xpiler_ldlu)
+XPILER_LOAD(xpiler_ldcv)
+#define XPILER_STORE(name) template <class T> __device__ inline void name(T* p, T v) {{ *p = v; }}
+XPILER_STORE(xpiler_stcs) XPILER_STORE(xpiler_stcg) XPILER_STORE(xpiler_stwb) XPILER_STORE(xpiler_stwt)
+@SIMD@
 {END_MARK}
 """
-_RENAMES = {"__dp4a": "xpiler_dp4a"}
+
+
+def _simd_helpers() -> str:
+    """The SIMT runtime's lane-wise SIMD definitions (runtime/include/xpiler/simd_video.h), as HIP device code
+    named ``xpiler_*``."""
+    from importlib import resources
+
+    text = resources.files("xpiler_core.runtime").joinpath("include/xpiler/simd_video.h").read_text(encoding="utf-8")
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("//"))
+    return ("#define XPILER_SIMD_QUALIFIER __device__\n#define XPILER_SIMD_NAME(n) xpiler_##n\n" + body
+            + "\n#undef XPILER_SIMD_QUALIFIER\n#undef XPILER_SIMD_NAME")
+
+
+HELPERS = HELPERS.replace("@SIMD@", _simd_helpers())
+_SIMD = ("vmaxs4", "vmins4", "vmaxu4", "vminu4", "vadd4", "vsub4", "vabsdiffu4", "vavgu4", "vmaxs2", "vmins2",
+         "vmaxu2", "vminu2", "vadd2", "vsub2", "vabsdiffu2")
+_RENAMES = {"__dp4a": "xpiler_dp4a", **{f"__{n}": f"xpiler_{n}" for n in (
+    "ldcs", "ldcg", "ldca", "ldlu", "ldcv", "stcs", "stcg", "stwb", "stwt", *_SIMD)}}
 
 
 def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> SourceUnit:

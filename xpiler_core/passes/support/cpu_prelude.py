@@ -11,6 +11,14 @@ from __future__ import annotations
 PRELUDE_MARK = "/* xpiler CPU prelude */"
 
 
+def _simd_video() -> str:
+    """CUDA's lane-wise SIMD intrinsics, from the SIMT runtime's own definitions."""
+    from importlib import resources
+
+    text = resources.files("xpiler_core.runtime").joinpath("include/xpiler/simd_video.h").read_text(encoding="utf-8")
+    return "\n".join(line for line in text.splitlines() if not line.startswith("//"))
+
+
 def _runtime_enums() -> str:
     """The runtime's error codes, device attributes and compute modes as unnamed enums (the host API takes
     and returns plain ints), from the X-macro lists the SIMT runtime's headers use too."""
@@ -131,15 +139,19 @@ static inline void xp_f2h_n(__half* dst, const float* src, int n) {
 }
 struct __half2 { __half x, y; };
 typedef __half2 half2;
-struct float2 { float x, y; };
-struct alignas(16) float4 { float x, y, z, w; };
-struct int2 { int x, y; };
-struct alignas(16) int4 { int x, y, z, w; };
-struct char4 { signed char x, y, z, w; };
-static inline float2 make_float2(float x, float y) { float2 r = {x, y}; return r; }
-static inline float4 make_float4(float x, float y, float z, float w) { float4 r = {x, y, z, w}; return r; }
-static inline int2 make_int2(int x, int y) { int2 r = {x, y}; return r; }
-static inline int4 make_int4(int x, int y, int z, int w) { int4 r = {x, y, z, w}; return r; }
+/* CUDA's vector types, with CUDA's sizes and alignments (host code copies n * sizeof(float4) bytes). */
+#define XP_VEC(T, B, A2, A4) \
+  struct T##1 { B x; }; struct alignas(A2) T##2 { B x, y; }; struct T##3 { B x, y, z; }; \
+  struct alignas(A4) T##4 { B x, y, z, w; }; \
+  static inline T##1 make_##T##1(B x) { T##1 r = {x}; return r; } \
+  static inline T##2 make_##T##2(B x, B y) { T##2 r = {x, y}; return r; } \
+  static inline T##3 make_##T##3(B x, B y, B z) { T##3 r = {x, y, z}; return r; } \
+  static inline T##4 make_##T##4(B x, B y, B z, B w) { T##4 r = {x, y, z, w}; return r; }
+XP_VEC(char, signed char, 2, 4) XP_VEC(uchar, unsigned char, 2, 4) XP_VEC(short, short, 4, 8)
+XP_VEC(ushort, unsigned short, 4, 8) XP_VEC(int, int, 8, 16) XP_VEC(uint, unsigned int, 8, 16)
+XP_VEC(long, long, 16, 16) XP_VEC(ulong, unsigned long, 16, 16) XP_VEC(longlong, long long, 16, 32)
+XP_VEC(ulonglong, unsigned long long, 16, 32) XP_VEC(float, float, 8, 16) XP_VEC(double, double, 16, 32)
+#undef XP_VEC
 static inline float __half2float(__half h) { return (float)h; }
 static inline __half __float2half(float f) { return __half(f); }
 static inline __half __float2half_rn(float f) { return __half(f); }
@@ -151,6 +163,10 @@ static inline __half __hneg(__half a) { return __half(-(float)a); }
 static inline __half __hfma(__half a, __half b, __half c) { return __half(fmaf((float)a, (float)b, (float)c)); }
 static inline __half2 __floats2half2_rn(float a, float b) { __half2 r; r.x = __half(a); r.y = __half(b); return r; }
 static inline __half2 __float22half2_rn(float2 f) { return __floats2half2_rn(f.x, f.y); }
+static inline __half2 __float2half2_rn(float f) { return __floats2half2_rn(f, f); }
+static inline __half2 __halves2half2(__half a, __half b) { __half2 r; r.x = a; r.y = b; return r; }
+static inline __half __low2half(__half2 h) { return h.x; }
+static inline __half __high2half(__half2 h) { return h.y; }
 static inline float2 __half22float2(__half2 h) { return make_float2((float)h.x, (float)h.y); }
 static inline float __low2float(__half2 h) { return (float)h.x; }
 static inline float __high2float(__half2 h) { return (float)h.y; }
@@ -202,6 +218,16 @@ static inline unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c
   return c;
 }
 template <class T> static inline T __ldg(const T* p) { return *p; }
+template <class T> static inline T __ldcs(const T* p) { return *p; }
+template <class T> static inline T __ldcg(const T* p) { return *p; }
+template <class T> static inline T __ldca(const T* p) { return *p; }
+template <class T> static inline T __ldlu(const T* p) { return *p; }
+template <class T> static inline T __ldcv(const T* p) { return *p; }
+template <class T> static inline void __stcs(T* p, T v) { *p = v; }
+template <class T> static inline void __stcg(T* p, T v) { *p = v; }
+template <class T> static inline void __stwb(T* p, T v) { *p = v; }
+template <class T> static inline void __stwt(T* p, T v) { *p = v; }
+@SIMD_VIDEO@
 template <class T> static inline T xp_min(T a, T b) { return a < b ? a : b; }
 /* CUDA's min/max: by value (std::max returns a reference, which keeps loops from vectorizing); the float
    versions return the non-NaN operand like fminf/fmaxf, written as selects so they vectorize. */
@@ -249,7 +275,7 @@ template <class T, class V> static inline T atomicSub(T* p, V v) { T old; _Pragm
 template <class T, class V> static inline T atomicAnd(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p &= (T)v; } return old; }
 template <class T, class V> static inline T atomicOr(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p |= (T)v; } return old; }
 template <class T, class V> static inline T atomicXor(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p ^= (T)v; } return old; }
-template <class T> static inline T atomicInc(T* p, T lim) { T old = __atomic_load_n(p, __ATOMIC_SEQ_CST); while (!__atomic_compare_exchange_n(p, &old, old >= lim ? 0 : old + 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {} return old; }
+template <class T, class V> static inline T atomicInc(T* p, V lim_) { T lim = (T)lim_; T old = __atomic_load_n(p, __ATOMIC_SEQ_CST); while (!__atomic_compare_exchange_n(p, &old, old >= lim ? 0 : old + 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {} return old; }
 template <class T, class V> static inline T atomicExch(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p = (T)v; } return old; }
 template <class T, class C, class V> static inline T atomicCAS(T* p, C cmp, V v) { T c = (T)cmp; __atomic_compare_exchange_n(p, &c, (T)v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); return c; }
 template <class T, class V> static inline T atomicMax(T* p, V v) {
@@ -379,4 +405,4 @@ static inline int cudaGetLastError(void) { return 0; }
 static inline int cudaPeekAtLastError(void) { return 0; }
 static inline const char* cudaGetErrorString(int e) { return e == 0 ? "no error" : e == 2 ? "out of memory" : "error"; }
 static inline const char* cudaGetErrorName(int e) { return e == 0 ? "cudaSuccess" : "cudaError"; }
-""".replace("@RUNTIME_ENUMS@", _runtime_enums())
+""".replace("@RUNTIME_ENUMS@", _runtime_enums()).replace("@SIMD_VIDEO@", _simd_video())
