@@ -182,6 +182,31 @@ def case_values(degree: int) -> tuple[int, ...]:
     return tuple(max(3, int(top * f)) | 1 for f in (0.9, 0.5, 0.27))
 
 
+_INT_DECL = re.compile(r"\b(?:const\s+)?(?:size_t|int|long(?:\s+long)?|unsigned(?:\s+(?:int|long))?|int64_t|"
+                       r"uint64_t|int32_t|uint32_t|auto)\s+([^;(){}]*=[^;{}]*);")
+
+
+def integer_locals(body: str) -> dict[str, str]:
+    """``name → initializer`` of the integer locals a function declares (``size_t a = n * c, b = a / 2;``)."""
+    found: dict[str, str] = {}
+    for match in _INT_DECL.finditer(body):
+        depth, part, parts = 0, "", []
+        for ch in match.group(1):
+            depth += ch in "([" and 1 or 0
+            depth -= ch in ")]" and 1 or 0
+            if ch == "," and depth == 0:
+                parts.append(part)
+                part = ""
+            else:
+                part += ch
+        parts.append(part)
+        for declarator in parts:
+            name, eq, value = declarator.partition("=")
+            if eq and re.fullmatch(r"\s*[A-Za-z_]\w*\s*", name):
+                found.setdefault(name.strip(), value.strip())
+    return found
+
+
 def _cases(size_names: list[str], shapes: dict[str, str] | None = None) -> str:
     degree = max((len({n for n in size_names if re.search(rf"\b{n}\b", shape)}) for shape in (shapes or {}).values()),
                  default=1)
@@ -197,9 +222,7 @@ def _cases(size_names: list[str], shapes: dict[str, str] | None = None) -> str:
 
 def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str] | str:
     body = text[entry.body_span.start_byte : entry.body_span.end_byte] if entry.body_span else ""
-    locals_ = dict(
-        re.findall(r"\b(?:const\s+)?(?:size_t|int|long|unsigned|auto)\s+([A-Za-z_]\w*)\s*=\s*([^;]+);", body)
-    )
+    locals_ = integer_locals(body)
     sizes = [p.name for p in entry.params if p.name and _is_int_scalar(p)]
     for match in _FILE_CONSTANT.finditer(text):
         name, value = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))

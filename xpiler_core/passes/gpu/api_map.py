@@ -153,9 +153,15 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
 
 
 def _has_runtime_include(src: ParsedSource, edits: list[Edit]) -> bool:
-    if any(e.text in ("hip/hip_runtime.h", "hip/hip_runtime_api.h") for e in edits):
-        return True
-    return re.search(rb"#\s*include\s*[<\"]hip/hip_runtime(_api)?\.h[>\"]", src.data) is not None
+    """hip_runtime.h is included before any other HIP header (HIP's other headers need it first, where
+    nvcc includes cuda_runtime.h implicitly)."""
+    runtime = [e.start_byte for e in edits if e.text in ("hip/hip_runtime.h", "hip/hip_runtime_api.h")]
+    runtime += [m.start() for m in re.finditer(rb"#\s*include\s*[<\"]hip/hip_runtime(_api)?\.h[>\"]", src.data)]
+    if not runtime:
+        return False
+    others = [e.start_byte for e in edits if e.text.startswith(("hip/", "hipcub/", "rocwmma/", "hiprand/"))
+              and e.text not in ("hip/hip_runtime.h", "hip/hip_runtime_api.h")]
+    return not others or min(runtime) < min(others)
 
 
 def _first_code_offset(src: ParsedSource) -> int:

@@ -234,13 +234,22 @@ class _Inliner:
         ret_void = fn.ret.base == "void" and not fn.ret.pointers
         result_name = f"xp_ret{k}"
         tail: A.Expr | None = None
+        pre: list[A.Stmt] = []
         if returns:
             last = body_stmts[-1] if body_stmts else None
-            if len(returns) != 1 or last is not returns[0]:
-                raise PassRefused(f"cannot inline '{fn.name}': it returns from more than one place", at.span)
-            body_stmts = body_stmts[:-1]
-            tail = returns[0].value
-        pre: list[A.Stmt] = []
+            if len(returns) == 1 and last is returns[0]:
+                body_stmts = body_stmts[:-1]
+                tail = returns[0].value
+            else:
+                # several returns: each sets the result and a done flag, what follows runs only while not done
+                done = f"xp_done{k}"
+                if any(isinstance(n, A.Opaque) for n in A.walk(fn.body)):
+                    raise PassRefused(f"cannot inline '{fn.name}': it returns from several places around code the "
+                                      "AST does not model", at.span)
+                body_stmts = list(eliminate_returns(tuple(body_stmts), None if ret_void else result_name, done))
+                pre.append(A.DeclStmt((A.VarDecl(done, A.ctype("int"), (), A.lit(0)),)))
+                if not ret_void:
+                    pre.append(A.DeclStmt((A.VarDecl(result_name, A.replace(fn.ret, quals=()), ()),)))
         inner: list[A.Stmt] = []
         for p, arg in zip(params, call.args, strict=True):
             assert p.name is not None
@@ -264,6 +273,45 @@ class _Inliner:
                                       and renames[nm] == A.Name(f"{nm}_i{k}")})
         pre.append(A.Block(self.stmts(block.stmts, depth + 1)))
         return pre, A.Name(result_name)
+
+
+def eliminate_returns(stmts: tuple[A.Stmt, ...], result: str | None, done: str) -> tuple[A.Stmt, ...]:
+    """A function body without ``return``: each one stores the value in ``result``, sets ``done`` and leaves
+    the loops around it; the statements after one that may return run under ``if (!done)``."""
+
+    def may_return(s: A.Stmt) -> bool:
+        return any(isinstance(n, A.Return) for n in A.walk(s))
+
+    def stmt(s: A.Stmt, loops: int) -> A.Stmt:
+        if isinstance(s, A.Return):
+            out: list[A.Stmt] = []
+            if result is not None and s.value is not None:
+                out.append(A.ExprStmt(A.assign(A.Name(result), s.value)))
+            out.append(A.ExprStmt(A.assign(A.Name(done), A.lit(1))))
+            if loops:
+                out.append(A.Break())
+            return A.Block(tuple(out))
+        if isinstance(s, A.Block):
+            return A.replace(s, stmts=block(s.stmts, loops))
+        if isinstance(s, A.If):
+            return A.replace(s, then=stmt(s.then, loops), else_=None if s.else_ is None else stmt(s.else_, loops))
+        if isinstance(s, (A.For, A.While, A.DoWhile)) and may_return(s):
+            return A.replace(s, body=stmt(s.body, loops + 1))
+        return s
+
+    def block(items: tuple[A.Stmt, ...], loops: int) -> tuple[A.Stmt, ...]:
+        out: list[A.Stmt] = []
+        for i, s in enumerate(items):
+            out.append(stmt(s, loops))
+            if may_return(s) and i + 1 < len(items):
+                if loops and isinstance(s, (A.For, A.While, A.DoWhile)):
+                    out.append(A.If(A.Name(done), A.Break()))  # a return in an inner loop leaves this one too
+                rest = block(items[i + 1:], loops)
+                out.append(A.If(A.Unary("!", A.Name(done)), A.Block(rest)))
+                break
+        return tuple(out)
+
+    return block(stmts, 0)
 
 
 def _rename_decls(node: A.Block, mapping: dict[str, str]) -> A.Block:
@@ -442,12 +490,18 @@ class _Fission:
             elif isinstance(s, A.If):
                 out.extend(self.branch(s, guards))
             elif isinstance(s, A.For):
-                out.append(self.loop(s, guards))
+                pre, loop = self._predicate_jumps(s)
+                out.extend(self.region(pre, guards))
+                assert isinstance(loop, A.For)
+                out.append(self.loop(loop, guards))
             elif isinstance(s, A.While):
-                if not self.is_uniform(s.cond):
+                pre, whole = self._predicate_jumps(s)
+                out.extend(self.region(pre, guards))
+                assert isinstance(whole, A.While)
+                if not self.is_uniform(whole.cond):
                     raise PassRefused("a while loop with a barrier must have a thread-independent condition", s.span)
-                self._no_loop_jumps(s.body)
-                out.append(A.While(s.cond, A.Block(tuple(self.region(A.stmts_of(s.body), guards)))))
+                self._no_loop_jumps(whole.body)
+                out.append(A.While(whole.cond, A.Block(tuple(self.region(A.stmts_of(whole.body), guards)))))
             else:
                 raise PassRefused(f"a barrier inside {type(s).__name__} is not supported", s.span)
         flush()
@@ -519,6 +573,29 @@ class _Fission:
             return self._uniform_assign(expr.left) and self._uniform_assign(expr.right)
         return False
 
+    def _predicate_jumps(self, s: A.For | A.While) -> tuple[tuple[A.Stmt, ...], A.For | A.While]:
+        """A loop with barriers or warp collectives whose threads ``continue`` or ``break`` on their own: each
+        jump sets a per-thread flag and what follows it in the iteration runs only where the flag is clear; a
+        ``break`` also leaves the thread out of the loop's condition (the loop then runs while any thread is
+        in it, predicated). Returns the declarations to put before the loop and the loop."""
+        jumps = _own_jumps(s.body)
+        if not jumps:
+            return (), s
+        k = next(self.pred_count)
+        skip, stop = f"xp_skip{k}", f"xp_stop{k}"
+        self.assigned |= {skip, stop}  # per-thread flags: assigned in the loop, never uniform
+        self.local |= {skip, stop}
+        has_break = any(isinstance(j, A.Break) for j in jumps)
+        body = _predicate_body(A.stmts_of(s.body), skip, stop)
+        body = (A.DeclStmt((A.VarDecl(skip, A.ctype("int"), (), A.lit(0)),)), *body)
+        pre: tuple[A.Stmt, ...] = ()
+        if has_break:
+            pre = (A.DeclStmt((A.VarDecl(stop, A.ctype("int"), (), A.lit(0)),)),)
+        cond = s.cond
+        if has_break:
+            cond = A.binop("&&", cond if cond is not None else A.lit(1), A.Unary("!", A.Name(stop)))
+        return pre, A.replace(s, cond=cond, body=A.Block(body))
+
     def _no_loop_jumps(self, body: A.Stmt) -> None:
         stack: list[tuple[A.Node, bool]] = [(body, False)]
         while stack:
@@ -527,6 +604,49 @@ class _Fission:
                 raise PassRefused("break/continue in a loop that contains a barrier is not supported", node.span)
             nested = in_loop or isinstance(node, (A.For, A.While, A.DoWhile))
             stack.extend((c, nested) for c in A.children(node))
+
+
+def _own_jumps(body: A.Stmt) -> list[A.Stmt]:
+    """The ``break``/``continue`` statements of a loop body that belong to this loop (not to loops inside)."""
+    found: list[A.Stmt] = []
+    stack: list[A.Node] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (A.Break, A.Continue)):
+            found.append(node)
+        elif not isinstance(node, (A.For, A.While, A.DoWhile)):
+            stack.extend(A.children(node))
+    return found
+
+
+def _predicate_body(stmts: tuple[A.Stmt, ...], skip: str, stop: str) -> tuple[A.Stmt, ...]:
+    """``stmts`` with this loop's ``continue`` (sets ``skip``) and ``break`` (sets ``skip`` and ``stop``) made
+    flags; the statements after a jump run under ``if (!skip)``."""
+
+    def jumps(s: A.Stmt) -> bool:
+        return bool(_own_jumps(s))
+
+    def stmt(s: A.Stmt) -> A.Stmt:
+        if isinstance(s, A.Continue):
+            return A.ExprStmt(A.assign(A.Name(skip), A.lit(1)))
+        if isinstance(s, A.Break):
+            return A.Block((A.ExprStmt(A.assign(A.Name(skip), A.lit(1))), A.ExprStmt(A.assign(A.Name(stop), A.lit(1)))))
+        if isinstance(s, A.Block):
+            return A.replace(s, stmts=block(s.stmts))
+        if isinstance(s, A.If):
+            return A.replace(s, then=stmt(s.then), else_=None if s.else_ is None else stmt(s.else_))
+        return s
+
+    def block(items: tuple[A.Stmt, ...]) -> tuple[A.Stmt, ...]:
+        out: list[A.Stmt] = []
+        for i, s in enumerate(items):
+            out.append(stmt(s))
+            if jumps(s) and i + 1 < len(items):
+                out.append(A.If(A.Unary("!", A.Name(skip)), A.Block(block(items[i + 1:]))))
+                break
+        return tuple(out)
+
+    return block(stmts)
 
 
 # ------------------------------------------------------------------------------------- thread loops
