@@ -72,6 +72,11 @@ def translate(program: dict[str, object], main: Path, work: Path, target: str, t
         command += ["--std", str(program["std"])]
     for arg in program.get("args", []):  # type: ignore[attr-defined]
         command += [f"--arg={arg}"]
+    units = [str(u) for u in program.get("units", [])]  # type: ignore[attr-defined]
+    for unit in units[1:]:
+        command += ["--unit", str(work / unit)]
+    if main.suffix not in (".cu", ".cuh") and any(u.endswith(".cu") for u in units):
+        command += ["--from", "cuda"]  # a C++ main: the program's GPU code is in its other units
     row = Row(str(program["id"]), target, "error", units=len(program.get("units", [1])),  # type: ignore[arg-type]
               features=list(program.get("features", [])))  # type: ignore[call-overload]
     started = time.monotonic()

@@ -55,6 +55,8 @@ class ProjectConfig:
     atol: float | None = None
     rtol: float | None = None
     ignore: tuple[str, ...] = ()  # extra regular expressions for output lines to ignore
+    # the program's other translation units (absolute paths): built with the file into one program
+    sources: tuple[str, ...] = ()
     origins: tuple[str, ...] = field(default=(), compare=False)  # where the settings came from (for messages)
 
     def compile_flags(self) -> list[str]:
@@ -70,7 +72,7 @@ class ProjectConfig:
         return {"include_dirs": list(self.include_dirs), "defines": list(self.defines),
                 "undefines": list(self.undefines), "std": self.std, "program_args": list(self.program_args),
                 "stdin": self.stdin, "timeout_s": self.timeout_s, "atol": self.atol, "rtol": self.rtol,
-                "ignore": list(self.ignore), "origins": list(self.origins)}
+                "ignore": list(self.ignore), "sources": list(self.sources), "origins": list(self.origins)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProjectConfig:
@@ -87,7 +89,7 @@ class ProjectConfig:
                    program_args=strings("program_args"),
                    stdin=data.get("stdin") if isinstance(data.get("stdin"), str) else None,
                    timeout_s=number("timeout_s"), atol=number("atol"), rtol=number("rtol"),
-                   ignore=strings("ignore"), origins=strings("origins"))
+                   ignore=strings("ignore"), sources=strings("sources"), origins=strings("origins"))
 
     def merged(self, other: ProjectConfig) -> ProjectConfig:
         """``other`` over this one: lists are appended (duplicates dropped), scalars replaced when set."""
@@ -102,7 +104,8 @@ class ProjectConfig:
             timeout_s=other.timeout_s or self.timeout_s,
             atol=other.atol if other.atol is not None else self.atol,
             rtol=other.rtol if other.rtol is not None else self.rtol,
-            ignore=join(self.ignore, other.ignore), origins=join(self.origins, other.origins))
+            ignore=join(self.ignore, other.ignore), sources=join(self.sources, other.sources),
+            origins=join(self.origins, other.origins))
 
     @property
     def ignore_patterns(self) -> tuple[str, ...]:
@@ -227,7 +230,7 @@ def from_project_file(project_file: Path) -> ProjectConfig:
         std=std if isinstance(std, str) else None, program_args=strings(run, "args"),
         stdin=stdin if isinstance(stdin, str) else None, timeout_s=number(run, "timeout_s"),
         atol=number(compare, "atol"), rtol=number(compare, "rtol"), ignore=strings(compare, "ignore"),
-        origins=(str(project_file),))
+        sources=tuple(str((base / s).resolve()) for s in strings(build, "sources")), origins=(str(project_file),))
 
 
 def load_project(path: str, given: ProjectConfig | None = None, search_root: str | None = None) -> ProjectConfig:
@@ -295,12 +298,21 @@ class BuildSettings:
     flags: tuple[str, ...] = ()
     files: tuple[tuple[str, str], ...] = ()  # name relative to the compiled file → text
     depends: tuple[tuple[str, str], ...] = ()  # header path → sha256
+    # the program's other units among ``files``: compiled with the text as one translation unit (a unity
+    # build: each is included at the end of the text)
+    unity: tuple[str, ...] = ()
+
+    def with_units(self, text: str) -> str:
+        """``text`` followed by the includes of the other units (unchanged when there are none)."""
+        if not self.unity:
+            return text
+        return text + "\n/* xpiler: the program's other units */\n" + "".join(f'#include "{u}"\n' for u in self.unity)
 
     def key(self) -> list[Any]:
         import hashlib
 
         files = [(name, hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()) for name, text in self.files]
-        return [list(self.flags), files, [list(d) for d in self.depends]]
+        return [list(self.flags), files, [list(d) for d in self.depends], list(self.unity)]
 
     def runtime_flags(self) -> list[str]:
         """The flags for a build on the CPU runtime: include dirs and macros (the runtime's own C++ standard
@@ -318,7 +330,7 @@ class BuildSettings:
 
 
 def build_settings(config: ProjectConfig | None, source_path: str | None, text: str,
-                   files: dict[str, str] | None = None) -> BuildSettings:
+                   files: dict[str, str] | None = None, unity: tuple[str, ...] = ()) -> BuildSettings:
     """The settings to compile ``text`` (read from ``source_path``) or a translation of it."""
     import hashlib
 
@@ -332,4 +344,4 @@ def build_settings(config: ProjectConfig | None, source_path: str | None, text: 
         headers.update(local_includes(body, source_path or "<input>", config))
     depends = tuple(sorted((p, hashlib.sha256(t.encode("utf-8", errors="replace")).hexdigest())
                            for p, t in headers.items()))
-    return BuildSettings(tuple(flags), tuple(sorted((files or {}).items())), depends)
+    return BuildSettings(tuple(flags), tuple(sorted((files or {}).items())), depends, unity)

@@ -150,8 +150,8 @@ def gather_evidence(
             if evidence.program.source_failed and tests.specs:
                 # the program cannot run here (arguments, input files, a library): its kernels still can
                 evidence.facts["program"] = evidence.program.to_dict()
-                evidence.note = (f"the source program does not run on the runtime ({evidence.program.reason}); "
-                                 "its kernels were tested instead")
+                evidence.note = (f"the source program {evidence.program.reason} on the runtime; its kernels were "
+                                 "tested instead")
                 evidence.program = None
                 _run_specs(candidate, tests, runner, seed, cancel, progress, shrink, evidence)
         elif not tests.specs:
@@ -319,7 +319,7 @@ def _program_status(evidence: Evidence, unresolved: list[Unresolved]) -> tuple[S
     run = evidence.program
     assert run is not None
     if run.source_failed:
-        return Status.NOT_EXECUTED, f"the source program itself does not run on the runtime: {run.reason}"
+        return Status.NOT_EXECUTED, f"the source program itself {run.reason} on the runtime"
     if not run.matched:
         return Status.UNRESOLVED, f"the translated program behaves differently: {run.reason}"
     if unresolved:

@@ -53,7 +53,7 @@ def test_our_harness_failing_is_an_error_of_ours() -> None:
 
 def test_a_source_program_that_cannot_run_is_not_blamed_on_the_translation() -> None:
     run = ProgramRun(True, exit_code=1, stderr="segmentation fault")
-    program = ProgramReport(run, None, False, True, "it exits with status 1")
+    program = ProgramReport(run, None, False, True, "exits with status 1")
     status, reason = decide_status(Evidence(compile=verdict(True), program=program), [])
     assert status is Status.NOT_EXECUTED and "source program itself" in reason
 

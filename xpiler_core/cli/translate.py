@@ -81,6 +81,8 @@ def add_project_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--std", metavar="STD", help="language standard, e.g. c++17")
     group.add_argument("--arg", dest="program_args", action="append", default=[], metavar="ARG",
                        help="an argument for the whole-program runs (repeatable)")
+    group.add_argument("--unit", dest="sources", action="append", default=[], metavar="FILE",
+                       help="another translation unit of the program (repeatable): built and translated with FILE")
     group.add_argument("--timeout", type=float, metavar="S", help="time limit of one program or test run")
 
 
@@ -89,7 +91,8 @@ def project_from_args(args: argparse.Namespace) -> ProjectConfig | None:
 
     given = ProjectConfig(include_dirs=tuple(str(Path(d).resolve()) for d in args.include_dirs),
                           defines=tuple(args.defines), std=args.std, program_args=tuple(args.program_args),
-                          timeout_s=args.timeout, origins=("command line",))
+                          timeout_s=args.timeout, sources=tuple(str(Path(s).resolve()) for s in args.sources),
+                          origins=("command line",))
     return given if given != ProjectConfig() else None
 
 

@@ -76,6 +76,7 @@ def gpu_plan(
                 continue
             assert isinstance(run.unit, SourceUnit)
             companions = project.translate_headers(direction, pass_names, params, target_warp, cancel)
+            companions.update(project.translate_units(direction, pass_names, params, target_warp, cancel))
             candidate = project.rewrite_includes(run.unit.text, path)
             seconds_passes = time.perf_counter() - started
             report(progress, 0.3,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, SourceUnit
@@ -49,6 +50,8 @@ class ProjectFiles:
     headers: dict[str, str] = field(default_factory=dict)  # every local header read: absolute path → text
     renamed: dict[str, str] = field(default_factory=dict)  # translated header path → companion name
     _declared: frozenset[str] | None = field(default=None, repr=False)
+    _units: dict[str, str] | None = field(default=None, repr=False)
+    unit_names: dict[str, str] = field(default_factory=dict)  # other unit path → its translation's name
 
     @classmethod
     def of(cls, unit: ParsedUnit, options: TranslateOptions, target: Dialect) -> ProjectFiles:
@@ -57,11 +60,64 @@ class ProjectFiles:
 
     # ----------------------------------------------------------------------------------------- build
     def source_build(self) -> BuildSettings:
-        """The source's build: its device headers travel with it (a runtime build rewrites their launches)."""
-        return build_settings(self.config, self.unit.path, self.unit.text, self.shadows())
+        """The source's build: its device headers and the program's other units travel with it (a runtime
+        build rewrites their launches; the units are built with the file as one translation unit)."""
+        units = self.other_units()
+        return build_settings(self.config, self.unit.path, self.unit.text, {**self.shadows(), **units},
+                              unity=tuple(units))
 
     def candidate_build(self, candidate: str, companions: dict[str, str]) -> BuildSettings:
-        return build_settings(self.config, self.unit.path, candidate, {**self.shadows(), **companions})
+        units = tuple(name for name in companions if name in self.unit_names.values())
+        return build_settings(self.config, self.unit.path, candidate, {**self.shadows(), **companions}, unity=units)
+
+    def other_units(self) -> dict[str, str]:
+        """The program's other translation units (``sources``): name relative to the file's folder → text."""
+        if self._units is None:
+            own = str(Path(self.unit.path).resolve())
+            self._units = {}
+            for path in self.config.sources:
+                if path == own:
+                    continue
+                try:
+                    text = Path(path).read_text(encoding="utf-8", errors="replace")
+                except OSError as exc:
+                    raise XpilerError(f"cannot read the program's unit: {exc.strerror}", path) from None
+                self._units[self.relative_name(path)] = text
+        return self._units
+
+    def translate_units(self, direction: Any, pass_names: list[str], params: dict[str, dict[str, Any]], warp: int,
+                        cancel: CancelToken | None) -> dict[str, str]:
+        """GPU → GPU: the program's other units through the same passes, each beside the output under the
+        target's suffix (``kernels.cu`` → ``kernels.hip``), their includes of translated headers rewritten."""
+        out: dict[str, str] = {}
+        base = Path(self.unit.path).resolve().parent
+        for name, text in self.other_units().items():
+            path = str((base / name).resolve())
+            ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=warp, file=path,
+                              project_names=self.declared_names())
+            run = run_passes(SourceUnit(text, direction.source, path), pass_names, ctx, params, cancel=cancel)
+            assert isinstance(run.unit, SourceUnit)
+            target = str(Path(name).with_suffix(self.target.suffix if Path(name).suffix in (".cu", ".hip")
+                                                else ".hip" + Path(name).suffix if self.target is Dialect.HIP
+                                                else ".cu" + Path(name).suffix))
+            self.unit_names[path] = target
+            out[target] = self.rewrite_includes(run.unit.text, path)
+        return out
+
+    def with_units_inlined(self, text: str) -> str:
+        """CPU/BANG: the program's other units appended to the (header-inlined) text, so one module holds every
+        kernel and every function the program calls."""
+        units = self.other_units()
+        if not units:
+            return text
+        base = Path(self.unit.path).resolve().parent
+        parts = [text]
+        for name, body in units.items():
+            unit = ProjectFiles(ParsedUnit(body, str((base / name).resolve()), self.unit.dialect), self.config,
+                                self.target, local_includes(body, str((base / name).resolve()), self.config))
+            inlined, _ = unit.inline_device_headers()
+            parts.append(f"/* xpiler: the program's unit {name} */\n{inlined}")
+        return "\n".join(parts)
 
     def relative_name(self, header_path: str) -> str:
         """How the source names a header: relative to its folder, else to the include dir holding it."""
@@ -89,8 +145,12 @@ class ProjectFiles:
         return self._declared
 
     def device_headers(self) -> dict[str, str]:
-        """The local headers with GPU code (kernels, device functions, runtime calls)."""
-        return {p: t for p, t in self.headers.items() if _DEVICE_CODE.search(t)}
+        """The local headers with GPU code (kernels, device functions, runtime calls) or that include a GPU
+        toolchain's header (``#include <cuda.h>`` alone makes a header the target's compiler cannot read)."""
+        from xpiler_core.tables import is_gpu_header
+
+        return {p: t for p, t in self.headers.items()
+                if _DEVICE_CODE.search(t) or any(is_gpu_header(m.group(3).strip()) for m in _INCLUDE_LINE.finditer(t))}
 
     def translate_headers(self, direction: Any, pass_names: list[str], params: dict[str, dict[str, Any]],
                           warp: int, cancel: CancelToken | None) -> dict[str, str]:

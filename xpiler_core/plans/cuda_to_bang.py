@@ -149,8 +149,9 @@ def plan(
     started = time.perf_counter()
     report(progress, 0.0, f"translating {Path(unit.path).name} (cuda->bang)")
     project = ProjectFiles.of(unit, options, Dialect.BANG)
-    inlined_text, inlined = project.inline_device_headers()
-    work = unit if not inlined else unit.with_text(inlined_text)
+    inlined_text, _ = project.inline_device_headers()
+    whole = project.with_units_inlined(inlined_text)
+    work = unit if whole == unit.text else unit.with_text(whole)
     evidence = Evidence(verify=options.verify)
     with tempfile.TemporaryDirectory(prefix="xpiler-bang-spec-") as tmp:
         # the tests come first: the launch they use seeds loop recovery of a bare kernel

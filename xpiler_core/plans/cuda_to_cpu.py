@@ -202,8 +202,11 @@ def plan(
     original = reference or unit
     report(progress, 0.0, f"translating {Path(unit.path).name} ({direction_label(original.dialect, Dialect.C)})")
     project = ProjectFiles.of(original, options, Dialect.C)
-    inlined_text, inlined = ProjectFiles.of(unit, options, Dialect.C).inline_device_headers()
-    work = unit if not inlined else unit.with_text(inlined_text)
+    own = ProjectFiles.of(unit, options, Dialect.C)
+    inlined_text, inlined = own.inline_device_headers()
+    whole = own.with_units_inlined(inlined_text)  # the program's other units too: one module, every kernel
+    inlined = inlined + [name for name in own.other_units()]
+    work = unit if whole == unit.text else unit.with_text(whole)
     spec = load_spec(options.spec_path) if options.spec_path else None
     pass_names = list(options.passes or DEFAULT_PASSES)
     candidate, records, ctx = translate_unit(work, spec, options.pass_params, pass_names)

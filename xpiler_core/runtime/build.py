@@ -138,7 +138,7 @@ def build_library(
     started = time.monotonic()
     is_c = dialect is Dialect.C
     compiler = ("g++" if cplusplus_c else "gcc") if is_c else "g++"
-    source = prepare_source(text, dialect, display_name, extra)
+    source = prepare_source(build.with_units(text) if build is not None else text, dialect, display_name, extra)
     flags = build_flags(dialect, warp_size, fibers)
     if executable:
         flags = [f for f in flags if f not in ("-fPIC", "-shared")]

@@ -70,13 +70,13 @@ class ProgramRun:
         """Why this run is not a normal run of the program ("" when it is)."""
         if not self.built:
             first = next((line for line in self.build_log.splitlines() if "error" in line), "")
-            return "it does not build" + (f": {first.strip()}" if first else "")
+            return "does not build" + (f": {first.strip()}" if first else "")
         if self.timed_out:
-            return f"it did not finish within the time limit ({self.seconds:.0f} s)"
+            return f"did not finish within the time limit ({self.seconds:.0f} s)"
         if self.exit_code is not None and self.exit_code < 0:
-            return f"it was killed by signal {-self.exit_code}" + _runtime_line(self.stderr)
+            return f"was killed by signal {-self.exit_code}" + _runtime_line(self.stderr)
         if self.exit_code not in (0, None):
-            return f"it exits with status {self.exit_code}" + _runtime_line(self.stderr)
+            return f"exits with status {self.exit_code}" + _runtime_line(self.stderr)
         return ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,7 +107,7 @@ class ProgramReport:
 
     def summary(self) -> str:
         if self.source_failed:
-            return f"the source program does not run on the runtime: {self.reason}"
+            return f"the source program {self.reason} on the runtime"
         if self.matched:
             how = f"both print '{self.verdict}'" if self.verdict else f"{self.lines_compared} output line(s) agree"
             return f"the programs agree: same exit status, {how} ({self.lines_ignored} timing line(s) ignored)"
@@ -291,7 +291,7 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
     patterns = [re.compile(p) for p in (config.ignore_patterns if config is not None else ProjectConfig().ignore_patterns)]
     why = candidate.failure()
     if why and candidate.exit_code != source.exit_code:
-        return ProgramReport(source, candidate, False, False, f"the translated program: {why}")
+        return ProgramReport(source, candidate, False, False, f"the translated program {why}")
     if candidate.exit_code != source.exit_code:
         return ProgramReport(source, candidate, False, False,
                              f"exit status {candidate.exit_code}, the source's is {source.exit_code}")
@@ -366,7 +366,7 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
         source = run_source()
         why = source.failure()
         if not why and own_verdict(source.stdout) == "FAIL":
-            why = "its own check fails on the runtime"
+            why = "fails its own check"
         if why:
             return ProgramReport(source, None, False, True, why, own_verdict(source.stdout), args=args)
         if cancel is not None:

@@ -196,7 +196,7 @@ def compile_check(
         src = os.path.join(tmp, "input" + suffix)
         obj = os.path.join(tmp, "input.o")
         with open(src, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.write(build.with_units(text) if build is not None else text)
         if build is not None:
             build.write_files(Path(tmp))
         cmd, env = _command(name, tc.path, src, obj, all_flags)

@@ -6,6 +6,9 @@
 #include "../xpiler/device.h"
 #include "../xpiler/api.h"
 XPILER_RUNTIME_API(hip)
+// the include guards of HIP's own headers: libraries test them to see the runtime API
+#define HIP_INCLUDE_HIP_HIP_RUNTIME_H
+#define HIP_INCLUDE_HIP_DRIVER_TYPES_H
 // Through a generic lambda, so a function template named without arguments deduces them (as with <<<>>>).
 #define hipLaunchKernelGGL(K, G, B, S, ST, ...)                                                          \
   ::xpiler::launch(::xpiler::deduced_kernel(#K, [](auto... xpiler_args) { K(xpiler_args...); }), G, B, S, \
@@ -35,7 +38,14 @@ XPILER_RUNTIME_API(hip)
 #define hipHostFree hipFreeHost
 #define HIP_SYMBOL(x) x
 typedef hipDeviceProp hipDeviceProp_t;
-#define hipDeviceAttributeMaxThreadsPerBlock 1
-#define hipDeviceAttributeMaxSharedMemoryPerBlock 8
-#define hipDeviceAttributeWarpSize 10
-#define hipDeviceAttributeMultiprocessorCount 16
+// device attributes in CUDA's numbering (the runtime answers them by number), HIP's spelling
+#define XP_HIPATTR(name, value) hipDeviceAttribute##name = value,
+enum hipDeviceAttribute_t {
+  XPILER_CUDA_DEVICE_ATTRS(XP_HIPATTR)
+  hipDeviceAttributeMemoryBusWidth = 37, hipDeviceAttributeSharedMemPerBlockOptin = 97,
+  hipDeviceAttributeMultiprocessorCount = 16, hipDeviceAttributePciDomainID = 50,
+};
+#undef XP_HIPATTR
+#define XP_HIPMODE(name, value) hipComputeMode##name = value,
+enum hipComputeMode { XPILER_CUDA_COMPUTE_MODES(XP_HIPMODE) };
+#undef XP_HIPMODE

@@ -18,6 +18,9 @@ class thread_block {
 };
 inline thread_block this_thread_block() { return thread_block(); }
 inline void sync(const thread_block& b) { b.sync(); }
+// Scratch for tiles wider than a warp (CUDA 11+): this runtime's tiles need none, it is accepted and unused.
+template <unsigned TileCommunicationSize = 8, unsigned MaxBlockSize = 1024> struct block_tile_memory { char unused; };
+template <unsigned A, unsigned B> inline thread_block this_thread_block(block_tile_memory<A, B>&) { return thread_block(); }
 
 // Grid-wide groups: ranks work; grid.sync() needs every block resident at once, which this runtime (blocks
 // run to completion one after another) cannot give, so it stops the run with a message.
@@ -76,6 +79,73 @@ class thread_block_tile {
 
 template <unsigned N, class Parent>
 inline thread_block_tile<N> tiled_partition(const Parent&) { return thread_block_tile<N>(); }
+
+// The lanes of the warp active where the group is made (__activemask()): ranks, shuffles and votes among them.
+class coalesced_group {
+ public:
+  explicit coalesced_group(unsigned long long mask) : mask_(mask) {}
+  unsigned size() const { return static_cast<unsigned>(__builtin_popcountll(mask_)); }
+  unsigned num_threads() const { return size(); }
+  unsigned thread_rank() const {
+    unsigned lane = static_cast<unsigned>(::xpiler::lane_id());
+    return static_cast<unsigned>(__builtin_popcountll(mask_ & ((1ull << lane) - 1ull)));
+  }
+  unsigned meta_group_rank() const { return 0; }
+  unsigned meta_group_size() const { return 1; }
+  void sync(int site = __builtin_LINE()) const { ::xpiler::sync_warp(mask_, site); }
+  int lane_of(int rank) const {  // the lane holding the rank-th active thread
+    unsigned long long m = mask_;
+    for (int r = 0; m; ++r, m &= m - 1) if (r == rank) return __builtin_ctzll(m);
+    return 0;
+  }
+  template <class T> T shfl(T v, int src_rank, int site = __builtin_LINE()) const {
+    return ::xpiler::shuffle(mask_, v, ::xpiler::kShflIdx, lane_of(src_rank), XPILER_WARP_SIZE, site);
+  }
+  int any(int p, int site = __builtin_LINE()) const { return ::xpiler::vote_any(mask_, p, site); }
+  int all(int p, int site = __builtin_LINE()) const { return ::xpiler::vote_all(mask_, p, site); }
+  unsigned long long ballot(int p, int site = __builtin_LINE()) const { return ::xpiler::ballot(mask_, p, site); }
+  unsigned long long mask() const { return mask_; }
+
+ private:
+  unsigned long long mask_;
+};
+inline coalesced_group coalesced_threads(int site = __builtin_LINE()) {
+  return coalesced_group(static_cast<unsigned long long>(__activemask(site)));
+}
+
+// A group whose kind is known at run time: a block, a tile, or coalesced lanes.
+class thread_group {
+ public:
+  thread_group(const thread_block&) : kind_(0), size_(0), mask_(0) {}
+  template <unsigned N> thread_group(const thread_block_tile<N>& t) : kind_(1), size_(N), mask_(t.tile_mask()) {}
+  thread_group(const coalesced_group& c) : kind_(2), size_(c.size()), mask_(c.mask()) {}
+  unsigned size() const { return kind_ == 0 ? blockDim.x * blockDim.y * blockDim.z : size_; }
+  unsigned num_threads() const { return size(); }
+  unsigned thread_rank() const {
+    if (kind_ == 0) return ::xpiler::linear_tid();
+    if (kind_ == 1) return ::xpiler::linear_tid() % size_;
+    unsigned lane = static_cast<unsigned>(::xpiler::lane_id());
+    return static_cast<unsigned>(__builtin_popcountll(mask_ & ((1ull << lane) - 1ull)));
+  }
+  void sync(int site = __builtin_LINE()) const {
+    if (kind_ == 0) ::xpiler::block_barrier(site, 1);
+    else ::xpiler::sync_warp(mask_, site);
+  }
+
+ private:
+  int kind_;
+  unsigned size_;
+  unsigned long long mask_;
+};
+inline void sync(const thread_group& g) { g.sync(); }
+// tiled_partition(parent, n) with the size known at run time (a power of two up to the warp size)
+inline thread_group tiled_partition(const thread_block&, unsigned n) {
+  switch (n) {
+    case 1: return thread_block_tile<1>(); case 2: return thread_block_tile<2>(); case 4: return thread_block_tile<4>();
+    case 8: return thread_block_tile<8>(); case 16: return thread_block_tile<16>();
+    default: return thread_block_tile<32>();
+  }
+}
 
 template <class T> struct plus { T operator()(const T& a, const T& b) const { return a + b; } };
 template <class T> struct less { T operator()(const T& a, const T& b) const { return b < a ? b : a; } };
