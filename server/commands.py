@@ -111,6 +111,14 @@ def register(server: XpilerServer) -> None:
         assert uri is not None
         return await show_manifest_of(server, uri)
 
+    @server.command("xpiler.createSpec")
+    @guarded("xpiler.createSpec")
+    async def create_spec(*args: Any) -> dict[str, Any]:
+        values = _unpack(args, ("uri", "kernel"))
+        uri = _str(values, "uri", required=True)
+        assert uri is not None
+        return await create_spec_of(server, uri, _str(values, "kernel"))
+
     @server.command("xpiler.tune")
     @guarded("xpiler.tune")
     async def tune(*args: Any) -> dict[str, Any]:
@@ -134,6 +142,8 @@ async def start_translation(server: XpilerServer, uri: str, target_arg: str | No
         raise JsonRpcInvalidParams(f"no translation plan from {source.value} to {target_name(target)}")
     config = server.config
     spec_path = core_api.find_spec(path)
+    project = core_api.project_for(path, server.workspace_root(path), include_dirs=config.include_dirs,
+                                   defines=config.defines, std=config.std, program_args=config.program_args)
 
     def work(job: Job, progress: Any) -> Any:
         return core_api.translate(
@@ -147,6 +157,7 @@ async def start_translation(server: XpilerServer, uri: str, target_arg: str | No
             progress=progress,
             cancel=job.cancel,
             llm={"base_url": config.llm_endpoint, "model": config.llm_model, "api_key_env": config.llm_api_key_env},
+            project=project,
         )
 
     async def done(job: Job) -> None:
@@ -175,8 +186,8 @@ async def start_translation(server: XpilerServer, uri: str, target_arg: str | No
 async def _land(server: XpilerServer, job: Job, source_path: str) -> None:
     result = job.result
     output = getattr(result, "output_text", None)
-    status = getattr(result, "status", "failed")
-    if not output or status == "failed":
+    status = getattr(result, "status", "error")
+    if not output:
         server.window_show_message(
             types.ShowMessageParams(
                 type=types.MessageType.Error,
@@ -189,7 +200,20 @@ async def _land(server: XpilerServer, job: Job, source_path: str) -> None:
     default = Path(source_path).with_suffix(target.suffix if isinstance(target, Dialect) else ".out")
     taken = {doc.path for doc in server.documents}
     out_path = results.fresh_path(Path(suggested) if suggested else default, taken)
-    applied, reason = await results.create_file(server, out_path, output)
+    files = {out_path: output}
+    for name, text in (getattr(result, "companions", None) or {}).items():
+        # headers translated with the file keep their names (the translation includes them by name): one that
+        # exists with other content is never overwritten
+        companion = (out_path.parent / name).resolve()
+        if companion.exists():
+            if companion.read_text(encoding="utf-8", errors="replace") != text:
+                job.error = f"{companion} exists with other content; translation not applied"
+                server.window_show_message(types.ShowMessageParams(
+                    type=types.MessageType.Error, message=f"xpiler: {job.error}"))
+                return
+            continue
+        files[companion] = text
+    applied, reason = await results.create_files(server, files)
     if not applied:
         job.error = reason
         server.window_show_message(
@@ -272,7 +296,9 @@ async def start_verification(server: XpilerServer, uri: str) -> dict[str, Any]:
 
 
 def _translation_diagnostics(server: XpilerServer, doc: Document, analysis: Any, result: Any) -> list[types.Diagnostic]:
-    """What the translation could not do, on the source: its unresolved constructs."""
+    """What the translation could not do, on the source: its unresolved constructs, and a translation that
+    did not verify (a failing whole program, failing tests, a compiler's rejection) said at the code it is
+    about: ``main`` for a program, else the kernel the tests launch, else the first kernel."""
     target = getattr(result, "target", None)
     label = target_name(target).upper() if isinstance(target, Dialect) else "the target"
     limit = len(analysis.lines.data)
@@ -285,6 +311,14 @@ def _translation_diagnostics(server: XpilerServer, doc: Document, analysis: Any,
             Severity.WARNING, "translate.unresolved", f"not translated to {label}: {item.reason}", span, doc.path
         )
         out.append(to_lsp(diagnostic, analysis.lines, server.encoding, analysis.version))
+    status = str(getattr(result, "status", ""))
+    reason = str(getattr(result, "reason", "") or "")
+    if status not in ("verified", "") and reason:
+        anchor = core_api.status_anchor(analysis.parsed, analysis.kernels, result)
+        if anchor is not None and anchor.end_byte <= limit:
+            severity = Severity.INFO if status == "compiled-not-executed" else Severity.WARNING
+            diagnostic = Diagnostic(severity, f"translate.{status}", f"{label}: {status} — {reason}", anchor, doc.path)
+            out.append(to_lsp(diagnostic, analysis.lines, server.encoding, analysis.version))
     return out
 
 
@@ -433,6 +467,29 @@ def _index_of(text: str) -> Any:
 
 
 # --------------------------------------------------------------------------------------------- manifest
+
+
+async def create_spec_of(server: XpilerServer, uri: str, kernel: str | None) -> dict[str, Any]:
+    """Draft a test spec for a kernel beside its file (one undoable edit, never over an existing file)."""
+    path, text, _version = _snapshot(server, uri)
+    _check_size(text, path)
+    try:
+        draft = await asyncio.to_thread(core_api.draft_spec, text, path, kernel)
+    except core_api.XpilerError as exc:
+        raise JsonRpcInvalidParams(exc.message) from None
+    spec_path = Path(draft.path)
+    if spec_path.exists():
+        spec_path = results.fresh_path(spec_path, set())
+    applied, reason = await results.create_files(server, {spec_path: draft.text})
+    if not applied:
+        server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                           message=f"xpiler: spec not created: {reason}"))
+        return {"created": False, "reason": reason}
+    await results.show_file(server, spec_path)
+    todo = f"replace the {draft.to_fill} FILL_ME value(s), then " if draft.to_fill else ""
+    server.window_show_message(types.ShowMessageParams(
+        type=types.MessageType.Info, message=f"xpiler: drafted {spec_path.name}: {todo}run Verify or Translate"))
+    return {"created": True, "spec": str(spec_path), "toFill": draft.to_fill}
 
 
 async def show_manifest_of(server: XpilerServer, uri: str) -> dict[str, Any]:

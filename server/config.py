@@ -12,6 +12,9 @@ Keys (camelCase, as they appear under ``xpiler.`` in an editor's settings)::
     llm.enabled / endpoint / model / apiKeyEnv   LLM proposals (off by default)
     tuning.budgetSeconds / tuning.trials         tuning budget                          (60 s / 64)
     diagnostics.debounceMs   delay between the last edit and the diagnostics run            (25)
+    project.includeDirs / defines / std / programArgs   build and run settings added to those of
+                             compile_commands.json and xpiler.toml (found from the file's folder upward,
+                             then in the workspace folder)                                 (none)
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ class XpilerConfig:
     tuning_seconds: float = 60.0
     tuning_trials: int = 64
     debounce_ms: int = 25
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    std: str | None = None
+    program_args: tuple[str, ...] = ()
 
     @property
     def target_dialect(self) -> Dialect:
@@ -99,6 +106,17 @@ class XpilerConfig:
         diagnostics = raw.get("diagnostics")
         if (debounce := pick(diagnostics, "debounceMs", int)) is not None and 0 <= debounce <= 5000:
             new.debounce_ms = debounce
+        project = raw.get("project")
+
+        def strings(key: str) -> tuple[str, ...] | None:
+            value = project.get(key) if isinstance(project, dict) else None
+            return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else None
+
+        for key, attr in (("includeDirs", "include_dirs"), ("defines", "defines"), ("programArgs", "program_args")):
+            if (values := strings(key)) is not None:
+                setattr(new, attr, values)
+        if (std := pick(project, "std", str)) is not None:
+            new.std = std
         return new
 
     def warp_size_for(self, dialect: Dialect) -> int:

@@ -295,12 +295,17 @@ async def code_lenses(server: XpilerServer, uri: str) -> list[types.CodeLens]:
     analysis = await server.analysis_of(doc)
     status = _status_line(server, uri)
     lenses = []
+    # A kernel without a spec may still be tested automatically; the draft is for those no test reaches.
+    has_spec = await asyncio.to_thread(core_api.find_spec, doc.path) is not None
     for kernel in analysis.kernels:
         rng = analysis.lines.range_of(kernel.name_span, server.encoding)
         title = f"xpiler: {status}" if status else "xpiler: verify"
         lenses.append(
             types.CodeLens(range=rng, command=types.Command(title=title, command="xpiler.verify", arguments=[uri]))
         )
+        if not has_spec:
+            lenses.append(types.CodeLens(range=rng, command=types.Command(
+                title="xpiler: create test spec", command="xpiler.createSpec", arguments=[uri, kernel.name])))
     return lenses
 
 

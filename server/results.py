@@ -42,29 +42,33 @@ def client_can_show_documents(caps: types.ClientCapabilities | None) -> bool:
 
 async def create_file(server: Any, path: Path, content: str) -> tuple[bool, str]:
     """Create ``path`` with ``content`` in the client; (applied, failure reason)."""
-    uri = from_fs_path(str(path)) or path.as_uri()
+    return await create_files(server, {path: content})
+
+
+async def create_files(server: Any, files: dict[Path, str]) -> tuple[bool, str]:
+    """Create every file (a translation and the headers translated with it) in one undoable edit, never over
+    an existing file; (applied, failure reason)."""
     if not client_can_create_files(server.client_capabilities):
-        # The client cannot create files through an edit: create it here, exclusively (never overwrite).
-        try:
-            with open(path, "x", encoding="utf-8") as handle:
-                handle.write(content)
-        except OSError as exc:
-            return False, f"cannot create {path}: {exc.strerror}"
+        # The client cannot create files through an edit: create them here, exclusively (never overwrite).
+        for path, content in files.items():
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "x", encoding="utf-8") as handle:
+                    handle.write(content)
+            except OSError as exc:
+                return False, f"cannot create {path}: {exc.strerror}"
         return True, ""
-    edit = types.WorkspaceEdit(
-        document_changes=[
-            types.CreateFile(uri=uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False)),
-            types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
-                edits=[
-                    types.TextEdit(
-                        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
-                        new_text=content,
-                    )
-                ],
-            ),
-        ]
-    )
+    changes: list[types.CreateFile | types.TextDocumentEdit] = []
+    for path, content in files.items():
+        uri = from_fs_path(str(path)) or path.as_uri()
+        changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False)))
+        changes.append(types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
+            edits=[types.TextEdit(range=types.Range(start=types.Position(line=0, character=0),
+                                                    end=types.Position(line=0, character=0)), new_text=content)],
+        ))
+    path = next(iter(files))
+    edit = types.WorkspaceEdit(document_changes=changes)
     try:
         response = await asyncio.wait_for(
             server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=f"xpiler: create {path.name}")),

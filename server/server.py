@@ -41,6 +41,7 @@ COMMANDS = (
     "xpiler.cancel",
     "xpiler.showManifest",
     "xpiler.tune",
+    "xpiler.createSpec",
 )
 
 
@@ -112,6 +113,18 @@ class XpilerServer(LanguageServer):
         self.jobs.executor.shutdown(wait=False, cancel_futures=True)
         self.analysis_executor.shutdown(wait=False, cancel_futures=True)
         super().shutdown()
+
+    def workspace_root(self, path: str) -> str | None:
+        """The workspace folder holding ``path`` (the deepest one), or None."""
+        from pygls.uris import to_fs_path
+
+        try:
+            folders = list(self.workspace.folders.values())
+        except RuntimeError:
+            return None
+        roots = [to_fs_path(f.uri) or "" for f in folders]
+        inside = [r for r in roots if r and (path == r or path.startswith(r.rstrip("/") + "/"))]
+        return max(inside, key=len) if inside else None
 
     @property
     def encoding(self) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xpiler_core.diagnostics import Diagnostic, Severity, Span
+from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
 from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.model import KernelModel, build_model
 from xpiler_core.frontend.source import ParsedSource, parse_text
@@ -46,8 +46,8 @@ from xpiler_core.verify.toolchains import CompileVerdict, forget_toolchains
 log = logging.getLogger(__name__)
 
 __all__ = ["CaseResult", "Dialect", "KernelInfo", "ParsedSource", "PassEntry", "PassOutcome", "ProjectConfig",
-           "SourceVerification", "TranslationResult", "VerifyStep", "analyze_model", "available_targets",
-           "detect_dialect", "find_spec", "load_spec", "localize_failure", "output_suffix", "parse_text", "passes",
+           "SourceVerification", "SpecDraft", "TranslationResult", "VerifyStep", "XpilerError", "analyze_model", "available_targets",
+           "detect_dialect", "draft_spec", "find_spec", "load_spec", "localize_failure", "output_suffix", "parse_text", "passes",
            "repair", "run_pass", "target_diagnostics", "translate", "tune", "use_llm", "use_toolchains",
            "verify_source"]
 
@@ -213,6 +213,26 @@ def find_spec(path: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class SpecDraft:
+    """A test spec drafted from a kernel's signature: where to write it, its text, the values left to fill."""
+
+    path: str
+    text: str
+    to_fill: int
+
+
+def draft_spec(text: str, path: str, kernel: str | None = None) -> SpecDraft:
+    """Draft the test spec of ``kernel`` (default: the file's first) in ``path``'s folder as ``<kernel>.toml``."""
+    from xpiler_core.verify.spec_init import draft_spec as draft
+    from xpiler_core.verify.spec_init import placeholders
+
+    model = build_model(parse_text(text, path))
+    spec_text = draft(text, path, model, kernel)
+    entry = next(line.split('"')[1] for line in spec_text.splitlines() if line.startswith("entry = "))
+    return SpecDraft(str(Path(path).with_name(f"{entry}.toml")), spec_text, placeholders(spec_text))
+
+
 @dataclass
 class VerifyStep:
     """One verification step's outcome, for the job's live state."""
@@ -331,6 +351,35 @@ def verify_source(
     evidence.status, evidence.reason = status.value, reason
     evidence.passed = None if status is Status.NOT_EXECUTED else status is Status.VERIFIED
     return evidence
+
+
+def project_for(path: str, workspace_root: str | None, *, include_dirs: tuple[str, ...] = (),
+                defines: tuple[str, ...] = (), std: str | None = None,
+                program_args: tuple[str, ...] = ()) -> ProjectConfig:
+    """The build settings of a file in the editor: its compile_commands.json and xpiler.toml (from its folder
+    upward, then the workspace folder), with the client's settings added (relative dirs: the workspace's)."""
+    from xpiler_core.project import load_project
+
+    base = Path(workspace_root) if workspace_root else Path(path).parent
+    given = ProjectConfig(include_dirs=tuple(str((base / d).resolve()) for d in include_dirs), defines=defines,
+                          std=std, program_args=program_args, origins=("editor settings",))
+    return load_project(path, given, search_root=workspace_root)
+
+
+def status_anchor(parsed: ParsedSource | None, kernels: list[KernelInfo], result: TranslationResult) -> Span | None:
+    """Where in the user's file a translation's status belongs: ``main`` for a whole-program run, else the
+    kernel the tests launched, else the first kernel."""
+    if parsed is None:
+        return None
+    evidence = result.evidence
+    if evidence is not None and evidence.program is not None:
+        model = build_model(parsed)
+        main = next((f for f in model.functions if f.name == "main"), None)
+        if main is not None:
+            return main.name_span
+    entry = ((evidence.spec_info or {}).get("entry") if evidence is not None else None) or ""
+    kernel = next((k for k in kernels if k.name == entry), kernels[0] if kernels else None)
+    return kernel.name_span if kernel is not None else None
 
 
 def localize_failure(parsed: ParsedSource | None, kernel: KernelInfo | None, case: CaseResult) -> tuple[Span, str] | None:

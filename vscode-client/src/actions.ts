@@ -26,6 +26,7 @@ export const CLIENT_ACTIONS: readonly ClientAction[] = [
   { id: 'xpiler.verifyFile', title: 'Verify', serverCommand: 'xpiler.verify' },
   { id: 'xpiler.tuneKernel', title: 'Tune', serverCommand: 'xpiler.tune' },
   { id: 'xpiler.showManifestFile', title: 'Show manifest', serverCommand: 'xpiler.showManifest' },
+  { id: 'xpiler.createSpecFile', title: 'Create test spec', serverCommand: 'xpiler.createSpec' },
 ];
 
 export const RUN_PASS_PREFIX = 'Run pass: ';

@@ -128,6 +128,10 @@ def _require(table: dict[str, Any], key: str, kind: type | tuple[type, ...], pat
     return value
 
 
+# What ``xpiler spec init`` writes where the code does not determine a value.
+PLACEHOLDER = "FILL_ME"
+
+
 def load_spec(path: str | Path) -> KernelSpec:
     """Read and validate a spec file."""
     p = Path(path)
@@ -141,6 +145,14 @@ def load_spec(path: str | Path) -> KernelSpec:
         line = getattr(exc, "lineno", 1) - 1
         col = getattr(exc, "colno", 1) - 1
         raise XpilerError(f"invalid TOML: {exc}", str(p), max(line, 0), max(col, 0)) from None
+    for number, line_text in enumerate(text.splitlines()):
+        column = line_text.find(PLACEHOLDER)
+        if column >= 0 and not line_text.lstrip().startswith("#"):
+            key = line_text.split("=")[0].strip()
+            raise XpilerError(
+                f"'{key}' is still {PLACEHOLDER}: the drafted spec needs the value the code does not say",
+                str(p), number, column,
+            )
     return spec_from_table(table, p, text)
 
 
