@@ -24,6 +24,21 @@ __global__ void halves(const __half* a, const __half* b, __half* sum, float* f, 
   pairs[i] = __hmul2(p, __float2half2_rn(3.0f));
   cout[i] = __float2bfloat16(__bfloat162float(c[i]) * 2.0f + 1.0f);
 }
+// Lane-wise half2 comparisons (1.0/0.0 per lane) and the both-lanes __hb* forms; ordered unless *u.
+__global__ void half2_compare(const __half2* a, const __half2* b, __half2* gt, __half2* ne, __half2* neu,
+                              int* both_le, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  gt[i] = __hgt2(a[i], b[i]);
+  ne[i] = __hne2(a[i], b[i]);
+  neu[i] = __hneu2(a[i], b[i]);
+  both_le[i] = __hble2(a[i], b[i]);
+}
+extern "C" void t_half2_compare(const __half* a, const __half* b, __half* gt, __half* ne, __half* neu,
+                                int* both_le, int n) {
+  half2_compare<<<(n + 63) / 64, 64>>>((const __half2*)a, (const __half2*)b, (__half2*)gt, (__half2*)ne,
+                                       (__half2*)neu, both_le, n);
+}
 extern "C" void t_halves(const __half* a, const __half* b, __half* s, float* f, __half* pairs,
                          const __nv_bfloat16* c, __nv_bfloat16* co, int n) {
   halves<<<(n + 127) / 128, 128>>>(a, b, s, f, (__half2*)pairs, c, co, n);
@@ -178,6 +193,22 @@ def test_half_and_bfloat16_arithmetic(built_factory) -> None:  # type: ignore[no
     np.testing.assert_array_equal(pairs.reshape(n, 2)[:, 1], (b.astype(np.float32) * 3).astype(np.float16))
     exp_bf = float_to_bf16_bits(bf16_bits_to_float(c_bits) * np.float32(2) + np.float32(1))
     np.testing.assert_array_equal(cout, exp_bf)
+
+
+def test_half2_comparisons_match_numpy(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(CUDA_SOURCE)
+    n = 200
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3, 4, 2 * n).astype(np.float16)
+    b = rng.integers(-3, 4, 2 * n).astype(np.float16)
+    a[::7] = np.nan  # ordered comparisons are false on NaN, unordered ones true
+    zeros = [np.zeros(2 * n, np.float16) for _ in range(3)]
+    _, _, gt, ne, neu, both_le = lib.outputs("t_half2_compare", [a, b, *zeros, np.zeros(n, np.int32), np.int32(n)])
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(gt, np.greater(a, b).astype(np.float16))
+        np.testing.assert_array_equal(ne, (np.less(a, b) | np.greater(a, b)).astype(np.float16))
+        np.testing.assert_array_equal(neu, np.logical_not(np.equal(a, b)).astype(np.float16))
+        np.testing.assert_array_equal(both_le, np.less_equal(a, b).reshape(n, 2).all(axis=1).astype(np.int32))
 
 
 def test_wmma_row_and_col_major(built_factory) -> None:  # type: ignore[no-untyped-def]

@@ -22,12 +22,18 @@ __global__ void __launch_bounds__(128) builtins3d(int* out) {
   int block = bx + gx * (by + gy * bz);
   int local = tx + bdx * (ty + bdy * tz);
   int g = block * (bdx * bdy * bdz) + local;
-  out[4 * g + 0] = tx + 10 * ty + 100 * tz;
   out[4 * g + 1] = bx + 10 * by + 100 * bz;
   out[4 * g + 2] = bdx + 10 * bdy + 100 * bdz;
+  __syncthreads();  // after a barrier (the block runs as fibers) each thread still reads its own index
+  out[4 * g + 0] = threadIdx.x + 10 * threadIdx.y + 100 * threadIdx.z;
   out[4 * g + 3] = gx + 10 * gy + 100 * gridDim.z;
+  (void)tx; (void)ty; (void)tz;
 }
-extern "C" void t_builtins(int* out) { builtins3d<<<dim3(2, 3, 2), dim3(4, 2, 3)>>>(out); }
+// Host code may name its own launch shapes gridDim and blockDim, as CUDA allows.
+extern "C" void t_builtins(int* out) {
+  dim3 gridDim(2, 3, 2), blockDim(4, 2, 3);
+  builtins3d<<<gridDim, blockDim>>>(out);
+}
 
 template <typename T, int SCALE>
 __global__ void templated(const T* __restrict__ x, T* __restrict__ y, int n) {
@@ -104,6 +110,30 @@ __global__ void histogram(const int* bins, int* hist, unsigned* uhist, float* fs
 }
 extern "C" void t_histogram(const int* bins, int* hist, unsigned* uhist, float* fsum, double* dsum, int n) {
   histogram<<<64, 128>>>(bins, hist, uhist, fsum, dsum, n);
+}
+
+// CUDA has no atomicMax/atomicMin/atomicSub on float or double: programs define them (a CAS loop), and the
+// runtime must not define them a second time.
+__device__ float atomicMax(float* a, float v) {
+  int* bits = (int*)a; int old = *bits, assumed;
+  do { assumed = old; old = atomicCAS(bits, assumed, __float_as_int(fmaxf(v, __int_as_float(assumed)))); }
+  while (assumed != old);
+  return __int_as_float(old);
+}
+__device__ float atomicMin(float* a, float v) {
+  int* bits = (int*)a; int old = *bits, assumed;
+  do { assumed = old; old = atomicCAS(bits, assumed, __float_as_int(fminf(v, __int_as_float(assumed)))); }
+  while (assumed != old);
+  return __int_as_float(old);
+}
+__device__ float atomicSub(float* a, float v) { return atomicAdd(a, -v); }
+__device__ double atomicMax(double* a, double v) {
+  unsigned long long* bits = (unsigned long long*)a; unsigned long long old = *bits, assumed;
+  do {
+    assumed = old;
+    old = atomicCAS(bits, assumed, __double_as_longlong(fmax(v, __longlong_as_double(assumed))));
+  } while (assumed != old);
+  return __longlong_as_double(old);
 }
 
 __global__ void atomic_zoo(const int* v, int* r, unsigned* u, float* f, double* d, int n) {

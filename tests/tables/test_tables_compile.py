@@ -81,3 +81,25 @@ def test_every_cuda_name_is_declared_by_cuda() -> None:
     missing = undeclared("nvcc", 1)
     wrong = [(t, c) for t, c, _h, s in rows() if s != "legacy" and c in missing]
     assert not wrong, f"CUDA names nvcc does not declare: {wrong}"
+
+
+def _compiles(compiler: str, source: str) -> bool:
+    probe = Path(f"/tmp/xpiler-overload-probe-{os.getpid()}" + (".hip" if compiler == "hipcc" else ".cu"))
+    probe.write_text(source)
+    command = ([compiler, "--offload-arch=gfx90a", "-fsyntax-only", str(probe)] if compiler == "hipcc"
+               else [compiler, "-arch=sm_90", "-std=c++17", "-c", str(probe), "-o", "/dev/null"])
+    env = {**os.environ, "HIP_PLATFORM": "amd"}
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env).returncode == 0
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+@pytest.mark.skipif(shutil.which("hipcc") is None or shutil.which("nvcc") is None, reason="needs hipcc and nvcc")
+@pytest.mark.parametrize("name", sorted(raw_table("hip_wider_overloads")["functions"]))
+def test_wider_overloads_exist_in_hip_and_not_in_cuda(name: str) -> None:
+    """Each row of hip_wider_overloads.toml: HIP accepts the call on every listed type, CUDA on none."""
+    for element in raw_table("hip_wider_overloads")["functions"][name]["types"]:
+        call = f"__global__ void probe({element}* p) {{ {name}(p, ({element})1); }}\n"
+        assert _compiles("hipcc", "#include <hip/hip_runtime.h>\n" + call), (name, element, "hipcc")
+        assert not _compiles("nvcc", call), (name, element, "nvcc")

@@ -17,6 +17,7 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
+from xpiler_core.plans._macro_view import as_source_build_saw
 from xpiler_core.runtime.rewrite import rewrite_for_cpu
 
 SIMT_DIR = "xpiler_simt"
@@ -24,7 +25,7 @@ SIMT_DIR = "xpiler_simt"
 _NOT_SIMT = ("bang.h", "cnrt.h", "mlu.h", "xpiler_bang.h")
 # CUDA/HIP headers the SIMT set provides: a portable file includes the set's own copy.
 _SHIM_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)[<"]((?:cuda|hip|cooperative_groups|mma|math_constants|'
-                           r'device_|rocwmma)[\w./]*)[>"]', re.MULTILINE)
+                           r'device_|rocwmma|cuComplex)[\w./]*)[>"]', re.MULTILINE)
 
 
 @cache
@@ -64,7 +65,7 @@ def launcher(kernel: A.Function, entry: str, grid: str, block: str, shared: str,
 def portable_candidate(source: str, dialect: Dialect, warp: int, reason: str, tail: str = "") -> str:
     """The CPU C++ file of the portable tier for ``source`` (CUDA or HIP) plus ``tail`` (a launcher)."""
     body = _SHIM_INCLUDE.sub(lambda m: f'{m.group(1)}"{SIMT_DIR}/{m.group(2)}"', source + tail)
-    body = rewrite_for_cpu(body, dialect).text
+    body = as_source_build_saw(rewrite_for_cpu(body, dialect).text)  # the checks build it with -fopenmp
     hip = dialect is Dialect.HIP
     runtime = f"{SIMT_DIR}/hip/hip_runtime.h" if hip else f"{SIMT_DIR}/cuda_runtime.h"
     why = " ".join(reason.split())[:300]

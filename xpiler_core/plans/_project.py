@@ -190,8 +190,14 @@ class ProjectFiles:
 
     def inline_device_headers(self) -> tuple[str, list[str]]:
         """The unit's text with every local header that holds device code inlined at its first include
-        (CPU/BANG plans see all kernels in one module), and the headers inlined."""
-        device = self.device_headers()
+        (CPU/BANG plans see all kernels in one module), and the headers inlined. For CPU output, headers whose
+        conditions test a macro only the CPU build defines are inlined too, to be read as the source's build
+        read them (plans/_macro_view.py)."""
+        from xpiler_core.plans._macro_view import tests_cpu_build_macros
+
+        device = dict(self.device_headers())
+        if self.target is Dialect.C:
+            device.update({p: t for p, t in self.headers.items() if tests_cpu_build_macros(t)})
         if not device:
             return self.unit.text, []
         seen: set[str] = set()

@@ -28,6 +28,7 @@ from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
 from xpiler_core.passes.driver import run_passes
+from xpiler_core.plans._macro_view import as_source_build_saw
 from xpiler_core.plans._portable import launcher, portable_candidate, simt_headers
 from xpiler_core.plans._project import ProjectFiles
 from xpiler_core.printer import print_module
@@ -204,7 +205,8 @@ def plan(
     project = ProjectFiles.of(original, options, Dialect.C)
     own = ProjectFiles.of(unit, options, Dialect.C)
     inlined_text, inlined = own.inline_device_headers()
-    whole = own.with_units_inlined(inlined_text)  # the program's other units too: one module, every kernel
+    # the program's other units too (one module, every kernel), conditions read as the GPU build read them
+    whole = as_source_build_saw(own.with_units_inlined(inlined_text))
     inlined = inlined + [name for name in own.other_units()]
     work = unit if whole == unit.text else unit.with_text(whole)
     spec = load_spec(options.spec_path) if options.spec_path else None
@@ -245,7 +247,8 @@ def plan(
             floor = _portable_attempt(original, work if original is unit else original, inlined, tests, spec, options,
                                       project, runner, source_warp, refused, Path(tmp), progress, cancel)
             compiles = floor is not None and floor.evidence.compile is not None and floor.evidence.compile.ok
-            if floor is not None and (_passed(floor) or (candidate is None and compiles)):
+            structural_builds = candidate is not None and evidence.compile is not None and evidence.compile.ok
+            if floor is not None and (_passed(floor) or (not structural_builds and compiles)):
                 ctx.notes.append(f"portable tier: {refused}")
                 candidate, records, evidence = floor.candidate, floor.records, floor.evidence
                 if _passed(floor):
@@ -289,7 +292,10 @@ def _portable_attempt(original: ParsedUnit, work: ParsedUnit, inlined: list[str]
         entry = f"xp_launch_{kernel.name}"
         tail = launcher(kernel, entry, launch["grid"], launch["block"], launch.get("shared_bytes", "0"),
                         launch.get("launch_params", ""))
-        host_spec = dataclasses.replace(kernel_spec, entry=entry, kind="host")
+        # the launcher is the entry under test; the reference stays the kernel as the spec named it
+        host_spec = dataclasses.replace(kernel_spec, entry=entry, kind="host",
+                                        reference_entry=kernel_spec.reference_entry or kernel_spec.entry,
+                                        reference_kind=kernel_spec.reference_kind or kernel_spec.kind)
         if launch.get("launch_params"):
             host_spec = spec_with_launch_args(host_spec, launch["launch_params"], tmp / "portable-launch")
         checked = dataclasses.replace(tests, specs=[host_spec])

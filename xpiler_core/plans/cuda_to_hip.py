@@ -16,6 +16,7 @@ DEFAULT_PASSES = [
     "tensor_cores",
     "cooperative_groups",
     "intrinsics_compat",
+    "wider_overloads",
     "launch_bounds",
     "api_map",
 ]

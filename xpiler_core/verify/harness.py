@@ -9,7 +9,6 @@ child process in a temp dir with time and memory limits (:mod:`xpiler_core.runti
 from __future__ import annotations
 
 import importlib.util
-import re
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -31,6 +30,7 @@ from xpiler_core.verify.entry_shim import add_entry_shim
 from xpiler_core.verify.expr import ExprError, evaluate_int
 from xpiler_core.verify.inputs import case_inputs, to_view
 from xpiler_core.verify.spec import KernelSpec
+from xpiler_core.verify.toolchains import is_cplusplus
 
 
 @dataclass
@@ -120,10 +120,6 @@ def default_warp_size(dialect: Dialect) -> int:
     return 64 if dialect is Dialect.HIP else 32
 
 
-def _needs_cplusplus(text: str) -> bool:
-    return bool(re.search(r'extern\s+"C"|\btemplate\s*<|\bstd::|#\s*include\s*<c[a-z]+>|\bnamespace\b', text))
-
-
 def build_program(program: Program, spec: KernelSpec, workdir: Path, build: BuildSettings | None = None) -> BuiltProgram:
     glue = ""
     if program.kind == "kernel" and program.dialect in (Dialect.CUDA, Dialect.HIP):
@@ -139,7 +135,7 @@ def build_program(program: Program, spec: KernelSpec, workdir: Path, build: Buil
         warp_size=program.warp_size,
         display_name=program.display_name,
         extra=glue,
-        cplusplus_c=program.dialect is Dialect.C and _needs_cplusplus(program.text),
+        cplusplus_c=program.dialect is Dialect.C and is_cplusplus(program.text),
         build=build,
     )
     return BuiltProgram(program, built)
@@ -331,7 +327,7 @@ def _program(
     elif kind == "host" and not spec.entry_shim:
         # a host entry with C++ linkage cannot be found by dlsym under its source name: call it through a
         # forwarder with C linkage
-        as_cplusplus = dialect is not Dialect.C or _needs_cplusplus(text)
+        as_cplusplus = dialect is not Dialect.C or is_cplusplus(text)
         shimmed = add_entry_shim(text, dialect, entry, display, built_as_cplusplus=as_cplusplus)
         if shimmed is not None:
             text, entry = shimmed

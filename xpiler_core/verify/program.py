@@ -365,8 +365,9 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
 
         source = run_source()
         why = source.failure()
-        if not why and own_verdict(source.stdout) == "FAIL":
-            why = "fails its own check"
+        if own_verdict(source.stdout) == "FAIL" and (not why or (source.built and not source.timed_out
+                                                              and (source.exit_code or 0) > 0)):
+            why = "fails its own check"  # it printed FAIL (and exited non-zero for it): say that, not the status
         if why:
             return ProgramReport(source, None, False, True, why, own_verdict(source.stdout), args=args)
         if cancel is not None:

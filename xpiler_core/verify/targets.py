@@ -21,7 +21,7 @@ from xpiler_core.progress import CancelToken
 from xpiler_core.project import BuildSettings
 from xpiler_core.verify.harness import SpecReport, run_spec
 from xpiler_core.verify.spec import KernelSpec
-from xpiler_core.verify.toolchains import CompileVerdict, compile_check
+from xpiler_core.verify.toolchains import CompileVerdict, compile_check, is_cplusplus
 
 
 @dataclass
@@ -61,8 +61,7 @@ def host_isa() -> str:
 def gcc_verdict(candidate: str, build: BuildSettings | None = None) -> CompileVerdict:
     """The GNU compiler's verdict on a CPU candidate: g++ when it is C++ (the prelude, ``extern "C"``), as
     the harness builds it, else gcc."""
-    cplusplus = 'extern "C"' in candidate or "namespace" in candidate or "template" in candidate
-    return compile_check(candidate, Dialect.C, toolchain="g++" if cplusplus else None, flags=("-fopenmp",),
+    return compile_check(candidate, Dialect.C, toolchain="g++" if is_cplusplus(candidate) else None, flags=("-fopenmp",),
                          build=build)
 
 

@@ -86,6 +86,17 @@ def detect_toolchains() -> dict[str, Toolchain]:
     return found
 
 
+_CPLUSPLUS = re.compile(
+    r'extern\s+"C"|\btemplate\s*<|::|\bnamespace\b|\bclass\s+\w+\s*[:{]|#\s*include\s*[<"][\w/]*\b[a-z_]+[>"]'
+    r'|#\s*include\s*"xpiler_simt/')  # the portable tier's SIMT headers are C++
+
+
+def is_cplusplus(cpu_text: str) -> bool:
+    """Whether a CPU file is C++ (a scope operator, a template, a namespace, a class, ``extern "C"``, an
+    extension-less standard header such as ``<cstdio>``, the portable tier's headers): the one test every build of CPU output uses."""
+    return bool(_CPLUSPLUS.search(cpu_text))
+
+
 def default_toolchain(dialect: Dialect, cplusplus: bool = False) -> str:
     return {Dialect.CUDA: "nvcc", Dialect.HIP: "hipcc"}.get(dialect, "g++" if cplusplus else "gcc")
 

@@ -1047,8 +1047,13 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                     n, A.Call) and isinstance(n.func, A.Name) and n.func.id in renamed and len(n.args) >= 3
                     and isinstance(n.args[0], A.Call) and n.args[0].callee == "dim3" else None)
             if item.is_device:
+                # internal linkage, unless the function is part of the program's interface: callable from host
+                # code or declared before (a prototype without static: static after it is an error)
+                local = "static" not in item.qualifiers and "__host__" not in item.qualifiers and not any(
+                    re.search(rf"\b{re.escape(item.name)}\s*\(", p.text) and "static" not in p.text
+                    for p in module.items if isinstance(p, A.Opaque))
                 item = A.replace(item, qualifiers=(*(q for q in item.qualifiers if q not in A.DEVICE_QUALIFIERS),
-                                                   "static") if "static" not in item.qualifiers else item.qualifiers)
+                                                   *(("static",) if local else ())))
         items.append(item)
     items.extend(wrappers)
     if dropped:

@@ -278,20 +278,17 @@ template <class T, class V> static inline T atomicXor(T* p, V v) { T old; _Pragm
 template <class T, class V> static inline T atomicInc(T* p, V lim_) { T lim = (T)lim_; T old = __atomic_load_n(p, __ATOMIC_SEQ_CST); while (!__atomic_compare_exchange_n(p, &old, old >= lim ? 0 : old + 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {} return old; }
 template <class T, class V> static inline T atomicExch(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p = (T)v; } return old; }
 template <class T, class C, class V> static inline T atomicCAS(T* p, C cmp, V v) { T c = (T)cmp; __atomic_compare_exchange_n(p, &c, (T)v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); return c; }
+/* Max/min by compare-and-swap on the bytes (the generic builtins take float and double too). Templates, so a
+   program's own non-template atomicMax(float*, float) (CUDA has none) is the better match and no clash. */
 template <class T, class V> static inline T atomicMax(T* p, V v) {
-  T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-  while ((T)v > old && !__atomic_compare_exchange_n(p, &old, (T)v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  T old, nv = (T)v; __atomic_load(p, &old, __ATOMIC_SEQ_CST);
+  while (nv > old && !__atomic_compare_exchange(p, &old, &nv, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
   return old;
 }
 template <class T, class V> static inline T atomicMin(T* p, V v) {
-  T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-  while ((T)v < old && !__atomic_compare_exchange_n(p, &old, (T)v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  T old, nv = (T)v; __atomic_load(p, &old, __ATOMIC_SEQ_CST);
+  while (nv < old && !__atomic_compare_exchange(p, &old, &nv, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
   return old;
-}
-static inline float atomicMax(float* p, float v) {
-  unsigned int* u = (unsigned int*)p; unsigned int old = __atomic_load_n(u, __ATOMIC_SEQ_CST);
-  for (;;) { float f; memcpy(&f, &old, 4); if (!(v > f)) return f; unsigned int nv; memcpy(&nv, &v, 4);
-    if (__atomic_compare_exchange_n(u, &old, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return f; }
 }
 /* Host API: device memory is host memory. Headers that test for the CUDA runtime's own include guards
    (helper libraries) see it, since this prelude provides its vocabulary. */
@@ -299,6 +296,15 @@ static inline float atomicMax(float* p, float v) {
 #define __CUDA_RUNTIME_H__
 #define __CUDA_RUNTIME_H_
 #define __DRIVER_TYPES_H__
+#endif
+/* Execution-space qualifiers left in project headers the translation includes as they are (classes with
+   __host__ __device__ members): every function is a host function here. */
+#ifndef __host__
+#define __host__
+#define __device__
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(...)
 #endif
 struct dim3 {
   unsigned int x, y, z;

@@ -46,15 +46,24 @@ inline unsigned short atomicCAS(unsigned short* a, unsigned short cmp, unsigned 
   return cmp;
 }
 
-#define XPILER_FLOAT_ATOMICS(T)                                                                        \
-  inline T atomicAdd(T* a, T v) { return ::xpiler::atomic_update(a, [v](T o) { return o + v; }); }     \
+// CUDA has atomicAdd on float and double and atomicExch on float only; HIP adds atomicSub, atomicMax and
+// atomicMin on both and atomicExch on double (probed with nvcc 13 and hipcc). CUDA programs define those
+// themselves (a CAS loop), so the runtime offers each only where the dialect does.
+#define XPILER_FLOAT_ATOMIC_ADD(T) \
+  inline T atomicAdd(T* a, T v) { return ::xpiler::atomic_update(a, [v](T o) { return o + v; }); }
+#define XPILER_FLOAT_ATOMICS_HIP(T)                                                                    \
   inline T atomicSub(T* a, T v) { return ::xpiler::atomic_update(a, [v](T o) { return o - v; }); }     \
   inline T atomicMax(T* a, T v) { return ::xpiler::atomic_update(a, [v](T o) { return o > v ? o : v; }); } \
-  inline T atomicMin(T* a, T v) { return ::xpiler::atomic_update(a, [v](T o) { return o < v ? o : v; }); } \
-  inline T atomicExch(T* a, T v) { return ::xpiler::atomic_update(a, [v](T) { return v; }); }
+  inline T atomicMin(T* a, T v) { return ::xpiler::atomic_update(a, [v](T o) { return o < v ? o : v; }); }
 
-XPILER_FLOAT_ATOMICS(float)
-XPILER_FLOAT_ATOMICS(double)
+XPILER_FLOAT_ATOMIC_ADD(float)
+XPILER_FLOAT_ATOMIC_ADD(double)
+inline float atomicExch(float* a, float v) { return ::xpiler::atomic_update(a, [v](float) { return v; }); }
+#ifdef XPILER_DIALECT_HIP
+XPILER_FLOAT_ATOMICS_HIP(float)
+XPILER_FLOAT_ATOMICS_HIP(double)
+inline double atomicExch(double* a, double v) { return ::xpiler::atomic_update(a, [v](double) { return v; }); }
+#endif
 
 inline unsigned atomicInc(unsigned* a, unsigned limit) {
   return ::xpiler::atomic_update(a, [limit](unsigned o) { return o >= limit ? 0u : o + 1; });

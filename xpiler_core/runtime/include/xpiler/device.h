@@ -27,10 +27,7 @@
 #define __cluster_dims__(...)
 #define __builtin_assume_aligned_(p, n) (p)
 
-#define threadIdx (::xpiler::thread_idx())
-#define blockIdx (::xpiler::block_idx())
-#define blockDim (::xpiler::block_dim())
-#define gridDim (::xpiler::grid_dim())
+// threadIdx, blockIdx, blockDim, gridDim: thread-local variables the engine keeps current (engine.h).
 constexpr int warpSize = XPILER_WARP_SIZE;
 
 // ---- barriers ---------------------------------------------------------------------------------------------

@@ -34,6 +34,13 @@
 
 #include "types.h"
 
+// The builtins are variables, not macros, so host code may name its own locals gridDim or blockDim as CUDA
+// allows; the engine stores the running lane's and block's values into them before any of its code runs.
+inline thread_local uint3 threadIdx{0, 0, 0};
+inline thread_local uint3 blockIdx{0, 0, 0};
+inline thread_local dim3 blockDim;
+inline thread_local dim3 gridDim;
+
 #ifndef XPILER_WARP_SIZE
 #define XPILER_WARP_SIZE 32
 #endif
@@ -251,6 +258,12 @@ inline void yield_to_scheduler(Worker* w) {
 #endif
 
 // ---- fiber entries ------------------------------------------------------------------------------------
+// Every switch to a lane goes through here: the lane and its threadIdx become current together.
+inline void enter_lane(Worker* w, Lane* lane) {
+  w->cur = lane;
+  ::threadIdx = lane->idx;
+}
+
 inline XPILER_ENTRY(lane_entry) {
   Worker* w = tls_worker;
   XPILER_ENTRY_PROLOGUE(w);
@@ -265,7 +278,7 @@ inline XPILER_ENTRY(driver_entry) {
   Worker* w = tls_worker;
   XPILER_ENTRY_PROLOGUE(w);
   for (unsigned i = 0; i < w->nthreads; ++i) {
-    w->cur = &w->lanes[i];
+    enter_lane(w, &w->lanes[i]);
     w->cur->state = kRunnable;
     w->call->invoke(w->call->data);
     w = tls_worker;
@@ -421,7 +434,7 @@ inline void run_sweeps(Worker* w) {
         l.state = kRunnable;
       }
       if (l.state == kRunnable) {
-        w->cur = &l;
+        enter_lane(w, &l);
         resume(w, l.ctx);
       }
       alive |= l.state != kDone;
@@ -461,6 +474,9 @@ inline void run_sweeps(Worker* w) {
 inline void run_block(Worker* w, const KernelCall* call, uint3 bidx) {
   w->block_idx = bidx;
   w->block_serial = ++tls_block_serial;
+  ::blockIdx = bidx;
+  ::blockDim = w->block_dim;
+  ::gridDim = w->grid_dim;
   for (SharedFiller f : file_scope_shared()) f();
   w->call = call;
   const dim3 b = w->block_dim;
@@ -487,7 +503,7 @@ inline void run_block(Worker* w, const KernelCall* call, uint3 bidx) {
   w->driver_stack = w->take_stack();
   Context driver;
   make_context(driver, w, w->driver_stack, driver_entry);
-  w->cur = &w->lanes[0];
+  enter_lane(w, &w->lanes[0]);
   resume(w, driver);
   if (w->driver_done) {
     w->give_stack(w->driver_stack);

@@ -93,7 +93,13 @@ inline float bf16_bits_to_float(uint16_t b) {
   inline H __hmin(H a, H b) { return H(fminf(float(a), float(b))); }                                \
   inline H __hadd_sat(H a, H b) { float r = float(a) + float(b); return H(r < 0 ? 0.f : r > 1 ? 1.f : r); } \
   inline bool __heq(H a, H b) { return a == b; }                                                    \
-  inline bool __hne(H a, H b) { return a != b; }                                                    \
+  inline bool __hne(H a, H b) { return a < b || a > b; } /* ordered: false when either is NaN */      \
+  inline bool __hneu(H a, H b) { return !(a == b); }                                                \
+  inline bool __hequ(H a, H b) { return !(a < b || a > b); }                                        \
+  inline bool __hltu(H a, H b) { return !(a >= b); }                                                \
+  inline bool __hleu(H a, H b) { return !(a > b); }                                                 \
+  inline bool __hgtu(H a, H b) { return !(a <= b); }                                                \
+  inline bool __hgeu(H a, H b) { return !(a < b); }                                                 \
   inline bool __hlt(H a, H b) { return a < b; }                                                     \
   inline bool __hle(H a, H b) { return a <= b; }                                                    \
   inline bool __hgt(H a, H b) { return a > b; }                                                     \
@@ -112,6 +118,12 @@ inline float bf16_bits_to_float(uint16_t b) {
   inline H hceil(H a) { return H(ceilf(float(a))); }                                                \
   inline H2_FN(H)
 
+#define XPILER_H2_COMPARE(H, op)                                                                     \
+  inline H##2 __h##op##2(H##2 a, H##2 b) {                                                          \
+    return H##2(H(__h##op(a.x, b.x) ? 1.0f : 0.0f), H(__h##op(a.y, b.y) ? 1.0f : 0.0f));            \
+  }                                                                                                 \
+  inline bool __hb##op##2(H##2 a, H##2 b) { return __h##op(a.x, b.x) && __h##op(a.y, b.y); }
+
 // Packed-pair helpers, spelled per type below.
 #define H2_FN(H)                                                                                     \
   H##2 __hadd2(H##2 a, H##2 b) { return a + b; }                                                    \
@@ -124,6 +136,10 @@ inline float bf16_bits_to_float(uint16_t b) {
   inline H##2 __hmax2(H##2 a, H##2 b) { return H##2(__hmax(a.x, b.x), __hmax(a.y, b.y)); }          \
   inline H##2 __hmin2(H##2 a, H##2 b) { return H##2(__hmin(a.x, b.x), __hmin(a.y, b.y)); }          \
   inline H __low2half_(H##2 a) { return a.x; }                                                      \
+  /* lane-wise comparisons: 1.0 where true, 0.0 where false; the __hb* forms: true when both lanes are */  \
+  XPILER_H2_COMPARE(H, eq) XPILER_H2_COMPARE(H, ne) XPILER_H2_COMPARE(H, lt) XPILER_H2_COMPARE(H, le)   \
+  XPILER_H2_COMPARE(H, gt) XPILER_H2_COMPARE(H, ge) XPILER_H2_COMPARE(H, equ) XPILER_H2_COMPARE(H, neu) \
+  XPILER_H2_COMPARE(H, ltu) XPILER_H2_COMPARE(H, leu) XPILER_H2_COMPARE(H, gtu) XPILER_H2_COMPARE(H, geu) \
   inline H##2 h2exp(H##2 a) { return H##2(hexp(a.x), hexp(a.y)); }                                  \
   inline H##2 h2sqrt(H##2 a) { return H##2(hsqrt(a.x), hsqrt(a.y)); }
 

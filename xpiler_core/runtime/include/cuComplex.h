@@ -1,0 +1,4 @@
+// cuComplex.h on the CPU runtime.
+#pragma once
+#include "cuda_runtime.h"
+#include "xpiler/complex.h"
