@@ -105,14 +105,26 @@ def translate(program: dict[str, object], main: Path, work: Path, target: str, t
     return row
 
 
+def source_runs_by_program(rows: list[Row]) -> dict[str, bool | None]:
+    """Whether each program's source runs on the runtime, from any direction's whole-program run: the source
+    run is the same in every direction, but a direction whose output did not build never got to run it."""
+    known: dict[str, bool | None] = {}
+    for row in rows:
+        if row.source_runs is not None and known.get(row.program) is not True:
+            known[row.program] = row.source_runs
+        known.setdefault(row.program, None)
+    return known
+
+
 def table(rows: list[Row], targets: list[str]) -> str:
+    source_runs = source_runs_by_program(rows)
     lines = ["| direction | programs | source runs | verified | compiled, not executed | unresolved | error | "
              "verified / source runs | output compiles | tracebacks | time-outs |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for target in targets:
         mine = [r for r in rows if r.target == target]
         counts = Counter(r.status for r in mine)
-        runs = sum(1 for r in mine if r.source_runs)
+        runs = sum(1 for r in mine if source_runs[r.program])
         verified = counts.get("verified", 0)
         compiled = sum(1 for r in mine if r.compiled)
         rate = f"{100 * verified / runs:.0f} %" if runs else "-"
@@ -151,11 +163,12 @@ def main() -> int:
     print()
     print(table(rows, targets))
     print()
+    source_runs = source_runs_by_program(rows)
     for target in targets:
         for row in rows:
             if row.target == target and row.status != "verified":
                 print(f"- cuda->{target} {row.program} [{row.status}]"
-                      + (" (source runs)" if row.source_runs else "") + f": {row.reason}")
+                      + (" (source runs)" if source_runs[row.program] else "") + f": {row.reason}")
     return 0
 
 
