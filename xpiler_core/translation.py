@@ -68,6 +68,7 @@ class TranslateOptions:
     repair: bool = True  # try a local SMT repair (xpiler_core/repair) when the candidate fails its spec
     source_dialect: Dialect | None = None  # None: detected from the code compiled for the source platform
     project: ProjectConfig | None = None  # include dirs, defines, program arguments (xpiler_core/project.py)
+    output_path: str | None = None  # where the translation is written (compiler messages name that file)
 
 
 @dataclass
@@ -363,6 +364,11 @@ def output_suffix(target: Dialect) -> str:
     return _OUTPUT_SUFFIX.get(target, target.suffix)
 
 
+def output_display_name(options: TranslateOptions, path: str) -> str:
+    """The name compiler messages about the candidate use: the output file the user will open."""
+    return Path(options.output_path or suggested_output_path(path, options.target)).name
+
+
 def suggested_output_path(path: str, target: Dialect) -> str:
     p = Path(path)
     candidate = p.with_suffix(output_suffix(target))
@@ -426,6 +432,7 @@ class SourceRecord(TypedDict):
     dialect: str
     sha256: str
     includes: NotRequired[dict[str, str]]  # local headers read with the file: path → sha256
+    project: NotRequired[dict[str, Any]]  # the settings it was built with (compile_commands.json, xpiler.toml, flags)
 
 
 class OptionsRecord(TypedDict):
@@ -610,11 +617,14 @@ def build_manifest(
     warp_size: int | None,
     timings: dict[str, float],
     includes: dict[str, str] | None = None,
+    project: ProjectConfig | None = None,
 ) -> Manifest:
     source_record: SourceRecord = {"path": str(Path(path).resolve()) if Path(path).exists() else path,
                                    "dialect": source.value, "sha256": sha256_text(text)}
     if includes:
         source_record["includes"] = dict(includes)
+    if project is not None:
+        source_record["project"] = project.to_dict()
     options_record: OptionsRecord = {
         "target": target.value, "source_dialect": source.value, "warp_size": warp_size,
         "spec_path": options.spec_path, "verify": options.verify, "seed": options.seed,
@@ -743,9 +753,14 @@ def finish_translation(
     refused: str = "",
     includes: dict[str, str] | None = None,
     companions: dict[str, str] | None = None,
+    project: ProjectConfig | None = None,
 ) -> TranslationResult:
     """The result of a plan: the status decided once, the summary, the diagnostics and the manifest."""
     status, reason = decide_status(evidence, unresolved, produced=candidate is not None, refused=refused)
+    missing = [d.message.split("'")[1] for d in diagnostics if d.code == "project.include" and "'" in d.message]
+    if missing and status is not Status.VERIFIED:
+        # whatever failed, a header the project's flags do not reach is the first thing to fix
+        reason = f"{reason} (project header(s) not found: {', '.join(missing[:3])}; give -I DIR)"
     seconds = time.perf_counter() - started
     summary = make_summary(source, target, records, evidence, status, reason, seconds, warp_size)
     all_timings = {"compile": evidence.seconds_compile, "tests": evidence.seconds_tests, **(timings or {}),
@@ -753,7 +768,7 @@ def finish_translation(
     manifest = build_manifest(source=source, target=target, text=text, path=path, candidate=candidate or "",
                               options=options, records=records, evidence=evidence, status=status, reason=reason,
                               unresolved=unresolved, notes=notes, warp_size=warp_size, timings=all_timings,
-                              includes={p: sha256_text(t) for p, t in (includes or {}).items()})
+                              includes={p: sha256_text(t) for p, t in (includes or {}).items()}, project=project)
     manifest["candidates"] = list(candidates or [])
     return TranslationResult(
         source_path=path, source_dialect=source, target=target, output_text=candidate or "",

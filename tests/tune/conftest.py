@@ -8,10 +8,6 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-RELU_SPEC = ROOT / "benchmarks" / "suite" / "activation" / "relu" / "spec.toml"
-RELU_SOURCE = RELU_SPEC.parent / "relu.cu"
-
 
 @pytest.fixture(scope="module", autouse=True)
 def tune_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import RELU_SOURCE, RELU_SPEC
+from tune_cases import RELU_SOURCE, RELU_SPEC
 
 from xpiler_core.dialect import Dialect
 from xpiler_core.plans import cuda_to_cpu

@@ -5,15 +5,16 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import RELU_SOURCE, RELU_SPEC
+from tune_cases import RELU_SOURCE, RELU_SPEC
 
 from xpiler_core.cli import main as cli_main
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect
 from xpiler_core.progress import Cancelled, CancelToken
 from xpiler_core.tune import Config, TuneEvent, TuneOptions, TuneResult, reproduce, tune, tune_stream
+from xpiler_core.tune.cpu_problem import session_records
 from xpiler_core.tune.measure import MeasureSettings
-from xpiler_core.tune.records import RecordStore, sha256_text
+from xpiler_core.tune.records import sha256_text
 from xpiler_core.verify.harness import run_spec
 from xpiler_core.verify.spec import load_spec
 
@@ -53,7 +54,7 @@ def test_events_stream_in_order_with_best_figures(tuned) -> None:
 
 def test_best_is_reproducible_from_its_record(tuned) -> None:
     result, _ = tuned
-    store = RecordStore(RELU_SOURCE.read_text(), "cuda->cpu", RELU_SPEC.read_text(), result.case_index)
+    store = session_records(RELU_SOURCE.read_text(), str(RELU_SOURCE), load_spec(RELU_SPEC), result.case_index)
     record = store.best()
     assert record is not None and record.text_sha256 == result.best.text_sha256
     rebuilt = reproduce(RELU_SOURCE.read_text(), str(RELU_SOURCE), str(RELU_SPEC), Config.from_dict(record.config))
@@ -69,7 +70,7 @@ def test_retuning_resumes_from_the_records(tuned) -> None:
     assert again.trials_measured == 0 and again.trials_resumed == first.trials_measured
     assert {c.text_sha256 for c in again.candidates} == {c.text_sha256 for c in first.candidates}
     # a larger budget searches further; nothing measured before is measured again
-    store = RecordStore(RELU_SOURCE.read_text(), "cuda->cpu", RELU_SPEC.read_text(), first.case_index)
+    store = session_records(RELU_SOURCE.read_text(), str(RELU_SOURCE), load_spec(RELU_SPEC), first.case_index)
     before = len(store.trials())
     more = tune(RELU_SOURCE.read_text(), str(RELU_SOURCE), _options(6))
     assert more.trials_resumed >= 1 and more.trials_measured + more.trials_resumed <= 6

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from xpiler_core.cli.translate import add_project_flags, project_from_args
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.source import decode_source
+from xpiler_core.project import build_settings, load_project
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,6 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--case", type=int, action="append", help="run only this case index (repeatable)")
     p.add_argument("--seed", type=int, default=0)
+    add_project_flags(p, programs=False)
     p.set_defaults(func=run)
 
 
@@ -49,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
     kind = args.kind
     if text is not None and kind is None and dialect is Dialect.C:
         kind = "host"
+    # the project's flags (compile_commands.json / xpiler.toml beside the spec's source, then -I/-D/--std) reach
+    # the build of the source, of its reference and of the candidate
+    project = load_project(str(spec.source), project_from_args(args))
+    source_text = spec.source.read_text(encoding="utf-8", errors="replace") if spec.source.is_file() else ""
+    reference = Path(spec.reference_source) if spec.reference_source else spec.source
+    reference_text = reference.read_text(encoding="utf-8", errors="replace") if reference.is_file() else ""
     report = run_spec(
         spec,
         candidate_text=text,
@@ -58,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         warp_size=args.warp_size,
         cases=args.case,
         seed=args.seed,
+        build=build_settings(project, str(args.candidate or spec.source), text if text is not None else source_text),
+        reference_build=build_settings(project, str(reference), reference_text),
     )
     print(f"{spec.name}: {report.summary()}")
     return 0 if report.passed else 1

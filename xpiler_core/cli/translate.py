@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xpiler_core.diagnostics import Severity, XpilerError
@@ -72,13 +73,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def add_project_flags(parser: argparse.ArgumentParser) -> None:
-    """``-I``, ``-D``, ``--std`` and program arguments: what the compilers and the program runs get, on top of
-    ``compile_commands.json`` and ``xpiler.toml`` found upward from the file."""
+def add_project_flags(parser: argparse.ArgumentParser, *, programs: bool = True) -> None:
+    """``-I``, ``-D``, ``--std`` (and, where whole programs run, their arguments and units): what the compilers
+    and the program runs get, on top of ``compile_commands.json`` and ``xpiler.toml`` found upward from the file."""
     group = parser.add_argument_group("project", "build flags (added to compile_commands.json / xpiler.toml)")
     group.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR", help="include directory")
     group.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]", help="macro")
     group.add_argument("--std", metavar="STD", help="language standard, e.g. c++17")
+    if not programs:
+        parser.set_defaults(program_args=[], sources=[], timeout=None)
+        return
     group.add_argument("--arg", dest="program_args", action="append", default=[], metavar="ARG",
                        help="an argument for the whole-program runs (repeatable)")
     group.add_argument("--unit", dest="sources", action="append", default=[], metavar="FILE",
@@ -131,6 +135,8 @@ def options_from_args(args: argparse.Namespace) -> TranslateOptions:
         llm=llm_config_from_args(args),
         source_dialect=TARGET_NAMES[args.source] if args.source else None,
         project=project_from_args(args),
+        # compiler messages about the translation name the file written (a tree names each file itself)
+        output_path=args.output if args.output and not Path(args.file).is_dir() else None,
     )
 
 

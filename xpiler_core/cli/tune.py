@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 
+from xpiler_core.cli.translate import add_project_flags, project_from_args
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect
 
@@ -38,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--top", type=int, default=5, help="rows of the table (default 5)")
     parser.add_argument("-o", "--output", default=None, help="write the best candidate here")
     parser.add_argument("--quiet", action="store_true", help="no per-trial lines on stderr")
+    add_project_flags(parser, programs=False)
     parser.set_defaults(func=run)
 
 
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise XpilerError(f"cannot read file: {exc.strerror}", str(path)) from None
     options = TuneOptions(target=TARGETS[args.to], spec_path=args.spec, budget_s=parse_seconds(args.budget),
-                          max_trials=args.trials or DEFAULT_TRIALS, seed=args.seed)
+                          max_trials=args.trials or DEFAULT_TRIALS, seed=args.seed, project=project_from_args(args))
 
     def show(event: TuneEvent) -> None:
         if not args.quiet and event.kind in ("start", "best", "phase", "done"):

@@ -29,6 +29,7 @@ from xpiler_core.translation import (
     decide_status,
     finish_translation,
     gather_evidence,
+    output_display_name,
     sha256_text,
 )
 
@@ -85,7 +86,8 @@ def gpu_plan(
             if options.verify and tests is not None:
                 runner = GpuRunner(direction.target, target_warp, direction.source_warp,
                                    build=project.candidate_build(candidate, companions),
-                                   source_build=project.source_build())
+                                   source_build=project.source_build(),
+                                   display_name=output_display_name(options, path))
                 evidence = gather_evidence(candidate, tests, runner, seed=options.seed, cancel=cancel,
                                            progress=progress,
                                            program_check=project.program_check(runner, target_warp, cancel))
@@ -98,8 +100,9 @@ def gpu_plan(
     result = finish_translation(
         text=text, path=path, source=direction.source, target=direction.target, options=options_used,
         candidate=candidate, records=run.records, evidence=evidence, unresolved=ctx.unresolved,
-        diagnostics=ctx.diagnostics, notes=ctx.notes, started=started, warp_size=target_warp,
-        timings={"passes": seconds_passes}, candidates=attempts, includes=project.headers,
+        diagnostics=[*project.missing_includes(), *ctx.diagnostics], notes=ctx.notes, started=started,
+        warp_size=target_warp,
+        timings={"passes": seconds_passes}, candidates=attempts, includes=project.headers, project=project.config,
         companions=companions)
     report(progress, 1.0, result.status.value)
     return result

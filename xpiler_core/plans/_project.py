@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xpiler_core.diagnostics import XpilerError
+from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, SourceUnit
@@ -27,6 +27,12 @@ from xpiler_core.passes.driver import run_passes
 from xpiler_core.progress import CancelToken
 from xpiler_core.project import BuildSettings, ProjectConfig, build_settings, load_project, local_includes
 from xpiler_core.translation import TestSet, TranslateOptions, build_test_set
+
+
+def _system_header(name: str) -> bool:
+    """A header the compiler finds without the project (``"stdio.h"`` written with quotes)."""
+    return any((Path(folder) / name).is_file() for folder in ("/usr/include", "/usr/local/include"))
+
 
 _INCLUDE_LINE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)([<"])([^>"\n]+)([>"])', re.MULTILINE)
 # Code a header must hold to be translated with the file (else it is plain C/C++ and stays as it is).
@@ -131,6 +137,33 @@ class ProjectFiles:
         return {self.relative_name(p): t for p, t in self.device_headers().items()}
 
     # ----------------------------------------------------------------------------------------- headers
+    def missing_includes(self) -> list[Diagnostic]:
+        """A warning at each quoted include of the file (or of its headers) that no folder of the project holds:
+        a compiler would stop there, and every later verdict depends on it."""
+        from xpiler_core.project import resolve_include
+        from xpiler_core.tables import is_gpu_header
+
+        found: list[Diagnostic] = []
+        files = [(self.unit.path, self.unit.text), *self.headers.items()]
+        searched = ", ".join(["the including file's folder", *self.config.include_dirs])
+        for path, text in files:
+            where = Path(path).resolve() if Path(path).exists() else Path(path)
+            for match in _INCLUDE_LINE.finditer(text):
+                name = match.group(3).strip()
+                if match.group(2) != '"' or is_gpu_header(name):
+                    continue
+                if resolve_include(name, True, where, self.config.include_dirs) is None and not _system_header(name):
+                    start = match.start(3) - 1  # the opening quote
+                    line = text.count("\n", 0, start)
+                    col = start - (text.rfind("\n", 0, start) + 1)
+                    end = start + len(match.group(3)) + 2
+                    found.append(Diagnostic(
+                        Severity.WARNING, "project.include",
+                        f"'{name}' not found (searched {searched}); give -I DIR, or a compile_commands.json or "
+                        "xpiler.toml with the project's include dirs",
+                        Span(start, end, line, col, line, col + end - start), file=path))
+        return found
+
     def declared_names(self) -> frozenset[str]:
         """Names the project's local headers declare (a ``cudaCheck`` macro, a ``cublasCheck`` helper): user
         code, which the API mapping must leave alone."""

@@ -19,6 +19,7 @@ from xpiler_core.translation import (
     TranslationResult,
     finish_translation,
     gather_evidence,
+    output_display_name,
 )
 
 DEFAULT_PASSES = ["bang_detensorize"]
@@ -48,7 +49,8 @@ def plan(
         tests = TestSet([load_spec(options.spec_path)], auto=False, reason="the user's spec",
                         spec_path=options.spec_path) if options.spec_path else TestSet(
             [], reason="no test spec given (a BANG C source runs only on the MLU model): compiled by nvcc")
-        runner = GpuRunner(Dialect.CUDA, options.warp_size or 32, 32)
+        runner = GpuRunner(Dialect.CUDA, options.warp_size or 32, 32,
+                           display_name=output_display_name(options, unit.path))
         report(progress, 0.4, "compiling with nvcc")
         evidence = gather_evidence(candidate, tests, runner, seed=options.seed, cancel=cancel, progress=progress,
                                    shrink=False)

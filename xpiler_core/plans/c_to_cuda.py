@@ -34,6 +34,7 @@ from xpiler_core.translation import (
     build_test_set,
     finish_translation,
     gather_evidence,
+    output_display_name,
 )
 
 DEFAULT_PASSES = ["loop_binding"]
@@ -96,7 +97,8 @@ def plan(
                         tests.reason = "each bound function against the C source"
                     else:
                         tests.untested.append(f"{name}: {one.reason}")
-            runner = GpuRunner(Dialect.CUDA, warp, warp, kind="host")
+            runner = GpuRunner(Dialect.CUDA, warp, warp, kind="host",
+                               display_name=output_display_name(options, unit.path))
             report(progress, 0.4, "compiling with nvcc")
             evidence = gather_evidence(candidate, tests, runner, seed=options.seed, cancel=cancel, progress=progress,
                                        shrink=False)

@@ -175,6 +175,7 @@ def plan(
     result = finish_translation(
         text=unit.text, path=unit.path, source=Dialect.CUDA, target=Dialect.BANG, options=options,
         candidate=candidate, records=records, evidence=evidence, unresolved=ctx.unresolved,
-        diagnostics=ctx.diagnostics, notes=ctx.notes, started=started, warp_size=None, includes=project.headers)
+        diagnostics=[*project.missing_includes(), *ctx.diagnostics], notes=ctx.notes, started=started,
+        warp_size=None, includes=project.headers, project=project.config)
     report(progress, 1.0, result.status.value)
     return result

@@ -41,6 +41,7 @@ from xpiler_core.translation import (
     direction_label,
     finish_translation,
     gather_evidence,
+    output_display_name,
 )
 from xpiler_core.verify.targets import gcc_verdict, host_isa
 
@@ -222,6 +223,7 @@ def plan(
         if candidate is not None and options.verify:
             tests = project.test_set(options, Path(tmp) / "auto")
             runner = CpuRunner(warp_size=source_warp, build=project.candidate_build(candidate, {}),
+                               display_name=output_display_name(options, unit.path),
                                source_build=project.source_build())
 
             def check(text: str, recs: list[PassRecord]) -> _Checked:
@@ -243,7 +245,8 @@ def plan(
             # the floor: the source on the SIMT header set, exact but slow (plans/_portable.py)
             refused = _structural_refusal(candidate, evidence, ctx, unit.path)
             tests = project.test_set(options, Path(tmp) / "auto-portable")
-            runner = CpuRunner(warp_size=source_warp, source_build=project.source_build())
+            runner = CpuRunner(warp_size=source_warp, source_build=project.source_build(),
+                               display_name=output_display_name(options, unit.path))
             floor = _portable_attempt(original, work if original is unit else original, inlined, tests, spec, options,
                                       project, runner, source_warp, refused, Path(tmp), progress, cancel)
             compiles = floor is not None and floor.evidence.compile is not None and floor.evidence.compile.ok
@@ -259,7 +262,8 @@ def plan(
     result = finish_translation(
         text=original.text, path=unit.path, source=original.dialect, target=Dialect.C, options=options,
         candidate=candidate, records=records, evidence=evidence, unresolved=ctx.unresolved,
-        diagnostics=ctx.diagnostics, notes=ctx.notes, started=started, warp_size=None, includes=project.headers,
+        diagnostics=[*project.missing_includes(), *ctx.diagnostics], notes=ctx.notes, started=started,
+        warp_size=None, includes=project.headers, project=project.config,
         companions=companions)
     report(progress, 1.0, result.status.value)
     return result
@@ -273,7 +277,9 @@ def _structural_refusal(candidate: str | None, evidence: Evidence, ctx: PassCont
         return f"{item.reason}{where}"
     from xpiler_core.translation import decide_status
 
-    return decide_status(evidence, [])[1] or "the structural translation did not verify"
+    why = decide_status(evidence, [])[1] or "the structural translation did not verify"
+    # the structural output is not the file written: its compiler messages cannot name that file
+    return re.sub(r"[\w./-]+\.(?:cpp|c):(\d+):\d+: ", r"its line \1: ", why)
 
 
 def _portable_attempt(original: ParsedUnit, work: ParsedUnit, inlined: list[str], tests: TestSet, spec: Any,

@@ -35,6 +35,7 @@ from xpiler_core.passes.driver import run_passes
 from xpiler_core.passes.support.ast_support import find_loops
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken
+from xpiler_core.project import BuildSettings, ProjectConfig
 from xpiler_core.tune.config import Config, Params, Step, freeze
 from xpiler_core.tune.measure import (
     LatencyStats,
@@ -137,11 +138,15 @@ class CpuTuningProblem:
     """Everything one tuning session of a CUDA file for the CPU needs: the plan, spec, baseline, incumbent."""
 
     def __init__(self, text: str, path: str, spec: KernelSpec, workdir: Path, *, seed: int = 0,
-                 settings: MeasureSettings | None = None, cancel: CancelToken | None = None) -> None:
+                 settings: MeasureSettings | None = None, cancel: CancelToken | None = None,
+                 project: ProjectConfig | None = None) -> None:
         from xpiler_core.passes.support.launch import block_size_agnostic
         from xpiler_core.plans.cuda_to_cpu import spec_with_launch_args, translate_to_cpu
+        from xpiler_core.project import load_project
 
         self.text, self.path, self.seed, self.cancel = text, path, seed, cancel
+        # the project's include dirs and defines reach every build (source reference, trials, timings)
+        self.project = load_project(path, project)
         self.workdir = workdir
         self.settings = settings or MeasureSettings()
         names = plan_passes()
@@ -175,8 +180,7 @@ class CpuTuningProblem:
         if baseline_text is None:
             raise XpilerError("cannot tune: loop binding refused the untuned translation", path)
         self.baseline_text = baseline_text
-        self.records = RecordStore(text, DIRECTION, spec.path.read_text(encoding="utf-8") if spec.path.is_file() else "",
-                                   self.case_index)
+        self.records = session_records(text, path, spec, self.case_index, self.project)
         self.baseline_library: Path | None = None
         self.baseline_stats: LatencyStats | None = None
         self.noise: tuple[float, float] = (1.0, 1.0)  # A/A interval: the untuned one timed against itself
@@ -353,20 +357,26 @@ class CpuTuningProblem:
         return live
 
     # ------------------------------------------------------------------ evaluation
+    def build_of(self, text: str) -> BuildSettings:
+        from xpiler_core.project import build_settings
+
+        return build_settings(self.project, self.path, text)
+
     def _verify(self, text: str, flags: tuple[str, ...]) -> Any:
         from xpiler_core.runtime.build import candidate_flags
         from xpiler_core.verify.harness import run_spec
 
         with candidate_flags(flags):
             return run_spec(self.spec, candidate_text=text, candidate_dialect=Dialect.C, candidate_entry=self.entry,
-                            candidate_kind="host", seed=self.seed, cancel=self.cancel)
+                            candidate_kind="host", seed=self.seed, cancel=self.cancel, build=self.build_of(text),
+                            reference_build=self.build_of(self.text))
 
     def _build(self, text: str, flags: tuple[str, ...], folder: str) -> Path | None:
         from xpiler_core.runtime.build import build_library
 
         # the harness's display name: the same translation unit, so the build it verified is reused from the cache
         built = build_library(text, Dialect.C, self.workdir / folder, display_name=f"candidate{Dialect.C.suffix}",
-                              cplusplus_c=True, extra_flags=flags)
+                              cplusplus_c=True, extra_flags=flags, build=self.build_of(text))
         return built.library if built.ok else None
 
     def _prefix_variants(self) -> list[list[str]]:
@@ -518,6 +528,16 @@ def beats(record: TrialRecord, incumbent: TrialRecord | None, margin: float = MA
     if direct and record.extra.get("incumbent") == incumbent.text_sha256:
         return float(direct[0]) > 1 + margin
     return float(interval[0]) > incumbent.speedup * (1 + margin)
+
+
+def session_records(text: str, path: str, spec: KernelSpec, case_index: int,
+                    project: ProjectConfig | None = None) -> RecordStore:
+    """The trial records of tuning ``text`` on ``spec``'s case ``case_index`` with the project's settings."""
+    from xpiler_core.project import build_settings, load_project
+
+    build = build_settings(load_project(path, project), path, text)
+    return RecordStore(text, DIRECTION, spec.path.read_text(encoding="utf-8") if spec.path.is_file() else "",
+                       case_index, build_key=repr((build.flags, build.depends)))
 
 
 def open_problem(text: str, path: str, spec: KernelSpec, **kwargs: Any) -> tuple[CpuTuningProblem, Any]:

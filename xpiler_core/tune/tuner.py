@@ -30,6 +30,7 @@ from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.passes import get_pass
 from xpiler_core.progress import Cancelled, CancelToken, ProgressFn, report
+from xpiler_core.project import ProjectConfig
 from xpiler_core.tune.config import Config, Step, freeze
 from xpiler_core.tune.cpu_problem import Action, CpuTuningProblem, open_problem
 from xpiler_core.tune.mcts import mcts
@@ -55,6 +56,7 @@ class TuneOptions:
     binding_share: float = 0.5  # of the trial budget, for the plan's own parameters (binding, flags, block …)
     max_depth: int = 3
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+    project: ProjectConfig | None = None  # -I/-D/--std on top of compile_commands.json / xpiler.toml
 
 
 @dataclass
@@ -182,7 +184,8 @@ def tune(
     started = time.monotonic()
     rng = random.Random(options.seed)
     emit = on_event or (lambda event: None)
-    problem, tmp = open_problem(text, path, spec, seed=options.seed, settings=options.settings, cancel=cancel)
+    problem, tmp = open_problem(text, path, spec, seed=options.seed, settings=options.settings, cancel=cancel,
+                                project=options.project)
     try:
         return _run(problem, options, rng, started, emit, progress, cancel)
     finally:

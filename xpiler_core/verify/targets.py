@@ -32,9 +32,10 @@ class GpuRunner:
     build: BuildSettings | None = None  # the candidate's (translated headers beside it)
     source_build: BuildSettings | None = None  # the source's
     kind: str | None = None  # force the candidate's entry kind ("host" for C → CUDA's bound functions)
+    display_name: str | None = None  # what compiler messages call the candidate: the output file's name
 
     def compile(self, text: str) -> CompileVerdict:
-        return compile_check(text, self.target, build=self.build)
+        return compile_check(text, self.target, build=self.build, display_name=self.display_name)
 
     def run(self, spec: KernelSpec, text: str, seed: int, cancel: CancelToken | None,
             cases: list[int] | None = None) -> SpecReport:
@@ -58,11 +59,11 @@ def host_isa() -> str:
     return "avx2,fma,f16c" if {"avx2", "fma", "f16c"} <= flags else ""
 
 
-def gcc_verdict(candidate: str, build: BuildSettings | None = None) -> CompileVerdict:
+def gcc_verdict(candidate: str, build: BuildSettings | None = None, display_name: str | None = None) -> CompileVerdict:
     """The GNU compiler's verdict on a CPU candidate: g++ when it is C++ (the prelude, ``extern "C"``), as
     the harness builds it, else gcc."""
     return compile_check(candidate, Dialect.C, toolchain="g++" if is_cplusplus(candidate) else None, flags=("-fopenmp",),
-                         build=build)
+                         build=build, display_name=display_name)
 
 
 @dataclass
@@ -71,9 +72,10 @@ class CpuRunner:
     warp_size: int = 32  # the source's warp size (the CPU output has no warps)
     build: BuildSettings | None = None
     source_build: BuildSettings | None = None
+    display_name: str | None = None  # what compiler messages call the candidate: the output file's name
 
     def compile(self, text: str) -> CompileVerdict:
-        return gcc_verdict(text, self.build)
+        return gcc_verdict(text, self.build, self.display_name)
 
     def run(self, spec: KernelSpec, text: str, seed: int, cancel: CancelToken | None,
             cases: list[int] | None = None) -> SpecReport:

@@ -158,6 +158,11 @@ def parse_diagnostics(stderr: str, source_name: str, display_name: str) -> list[
 
 
 
+def _shown(stderr: str, neutral: str, display: str) -> str:
+    """Compiler output with the compiled file called by the name the user knows (the output file)."""
+    return stderr if neutral == display else re.sub(rf"(?<![\w/.]){re.escape(neutral)}(?=[:(])", display, stderr)
+
+
 def compile_check(
     text: str,
     dialect: Dialect,
@@ -197,7 +202,7 @@ def compile_check(
                 name,
                 tc.version,
                 hit["command"],
-                hit["stderr"],
+                _shown(hit["stderr"], "input" + suffix, display),
                 parse_diagnostics(hit["stderr"], "input" + suffix, display),
                 hit["seconds"],
                 True,
@@ -223,9 +228,10 @@ def compile_check(
                 preexec_fn=child_limits(COMPILE_MEMORY_BYTES, COMPILE_TIMEOUT_S),
             )
             ok = proc.returncode == 0
-            stderr = (proc.stderr + proc.stdout).replace(src, display).replace(tmp + "/", "")
+            # kept with the neutral name (a cached verdict is shown under whatever name the caller gives)
+            stderr = (proc.stderr + proc.stdout).replace(src, "input" + suffix).replace(tmp + "/", "")
         except subprocess.TimeoutExpired:
-            ok, stderr = False, f"{display}:1:1: error: {name} timed out after {COMPILE_TIMEOUT_S:.0f} s"
+            ok, stderr = False, f"input{suffix}:1:1: error: {name} timed out after {COMPILE_TIMEOUT_S:.0f} s"
     seconds = time.monotonic() - started
     shown_cmd = [c.replace(tmp + "/", "") for c in cmd]
     cache.set(key, {"ok": ok, "command": shown_cmd, "stderr": stderr, "seconds": seconds})
@@ -234,7 +240,7 @@ def compile_check(
         name,
         tc.version,
         shown_cmd,
-        stderr,
+        _shown(stderr, "input" + suffix, display),
         parse_diagnostics(stderr, "input" + suffix, display),
         seconds,
         False,

@@ -1,0 +1,167 @@
+"""Small multi-file CUDA projects of our own, translated as a user runs ``xpiler translate``: a kernel in a
+``.cuh`` and a ``main()`` that checks itself; include paths and defines from ``compile_commands.json`` (and
+nothing found without it); a header changed between two runs (the cache must not answer the second); a
+program of two units; project settings from ``xpiler.toml``. The judges are the program's own check (PASS),
+hipcc and g++ building the written files, and the compilers' own errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xpiler_core.cli import main
+from xpiler_core.translation import EXIT_CODES
+
+HIP = shutil.which("hipcc") is not None
+
+SCALE_HEADER = """#pragma once
+#include <cuda_runtime.h>
+__global__ void scale(float* x, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+"""
+MAIN = """#include <cstdio>
+#include "kernels/scale.cuh"
+int main() {
+  const int n = 1000;
+  float h[n];
+  for (int i = 0; i < n; ++i) h[i] = (float)i;
+  float* d; cudaMalloc(&d, n * sizeof(float));
+  cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
+  scale<<<(n + 127) / 128, 128>>>(d, FACTOR, n);
+  cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+  int bad = 0;
+  for (int i = 0; i < n; ++i) bad += h[i] != FACTOR * i;
+  printf(bad ? "FAIL\\n" : "PASS\\n");
+  return bad != 0;
+}
+"""
+
+
+def _translate(source: Path, target: str, output: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    code = main(["translate", str(source), "--to", target, "-o", str(output), *extra])
+    manifest_path = output.parent / ".xpiler" / f"{output.name}.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    return code, manifest
+
+
+def _hipcc(path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["hipcc", "--offload-arch=gfx90a", "-c", str(path), "-o", str(path.with_suffix(".o")),
+                           *flags], env={**os.environ, "HIP_PLATFORM": "amd"}, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _project(root: Path, factor_define: bool = True) -> Path:
+    (root / "kernels").mkdir(parents=True)
+    (root / "kernels" / "scale.cuh").write_text(SCALE_HEADER)
+    text = MAIN if not factor_define else MAIN
+    (root / "main.cu").write_text(("#define FACTOR 2.0f\n" if factor_define else "") + text)
+    return root / "main.cu"
+
+
+@pytest.mark.skipif(not HIP, reason="hipcc not installed")
+def test_kernel_in_a_cuh_with_a_self_checking_main_to_hip(tmp_path: Path) -> None:
+    source = _project(tmp_path)
+    code, manifest = _translate(source, "hip", tmp_path / "out" / "main.hip")
+    assert code == EXIT_CODES["verified"], manifest.get("summary")
+    assert manifest["outcome"]["program"]["verdict"] == "PASS"
+    header = tmp_path / "out" / "kernels" / "scale.hip.h"
+    assert header.is_file(), "the header with the kernel is translated beside the output"
+    assert '#include "kernels/scale.hip.h"' in (tmp_path / "out" / "main.hip").read_text()
+    assert "hip" in header.read_text()
+    built = _hipcc(tmp_path / "out" / "main.hip")
+    assert built.returncode == 0, built.stderr[-2000:]
+
+
+def test_kernel_in_a_cuh_with_a_self_checking_main_to_cpu(tmp_path: Path) -> None:
+    source = _project(tmp_path)
+    output = tmp_path / "out" / "main.cpp"
+    code, manifest = _translate(source, "cpu", output)
+    assert code == EXIT_CODES["verified"], manifest.get("summary")
+    exe = tmp_path / "main-cpu"
+    built = subprocess.run(["g++", "-std=c++17", "-O1", "-fopenmp", str(output), "-o", str(exe)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert subprocess.run([str(exe)], capture_output=True, text=True, timeout=60).stdout.strip() == "PASS"
+
+
+def test_include_dirs_and_defines_come_from_compile_commands(tmp_path: Path) -> None:
+    source = _project(tmp_path / "proj", factor_define=False)
+    # the header moves to include/, found only through -I; FACTOR only through -D
+    include = tmp_path / "proj" / "include"
+    include.mkdir()
+    shutil.move(str(tmp_path / "proj" / "kernels"), str(include / "kernels"))
+    code, manifest = _translate(source, "cpu", tmp_path / "proj" / "out-none" / "main.cpp")
+    assert code != EXIT_CODES["verified"], "without the project's flags the header cannot be found"
+    database = [{"directory": str(tmp_path / "proj"), "file": str(source),
+                 "command": f"nvcc -I{include} -DFACTOR=3.0f -std=c++17 -c main.cu -o main.o"}]
+    (tmp_path / "proj" / "compile_commands.json").write_text(json.dumps(database))
+    code, manifest = _translate(source, "cpu", tmp_path / "proj" / "out" / "main.cpp")
+    assert code == EXIT_CODES["verified"], manifest.get("summary")
+    assert manifest["outcome"]["program"]["verdict"] == "PASS"
+    assert str(include) in manifest["source"]["project"]["include_dirs"]
+    assert "FACTOR=3.0f" in manifest["source"]["project"]["defines"]
+
+
+def test_a_changed_header_is_not_answered_from_the_cache(tmp_path: Path) -> None:
+    source = _project(tmp_path)
+    code, manifest = _translate(source, "cpu", tmp_path / "out1" / "main.cpp")
+    assert code == EXIT_CODES["verified"], manifest.get("summary")
+    # same main.cu, same flags; only the header changes, and no longer compiles (an undeclared name)
+    (tmp_path / "kernels" / "scale.cuh").write_text(SCALE_HEADER.replace("x[i] *= a;", "x[i] *= a * undeclared;"))
+    code, manifest = _translate(source, "cpu", tmp_path / "out2" / "main.cpp")
+    assert code != EXIT_CODES["verified"], "a verdict about the old header was reused"
+    assert "undeclared" in json.dumps(manifest)
+
+
+TWO_UNIT_HEADER = """#pragma once
+void launch_axpy(float a, const float* x, float* y, int n);
+"""
+TWO_UNIT_KERNELS = """#include "axpy.h"
+__global__ void axpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += a * x[i];
+}
+void launch_axpy(float a, const float* x, float* y, int n) { axpy<<<(n + 255) / 256, 256>>>(a, x, y, n); }
+"""
+TWO_UNIT_MAIN = """#include <cstdio>
+#include <cuda_runtime.h>
+#include "axpy.h"
+int main(int argc, char** argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 10;
+  float *x, *y;
+  cudaMallocManaged(&x, n * sizeof(float)); cudaMallocManaged(&y, n * sizeof(float));
+  for (int i = 0; i < n; ++i) { x[i] = 0.5f * i; y[i] = 1.0f; }
+  launch_axpy(2.0f, x, y, n);
+  cudaDeviceSynchronize();
+  double s = 0;
+  for (int i = 0; i < n; ++i) s += y[i];
+  printf("n=%d sum=%.1f\\n", n, s);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["hip", "cpu"])
+def test_a_program_of_two_units_with_arguments_from_xpiler_toml(tmp_path: Path, target: str) -> None:
+    if target == "hip" and not HIP:
+        pytest.skip("hipcc not installed")
+    (tmp_path / "axpy.h").write_text(TWO_UNIT_HEADER)
+    (tmp_path / "axpy.cu").write_text(TWO_UNIT_KERNELS)
+    (tmp_path / "main.cu").write_text(TWO_UNIT_MAIN.replace("#include <cstdio>", "#include <cstdio>\n#include <cstdlib>"))
+    (tmp_path / "xpiler.toml").write_text('[build]\nsources = ["axpy.cu"]\n[run]\nargs = ["777"]\n')
+    output = tmp_path / "out" / ("main.hip" if target == "hip" else "main.cpp")
+    code, manifest = _translate(tmp_path / "main.cu", target, output)
+    assert code == EXIT_CODES["verified"], manifest.get("summary")
+    program = manifest["outcome"]["program"]
+    # the source's own output with the argument from xpiler.toml: sum of 1 + 2 * 0.5 * i over i < 777
+    expected = f"n=777 sum={sum(1.0 + i for i in range(777)):.1f}"
+    assert program["source"]["stdout"].strip() == expected
+    assert program["candidate"]["stdout"].strip() == expected
