@@ -389,6 +389,12 @@ def make_summary(source: Dialect, target: Dialect, records: list[PassRecord], ev
     """One summary format for every direction: passes, compile, tests, status."""
     changed = [r["name"] for r in records if r["changed"]]
     lines = [f"{direction_label(source, target)}: passes applied: {', '.join(changed) if changed else 'none'}"]
+    warp_record = next((r for r in records if r["name"] == "warp_size" and r["changed"] or
+                        r["name"] == "warp_size" and r["params"].get("strategy") == "native"), None)
+    if warp_record is not None and target is Dialect.HIP and warp_size:
+        lines.append("warp: the full 64-lane wavefront (the code is written against warpSize)"
+                     if warp_record["params"].get("strategy") == "native" else
+                     "warp: groups of 32 lanes kept within each 64-lane wavefront (the code's contract is 32 lanes)")
     if evidence.facts.get("tier") == "portable":
         lines.append(f"tier: portable (the source on the SIMT header set; structural tier refused: "
                      f"{evidence.facts.get('structural_refusal', '')})")

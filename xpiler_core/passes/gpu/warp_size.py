@@ -138,6 +138,7 @@ _ASSUMPTIONS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"/\s*32\b|>>\s*5\b"), "warp index computed with / 32 or >> 5"),
     (re.compile(r"#\s*define\s+\w*WARP\w*\s+32\b"), "warp size macro defined as 32"),
     (re.compile(r"blockDim\.x\s*/\s*32|\[\s*32\s*\]"), "shared array sized per 32-lane warp"),
+    (re.compile(r"blockDim\.x\s*/\s*32"), "warp count computed as blockDim.x / 32"),
     (re.compile(r"=\s*16\s*;[^;]*;[^)]*(>>=\s*1|/=\s*2)"), "shuffle offsets starting at 16"),
     (re.compile(r"__popc\s*\(\s*__ballot"), "__popc of a 32-bit ballot"),
 ]
@@ -150,8 +151,10 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     if strategy == "native":
         if not native_is_plausible(module.text):
             raise PassRefused("the code has literal 32-lane assumptions or ballots: only lanes32 keeps it right")
-        ctx.notes.append("warp_size(native): warp code written with warpSize runs on the full wavefront")
-        return module
+        text, widened = _widen_shared_32(module.text)
+        ctx.notes.append("warp_size(native): warp code written with warpSize runs on the full 64-lane wavefront"
+                         + (f"; {widened} shared array(s) of 32 widened to 64" if widened else ""))
+        return SourceUnit(text, module.dialect, module.path) if widened else module
     if strategy != "lanes32":
         ctx.unresolved.append(Unresolved(f"warp_size strategy '{strategy}' is not implemented", Span.empty()))
         return module
@@ -167,7 +170,18 @@ def native_is_plausible(text: str) -> bool:
     width as it stands. Only a candidate: the verifier decides, and lanes32 is the fallback."""
     if "warpSize" not in text or not _SHUFFLE_CALL.search(text) or _VOTES.search(text):
         return False
-    return not any(pattern.search(text) for pattern, label in _ASSUMPTIONS if label != "32-lane full mask 0xffffffff")
+    # a shared array of 32 (one slot per warp of a 1024-thread block, or per lane) is widened to 64 in the
+    # native port, so it alone does not rule the full wavefront out
+    return not any(pattern.search(text) for pattern, label in _ASSUMPTIONS
+                   if label not in ("32-lane full mask 0xffffffff", "shared array sized per 32-lane warp"))
+
+
+_SHARED_32 = re.compile(r"(__shared__[^;{}()]*?\[\s*)32(\s*\])")
+
+
+def _widen_shared_32(text: str) -> tuple[str, int]:
+    """Shared arrays of 32 entries made 64: enough for a slot per lane or per warp at the 64-lane width."""
+    return _SHARED_32.subn(r"\g<1>64\g<2>", text)
 
 
 def _helper_region(text: str) -> tuple[int, int] | None:
