@@ -25,11 +25,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
+from xpiler_core.passes.base import PassRecord  # noqa: E402
 from xpiler_core.plans.cuda_to_bang import intrinsics_used, translate_to_bang, verify_bang  # noqa: E402
 from xpiler_core.verify.spec import load_spec  # noqa: E402
 
 
-def round_trip(candidate: str, spec: Any, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def round_trip(candidate: str, spec: Any, records: list[PassRecord] | None = None) -> dict[str, Any]:
     """BANG → CUDA on a translation, nvcc verdict and a run at warp 32 against the reference."""
     import tempfile
 
@@ -66,13 +67,14 @@ def run_one(spec_path: str, with_round_trip: bool) -> dict[str, Any]:
     report, _ = verify_bang(candidate, spec, records)
     nram = max((u.get("nram", 0) for u in report.onchip_usage.values()), default=0)
     tensorized = next((r for r in records if r["name"] == "bang_tensorize"), None)
+    refused = tensorized["refused"] if tensorized is not None else None
     row.update(
         status="pass" if report.passed else ("build-failed" if report.build_error else "fail"),
         reason="" if report.passed else (report.build_error or report.summary())[-400:],
         intrinsics=intrinsics_used(candidate),
         violations=len(report.capacity_violations),
         nram=nram,
-        tensorize=(tensorized or {}).get("refused") or "applied",
+        tensorize=refused or "applied",
     )
     if with_round_trip:
         from xpiler_core.verify.spec import load_spec as _load

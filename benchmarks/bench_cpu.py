@@ -50,7 +50,7 @@ try:
 
     torch.set_num_threads(2)
 except ImportError:  # the torch column becomes n/a
-    torch = None  # type: ignore[assignment]
+    torch = None
 
 _CTYPES = {"int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint32": ctypes.c_uint32, "float32": ctypes.c_float,
            "float64": ctypes.c_double, "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16}

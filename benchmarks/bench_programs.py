@@ -10,12 +10,18 @@ hard-coded problem size made small enough for the CPU runtime; the table marks t
 run arguments. The tool's JSON result gives the status; a whole-program run says whether the source itself
 runs on our runtime ("source runs"), which is the denominator of the goals. A traceback or a time-out of the
 tool is counted apart: they are bugs.
+
+``--ports`` compares each HIP output with the human HIP port the suite ships (``CORPUS/ports/<id>/hip``): does
+the port compile with hipcc, and which HIP constructs (API names, warp intrinsics, warpSize) one uses and
+the other does not.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,6 +51,62 @@ class Row:
     timed_out: bool = False
     units: int = 1
     features: list[str] = field(default_factory=list)
+    constructs: list[str] = field(default_factory=list)  # HIP constructs the output uses (HIP rows)
+
+
+# What a HIP port is made of, as far as comparing two ports goes: API calls/types, warp intrinsics, warpSize.
+HIP_CONSTRUCT = re.compile(r"\b(hip[A-Z]\w*|HIP_\w+|__shfl\w*|__ballot\w*|__any\w*|__all\w*|__activemask|"
+                           r"__syncwarp|__lane_id|warpSize|__popcll|__popc|__ffsll|__ffs|cooperative_groups|"
+                           r"tiled_partition|__launch_bounds__|atomic(?:Add|Sub|Exch|Min|Max|Inc|Dec|CAS|And|Or|Xor)(?:_system|_block)?)\b")
+SOURCE_SUFFIXES = (".cu", ".hip", ".cpp", ".cc", ".cuh", ".h", ".hpp")
+
+
+def constructs_of(folder: Path) -> set[str]:
+    found: set[str] = set()
+    for path in folder.rglob("*"):
+        if path.suffix in SOURCE_SUFFIXES and path.is_file():
+            found |= set(HIP_CONSTRUCT.findall(path.read_text(encoding="utf-8", errors="replace")))
+    return found
+
+
+def port_compiles(port: Path, includes: list[Path], timeout: float) -> tuple[bool, str]:
+    """hipcc -c on every source of a human HIP port (its own folder and the program's on the include path)."""
+    units = [p for p in port.rglob("*") if p.suffix in (".cu", ".hip", ".cpp", ".cc") and p.is_file()]
+    if not units:
+        return False, "no source files"
+    env = dict(os.environ, HIP_PLATFORM="amd")
+    with tempfile.TemporaryDirectory(prefix="xpiler-port-") as tmp:
+        for unit in units:
+            command = ["hipcc", "--offload-arch=gfx90a", "-std=c++17", "-c", "-x", "hip", f"-I{unit.parent}",
+                       f"-I{port}", *(f"-I{i}" for i in includes), str(unit), "-o", str(Path(tmp) / (unit.stem + ".o"))]
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+            except subprocess.TimeoutExpired:
+                return False, f"{unit.name}: hipcc did not finish"
+            if done.returncode != 0:
+                errors = [line for line in done.stderr.splitlines() if "error" in line]
+                return False, f"{unit.name}: {(errors or ['exit status ' + str(done.returncode)])[0][:160]}"
+    return True, ""
+
+
+def port_table(rows: list[Row], corpus: Path, timeout: float) -> str:
+    programs = {str(p["id"]): p for p in tomllib.loads(PROGRAMS.read_text(encoding="utf-8"))["program"]}
+    lines = ["| program | ours | human port compiles | only in ours | only in the human port |", "|---|---|---|---|---|"]
+    compiled = total = 0
+    for row in rows:
+        port = corpus / "ports" / row.program / "hip"
+        if row.target != "hip" or not port.is_dir():
+            continue
+        total += 1
+        own = corpus / "programs" / row.program
+        includes = [own, *(own / str(d) for d in programs.get(row.program, {}).get("include_dirs", []))]
+        ok, why = port_compiles(port, includes, timeout)
+        compiled += ok
+        theirs, ours = constructs_of(port), set(row.constructs)
+        lines.append(f"| {row.program} | {row.status} | {'yes' if ok else 'no: ' + why} | "
+                     f"{', '.join(sorted(ours - theirs)[:8])} | {', '.join(sorted(theirs - ours)[:8])} |")
+    lines.append(f"\nhuman HIP ports: {total}, compile with hipcc: {compiled}")
+    return "\n".join(lines)
 
 
 def prepare(corpus: Path, program: dict[str, object], work: Path) -> tuple[Path, bool]:
@@ -102,6 +164,8 @@ def translate(program: dict[str, object], main: Path, work: Path, target: str, t
         row.source_runs = not program_run.get("source_failed", False)
     compile_verdict = outcome.get("compile")
     row.compiled = None if compile_verdict is None else bool(compile_verdict.get("ok"))
+    if target == "hip" and out.is_dir():
+        row.constructs = sorted(constructs_of(out))
     return row
 
 
@@ -134,6 +198,21 @@ def table(rows: list[Row], targets: list[str]) -> str:
     return "\n".join(lines)
 
 
+def report(rows: list[Row], targets: list[str], corpus: Path, ports: bool) -> None:
+    print()
+    print(table(rows, targets))
+    print()
+    source_runs = source_runs_by_program(rows)
+    for target in targets:
+        for row in rows:
+            if row.target == target and row.status != "verified":
+                print(f"- cuda->{target} {row.program} [{row.status}]"
+                      + (" (source runs)" if source_runs[row.program] else "") + f": {row.reason}")
+    if ports and "hip" in targets:
+        print()
+        print(port_table(rows, corpus, 600.0))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path, help="the folder build_corpus.py wrote")
@@ -141,8 +220,14 @@ def main() -> int:
     parser.add_argument("--only", action="append", default=[], help="program ids to run (default: all)")
     parser.add_argument("--timeout", type=float, default=900.0, help="limit of one xpiler run (seconds)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--ports", action="store_true", help="compare HIP outputs with the suites' human HIP ports")
+    parser.add_argument("--report", type=Path, nargs="+", help="print the tables of saved --json runs instead")
     args = parser.parse_args()
     targets = args.to or ["hip", "cpu"]
+    if args.report:
+        saved = [Row(**row) for path in args.report for row in json.loads(path.read_text(encoding="utf-8"))]
+        report(saved, [t for t in targets if any(r.target == t for r in saved)], args.corpus, args.ports)
+        return 0
     programs = tomllib.loads(PROGRAMS.read_text(encoding="utf-8"))["program"]
     if args.only:
         programs = [p for p in programs if p["id"] in args.only]
@@ -160,15 +245,7 @@ def main() -> int:
                   + (f"  — {row.reason}" if row.status != "verified" else ""), flush=True)
             if args.json:
                 args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
-    print()
-    print(table(rows, targets))
-    print()
-    source_runs = source_runs_by_program(rows)
-    for target in targets:
-        for row in rows:
-            if row.target == target and row.status != "verified":
-                print(f"- cuda->{target} {row.program} [{row.status}]"
-                      + (" (source runs)" if source_runs[row.program] else "") + f": {row.reason}")
+    report(rows, targets, args.corpus, args.ports)
     return 0
 
 

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_xpilerbench.py PATH [--direction cuda->hip ...] [--op OP ...] [--limit N]
                                            [--json OUT] [--workdir DIR] [--timeout S]
+    python benchmarks/bench_xpilerbench.py PATH --report RUN1.json [RUN2.json ...]   # tables of saved runs
 
 PATH is a work tree of the benchmark repository (``git archive HEAD | tar -x``; nothing of it is kept in this
 repository). Directions: cuda->hip, cuda->cpu, cuda->bang, hip->cuda, hip->cpu, cpu->cuda (the CPP files:
@@ -46,17 +47,16 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench_cli import log, pct, run, run_xpiler, short, test_verdict
+
 HERE = Path(__file__).resolve().parent
-XPILER = [sys.executable, "-m", "xpiler_core"]
 ELEMENT_CAP = 1 << 24
 MAC_CAP = 4 << 20
 
@@ -67,7 +67,16 @@ PLATFORMS: dict[str, tuple[str, str, str]] = {  # key -> (folder, suffix, config
     "bang": ("MLU", "mlu", "mlu.json"),
 }
 PLATFORM_NAMES = {"cuda": "CUDA", "hip": "HIP", "cpu": "C", "bang": "BANG"}
-DIRECTIONS = ["cuda->hip", "cuda->cpu", "cuda->bang", "hip->cuda", "hip->cpu", "cpu->cuda", "bang->cuda", "hip->bang"]
+DIRECTIONS = [
+    "cuda->hip",
+    "cuda->cpu",
+    "cuda->bang",
+    "hip->cuda",
+    "hip->cpu",
+    "cpu->cuda",
+    "bang->cuda",
+    "hip->bang",
+]
 # QiMeng-Xpiler paper (Table: compile % / compute %); CUDA->C there is C with VNNI intrinsics.
 PAPER: dict[str, tuple[float, float, str]] = {
     "cuda->hip": (100.0, 100.0, ""),
@@ -89,18 +98,28 @@ GROUPS: dict[str, list[str]] = {
     "LLM": ["mha", "deformable", "gatemlp", "gqa"],
 }
 GROUP_OF = {op: g for g, ops in GROUPS.items() for op in ops}
-CTYPES = {"float": "float32", "half": "float16", "double": "float64", "int": "int32", "int32_t": "int32",
-          "int64_t": "int64", "long": "int64", "int16_t": "int16", "short": "int16", "int8": "int8",
-          "int8_t": "int8", "char": "int8", "uint8_t": "uint8", "unsigned int": "uint32", "uint32_t": "uint32"}
+CTYPES = {
+    "float": "float32",
+    "half": "float16",
+    "double": "float64",
+    "int": "int32",
+    "int32_t": "int32",
+    "int64_t": "int64",
+    "long": "int64",
+    "int16_t": "int16",
+    "short": "int16",
+    "int8": "int8",
+    "int8_t": "int8",
+    "char": "int8",
+    "uint8_t": "uint8",
+    "unsigned int": "uint32",
+    "uint32_t": "uint32",
+}
 SUFFIX = {"cuda": "cu", "hip": "hip", "cpu": "cpp", "bang": "mlu"}
-TRACEBACK_RETRY = ("ImportError", "NameError", "ModuleNotFoundError", "cannot import name")
+# the tool's tree is edited while benchmarks run: a crash of xpiler itself on these is rerun, not counted
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # configurations
 
 
@@ -129,8 +148,14 @@ def load_configs(root: Path, plat: str) -> list[Config]:
         name = f"{c['op_name']}_{'_'.join(map(str, args))}"
         if name in seen:  # hip.json and mlu.json list some configs twice
             continue
-        seen[name] = Config(plat, c["op_name"], args, c.get("axis"), c.get("perm"),
-                            root / "XpilerBench" / folder / f"{name}.{suffix}")
+        seen[name] = Config(
+            plat,
+            c["op_name"],
+            args,
+            c.get("axis"),
+            c.get("perm"),
+            root / "XpilerBench" / folder / f"{name}.{suffix}",
+        )
     return list(seen.values())
 
 
@@ -138,7 +163,7 @@ def is_placeholder(text: str, plat: str) -> bool:
     return plat == "bang" and "__mlu_global__" not in text
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # what each operator's file takes: slots in the CUDA wrapper's order, the integers, the reference parameters
 
 
@@ -156,7 +181,7 @@ class Semantics:
     slots: list[Slot]
     ints: list[int]
     params: dict[str, Any] = field(default_factory=dict)
-    macs: int = 0
+    macs: int = 0  # multiply-accumulates of tensor-core / matrix-core code (slow on the CPU runtime)
     tol: float = 1e-3
     reference: bool = True  # False: no numpy reference here (still translated and compiled)
     scatter_axis: int | None = None  # indices come from an entry shim (a permutation along this axis)
@@ -166,7 +191,7 @@ def _prod(xs: Sequence[int]) -> int:
     return math.prod(xs) if xs else 1
 
 
-def semantics(c: Config) -> Semantics | str:  # noqa: C901 - one branch per operator, kept flat on purpose
+def semantics(c: Config) -> Semantics | str:
     op, a, plat = c.op, c.args, c.plat
     quantized = plat in ("cpu", "bang")  # VNNI / int8 matrix code: integer-valued inputs keep it exact
     mat_init = "randint(0, 4)" if quantized else "uniform(-1, 1)"
@@ -174,52 +199,106 @@ def semantics(c: Config) -> Semantics | str:  # noqa: C901 - one branch per oper
     if op in ("add", "sub"):
         return Semantics([Slot("a", a, "in"), Slot("b", a, "in"), Slot("out", a, "out")], [_prod(a)], P)
     if op in ("relu", "sigmoid", "sign", "gelu", "sin"):
-        init = {"relu": "uniform(-1, 1)", "sigmoid": "normal", "sign": "normal", "gelu": "uniform(-3, 3)",
-                "sin": "uniform(0, 12.566)"}[op]
+        init = {
+            "relu": "uniform(-1, 1)",
+            "sigmoid": "normal",
+            "sign": "normal",
+            "gelu": "uniform(-3, 3)",
+            "sin": "uniform(0, 12.566)",
+        }[op]
         return Semantics([Slot("x", a, "in", init), Slot("out", a, "out")], [_prod(a)], P)
     if op == "softmax":
-        return Semantics([Slot("x", a, "in", "normal(0, 10)"), Slot("out", a, "out")], [_prod(a[:-1]), a[-1]], P)
+        return Semantics(
+            [Slot("x", a, "in", "normal(0, 10)"), Slot("out", a, "out")], [_prod(a[:-1]), a[-1]], P
+        )
     if op == "rmsnorm":
         return Semantics([Slot("x", a, "in", "normal"), Slot("out", a, "out")], list(a), P)
     if op == "layernorm":
         d = a[-1]
-        return Semantics([Slot("x", a, "in"), Slot("gamma", [d], "in"), Slot("beta", [d], "in"),
-                          Slot("out", a, "out")], list(a), P)
+        return Semantics(
+            [Slot("x", a, "in"), Slot("gamma", [d], "in"), Slot("beta", [d], "in"), Slot("out", a, "out")],
+            list(a),
+            P,
+        )
     if op == "gemv":
         m, n = a
         init = "randint(0, 4)" if quantized else "normal"
-        return Semantics([Slot("A", [m, n], "in", init), Slot("x", [n], "in", init), Slot("y", [m], "out")],
-                         [m, n], P, macs=m * n)
+        return Semantics(
+            [Slot("A", [m, n], "in", init), Slot("x", [n], "in", init), Slot("y", [m], "out")],
+            [m, n],
+            P,
+        )
     if op == "gemm":
         m, k, n = a
-        return Semantics([Slot("A", [m, k], "in", mat_init, "float16"), Slot("B", [k, n], "in", mat_init, "float16"),
-                          Slot("C", [m, n], "out")], [m, k, n], P, macs=m * k * n, tol=1e-2)
+        return Semantics(
+            [
+                Slot("A", [m, k], "in", mat_init, "float16"),
+                Slot("B", [k, n], "in", mat_init, "float16"),
+                Slot("C", [m, n], "out"),
+            ],
+            [m, k, n],
+            P,
+            macs=m * k * n,
+            tol=1e-2,
+        )
     if op == "bmm":
         b, m, k, n = a
-        return Semantics([Slot("A", [b, m, k], "in", mat_init, "float16"),
-                          Slot("B", [b, k, n], "in", mat_init, "float16"), Slot("C", [b, m, n], "out")],
-                         [b, m, k, n], P, macs=b * m * k * n, tol=1e-2)
+        return Semantics(
+            [
+                Slot("A", [b, m, k], "in", mat_init, "float16"),
+                Slot("B", [b, k, n], "in", mat_init, "float16"),
+                Slot("C", [b, m, n], "out"),
+            ],
+            [b, m, k, n],
+            P,
+            macs=b * m * k * n,
+            tol=1e-2,
+        )
     if op == "dense":
         m, k, n = a
-        return Semantics([Slot("A", [m, k], "in", mat_init, "float16"), Slot("B", [k, n], "in", mat_init, "float16"),
-                          Slot("bias", [n], "in", mat_init), Slot("D", [m, n], "out")], [m, k, n], P,
-                         macs=m * k * n, tol=1e-2)
+        return Semantics(
+            [
+                Slot("A", [m, k], "in", mat_init, "float16"),
+                Slot("B", [k, n], "in", mat_init, "float16"),
+                Slot("bias", [n], "in", mat_init),
+                Slot("D", [m, n], "out"),
+            ],
+            [m, k, n],
+            P,
+            macs=m * k * n,
+            tol=1e-2,
+        )
     if op == "gatemlp":
         b, k, n = a
         init = mat_init if quantized else "uniform(-0.5, 0.5)"
-        return Semantics([Slot("X", [b, k], "in", init, "float16"), Slot("A", [k, n], "in", init, "float16"),
-                          Slot("B", [k, n], "in", init, "float16"), Slot("O", [b, n], "out")], [b, k, n], P,
-                         macs=2 * b * k * n, tol=1e-2)
+        return Semantics(
+            [
+                Slot("X", [b, k], "in", init, "float16"),
+                Slot("A", [k, n], "in", init, "float16"),
+                Slot("B", [k, n], "in", init, "float16"),
+                Slot("O", [b, n], "out"),
+            ],
+            [b, k, n],
+            P,
+            macs=2 * b * k * n,
+            tol=1e-2,
+        )
     if op == "gqa":
         if plat == "cpu":
             return "no numpy reference: the C file is int16-quantized attention with a fixed scale"
         b, h, m, k, n = a
-        return Semantics([Slot("Q", [b, h, m, k], "in", "uniform(0, 1)", "float16"),
-                          Slot("K", [b, h, k, n], "in", "uniform(0, 1)", "float16"),
-                          Slot("V", [b, h, n, k], "in", "uniform(0, 1)", "float16"),
-                          Slot("O", [b, h, m, k], "out", dtype="float16")],
-                         [b, h, m, k, n] if plat != "hip" else [b, h, m, n, k], P, macs=2 * b * h * m * n * k,
-                         tol=1e-2)
+        return Semantics(
+            [
+                Slot("Q", [b, h, m, k], "in", "uniform(0, 1)", "float16"),
+                Slot("K", [b, h, k, n], "in", "uniform(0, 1)", "float16"),
+                Slot("V", [b, h, n, k], "in", "uniform(0, 1)", "float16"),
+                Slot("O", [b, h, m, k], "out", dtype="float16"),
+            ],
+            [b, h, m, k, n] if plat != "hip" else [b, h, m, n, k],
+            P,
+            macs=2 * b * h * m * n * k,
+            tol=1e-2,
+        )
     if op == "mha":
         if plat == "cuda":
             b, h, s, d = a
@@ -227,13 +306,26 @@ def semantics(c: Config) -> Semantics | str:  # noqa: C901 - one branch per oper
         else:  # HIP/C/BANG name the shape batch, seq, heads, dim
             b, s, h, d = a
             shape = [b, s, h, d]
-        return Semantics([Slot("Q", shape, "in", "normal", "float16"), Slot("K", shape, "in", "normal", "float16"),
-                          Slot("V", shape, "in", "normal", "float16"), Slot("O", shape, "out", dtype="float16")],
-                         list(a), P, macs=2 * b * h * s * s * d, tol=1e-2, reference=plat == "cuda")
+        return Semantics(
+            [
+                Slot("Q", shape, "in", "normal", "float16"),
+                Slot("K", shape, "in", "normal", "float16"),
+                Slot("V", shape, "in", "normal", "float16"),
+                Slot("O", shape, "out", dtype="float16"),
+            ],
+            list(a),
+            P,
+            macs=2 * b * h * s * s * d,
+            tol=1e-2,
+            reference=plat == "cuda",
+        )
     if op == "conv1d":
         o, i = a
-        return Semantics([Slot("x", [i], "in"), Slot("w", [i - o + 1], "in"), Slot("out", [o], "out")], [i, o], P,
-                         macs=o * (i - o + 1))
+        return Semantics(
+            [Slot("x", [i], "in"), Slot("w", [i - o + 1], "in"), Slot("out", [o], "out")],
+            [i, o],
+            P,
+        )
     if op in ("conv2d", "conv2dnchw"):
         init = "randint(0, 4)" if quantized else "uniform(0, 1)"
         if op == "conv2d":
@@ -245,23 +337,41 @@ def semantics(c: Config) -> Semantics | str:  # noqa: C901 - one branch per oper
         oh, ow = (h - kh) // s + 1, (w - kw) // s + 1
         outs = [n, oh, ow, o] if op == "conv2d" else [n, o, oh, ow]
         P["stride"] = s
-        return Semantics([Slot("x", xs, "in", init), Slot("w", ws, "in", init), Slot("out", outs, "out")],
-                         [n, h, ch, o, kh, s], P, macs=n * oh * ow * o * kh * kw * ci)
+        return Semantics(
+            [Slot("x", xs, "in", init), Slot("w", ws, "in", init), Slot("out", outs, "out")],
+            [n, h, ch, o, kh, s],
+            P,
+        )
     if op == "depthwiseconv":
         h, k, ch = a
         oh = h - k + 1
-        return Semantics([Slot("x", [h, h, ch], "in"), Slot("w", [k, k, ch], "in"), Slot("out", [oh, oh, ch], "out")],
-                         [h, k, ch], P, macs=oh * oh * ch * k * k)
+        return Semantics(
+            [Slot("x", [h, h, ch], "in"), Slot("w", [k, k, ch], "in"), Slot("out", [oh, oh, ch], "out")],
+            [h, k, ch],
+            P,
+        )
     if op in ("avgpool", "maxpool", "minpool", "sumpool"):
         n, h, w, ch, kh, kw, sh, sw = a
         oh, ow = (h - kh) // sh + 1, (w - kw) // sw + 1
-        return Semantics([Slot("x", [n, h, w, ch], "in", "normal"), Slot("out", [n, oh, ow, ch], "out")],
-                         [n, ch, h, kh, sh], P)
+        return Semantics(
+            [Slot("x", [n, h, w, ch], "in", "normal"), Slot("out", [n, oh, ow, ch], "out")],
+            [n, ch, h, kh, sh],
+            P,
+        )
     if op == "batchnorm":
         ch = a[1]
-        return Semantics([Slot("x", a, "in"), Slot("out", a, "out"), Slot("mean", [ch], "in"),
-                          Slot("var", [ch], "in", "uniform(0.5, 1.5)"), Slot("gamma", [ch], "in"),
-                          Slot("beta", [ch], "in")], [], P)
+        return Semantics(
+            [
+                Slot("x", a, "in"),
+                Slot("out", a, "out"),
+                Slot("mean", [ch], "in"),
+                Slot("var", [ch], "in", "uniform(0.5, 1.5)"),
+                Slot("gamma", [ch], "in"),
+                Slot("beta", [ch], "in"),
+            ],
+            [],
+            P,
+        )
     if op == "instancenorm":
         ch = a[1]
         slots = [Slot("x", a, "in"), Slot("out", a, "out")]
@@ -278,15 +388,25 @@ def semantics(c: Config) -> Semantics | str:  # noqa: C901 - one branch per oper
     if op == "scatter":
         axis = c.axis if c.axis is not None else len(a) - 1
         P["axis"] = axis
-        return Semantics([Slot("x", a, "in"), Slot("idx", a, "in", dtype="int32"), Slot("out", a, "out")], [], P,
-                         scatter_axis=axis)
+        return Semantics(
+            [Slot("x", a, "in"), Slot("idx", a, "in", dtype="int32"), Slot("out", a, "out")],
+            [],
+            P,
+            scatter_axis=axis,
+        )
     if op == "gather":
         if plat == "cpu":  # params [batch, len], indices [n] (int32), output [n, len], along axis 0
             b, ln, n = a
             P["axis"] = 0
-            return Semantics([Slot("params", [b, ln], "in", "normal"),
-                              Slot("idx", [n], "in", f"randint(-1, {b + 1})", "int32"),
-                              Slot("out", [n, ln], "out")], [], P)
+            return Semantics(
+                [
+                    Slot("params", [b, ln], "in", "normal"),
+                    Slot("idx", [n], "in", f"randint(-1, {b + 1})", "int32"),
+                    Slot("out", [n, ln], "out"),
+                ],
+                [],
+                P,
+            )
         if c.axis is None:
             return "no axis in the JSON config"
         length = a[c.axis]
@@ -294,9 +414,15 @@ def semantics(c: Config) -> Semantics | str:  # noqa: C901 - one branch per oper
         out = list(a)
         out[c.axis] = n
         P["axis"] = c.axis
-        return Semantics([Slot("params", a, "in", "normal"),
-                          Slot("idx", [n], "in", f"randint(-1, {length + 1})", "int64"), Slot("out", out, "out")],
-                         [n], P)
+        return Semantics(
+            [
+                Slot("params", a, "in", "normal"),
+                Slot("idx", [n], "in", f"randint(-1, {length + 1})", "int64"),
+                Slot("out", out, "out"),
+            ],
+            [n],
+            P,
+        )
     if op == "transpose":
         if c.perm is None:
             return "no perm in the JSON config"
@@ -311,12 +437,17 @@ def semantics(c: Config) -> Semantics | str:  # noqa: C901 - one branch per oper
     if op == "deformable":
         n, m, d, lq, lv, pt = a
         spatial = 84 * 117 + 42 * 59 + 21 * 30 + 11 * 15
-        slots = [Slot("value", [n, spatial, m, d], "in"), Slot("shapes", [lv, 2], "in", dtype="int32"),
-                 Slot("start", [lv], "in", dtype="int32"), Slot("loc", [n, lq, m, lv, pt, 2], "in"),
-                 Slot("attn", [n, lq, m, lv, pt], "in"), Slot("out", [n, lq, m * d], "out")]
+        slots = [
+            Slot("value", [n, spatial, m, d], "in"),
+            Slot("shapes", [lv, 2], "in", dtype="int32"),
+            Slot("start", [lv], "in", dtype="int32"),
+            Slot("loc", [n, lq, m, lv, pt, 2], "in"),
+            Slot("attn", [n, lq, m, lv, pt], "in"),
+            Slot("out", [n, lq, m * d], "out"),
+        ]
         if plat == "cpu" or plat == "bang":
             slots = [s for s in slots if s.key != "start"]
-        return Semantics(slots, [], P, macs=n * lq * m * lv * pt * d * 4, reference=False)
+        return Semantics(slots, [], P, reference=False)
     return f"no reference for operator {op!r}"
 
 
@@ -324,7 +455,7 @@ def semantics(c: Config) -> Semantics | str:  # noqa: C901 - one branch per oper
 PTR_ORDER: dict[tuple[str, str], list[str]] = {("hip", "conv2dnchw"): ["x", "out", "w"]}
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # the file's entry and the spec
 
 
@@ -377,10 +508,12 @@ def needed_prelude(text: str, plat: str) -> str:
         inc.append("#include <stdio.h>")
     if has(r"\b(malloc|exit)\s*\("):
         inc.append("#include <stdlib.h>")
-    if has(r"\bM_PI\b|\b(expf?|sqrtf?|tanhf?|sinf?|cosf?|powf?|fabsf?|logf?|erff?|fmaxf?|fminf?|rsqrtf|floorf?"
-           r"|ceilf?|roundf?|lround)\s*\("):
+    if has(
+        r"\b(M_PI|INFINITY|NAN)\b|\b(expf?|sqrtf?|tanhf?|sinf?|cosf?|powf?|fabsf?|logf?|erff?|fmaxf?"
+        r"|fminf?|rsqrtf|floorf?|ceilf?|roundf?|lround)\s*\("
+    ):
         inc.append("#include <math.h>")
-    if has(r"\b(FLT_MAX|FLT_MIN|DBL_MAX|INFINITY)\b"):
+    if has(r"\b(FLT_MAX|FLT_MIN|DBL_MAX)\b"):
         inc.append("#include <float.h>")
     if has(r"\b(u?int(8|16|32|64)_t)\b"):
         inc.append("#include <stdint.h>")
@@ -416,7 +549,7 @@ class SpecPlan:
     extra_source: str = ""  # appended to the source copy (BANG host wrapper)
     entry_shim: str = ""
     elements: int = 0
-    macs: int = 0
+    macs: int = 0  # multiply-accumulates of tensor-core / matrix-core code (slow on the CPU runtime)
     reference: bool = True
 
 
@@ -454,9 +587,20 @@ def plan_spec(c: Config, text: str) -> SpecPlan | str:
         elif p in floats:
             args.append({"name": p.name, "dtype": CTYPES[p.ctype], "role": "scalar", "value": 1e-5})
         else:
-            args.append({"name": p.name, "dtype": CTYPES[p.ctype], "role": "scalar", "value": next(int_values)})
-    plan = SpecPlan(entry, "host", args, slot_of, sem.params, sem.tol, macs=sem.macs, reference=sem.reference,
-                    elements=sum(_prod(s.shape) for s in sem.slots))
+            args.append(
+                {"name": p.name, "dtype": CTYPES[p.ctype], "role": "scalar", "value": next(int_values)}
+            )
+    plan = SpecPlan(
+        entry,
+        "host",
+        args,
+        slot_of,
+        sem.params,
+        sem.tol,
+        macs=sem.macs,
+        reference=sem.reference,
+        elements=sum(_prod(s.shape) for s in sem.slots),
+    )
     if c.plat == "bang":
         plan.extra_source = bang_host_wrapper(entry, args, params)
         plan.entry = f"xb_host_{entry}"
@@ -466,8 +610,16 @@ def plan_spec(c: Config, text: str) -> SpecPlan | str:
 
 
 def _ctype_of(dtype: str) -> str:
-    return {"float32": "float", "float16": "half", "int32": "int", "int64": "int64_t", "int16": "int16_t",
-            "int8": "int8_t", "uint8": "uint8_t", "float64": "double"}[dtype]
+    return {
+        "float32": "float",
+        "float16": "half",
+        "int32": "int",
+        "int64": "int64_t",
+        "int16": "int16_t",
+        "int8": "int8_t",
+        "uint8": "uint8_t",
+        "float64": "double",
+    }[dtype]
 
 
 def bang_host_wrapper(kernel: str, args: list[dict[str, Any]], params: list[Param]) -> str:
@@ -488,13 +640,23 @@ def bang_host_wrapper(kernel: str, args: list[dict[str, Any]], params: list[Para
             tail.append(f"  cnrtMemcpy({p.name}, d_{p.name}, {n_bytes}, cnrtMemcpyDevToHost);")
         call.append(f"d_{p.name}")
     frees = [f"  cnrtFree(d_{p.name});" for a, p in zip(args, params, strict=True) if a["role"] != "scalar"]
-    return "\n".join([
-        "", f'extern "C" void xb_host_{kernel}({", ".join(sig)}) {{',
-        "  cnrtQueue_t queue;", "  cnrtQueueCreate(&queue);", *body,
-        "  cnrtDim3_t dim = {16, 1, 1};",
-        f"  {kernel}<<<dim, cnrtFuncTypeUnion1, queue>>>({', '.join(call)});",
-        "  cnrtQueueSync(queue);", *tail, *frees, "  cnrtQueueDestroy(queue);", "}", "",
-    ])
+    return "\n".join(
+        [
+            "",
+            f'extern "C" void xb_host_{kernel}({", ".join(sig)}) {{',
+            "  cnrtQueue_t queue;",
+            "  cnrtQueueCreate(&queue);",
+            *body,
+            "  cnrtDim3_t dim = {16, 1, 1};",
+            f"  {kernel}<<<dim, cnrtFuncTypeUnion1, queue>>>({', '.join(call)});",
+            "  cnrtQueueSync(queue);",
+            *tail,
+            *frees,
+            "  cnrtQueueDestroy(queue);",
+            "}",
+            "",
+        ]
+    )
 
 
 def scatter_shim(plan: SpecPlan, axis: int) -> tuple[str, str, list[dict[str, Any]]]:
@@ -508,10 +670,12 @@ def scatter_shim(plan: SpecPlan, axis: int) -> tuple[str, str, list[dict[str, An
     bufs = [a for a in plan.args if a is not idx]
     sig = ", ".join(f"{_ctype_of(a['dtype'])} *{a['name']}" for a in bufs)
     call = ", ".join(a["name"] if a is not idx else "xb_idx" for a in plan.args)
-    shim = (f'extern "C" void xb_scatter_entry({sig}) {{\n'
-            f"  static int xb_idx[{total}];\n"
-            f"  for (int i = 0; i < {total}; ++i) xb_idx[i] = {n} - 1 - (i / {inner}) % {n};\n"
-            f"  {plan.entry}({call});\n}}\n")
+    shim = (
+        f'extern "C" void xb_scatter_entry({sig}) {{\n'
+        f"  static int xb_idx[{total}];\n"
+        f"  for (int i = 0; i < {total}; ++i) xb_idx[i] = {n} - 1 - (i / {inner}) % {n};\n"
+        f"  {plan.entry}({call});\n}}\n"
+    )
     return shim, "xb_scatter_entry", bufs
 
 
@@ -525,14 +689,29 @@ def toml_value(v: Any) -> str:
     return str(v)
 
 
-def write_spec(path: Path, plan: SpecPlan, source: str, n_cases: int, *, reference_source: str | None = None,
-               timeout_s: int = 240) -> None:
-    lines = [f'name = "{path.stem}"', f'source = "{source}"', f'entry = "{plan.entry}"', f'kind = "{plan.kind}"']
+def write_spec(
+    path: Path,
+    plan: SpecPlan,
+    source: str,
+    n_cases: int,
+    *,
+    reference_source: str | None = None,
+    timeout_s: int = 240,
+) -> None:
+    lines = [
+        f'name = "{path.stem}"',
+        f'source = "{source}"',
+        f'entry = "{plan.entry}"',
+        f'kind = "{plan.kind}"',
+    ]
     if reference_source is None:
         lines.append('reference = "ref.py:ref"')
     else:
-        lines += [f'reference_source = "{reference_source}"', f'reference_entry = "{plan.entry}"',
-                  f'reference_kind = "{plan.kind}"']
+        lines += [
+            f'reference_source = "{reference_source}"',
+            f'reference_entry = "{plan.entry}"',
+            f'reference_kind = "{plan.kind}"',
+        ]
     lines.append(f"tolerance = {{ atol = {plan.tol}, rtol = {plan.tol} }}")
     lines.append(f"timeout_s = {timeout_s}")
     if plan.entry_shim:
@@ -561,78 +740,46 @@ def write_ref(path: Path, op: str, plan: SpecPlan) -> None:
     )
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # running things
 
 
-@dataclass
-class Run:
-    rc: int
-    out: str
-    seconds: float
-
-
-def run(cmd: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None) -> Run:
-    """``cmd`` in ``cwd`` with a time limit; never raises."""
-    t0 = time.monotonic()
-    try:
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                           env=env, errors="replace")
-        return Run(r.returncode, r.stdout + r.stderr, time.monotonic() - t0)
-    except subprocess.TimeoutExpired:
-        return Run(124, f"timeout after {timeout:.0f} s", time.monotonic() - t0)
-    except OSError as exc:
-        return Run(127, f"cannot run {cmd[0]}: {exc}", time.monotonic() - t0)
-
-
-def run_xpiler(args: list[str], cwd: Path, timeout: float) -> Run:
-    """The CLI, rerun (twice at most, 30 s apart) when the tool itself crashes on an import of a module being
-    edited: those are not results."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")])))
-    r = run(XPILER + args, cwd, timeout, env)
-    for _ in range(2):
-        if "Traceback" in r.out and any(t in r.out for t in TRACEBACK_RETRY):
-            log("    (xpiler crashed on an import; rerunning in 30 s)")
-            time.sleep(30)
-            r = run(XPILER + args, cwd, timeout, env)
-    return r
-
-
-def short(text: str, limit: int = 220) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    keep = [ln for ln in lines if re.search(r"MISMATCH|error|Error|timeout|segmentation|deadlock|FAIL|refus", ln)]
-    s = " | ".join((keep or lines)[-2:])
-    return s[:limit]
-
-
-def test_verdict(r: Run) -> tuple[str, str]:
-    """'pass' | 'fail' | 'error' and a one-line reason from ``xpiler test``."""
-    if r.rc == 0:
-        return "pass", ""
-    if "MISMATCH" in r.out:
-        return "fail", short(r.out)
-    if r.rc == 124:
-        return "error", r.out
-    return ("fail" if re.search(r"segmentation|deadlock|timeout|NaN", r.out) else "error"), short(r.out)
-
-
-def compile_output(path: Path, target: str, cwd: Path, timeout: float) -> tuple[bool | None, str]:
-    """The target's real compiler on the translation (None: not checked here)."""
+def compile_output(
+    path: Path, target: str, cwd: Path, timeout: float, march: str = "native"
+) -> tuple[bool | None, str]:
+    """The platform's real compiler on a file (None: not checked here)."""
     obj = cwd / "compile_check.o"
     if target == "hip":
         hipcc = shutil.which("hipcc")
         if hipcc is None:
             return None, "no hipcc"
         env = dict(os.environ, HIP_PLATFORM="amd")
-        r = run([hipcc, "--offload-arch=gfx90a", "-std=c++17", "-c", str(path), "-o", str(obj)], cwd, timeout, env)
+        r = run(
+            [hipcc, "--offload-arch=gfx90a", "-std=c++17", "-c", str(path), "-o", str(obj)], cwd, timeout, env
+        )
     elif target == "cuda":
         nvcc = shutil.which("nvcc")
         if nvcc is None:
             return None, "no nvcc"
         r = run([nvcc, "-arch=sm_80", "-std=c++17", "-c", str(path), "-o", str(obj)], cwd, timeout)
     elif target == "cpu":
-        r = run(["g++", "-x", "c++", "-std=c++17", "-O2", "-fopenmp", "-march=native", "-c", str(path), "-o",
-                 str(obj)], cwd, timeout)
+        r = run(
+            [
+                "g++",
+                "-x",
+                "c++",
+                "-std=c++17",
+                "-O2",
+                "-fopenmp",
+                f"-march={march}",
+                "-c",
+                str(path),
+                "-o",
+                str(obj),
+            ],
+            cwd,
+            timeout,
+        )
     else:
         return None, "BANG: the tool's MLU model build"
     obj.unlink(missing_ok=True)
@@ -640,7 +787,7 @@ def compile_output(path: Path, target: str, cwd: Path, timeout: float) -> tuple[
     return r.rc == 0, (errs[0] if errs else r.out.strip()[-200:])[:220]
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # one case
 
 
@@ -657,10 +804,12 @@ class Case:
     tool_compile: bool | None = None
     compile_ok: bool | None = None
     compile_reason: str = ""
-    compute: str = ""  # pass | fail | source-fails-ref | too-large | no-reference | not-run
+    compute: str = ""  # pass | fail | unrunnable | source-fails-ref | too-large | no-reference | not-run
     compute_reason: str = ""
     source_check: str = ""
     source_reason: str = ""
+    source_compiles: bool | None = None  # the source platform's compiler on the source (+ prelude)
+    source_compile_reason: str = ""
     differential: str = ""
     differential_reason: str = ""
     ground_truth: str = ""
@@ -676,6 +825,7 @@ class Bench:
         self.timeout = timeout
         self.configs = {p: {c.name: c for c in load_configs(root, p)} for p in PLATFORMS}
         self._source_checks: dict[str, tuple[str, str]] = {}
+        self._source_compiles: dict[str, tuple[bool | None, str]] = {}
         self._unsupported: dict[str, str] = {}
 
     # ---- preparing a file
@@ -695,6 +845,17 @@ class Bench:
         write_spec(where / "tool.toml", plan, src.name, 1)
         write_spec(where / "check.toml", plan, src.name, 2)
         return plan, src
+
+    @staticmethod
+    def testable(out: Path) -> Path:
+        """A CPU output on the tool's portable tier includes ``xpiler_simt/`` beside it, which ``xpiler test``
+        does not find once it copies the candidate away: test a copy that includes it by absolute path."""
+        text = out.read_text(errors="replace")
+        if '#include "xpiler_simt/' not in text:
+            return out
+        copy = out.with_name(f"check_{out.name}")
+        copy.write_text(text.replace('#include "xpiler_simt/', f'#include "{out.parent}/xpiler_simt/'))
+        return copy
 
     def too_large(self, plan: SpecPlan) -> str:
         if plan.elements > ELEMENT_CAP:
@@ -740,6 +901,11 @@ class Bench:
             k.status, k.reason = "skipped", prep
             return k
         plan, src = prep
+        key = f"{c.plat}/{c.name}"
+        if key not in self._source_compiles:  # the benchmark compiles C with -march=icelake-server (VNNI)
+            march = "icelake-server" if c.plat == "cpu" else "native"
+            self._source_compiles[key] = compile_output(src, c.plat, where, self.timeout, march)
+        k.source_compiles, k.source_compile_reason = self._source_compiles[key]
         big = self.too_large(plan)
         # the source against the benchmark's reference
         if big:
@@ -756,7 +922,7 @@ class Bench:
         k.seconds = r.seconds
         k.status = "translated"
         try:
-            res = json.loads(r.out[r.out.index("{"):]) if "{" in r.out else None
+            res = json.loads(r.out[r.out.index("{") :]) if "{" in r.out else None
         except ValueError:
             res = None
         if res is None:
@@ -772,7 +938,10 @@ class Bench:
             k.tool_compile = comp.get("ok")
         # compile accuracy
         if not out.is_file():
-            k.compile_ok, k.compile_reason = False, "no output written: " + (k.tool_reason or short(r.out))[:200]
+            k.compile_ok, k.compile_reason = (
+                False,
+                "no output written: " + (k.tool_reason or short(r.out))[:200],
+            )
             k.compute = "not-run"
             k.compute_reason = "no translation"
             return k
@@ -787,9 +956,18 @@ class Bench:
         elif not plan.reference:
             k.compute, k.compute_reason = "no-reference", "no numpy reference for this operator/platform"
         else:
-            t = run_xpiler(["test", "check.toml", "--candidate", out.name], where, self.timeout)
+            t = run_xpiler(
+                ["test", "check.toml", "--candidate", self.testable(out).name], where, self.timeout
+            )
             verdict, reason = test_verdict(t)
-            if k.source_check != "pass":
+            if verdict in ("build", "error") and dst in ("hip", "cuda"):
+                # a GPU translation the CPU runtime cannot build or run: not a verdict on the translation
+                verdict = "unrunnable"
+            elif verdict in ("build", "error"):  # the CPU compiler / MLU model is the target's own
+                verdict = "fail"
+            if k.source_check in ("build", "error"):
+                reason = f"(the source does not run on the CPU runtime) {reason}".strip()
+            if k.source_check == "fail":
                 k.compute = "source-fails-ref"
                 k.compute_reason = f"translation vs reference: {verdict} {reason}".strip()
                 if src_plat == "bang":
@@ -797,7 +975,9 @@ class Bench:
                     k.differential_reason = "a BANG source cannot be a spec's reference_source"
                 else:
                     write_spec(where / "diff.toml", plan, src.name, 2, reference_source=src.name)
-                    d = run_xpiler(["test", "diff.toml", "--candidate", out.name], where, self.timeout)
+                    d = run_xpiler(
+                        ["test", "diff.toml", "--candidate", self.testable(out).name], where, self.timeout
+                    )
                     k.differential, k.differential_reason = test_verdict(d)
             else:
                 k.compute, k.compute_reason = verdict, reason
@@ -808,22 +988,26 @@ class Bench:
         return k
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # report
-
-
-def pct(n: int, d: int) -> str:
-    return f"{100.0 * n / d:5.1f}% ({n}/{d})" if d else "   n/a"
 
 
 def summarize(cases: list[Case], directions: list[str]) -> str:
     out: list[str] = []
     w = out.append
-    w("XpilerBench (ShouyangDong/xpiler-eval) with xpiler: compile = the target's real compiler accepts the output;")
+    w(
+        "XpilerBench (ShouyangDong/xpiler-eval) with xpiler: compile = the target's real compiler accepts"
+        " the output;"
+    )
     w("compute = the benchmark's numpy reference passes on the translation (cases whose source fails its")
-    w("reference are excluded and shown apart, with the translation's fidelity to the source).\n")
-    hdr = (f"{'direction':<12} {'cases':>5} {'compile %':>17} {'compute %':>17} {'tool verified':>15} "
-           f"{'src fails':>9} {'too large':>9} {'median s':>8}   paper compile/compute")
+    w("reference are excluded and shown apart, with the translation's fidelity to the source; cases whose")
+    w("source does not compile with its own platform's compiler are left out of compile %; 'unrunnable' =")
+    w("a GPU translation the CPU runtime cannot build, 'too large' = over the CPU runtime's size cap).\n")
+    hdr = (
+        f"{'direction':<12} {'cases':>5} {'compile %':>17} {'compute %':>17} {'tool verified':>15} "
+        f"{'src fails':>9} {'src no cc':>9} {'too large':>9} {'unrunnable':>10} {'median s':>8}   "
+        "paper compile/compute"
+    )
     w(hdr)
     w("-" * len(hdr))
     for d in directions:
@@ -837,15 +1021,20 @@ def summarize(cases: list[Case], directions: list[str]) -> str:
             w(f"{label:<12} {len(ks):>5}   {notrun[0].reason[:70]}   paper {ptxt}")
             continue
         tr = [k for k in ks if k.status == "translated"]
-        comp = [k for k in tr if k.compile_ok]
+        nosrc = [k for k in tr if k.source_compiles is False]
+        comp = [k for k in tr if k.compile_ok and k.source_compiles is not False]
         judged = [k for k in tr if k.compute in ("pass", "fail", "error", "not-run")]
         passed = [k for k in judged if k.compute == "pass"]
+        unrun = [k for k in tr if k.compute == "unrunnable"]
         ver = [k for k in tr if k.tool_status == "verified"]
         srcf = [k for k in tr if k.compute == "source-fails-ref"]
         big = [k for k in tr if k.compute == "too-large"]
         med = statistics.median([k.seconds for k in tr]) if tr else 0.0
-        w(f"{label:<12} {len(ks):>5} {pct(len(comp), len(tr)):>17} {pct(len(passed), len(judged)):>17} "
-          f"{len(ver):>6}/{len(tr):<8} {len(srcf):>9} {len(big):>9} {med:>8.1f}   {ptxt}")
+        w(
+            f"{label:<12} {len(ks):>5} {pct(len(comp), len(tr) - len(nosrc)):>17} "
+            f"{pct(len(passed), len(judged)):>17} {len(ver):>6}/{len(tr):<8} {len(srcf):>9} {len(nosrc):>9} "
+            f"{len(big):>9} {len(unrun):>10} {med:>8.1f}   {ptxt}"
+        )
     w("")
     w("Per operator group (compile % / compute %):")
     ds = [d for d in directions if any(k.direction == d and k.status == "translated" for k in cases)]
@@ -855,32 +1044,51 @@ def summarize(cases: list[Case], directions: list[str]) -> str:
         for d in ds:
             tr = [k for k in cases if k.direction == d and k.group == g and k.status == "translated"]
             judged = [k for k in tr if k.compute in ("pass", "fail", "error", "not-run")]
-            cp = sum(1 for k in tr if k.compile_ok)
+            cc = [k for k in tr if k.source_compiles is not False]
+            cp = sum(1 for k in cc if k.compile_ok)
             ok = sum(1 for k in judged if k.compute == "pass")
-            cell = (f"{cp}/{len(tr)} | {ok}/{len(judged)}") if tr else "-"
+            cell = (f"{cp}/{len(cc)} | {ok}/{len(judged)}") if tr else "-"
             row += f"{cell:>30}"
         w(row)
     w("")
-    bad = [k for k in cases if k.tool_status == "verified" and k.compute in ("fail", "error")]
+    bad = [k for k in cases if k.tool_status == "verified" and k.compute == "fail"]
     w(f"Tool said 'verified' but the independent check says wrong: {len(bad)} (must be 0)")
     for k in bad:
         w(f"  {k.direction:<11} {k.name:<32} {k.compute_reason}")
+    unchecked = [k for k in cases if k.tool_status == "verified" and k.compute in ("error", "unrunnable")]
+    if unchecked:
+        w(f"Tool said 'verified' but the independent check could not run the translation: {len(unchecked)}")
+        for k in unchecked:
+            w(f"  {k.direction:<11} {k.name:<32} {k.compute_reason[:150]}")
     bad_diff = [k for k in cases if k.tool_status == "verified" and k.differential == "fail"]
     if bad_diff:
         w(f"Tool said 'verified' but the translation differs from its (wrong) source: {len(bad_diff)}")
         for k in bad_diff:
             w(f"  {k.direction:<11} {k.name:<32} {k.differential_reason}")
     w("")
-    srcf = sorted({(k.direction.split("->")[0], k.name, k.source_reason) for k in cases
-                   if k.source_check in ("fail", "error")})
-    w(f"Sources that fail the benchmark's reference (not charged to the translation): {len(srcf)}")
-    for plat, name, why in srcf:
+    failing_sources = sorted(
+        {
+            (k.direction.split("->")[0], k.name, k.source_reason)
+            for k in cases
+            if k.source_check in ("fail", "error")
+        }
+    )
+    w(f"Sources that fail the benchmark's reference (not charged to the translation): {len(failing_sources)}")
+    for plat, name, why in failing_sources:
         w(f"  {plat:<5} {name:<32} {why[:150]}")
-    gts = sorted({(k.direction.split("->")[1], k.name, k.ground_truth_reason) for k in cases
-                  if k.ground_truth in ("fail", "error")})
+    gts = sorted(
+        {
+            (k.direction.split("->")[1], k.name, k.ground_truth_reason)
+            for k in cases
+            if k.ground_truth in ("fail", "error")
+        }
+    )
     gtp = len({(k.direction, k.name) for k in cases if k.ground_truth == "pass"})
-    w(f"Ground-truth files of the target that fail the same reference or cannot run on the CPU runtime: {len(gts)}"
-      f" (passing: {gtp})")
+    w(
+        "Ground-truth files of the target that fail the same reference or cannot run on the CPU runtime: "
+        f"{len(gts)}"
+        f" (passing: {gtp})"
+    )
     for plat, name, why in gts:
         w(f"  {plat:<5} {name:<32} {why[:150]}")
     w("")
@@ -888,10 +1096,13 @@ def summarize(cases: list[Case], directions: list[str]) -> str:
     for k in cases:
         if k.status != "translated":
             continue
-        if not k.compile_ok or k.compute in ("fail", "error", "not-run"):
+        if not k.compile_ok or k.compute in ("fail", "error", "not-run", "unrunnable"):
             why = k.compile_reason if not k.compile_ok else k.compute_reason
-            w(f"  {k.direction:<11} {k.name:<32} tool={k.tool_status:<22} compile={'ok' if k.compile_ok else 'NO'}"
-              f" compute={k.compute:<8} {why[:160]}")
+            w(
+                f"  {k.direction:<11} {k.name:<32} tool={k.tool_status:<22} "
+                f"compile={'ok' if k.compile_ok else 'NO'}"
+                f" compute={k.compute:<8} {why[:160]}"
+            )
             if k.tool_status != "verified" and k.tool_reason:
                 w(f"  {'':<44} tool: {k.tool_reason[:170]}")
     fid = [k for k in cases if k.compute == "source-fails-ref"]
@@ -899,8 +1110,11 @@ def summarize(cases: list[Case], directions: list[str]) -> str:
         w("")
         w("Cases whose source fails its reference: translation vs source (differential)")
         for k in fid:
-            w(f"  {k.direction:<11} {k.name:<32} tool={k.tool_status:<22} fidelity={k.differential or 'n/a':<6} "
-              f"{k.differential_reason[:120]}")
+            w(
+                f"  {k.direction:<11} {k.name:<32} tool={k.tool_status:<22} "
+                f"fidelity={k.differential or 'n/a':<6} "
+                f"{k.differential_reason[:120]}"
+            )
     skipped = [k for k in cases if k.status == "skipped"]
     if skipped:
         w("")
@@ -938,9 +1152,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every case record here")
     ap.add_argument("--workdir", type=Path, help="scratch folder (kept; default: a new temp folder)")
     ap.add_argument("--timeout", type=float, default=300.0, help="time limit of each subprocess (s)")
+    ap.add_argument(
+        "--report", type=Path, nargs="+", metavar="JSON", help="only print the tables of earlier --json runs"
+    )
     ns = ap.parse_args(argv)
+    if ns.report:
+        fields = set(Case.__dataclass_fields__)
+        try:
+            old = [
+                Case(**{k: v for k, v in r.items() if k in fields})
+                for f in ns.report
+                for r in json.loads(f.read_text())["cases"]
+            ]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"cannot read the runs: {exc}", file=sys.stderr)
+            return 2
+        present = [d for d in DIRECTIONS if any(k.direction == d for k in old)]
+        print(summarize(old, [d for d in (ns.direction or present) if d in present]))
+        return 0
     if not (ns.path / "XpilerBench").is_dir() or not (ns.path / "TransEval").is_dir():
-        print(f"{ns.path}: not a work tree of ShouyangDong/xpiler-eval (XpilerBench/, TransEval/)", file=sys.stderr)
+        print(
+            f"{ns.path}: not a work tree of ShouyangDong/xpiler-eval (XpilerBench/, TransEval/)",
+            file=sys.stderr,
+        )
         return 2
     workdir = ns.workdir or Path(tempfile.mkdtemp(prefix="xpilerbench-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -956,12 +1190,20 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 k = bench.case(d, c)
             except Exception as exc:  # a bug of this runner on one case must not stop the others
-                k = Case(d, c.name, c.op, GROUP_OF.get(c.op, "?"), status="not-run",
-                         reason=f"runner error: {type(exc).__name__}: {exc}")
+                k = Case(
+                    d,
+                    c.name,
+                    c.op,
+                    GROUP_OF.get(c.op, "?"),
+                    status="not-run",
+                    reason=f"runner error: {type(exc).__name__}: {exc}",
+                )
             cases.append(k)
-            log(f"  [{i}/{len(todo)}] {d} {c.name}: {k.status} tool={k.tool_status} "
+            log(
+                f"  [{i}/{len(todo)}] {d} {c.name}: {k.status} tool={k.tool_status} "
                 f"compile={k.compile_ok} compute={k.compute} src={k.source_check} gt={k.ground_truth} "
-                f"{k.seconds:.1f}s {(k.reason or k.compute_reason or k.compile_reason)[:100]}")
+                f"{k.seconds:.1f}s {(k.reason or k.compute_reason or k.compile_reason)[:100]}"
+            )
     text = summarize(cases, directions)
     print(text)
     if ns.json:

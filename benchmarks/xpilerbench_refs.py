@@ -1,9 +1,10 @@
 """Numpy references for the XpilerBench operators (helper of ``bench_xpilerbench.py``).
 
 Written from the benchmark's per-operator test scripts (``evaluation/cuda_org_test/test_<op>.py`` of
-ShouyangDong/xpiler-eval), with their known slips corrected: maxpool is a real max (the scripts' ``maxpool_np``
-is an average), conv2dnchw uses the stride as stride (the script passes it as padding), gelu is the tanh
-approximation every kernel implements, layernorm divides by ``std + eps`` as the kernels and scripts do.
+ShouyangDong/xpiler-eval), with their known slips corrected: maxpool is a real max (the scripts'
+``maxpool_np`` is an average), conv2dnchw uses the stride as stride (the script passes it as padding),
+gelu is the tanh approximation every kernel implements, layernorm divides by ``std + eps`` as the kernels
+and scripts do.
 
 ``compute(op, params, inputs)`` takes the operator name, the case parameters (``args`` from the file name,
 ``axis``/``perm`` from the JSON config, plus a few derived values) and the input arrays keyed by *slot*
@@ -37,7 +38,9 @@ def _gelu_tanh(x: Arr) -> Arr:
 
 def _windows(x: Arr, kh: int, kw: int, sh: int, sw: int, oh: int, ow: int) -> Arr:
     """NHWC input -> (KH*KW, N, OH, OW, C) stack of the pooling/convolution windows."""
-    return np.stack([x[:, i : i + sh * oh : sh, j : j + sw * ow : sw, :] for i in range(kh) for j in range(kw)])
+    return np.stack(
+        [x[:, i : i + sh * oh : sh, j : j + sw * ow : sw, :] for i in range(kh) for j in range(kw)]
+    )
 
 
 def _elementwise(p: Mapping[str, Any], x: Mapping[str, Arr]) -> dict[str, Arr]:
@@ -168,7 +171,7 @@ def _pool(p: Mapping[str, Any], x: Mapping[str, Arr]) -> dict[str, Arr]:
     _, h, w, _, kh, kw, sh, sw = (int(t) for t in p["args"])
     oh, ow = (h - kh) // sh + 1, (w - kw) // sw + 1
     win = _windows(v, kh, kw, sh, sw, oh, ow)
-    red = {"avgpool": np.mean, "maxpool": np.max, "minpool": np.min, "sumpool": np.sum}[p["op"]]
+    red = getattr(np, {"avgpool": "mean", "maxpool": "max", "minpool": "min", "sumpool": "sum"}[p["op"]])
     return {"out": red(win, axis=0)}
 
 
@@ -209,7 +212,7 @@ def _transpose(p: Mapping[str, Any], x: Mapping[str, Arr]) -> dict[str, Arr]:
 
 
 def _reduce(p: Mapping[str, Any], x: Mapping[str, Arr]) -> dict[str, Arr]:
-    fn = {"max": np.max, "min": np.min, "sum": np.sum, "mean": np.mean}[p["op"]]
+    fn = getattr(np, {"max": "max", "min": "min", "sum": "sum", "mean": "mean"}[p["op"]])
     return {"out": np.asarray(fn(_f(x["x"]), axis=int(p["axis"])))}
 
 

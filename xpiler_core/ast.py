@@ -428,7 +428,8 @@ class Pragma(Stmt):
 
 @dataclass(frozen=True)
 class Comment(Stmt):
-    """A comment between statements or items, text including ``//`` or ``/* */``."""
+    """A comment between statements or items, text including ``//`` or ``/* */``, or a compile-time-only
+    statement (``static_assert(...);``) that passes carry like a comment and print verbatim."""
 
     text: str
 

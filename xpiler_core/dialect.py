@@ -38,6 +38,9 @@ _HIP_MARKERS = re.compile(
 )
 _BANG_MARKERS = re.compile(r"\b(__mlu_global__|__mlu_func__|__mlu_entry__|__nram__|__wram__|__bang_\w+)\b")
 _BANG_WORDS = ("__mlu_", "__nram__", "__wram__", "__bang_")
+# A C/C++ file that is host code of a CUDA program: it includes the CUDA runtime or a CUDA library.
+_CUDA_HOST_CODE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](cuda_runtime(_api)?|cuda|cublas(_v2|Lt)?|cufft|curand(_kernel)?|'
+                             r'cusparse|cusolverDn|cudnn|nvrtc|npp\w*)\.h[>"]|^[ \t]*#[ \t]*include[ \t]*<thrust/', re.M)
 _CUDA_MARKERS = re.compile(r"\b(__global__|__device__|__shared__|threadIdx|blockIdx|cudaMalloc)\b")
 
 
@@ -164,6 +167,8 @@ def detect_dialect(text: str, path: str | None = None) -> Dialect:
         if _HIP_MARKERS.search(cuda_build) or not _CUDA_MARKERS.search(cuda_build):
             return Dialect.HIP
     by_suffix = dialect_from_suffix(path)
+    if by_suffix is Dialect.C and _CUDA_HOST_CODE.search(sample):
+        return Dialect.CUDA  # a .cpp host program of a CUDA project (CUDA runtime or library calls)
     if by_suffix is not None:
         return by_suffix
     if _CUDA_MARKERS.search(sample):

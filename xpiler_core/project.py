@@ -301,18 +301,23 @@ class BuildSettings:
     # the program's other units among ``files``: compiled with the text as one translation unit (a unity
     # build: each is included at the end of the text)
     unity: tuple[str, ...] = ()
+    # those of ``unity`` written in C (``.c`` without CUDA): compiled as C on their own and linked, since C++
+    # reads some valid C differently (a non-void function that ends without ``return``)
+    c_units: tuple[str, ...] = ()
 
-    def with_units(self, text: str) -> str:
-        """``text`` followed by the includes of the other units (unchanged when there are none)."""
-        if not self.unity:
+    def with_units(self, text: str, *, separate_c: bool = False) -> str:
+        """``text`` followed by the includes of the other units (unchanged when there are none);
+        ``separate_c``: the C units are left out (the build compiles and links them apart)."""
+        units = [u for u in self.unity if not (separate_c and u in self.c_units)]
+        if not units:
             return text
-        return text + "\n/* xpiler: the program's other units */\n" + "".join(f'#include "{u}"\n' for u in self.unity)
+        return text + "\n/* xpiler: the program's other units */\n" + "".join(f'#include "{u}"\n' for u in units)
 
     def key(self) -> list[Any]:
         import hashlib
 
         files = [(name, hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()) for name, text in self.files]
-        return [list(self.flags), files, [list(d) for d in self.depends], list(self.unity)]
+        return [list(self.flags), files, [list(d) for d in self.depends], list(self.unity), list(self.c_units)]
 
     def runtime_flags(self) -> list[str]:
         """The flags for a build on the CPU runtime: include dirs and macros (the runtime's own C++ standard
@@ -330,7 +335,8 @@ class BuildSettings:
 
 
 def build_settings(config: ProjectConfig | None, source_path: str | None, text: str,
-                   files: dict[str, str] | None = None, unity: tuple[str, ...] = ()) -> BuildSettings:
+                   files: dict[str, str] | None = None, unity: tuple[str, ...] = (),
+                   c_units: tuple[str, ...] = ()) -> BuildSettings:
     """The settings to compile ``text`` (read from ``source_path``) or a translation of it."""
     import hashlib
 
@@ -344,4 +350,4 @@ def build_settings(config: ProjectConfig | None, source_path: str | None, text: 
         headers.update(local_includes(body, source_path or "<input>", config))
     depends = tuple(sorted((p, hashlib.sha256(t.encode("utf-8", errors="replace")).hexdigest())
                            for p, t in headers.items()))
-    return BuildSettings(tuple(flags), tuple(sorted((files or {}).items())), depends, unity)
+    return BuildSettings(tuple(flags), tuple(sorted((files or {}).items())), depends, unity, c_units)

@@ -165,3 +165,41 @@ def test_a_program_of_two_units_with_arguments_from_xpiler_toml(tmp_path: Path, 
     expected = f"n=777 sum={sum(1.0 + i for i in range(777)):.1f}"
     assert program["source"]["stdout"].strip() == expected
     assert program["candidate"]["stdout"].strip() == expected
+
+
+C_UNIT = """#include <stdio.h>
+/* valid C: a non-void function may end without return when no caller uses the value (C++ says undefined) */
+int report(const float* v, int n) {
+  double s = 0;
+  for (int i = 0; i < n; ++i) s += v[i];
+  printf("sum %.1f\\n", s);
+}
+"""
+C_UNIT_MAIN = """#include <cuda_runtime.h>
+extern "C" int report(const float* v, int n);
+__global__ void fill(float* v, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) v[i] = 0.5f * i; }
+int main() {
+  const int n = 300;
+  float* d; float h[n];
+  cudaMalloc(&d, sizeof(h));
+  fill<<<(n + 63) / 64, 64>>>(d, n);
+  cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost);
+  report(h, n);
+  report(h, n / 2);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["hip", "cpu"])
+def test_a_c_unit_is_built_as_c_and_copied_beside_the_output(tmp_path: Path, target: str) -> None:
+    if target == "hip" and not HIP:
+        pytest.skip("hipcc not installed")
+    (tmp_path / "report.c").write_text(C_UNIT)
+    (tmp_path / "main.cu").write_text(C_UNIT_MAIN)
+    output = tmp_path / "out" / ("main.hip" if target == "hip" else "main.cpp")
+    code, manifest = _translate(tmp_path / "main.cu", target, output, "--unit", str(tmp_path / "report.c"))
+    assert code == EXIT_CODES["verified"], manifest.get("summary")
+    expected = [f"sum {sum(0.5 * i for i in range(300)):.1f}", f"sum {sum(0.5 * i for i in range(150)):.1f}"]
+    assert manifest["outcome"]["program"]["source"]["stdout"].split("\n")[:2] == expected
+    assert (tmp_path / "out" / "report.c").read_text() == C_UNIT

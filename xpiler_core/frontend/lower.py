@@ -603,9 +603,9 @@ class _Lowerer:
         if kind == "compound_statement":
             return self.block(node, depth)
         if kind == "static_assert_declaration" and not node.has_error:
-            # checked when the source compiles; it has no run-time meaning, and the translation comes from
-            # code that passed it: kept for the reader
-            return A.Comment("/* " + " ".join(self.text(node).split()).replace("*/", "* /") + " */", span=span)
+            # compile-time only: passes treat it like a comment (no run-time meaning) and print it verbatim, so
+            # the translation is still checked against the assertion the author wrote
+            return A.Comment(" ".join(self.text(node).split()), span=span)
         if self.has_foreign_child(node):
             raise _Unsupported("preprocessor inside a statement")
         if kind == "expression_statement":

@@ -17,7 +17,7 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
-from xpiler_core.plans._macro_view import as_source_build_saw
+from xpiler_core.passes.support.build_macros import as_source_build_saw
 from xpiler_core.runtime.rewrite import rewrite_for_cpu
 
 SIMT_DIR = "xpiler_simt"
@@ -75,7 +75,7 @@ def portable_candidate(source: str, dialect: Dialect, warp: int, reason: str, ta
         "/* xpiler portable tier: this file runs the GPU code below on the CPU through the SIMT header set in\n"
         f"   {SIMT_DIR}/ (threads as loops, fibers where barriers and warp collectives need them); exact, not fast.\n"
         f"   The structural translation was refused: {why.replace('*/', '* /')}\n"
-        f"   Build: g++ -std=c++17 -O2 -pthread FILE.cpp (the headers are found beside it). */\n"
+        f"   Build: g++ -std=c++17 -O2 -fno-strict-aliasing -pthread FILE.cpp (the headers are found beside it). */\n"
         "#ifndef XPILER_UCONTEXT\n#define XPILER_UCONTEXT 1\n#endif\n"
         f"#ifndef XPILER_WARP_SIZE\n#define XPILER_WARP_SIZE {warp}\n#endif\n"
         f"{macros}#include \"{runtime}\"\n#line 1\n{body}"

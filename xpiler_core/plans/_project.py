@@ -20,13 +20,24 @@ from pathlib import Path
 from typing import Any
 
 from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
-from xpiler_core.dialect import Dialect
+from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, SourceUnit
 from xpiler_core.passes.driver import run_passes
 from xpiler_core.progress import CancelToken
 from xpiler_core.project import BuildSettings, ProjectConfig, build_settings, load_project, local_includes
 from xpiler_core.translation import TestSet, TranslateOptions, build_test_set
+
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.MULTILINE)
+
+
+def _conditional(text: str, offset: int) -> bool:
+    """Whether ``offset`` lies inside an #if/#ifdef/#ifndef block (an include guard does not count)."""
+    depth = 0
+    guard = re.match(r"\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*#[ \t]*ifndef\b", text, re.S) is not None
+    for match in _CONDITIONAL.finditer(text, 0, offset):
+        depth += -1 if match.group(1) == "endif" else 1
+    return depth > (1 if guard else 0)
 
 
 def _system_header(name: str) -> bool:
@@ -70,11 +81,16 @@ class ProjectFiles:
         build rewrites their launches; the units are built with the file as one translation unit)."""
         units = self.other_units()
         return build_settings(self.config, self.unit.path, self.unit.text, {**self.shadows(), **units},
-                              unity=tuple(units))
+                              unity=tuple(units), c_units=self._c_units(units))
 
     def candidate_build(self, candidate: str, companions: dict[str, str]) -> BuildSettings:
         units = tuple(name for name in companions if name in self.unit_names.values())
-        return build_settings(self.config, self.unit.path, candidate, {**self.shadows(), **companions}, unity=units)
+        return build_settings(self.config, self.unit.path, candidate, {**self.shadows(), **companions}, unity=units,
+                              c_units=self._c_units({n: companions[n] for n in units}))
+
+    @staticmethod
+    def _c_units(units: dict[str, str]) -> tuple[str, ...]:
+        return tuple(n for n, t in units.items() if n.endswith(".c") and detect_dialect(t, n) is Dialect.C)
 
     def other_units(self) -> dict[str, str]:
         """The program's other translation units (``sources``): name relative to the file's folder → text."""
@@ -99,6 +115,11 @@ class ProjectFiles:
         base = Path(self.unit.path).resolve().parent
         for name, text in self.other_units().items():
             path = str((base / name).resolve())
+            if detect_dialect(text, name) is Dialect.C:
+                # plain C or C++ with no GPU code: copied beside the output as it is (and built as C)
+                self.unit_names[path] = name
+                out[name] = text
+                continue
             ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=warp, file=path,
                               project_names=self.declared_names())
             run = run_passes(SourceUnit(text, direction.source, path), pass_names, ctx, params, cancel=cancel)
@@ -110,10 +131,22 @@ class ProjectFiles:
             out[target] = self.rewrite_includes(run.unit.text, path)
         return out
 
+    def plain_c_units(self) -> dict[str, str]:
+        """The program's other units written in C (``.c``, no GPU code): name → text. They are not translated;
+        they are copied beside the output and built as C (C++ reads some valid C differently)."""
+        base = Path(self.unit.path).resolve().parent
+        found: dict[str, str] = {}
+        for name, text in self.other_units().items():
+            if name.endswith(".c") and detect_dialect(text, name) is Dialect.C:
+                self.unit_names[str((base / name).resolve())] = name
+                found[name] = text
+        return found
+
     def with_units_inlined(self, text: str) -> str:
         """CPU/BANG: the program's other units appended to the (header-inlined) text, so one module holds every
-        kernel and every function the program calls."""
-        units = self.other_units()
+        kernel and every function the program calls (C units stay apart: :meth:`plain_c_units`)."""
+        plain_c = self.plain_c_units()
+        units = {n: t for n, t in self.other_units().items() if n not in plain_c}
         if not units:
             return text
         base = Path(self.unit.path).resolve().parent
@@ -150,8 +183,8 @@ class ProjectFiles:
             where = Path(path).resolve() if Path(path).exists() else Path(path)
             for match in _INCLUDE_LINE.finditer(text):
                 name = match.group(3).strip()
-                if match.group(2) != '"' or is_gpu_header(name):
-                    continue
+                if match.group(2) != '"' or is_gpu_header(name) or _conditional(text, match.start()):
+                    continue  # an include under #if/#ifdef may not be compiled at all: no claim about it
                 if resolve_include(name, True, where, self.config.include_dirs) is None and not _system_header(name):
                     start = match.start(3) - 1  # the opening quote
                     line = text.count("\n", 0, start)
@@ -225,8 +258,8 @@ class ProjectFiles:
         """The unit's text with every local header that holds device code inlined at its first include
         (CPU/BANG plans see all kernels in one module), and the headers inlined. For CPU output, headers whose
         conditions test a macro only the CPU build defines are inlined too, to be read as the source's build
-        read them (plans/_macro_view.py)."""
-        from xpiler_core.plans._macro_view import tests_cpu_build_macros
+        read them (passes/support/build_macros.py)."""
+        from xpiler_core.passes.support.build_macros import tests_cpu_build_macros
 
         device = dict(self.device_headers())
         if self.target is Dialect.C:

@@ -28,7 +28,7 @@ from xpiler_core.dialect import Dialect, detect_dialect
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
 from xpiler_core.passes.driver import run_passes
-from xpiler_core.plans._macro_view import as_source_build_saw
+from xpiler_core.passes.support.build_macros import as_source_build_saw
 from xpiler_core.plans._portable import launcher, portable_candidate, simt_headers
 from xpiler_core.plans._project import ProjectFiles
 from xpiler_core.printer import print_module
@@ -208,6 +208,7 @@ def plan(
     inlined_text, inlined = own.inline_device_headers()
     # the program's other units too (one module, every kernel), conditions read as the GPU build read them
     whole = as_source_build_saw(own.with_units_inlined(inlined_text))
+    c_units = project.plain_c_units()  # copied beside the output, built as C and linked
     inlined = inlined + [name for name in own.other_units()]
     work = unit if whole == unit.text else unit.with_text(whole)
     spec = load_spec(options.spec_path) if options.spec_path else None
@@ -222,12 +223,12 @@ def plan(
     with tempfile.TemporaryDirectory(prefix="xpiler-cpu-") as tmp:
         if candidate is not None and options.verify:
             tests = project.test_set(options, Path(tmp) / "auto")
-            runner = CpuRunner(warp_size=source_warp, build=project.candidate_build(candidate, {}),
+            runner = CpuRunner(warp_size=source_warp, build=project.candidate_build(candidate, c_units),
                                display_name=output_display_name(options, unit.path),
                                source_build=project.source_build())
 
             def check(text: str, recs: list[PassRecord]) -> _Checked:
-                runner.build = project.candidate_build(text, {})
+                runner.build = project.candidate_build(text, c_units)
                 tested, tested_recs, specs, note = _tests_for(work, text, recs, tests, spec, options, Path(tmp))
                 program = project.program_check(runner, 1, cancel) if tests.program else None
                 found = gather_evidence(tested, specs, runner, seed=options.seed, cancel=cancel,
@@ -240,7 +241,7 @@ def plan(
             best = check(candidate, records)
             best = _fallbacks(best, work, spec, options, pass_names, ctx, check)
             candidate, records, evidence = best.candidate, best.records, best.evidence
-        companions: dict[str, str] = {}
+        companions: dict[str, str] = dict(c_units)
         if options.verify and (candidate is None or not _passed(_Checked(candidate, records, evidence))):
             # the floor: the source on the SIMT header set, exact but slow (plans/_portable.py)
             refused = _structural_refusal(candidate, evidence, ctx, unit.path)
@@ -256,7 +257,7 @@ def plan(
                 candidate, records, evidence = floor.candidate, floor.records, floor.evidence
                 if _passed(floor):
                     ctx.unresolved.clear()  # what the structural tier could not lower, the floor runs as written
-                companions = simt_headers()
+                companions = {**simt_headers(), **c_units}
         if candidate is not None and options.verify:
             evidence.facts.setdefault("tier", "structural")
     result = finish_translation(
@@ -306,7 +307,7 @@ def _portable_attempt(original: ParsedUnit, work: ParsedUnit, inlined: list[str]
             host_spec = spec_with_launch_args(host_spec, launch["launch_params"], tmp / "portable-launch")
         checked = dataclasses.replace(tests, specs=[host_spec])
     text = portable_candidate(source, original.dialect, warp, refused, tail)
-    runner.build = project.candidate_build(text, simt_headers())
+    runner.build = project.candidate_build(text, {**simt_headers(), **project.plain_c_units()})
     program = project.program_check(runner, 1, cancel) if tests.program else None
     evidence = gather_evidence(text, checked, runner, seed=options.seed, cancel=cancel, progress=progress,
                                shrink=False, program_check=program)

@@ -11,6 +11,7 @@ from xpiler_core.translation import TranslateOptions, TranslationResult
 # Order matters: inline PTX first (it may produce shuffles), then warp semantics on CUDA spellings, then
 # the constructs with AMD-specific meaning, and the renames last.
 DEFAULT_PASSES = [
+    "cuda_build_macros",
     "inline_ptx",
     "warp_size",
     "tensor_cores",

@@ -85,12 +85,15 @@ def prepare_source(text: str, dialect: Dialect, display_name: str, extra: str = 
 
 
 def build_flags(dialect: Dialect, warp_size: int, fibers: str = "fcontext") -> list[str]:
+    # CUDA code type-puns through reinterpret_cast (a float4 read as four half2): nvcc keeps such code right,
+    # GCC's type-based aliasing at -O2 does not, so neither the runtime nor CPU output builds assume it
     if dialect is Dialect.C:
-        return ["-O2", "-fopenmp", "-fPIC", "-shared", "-lm"]
+        return ["-O2", "-fno-strict-aliasing", "-fopenmp", "-fPIC", "-shared", "-lm"]
     # -fstack-clash-protection probes every page of a large frame, so locals bigger than a fiber stack hit
     # the guard page (a reported stack overflow) instead of landing silently on a neighbouring stack.
     flags = [
         "-O2",
+        "-fno-strict-aliasing",
         "-std=c++17",
         "-fPIC",
         "-shared",
@@ -138,7 +141,10 @@ def build_library(
     started = time.monotonic()
     is_c = dialect is Dialect.C
     compiler = ("g++" if cplusplus_c else "gcc") if is_c else "g++"
-    source = prepare_source(build.with_units(text) if build is not None else text, dialect, display_name, extra)
+    # a whole program's C units are compiled as C on their own and linked
+    c_units = build.c_units if build is not None and executable else ()
+    source = prepare_source(build.with_units(text, separate_c=bool(c_units)) if build is not None else text, dialect,
+                            display_name, extra)
     flags = build_flags(dialect, warp_size, fibers)
     if executable:
         flags = [f for f in flags if f not in ("-fPIC", "-shared")]
@@ -181,6 +187,12 @@ def build_library(
     src_path.write_text(source, encoding="utf-8")
     if build is not None:
         build.write_files(out_dir, None if is_c else (lambda t: rewrite_for_cpu(t, dialect).text))
+    if c_units:
+        objects, failure = _compile_c_units(c_units, out_dir, build.runtime_flags() if build is not None else [])
+        if failure:
+            cache.set(key, {"ok": False, "log": failure})
+            return BuildResult(False, None, failure, command, False, time.monotonic() - started)
+        command = [compiler, *flags, str(src_path), *objects, "-o", str(library), *libs]
     try:
         proc = subprocess.run(
             command,
@@ -203,6 +215,23 @@ def build_library(
         entry["library"] = library.read_bytes()
     cache.set(key, entry)
     return BuildResult(ok, library if ok else None, log, command, False, time.monotonic() - started)
+
+
+def _compile_c_units(units: tuple[str, ...], folder: Path, project_flags: list[str]) -> tuple[list[str], str]:
+    """Each C unit (written in ``folder``) compiled with gcc to an object: (objects, "" or the build log)."""
+    objects: list[str] = []
+    for unit in units:
+        obj = folder / f"{Path(unit).name}.o"
+        command = ["gcc", "-O2", "-fno-strict-aliasing", "-w", *project_flags, "-c", str(folder / unit), "-o", str(obj)]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S,
+                                  cwd=folder, preexec_fn=child_limits(COMPILE_MEMORY_BYTES, COMPILE_TIMEOUT_S))
+        except subprocess.TimeoutExpired:
+            return [], f"{unit}:1:1: error: compilation timed out after {COMPILE_TIMEOUT_S:.0f} s"
+        if proc.returncode != 0:
+            return [], proc.stderr + proc.stdout
+        objects.append(str(obj))
+    return objects, ""
 
 
 def copy_library(result: BuildResult, dest: Path) -> Path:

@@ -134,9 +134,24 @@ def _shared_fill_hook(node: Node, names: list[str]) -> str:
     return f" static const bool xpiler_smem_filler_{node.start_byte} = ::xpiler::register_shared([] {{ {fills} }});"
 
 
+def _overloaded_names(nodes: list[Node]) -> set[str]:
+    """Names of functions defined with two or more parameter lists in the file (overloaded kernels)."""
+    seen: dict[str, set[bytes]] = {}
+    for node in nodes:
+        if node.type != "function_declarator":
+            continue
+        name = node.child_by_field_name("declarator")
+        params = node.child_by_field_name("parameters")
+        if name is not None and name.type == "identifier" and name.text is not None and params is not None:
+            seen.setdefault(name.text.decode("utf-8", "replace"), set()).add(
+                b" ".join((params.text or b"").split()))
+    return {name for name, lists in seen.items() if len(lists) > 1}
+
+
 def _kernel_expression(function: Node, kernel: str, templates: set[str]) -> str:
     """The first argument of ``::xpiler::launch``: the kernel itself, or, for a function template named
-    without template arguments, a generic lambda that lets the call arguments deduce them."""
+    without template arguments or an overloaded kernel, a generic lambda that lets the call arguments
+    deduce the template arguments or pick the overload, as nvcc does."""
     last = function
     if function.type == "qualified_identifier":
         name = function.child_by_field_name("name")
@@ -160,7 +175,7 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
     edits: list[tuple[int, int, str]] = []
     result = RewriteResult(text)
     nodes = _walk(parsed.root)
-    templates = _function_template_names(nodes)
+    templates = _function_template_names(nodes) | _overloaded_names(nodes)
     for node in nodes:
         if node.type == "call_expression":
             config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)

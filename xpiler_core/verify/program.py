@@ -258,16 +258,26 @@ def lines_match(a: str, b: str, atol: float, rtol: float) -> bool:
     return all(_numbers_match(x, y, atol, rtol) for x, y in zip(numbers_a, numbers_b, strict=True))
 
 
+def _is_table_header(line: str) -> bool:
+    """A line of column labels (``Routine    Bandwidth (GB/s)``): fields apart by two spaces or a tab."""
+    return len(re.split(r"\s{2,}|\t", line.strip())) >= 2
+
+
 def _kept_lines(text: str, patterns: list[re.Pattern[str]]) -> tuple[list[str], int]:
+    """The lines compared, and how many were ignored. The rows under an ignored header of columns (a table of
+    timings or bandwidths, up to the next blank line) are compared by their text, their numbers masked."""
     kept: list[str] = []
     ignored = 0
+    timing_table = False
     for line in text.splitlines():
         if not line.strip():
+            timing_table = False
             continue
         if any(p.search(line) for p in patterns):
             ignored += 1
+            timing_table = _is_table_header(line)
             continue
-        kept.append(line.rstrip())
+        kept.append(_NUMBER.sub("#", line).rstrip() if timing_table else line.rstrip())
     return kept, ignored
 
 

@@ -62,7 +62,7 @@ def host_isa() -> str:
 def gcc_verdict(candidate: str, build: BuildSettings | None = None, display_name: str | None = None) -> CompileVerdict:
     """The GNU compiler's verdict on a CPU candidate: g++ when it is C++ (the prelude, ``extern "C"``), as
     the harness builds it, else gcc."""
-    return compile_check(candidate, Dialect.C, toolchain="g++" if is_cplusplus(candidate) else None, flags=("-fopenmp",),
+    return compile_check(candidate, Dialect.C, toolchain="g++" if is_cplusplus(candidate) else None, flags=("-fopenmp", "-fno-strict-aliasing"),
                          build=build, display_name=display_name)
 
 

@@ -43,7 +43,16 @@ test('a shown document opens where it is visible, else beside the source', () =>
 });
 
 test('commands without a code action name a server command the server registers', () => {
-  const serverCommands = ['xpiler.translate', 'xpiler.runPass', 'xpiler.verify', 'xpiler.cancel', 'xpiler.showManifest', 'xpiler.tune'];
+  // the server's own registry (server/server.py COMMANDS), read from its source so the two cannot drift apart
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const fs = require('node:fs') as typeof import('node:fs');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const path = require('node:path') as typeof import('node:path');
+  const source = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'server', 'server.py'), 'utf8');
+  const registry = /^COMMANDS = \(([^)]*)\)/m.exec(source);
+  assert.ok(registry, 'server/server.py defines COMMANDS');
+  const serverCommands = [...registry[1].matchAll(/"([^"]+)"/g)].map((m) => m[1]);
+  assert.ok(serverCommands.includes('xpiler.translate'));
   for (const a of CLIENT_ACTIONS) {
     if (a.serverCommand !== undefined) assert.ok(serverCommands.includes(a.serverCommand), a.id);
   }

@@ -155,8 +155,13 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
 def _has_runtime_include(src: ParsedSource, edits: list[Edit]) -> bool:
     """hip_runtime.h is included before any other HIP header (HIP's other headers need it first, where
     nvcc includes cuda_runtime.h implicitly)."""
-    runtime = [e.start_byte for e in edits if e.text in ("hip/hip_runtime.h", "hip/hip_runtime_api.h")]
-    runtime += [m.start() for m in re.finditer(rb"#\s*include\s*[<\"]hip/hip_runtime(_api)?\.h[>\"]", src.data)]
+    # hip_runtime_api.h declares the host API only: device code (kernels, builtins) needs hip_runtime.h
+    device_code = re.search(rb"__global__|__device__|<<<|\bthreadIdx\b", src.data) is not None
+    accepted = ("hip/hip_runtime.h",) if device_code else ("hip/hip_runtime.h", "hip/hip_runtime_api.h")
+    runtime = [e.start_byte for e in edits if e.text in accepted]
+    pattern = rb"#\s*include\s*[<\"]hip/hip_runtime\.h[>\"]" if device_code else \
+        rb"#\s*include\s*[<\"]hip/hip_runtime(_api)?\.h[>\"]"
+    runtime += [m.start() for m in re.finditer(pattern, src.data)]
     if not runtime:
         return False
     others = [e.start_byte for e in edits if e.text.startswith(("hip/", "hipcub/", "rocwmma/", "hiprand/"))

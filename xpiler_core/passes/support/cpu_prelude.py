@@ -36,6 +36,7 @@ def _runtime_enums() -> str:
 
 
 PRELUDE = PRELUDE_MARK + r"""
+/* Build: g++ -O2 -fopenmp -fno-strict-aliasing FILE.cpp (the GPU code may type-pun through pointer casts). */
 #include <math.h>
 #include <stdio.h>
 #include <limits.h>
@@ -276,6 +277,7 @@ template <class T, class V> static inline T atomicAnd(T* p, V v) { T old; _Pragm
 template <class T, class V> static inline T atomicOr(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p |= (T)v; } return old; }
 template <class T, class V> static inline T atomicXor(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p ^= (T)v; } return old; }
 template <class T, class V> static inline T atomicInc(T* p, V lim_) { T lim = (T)lim_; T old = __atomic_load_n(p, __ATOMIC_SEQ_CST); while (!__atomic_compare_exchange_n(p, &old, old >= lim ? 0 : old + 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {} return old; }
+template <class T, class V> static inline T atomicDec(T* p, V lim_) { T lim = (T)lim_; T old = __atomic_load_n(p, __ATOMIC_SEQ_CST); while (!__atomic_compare_exchange_n(p, &old, (old == 0 || old > lim) ? lim : old - 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {} return old; }
 template <class T, class V> static inline T atomicExch(T* p, V v) { T old; _Pragma("omp atomic capture") { old = *p; *p = (T)v; } return old; }
 template <class T, class C, class V> static inline T atomicCAS(T* p, C cmp, V v) { T c = (T)cmp; __atomic_compare_exchange_n(p, &c, (T)v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); return c; }
 /* Max/min by compare-and-swap on the bytes (the generic builtins take float and double too). Templates, so a
@@ -302,6 +304,7 @@ template <class T, class V> static inline T atomicMin(T* p, V v) {
 #ifndef __host__
 #define __host__
 #define __device__
+#define __global__
 #define __forceinline__ inline
 #define __noinline__
 #define __launch_bounds__(...)

@@ -1,2 +1,3 @@
 #pragma once
 #include "cuda_runtime.h"
+#define CUDA_VERSION 13000

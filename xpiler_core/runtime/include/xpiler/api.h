@@ -149,6 +149,8 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   inline P##Error_t P##DeviceSynchronize() { return P##Success; }                                         \
   inline P##Error_t P##ThreadSynchronize() { return P##Success; }                                         \
   inline P##Error_t P##DeviceReset() { return P##Success; }                                               \
+  inline P##Error_t P##ProfilerStart() { return P##Success; }  /* no profiler on the CPU: a no-op */         \
+  inline P##Error_t P##ProfilerStop() { return P##Success; }                                              \
   inline P##Error_t P##GetLastError() { return static_cast<P##Error_t>(::xpiler::take_last_error()); }    \
   inline P##Error_t P##PeekAtLastError() { return static_cast<P##Error_t>(::xpiler::g_last_error); }      \
   inline const char* P##GetErrorString(P##Error_t e) { return ::xpiler::error_string(e); }                \

@@ -20,7 +20,9 @@
 #define __grid_constant__
 #define __shared__ static thread_local
 #define __forceinline__ inline
-#define __noinline__ __attribute__((noinline))
+// Empty, not __attribute__((noinline)): libstdc++ writes __attribute__((__noinline__)) (shared_ptr), which a
+// macro with parentheses would break; the hint does not change what code computes.
+#define __noinline__
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 #define __maxnreg__(...)

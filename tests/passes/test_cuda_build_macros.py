@@ -1,0 +1,65 @@
+"""Conditions on the CUDA version and on _OPENMP keep the branch nvcc took (nvcc's preprocessor is the
+reference), in the HIP and CPU builds that define neither."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from xpiler_core.passes.support.build_macros import as_source_build_saw
+
+CONDITIONS = """
+#if CUDART_VERSION >= 2020
+MARK(runtime_new)
+#else
+MARK(runtime_old)
+#endif
+#ifdef CUDART_VERSION
+MARK(runtime_defined)
+#endif
+#ifndef CUDART_VERSION
+MARK(runtime_missing)
+#endif
+#if defined(CUDART_VERSION) && CUDART_VERSION < 9000
+MARK(runtime_ancient)
+#elif defined __CUDACC_VER_MAJOR__ && __CUDACC_VER_MAJOR__ >= 11
+MARK(compiler_11)
+#endif
+#if defined(_OPENMP)
+MARK(openmp)
+#else
+MARK(no_openmp)
+#endif
+"""
+WITH_DRIVER = '#include <cuda.h>\n#if CUDA_VERSION >= 11000\nMARK(driver_new)\n#else\nMARK(driver_old)\n#endif\n'
+
+
+def _marks(cmd: list[str], text: str, tmp: Path, name: str) -> list[str]:
+    path = tmp / name
+    path.write_text(text)
+    out = subprocess.run([*cmd, str(path)], capture_output=True, text=True, timeout=120, check=True).stdout
+    return re.findall(r"MARK\((\w+)\)", out)
+
+
+@pytest.mark.parametrize("text", [CONDITIONS, WITH_DRIVER + CONDITIONS], ids=["runtime", "driver"])
+def test_conditions_take_nvccs_branch_under_gpp(text: str, tmp_path: Path) -> None:
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not installed")
+    reference = _marks(["nvcc", "-E", "-x", "cu"], text, tmp_path, "src.cu")
+    assert "runtime_new" in reference and "no_openmp" in reference  # the reference itself is as expected
+    # g++ -fopenmp defines _OPENMP and no CUDA version; the driver header is stubbed for g++
+    (tmp_path / "cuda.h").write_text("")
+    translated = _marks(["g++", "-E", "-fopenmp", "-x", "c++", f"-I{tmp_path}"], as_source_build_saw(text),
+                        tmp_path, "out.cpp")
+    assert translated == reference
+    untranslated = _marks(["g++", "-E", "-fopenmp", "-x", "c++", f"-I{tmp_path}"], text, tmp_path, "raw.cpp")
+    assert untranslated != reference  # the fix is needed: g++ alone takes other branches
+
+
+def test_other_conditions_are_untouched() -> None:
+    text = "#if FOO_VERSION >= 2\nint a;\n#endif\n#ifdef MY_CUDART_VERSION_X\nint b;\n#endif\n"
+    assert as_source_build_saw(text) == text

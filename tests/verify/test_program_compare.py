@@ -1,0 +1,58 @@
+"""How two runs of a whole program are judged the same: exit status, the program's own verdict, output lines
+with numbers within the tolerance, timing lines (and the rows of a timing table) ignored, lines that differ
+between two runs of the source itself ignored, files written compared."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from xpiler_core.project import ProjectConfig
+from xpiler_core.verify.program import ProgramRun, compare_runs, lines_match
+
+
+def run(stdout: str, exit_code: int = 0, files: dict[str, bytes] | None = None) -> ProgramRun:
+    return ProgramRun(True, exit_code=exit_code, stdout=stdout, files=files or {})
+
+
+@given(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), st.floats(min_value=0.0, max_value=1.0))
+def test_numbers_within_the_tolerance_match(value: float, fraction: float) -> None:
+    near = value * (1 + 1e-4 * fraction)  # within rtol 1e-3
+    assert lines_match(f"sum = {value!r}", f"sum = {near!r}", 1e-5, 1e-3)
+    assert not lines_match(f"sum = {value!r}", f"sum = {value * 1.1 + 1.0!r}", 1e-5, 1e-3)
+
+
+def test_text_between_numbers_must_agree() -> None:
+    assert not lines_match("max 3", "min 3", 1e-5, 1e-3)
+    assert not lines_match("a 1 2", "a 1", 1e-5, 1e-3)
+
+
+def test_exit_status_and_own_verdict() -> None:
+    assert not compare_runs(run("PASS\n"), run("PASS\n", exit_code=1), None).matched
+    report = compare_runs(run("checking...\nPASS\n"), run("checking...\nFAIL\n"), None)
+    assert not report.matched and "FAIL" in report.reason
+
+
+def test_timing_lines_and_timing_table_rows_are_ignored_but_labels_compared() -> None:
+    source = ("Kernel time: 1.25 ms\n        Routine      Bandwidth (GB/s)\n           copy      310.5\n"
+              "      transpose      120.2\n\nchecksum 42\n")
+    same = ("Kernel time: 9.75 ms\n        Routine      Bandwidth (GB/s)\n           copy      0.32\n"
+            "      transpose      0.36\n\nchecksum 42\n")
+    assert compare_runs(run(source), run(same), ProjectConfig()).matched
+    wrong_label = same.replace("transpose", "*** FAILED ***")
+    assert not compare_runs(run(source), run(wrong_label), ProjectConfig()).matched
+    wrong_result = same.replace("checksum 42", "checksum 41")
+    assert not compare_runs(run(source), run(wrong_result), ProjectConfig()).matched
+
+
+def test_lines_that_differ_between_two_source_runs_are_ignored() -> None:
+    source, again, candidate = run("seed 17\nresult 5\n"), run("seed 99\nresult 5\n"), run("seed 3\nresult 5\n")
+    assert not compare_runs(source, candidate, None).matched
+    assert compare_runs(source, candidate, None, rerun_source=lambda: again).matched
+    assert not compare_runs(source, run("seed 3\nresult 6\n"), None, rerun_source=lambda: again).matched
+
+
+def test_files_written_are_compared() -> None:
+    assert compare_runs(run("", files={"out.txt": b"1.0 2.0\n"}), run("", files={"out.txt": b"1.0 2.0\n"}), None).matched
+    assert not compare_runs(run("", files={"out.txt": b"1 2\n"}), run("", files={"out.txt": b"1 3\n"}), None).matched
+    assert not compare_runs(run("", files={"out.txt": b"1\n"}), run(""), None).matched
