@@ -52,6 +52,8 @@ class Row:
     units: int = 1
     features: list[str] = field(default_factory=list)
     constructs: list[str] = field(default_factory=list)  # HIP constructs the output uses (HIP rows)
+    tier: str = ""  # CPU rows: structural or portable
+    structural_refusal: str = ""  # CPU rows on the portable tier: why the structural tier was not taken
 
 
 # What a HIP port is made of, as far as comparing two ports goes: API calls/types, warp intrinsics, warpSize.
@@ -162,6 +164,9 @@ def translate(program: dict[str, object], main: Path, work: Path, target: str, t
     program_run = outcome.get("program") or (manifest.get("facts") or {}).get("program")
     if program_run:
         row.source_runs = not program_run.get("source_failed", False)
+    facts = manifest.get("facts") or {}
+    row.tier = str(facts.get("tier") or "")
+    row.structural_refusal = str(facts.get("structural_refusal") or "")[:200]
     compile_verdict = outcome.get("compile")
     row.compiled = None if compile_verdict is None else bool(compile_verdict.get("ok"))
     if target == "hip" and out.is_dir():
@@ -198,6 +203,14 @@ def table(rows: list[Row], targets: list[str]) -> str:
     return "\n".join(lines)
 
 
+def refusal_class(reason: str) -> str:
+    """A refusal without its file, line and names, so that refusals of one kind count together."""
+    reason = re.sub(r"\([^()]*:\d+:\d+\)", "", reason)
+    reason = re.sub(r"its line \d+: ", "", reason)
+    reason = re.sub(r"'[^']*'", "'…'", reason)
+    return reason.strip()[:110] or "?"
+
+
 def report(rows: list[Row], targets: list[str], corpus: Path, ports: bool) -> None:
     print()
     print(table(rows, targets))
@@ -208,6 +221,14 @@ def report(rows: list[Row], targets: list[str], corpus: Path, ports: bool) -> No
             if row.target == target and row.status != "verified":
                 print(f"- cuda->{target} {row.program} [{row.status}]"
                       + (" (source runs)" if source_runs[row.program] else "") + f": {row.reason}")
+    cpu_rows = [r for r in rows if r.target == "cpu" and r.status == "verified"]
+    if cpu_rows:
+        tiers = Counter(r.tier or "?" for r in cpu_rows)
+        print("\nCPU tiers of the verified programs: " + ", ".join(f"{k} {v}" for k, v in sorted(tiers.items())))
+        reasons = Counter(refusal_class(r.structural_refusal) for r in rows
+                          if r.target == "cpu" and r.tier == "portable")
+        for reason, count in reasons.most_common():
+            print(f"  {count:3d}  structural tier refused: {reason}")
     if ports and "hip" in targets:
         print()
         print(port_table(rows, corpus, 600.0))
@@ -221,11 +242,15 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="limit of one xpiler run (seconds)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--ports", action="store_true", help="compare HIP outputs with the suites' human HIP ports")
-    parser.add_argument("--report", type=Path, nargs="+", help="print the tables of saved --json runs instead")
+    parser.add_argument("--report", type=Path, nargs="+",
+                        help="print the tables of saved --json runs instead (later files' rows replace earlier ones)")
     args = parser.parse_args()
     targets = args.to or ["hip", "cpu"]
     if args.report:
-        saved = [Row(**row) for path in args.report for row in json.loads(path.read_text(encoding="utf-8"))]
+        # a later file's row replaces an earlier one of the same program and direction (a partial rerun)
+        latest = {(row["program"], row["target"]): Row(**row) for path in args.report
+                  for row in json.loads(path.read_text(encoding="utf-8"))}
+        saved = list(latest.values())
         report(saved, [t for t in targets if any(r.target == t for r in saved)], args.corpus, args.ports)
         return 0
     programs = tomllib.loads(PROGRAMS.read_text(encoding="utf-8"))["program"]

@@ -8,6 +8,7 @@ and this script re-checks independently), and the median time per repair.
 
     python benchmarks/bench_repair.py                 # default: 14 operators, 2 mutants per family each
     python benchmarks/bench_repair.py --ops add,relu --per-family 1 --json out.json
+    python benchmarks/bench_repair.py --suite benchmarks/repair_styles   # kernels in styles outside the suite
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ def _hard_timeout(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ops", default=",".join(DEFAULT_OPS), help="comma-separated suite operators (group/op)")
+    ap.add_argument("--suite", type=Path, default=SUITE, help="folder of <op>/spec.toml (default: the suite)")
+    ap.add_argument("--ops", default=None, help="comma-separated operators (folders under --suite; default: the "
+                    "suite's 14 DEFAULT_OPS, or every folder of another --suite)")
     ap.add_argument("--per-family", type=int, default=2, help="mutants sampled per bug family per operator")
     ap.add_argument("--seed", type=int, default=8)
     ap.add_argument("--budget", type=float, default=30.0, help="seconds per repair")
@@ -53,8 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     records = []
     done = {(r["op"], r["bug"]) for path in args.skip for r in json.loads(path.read_text())}
-    for op in [o.strip() for o in args.ops.split(",") if o.strip()]:
-        spec = load_spec(SUITE / op / "spec.toml")
+    if args.ops is not None:
+        ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    elif args.suite.resolve() == SUITE:
+        ops = list(DEFAULT_OPS)
+    else:
+        ops = sorted(p.parent.name for p in args.suite.glob("*/spec.toml"))
+    constructs: dict[str, list[str]] = {}
+    for op in ops:
+        spec = load_spec(args.suite / op / "spec.toml")
+        constructs[op] = list(spec.features)
         text = spec.source_text()
         if not run_spec(spec).passed:
             print(f"{op}: the unmutated source fails its spec; skipped", file=sys.stderr)
@@ -98,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     repaired = [r for r in records if r["status"] == "repaired"]
     print(f"\nbugs: {n} across {len({r['op'] for r in records})} operators")
+    statuses: dict[str, int] = {}
+    for r in records:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
     print(f"repaired: {len(repaired)}/{n} = {100 * len(repaired) / n:.1f}%  "
           f"(restoring the original text exactly: {sum(r['restores_original'] for r in repaired)})")
     for fam in FAMILIES:
@@ -105,6 +120,13 @@ def main(argv: list[str] | None = None) -> int:
         if sub:
             ok = sum(r["status"] == "repaired" for r in sub)
             print(f"  {fam:16s} {ok}/{len(sub)}")
+    print("by kernel (its constructs): repaired / refused or unrepaired / false repairs landed")
+    for op in ops:
+        sub = [r for r in records if r["op"] == op]
+        if sub:
+            ok = sum(r["status"] == "repaired" for r in sub)
+            print(f"  {op:28s} {ok}/{len(sub)}  {len(sub) - ok}  {sum(r['landed_false'] for r in sub)}  "
+                  f"[{', '.join(constructs.get(op, []))}]")
     print(f"false repairs rejected by full re-verification: {sum(r['false_repairs_rejected'] for r in records)}")
     print(f"false repairs landed (re-checked with another seed): {sum(r['landed_false'] for r in records)}")
     print(f"median time per repair: all {statistics.median(r['seconds'] for r in records):.1f}s, "

@@ -35,6 +35,9 @@ DEFAULT_IGNORE = (
     # what a program prints about the device it found: it differs between the runtime and the CPU
     r"(?i)\b(device|gpu)\b.*\b(name|compute capabilit|multi-?processors?|sm[ _]?\d|clock|driver|version)",
     r"(?i)\b(cuda|hip) (driver|runtime) version\b",
+    # the device name itself (cudaDeviceProp::name), however the program labels it: the runtime's and the CPU
+    # prelude's names differ
+    r"\bxpiler CPU\b",
 )
 MAX_HEADER_BYTES = 4 * 1024 * 1024
 MAX_INCLUDE_FILES = 400

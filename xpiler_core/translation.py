@@ -69,6 +69,7 @@ class TranslateOptions:
     source_dialect: Dialect | None = None  # None: detected from the code compiled for the source platform
     project: ProjectConfig | None = None  # include dirs, defines, program arguments (xpiler_core/project.py)
     output_path: str | None = None  # where the translation is written (compiler messages name that file)
+    cpu_tier: str = "auto"  # CPU targets: "auto" (structural, the portable tier under it) or "portable" only
 
 
 @dataclass
@@ -455,6 +456,7 @@ class OptionsRecord(TypedDict):
     proposer: str
     repair: bool
     project: NotRequired[dict[str, Any]]
+    cpu_tier: NotRequired[str]
 
 
 class OutcomeRecord(TypedDict):
@@ -637,6 +639,8 @@ def build_manifest(
         "passes": [r["name"] for r in records], "pass_params": options.pass_params, "proposer": options.proposer,
         "repair": options.repair,
     }
+    if options.cpu_tier != "auto":
+        options_record["cpu_tier"] = options.cpu_tier
     if options.project is not None:
         options_record["project"] = options.project.to_dict()
     outcome: OutcomeRecord = {
@@ -706,6 +710,7 @@ def options_from_manifest(manifest: Manifest) -> TranslateOptions:
         repair=bool(opts.get("repair", True)),
         source_dialect=Dialect(opts["source_dialect"]),
         project=ProjectConfig.from_dict(project) if isinstance(project, dict) else None,
+        cpu_tier=str(opts.get("cpu_tier", "auto")),
     )
 
 

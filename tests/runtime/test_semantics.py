@@ -65,6 +65,17 @@ __global__ void reverse_dynamic(const float* x, float* y) {
 extern "C" void t_reverse_dynamic(const float* x, float* y, int blocks, int threads) {
   reverse_dynamic<<<blocks, threads, threads * sizeof(float), 0>>>(x, y);
 }
+// the qualifier after the type, as some samples write it
+__global__ void reverse_dynamic_late(const float* x, float* y) {
+  extern float __shared__ tile[];
+  int t = threadIdx.x, base = blockIdx.x * blockDim.x;
+  tile[t] = x[base + t];
+  __syncthreads();
+  y[base + t] = tile[blockDim.x - 1 - t];
+}
+extern "C" void t_reverse_dynamic_late(const float* x, float* y, int blocks, int threads) {
+  reverse_dynamic_late<<<blocks, threads, threads * sizeof(float), 0>>>(x, y);
+}
 
 // Tree reduction in shared memory (log2(256) barriers).
 __global__ void block_sum(const float* x, float* out, int n) {
@@ -267,10 +278,11 @@ def test_static_shared_barrier_per_block_isolation(lib) -> None:  # type: ignore
     np.testing.assert_array_equal(y, x.reshape(blocks, 128)[:, ::-1].reshape(-1))
 
 
-def test_dynamic_shared_memory(lib) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("entry", ["t_reverse_dynamic", "t_reverse_dynamic_late"])
+def test_dynamic_shared_memory(lib, entry: str) -> None:  # type: ignore[no-untyped-def]
     blocks, threads = 5, 96
     x = np.random.default_rng(2).standard_normal(blocks * threads).astype(np.float32)
-    _, y = lib.outputs("t_reverse_dynamic", [x, np.zeros_like(x), np.int32(blocks), np.int32(threads)])
+    _, y = lib.outputs(entry, [x, np.zeros_like(x), np.int32(blocks), np.int32(threads)])
     np.testing.assert_array_equal(y, x.reshape(blocks, threads)[:, ::-1].reshape(-1))
 
 

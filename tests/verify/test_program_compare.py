@@ -56,3 +56,11 @@ def test_files_written_are_compared() -> None:
     assert compare_runs(run("", files={"out.txt": b"1.0 2.0\n"}), run("", files={"out.txt": b"1.0 2.0\n"}), None).matched
     assert not compare_runs(run("", files={"out.txt": b"1 2\n"}), run("", files={"out.txt": b"1 3\n"}), None).matched
     assert not compare_runs(run("", files={"out.txt": b"1\n"}), run(""), None).matched
+
+
+def test_the_device_name_line_is_ignored_however_labelled() -> None:
+    # what cudaGetDeviceProperties names the device on the runtime and in the CPU prelude
+    source = "Device : xpiler CPU runtime\nMatrix size: 1024 1024\nchecksum 42\n"
+    candidate = "Device : xpiler CPU\nMatrix size: 1024 1024\nchecksum 42\n"
+    assert compare_runs(run(source), run(candidate), ProjectConfig()).matched
+    assert not compare_runs(run(source), run(candidate.replace("1024 1024", "1024 512")), ProjectConfig()).matched

@@ -58,6 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--passes", help="comma-separated pass list instead of the direction's default")
     parser.add_argument("--param", action="append", default=[], metavar="PASS.NAME=VALUE",
                         help="a pass parameter, e.g. warp_size.strategy=lanes32 (repeatable)")
+    parser.add_argument("--tier", choices=["auto", "portable"], default="auto",
+                        help="CPU targets: auto (structural translation, the portable tier where it fails) or "
+                             "portable (the source on the SIMT header set: exact, slower; needs verification)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of the summary")
     add_project_flags(parser)
     llm = parser.add_argument_group("LLM proposer", "used only with --proposer llm or rules-then-llm")
@@ -137,6 +140,7 @@ def options_from_args(args: argparse.Namespace) -> TranslateOptions:
         project=project_from_args(args),
         # compiler messages about the translation name the file written (a tree names each file itself)
         output_path=args.output if args.output and not Path(args.file).is_dir() else None,
+        cpu_tier=args.tier,
     )
 
 
@@ -178,6 +182,10 @@ def run(args: argparse.Namespace) -> int:
     if args.proposer == "rules" and given_llm_flags(args):
         flags = ", ".join(given_llm_flags(args))
         print(f"xpiler translate: error: {flags} only apply with --proposer llm or rules-then-llm", file=sys.stderr)
+        return 2
+    if args.tier == "portable" and (args.to != "cpu" or args.no_verify):
+        print("xpiler translate: error: --tier portable applies to --to cpu with verification (a tier is chosen by "
+              "its checks)", file=sys.stderr)
         return 2
     options = options_from_args(args)
     from pathlib import Path

@@ -25,7 +25,7 @@ SIMT_DIR = "xpiler_simt"
 _NOT_SIMT = ("bang.h", "cnrt.h", "mlu.h", "xpiler_bang.h")
 # CUDA/HIP headers the SIMT set provides: a portable file includes the set's own copy.
 _SHIM_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)[<"]((?:cuda|hip|cooperative_groups|mma|math_constants|'
-                           r'device_|rocwmma|cuComplex)[\w./]*)[>"]', re.MULTILINE)
+                           r'device_|rocwmma|cuComplex|cublas)[\w./]*)[>"]', re.MULTILINE)
 
 
 @cache

@@ -214,6 +214,9 @@ def plan(
     spec = load_spec(options.spec_path) if options.spec_path else None
     pass_names = list(options.passes or DEFAULT_PASSES)
     candidate, records, ctx = translate_unit(work, spec, options.pass_params, pass_names)
+    portable_only = options.cpu_tier == "portable"
+    if portable_only:
+        candidate = None  # the structural output is neither checked nor written
     if inlined:
         ctx.notes.append("headers with device code inlined into the translation: "
                          + ", ".join(Path(h).name for h in inlined))
@@ -244,7 +247,8 @@ def plan(
         companions: dict[str, str] = dict(c_units)
         if options.verify and (candidate is None or not _passed(_Checked(candidate, records, evidence))):
             # the floor: the source on the SIMT header set, exact but slow (plans/_portable.py)
-            refused = _structural_refusal(candidate, evidence, ctx, unit.path)
+            refused = ("the portable tier was asked for (--tier portable)" if portable_only
+                       else _structural_refusal(candidate, evidence, ctx, unit.path))
             tests = project.test_set(options, Path(tmp) / "auto-portable")
             runner = CpuRunner(warp_size=source_warp, source_build=project.source_build(),
                                display_name=output_display_name(options, unit.path))

@@ -221,7 +221,8 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
                 continue
             if not decl.startswith("extern") or "__shared__" not in decl:
                 continue
-            m = _EXTERN_SHARED.match(decl)
+            # `__shared__` may stand anywhere among the specifiers (`extern float __shared__ smem[];`)
+            m = _EXTERN_SHARED.match(re.sub(r"\b__shared__\b", " ", decl))
             if m is None:
                 continue
             ctype = " ".join(m.group("type").split())

@@ -23,5 +23,5 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     text = as_source_build_saw(module.text)
     if text == module.text:
         return module
-    ctx.notes.append("cuda_build_macros: conditions on the CUDA version read as the source's build (CUDA 13.0)")
+    ctx.notes.append("cuda_build_macros: conditions on the CUDA version read as the source's build (CUDA 12.0)")
     return SourceUnit(text, module.dialect, module.path)

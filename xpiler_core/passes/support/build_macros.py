@@ -5,15 +5,18 @@ A translation is built by another compiler, which defines other macros. CPU outp
 CUDA and OpenMP versions (``float2`` defined only ``#if defined(_OPENMP)``) would otherwise take the OpenMP
 branch and change meaning. hipcc and g++ define no CUDA version, so ``#if CUDART_VERSION >= 2020`` would take
 the branch for an old or missing CUDA. The translation fixes each such condition to the value the source's
-build gave it (CUDA 13.0: the release our runtime and mapping tables follow).
+build gave it. The CUDA version is taken as 12.0: the newest release whose device API the runtime and the
+mapping tables cover in full (12.8 adds the ``__nv_atomic_*`` builtins, not mapped yet), so a program's
+version gates pick code every target can build; the runtime's own headers say the same version, so the
+source run and the translation read each gate alike.
 """
 
 from __future__ import annotations
 
 import re
 
-# The CUDA release the source's build is taken to be (runtime/include/cuda_runtime.h defines the same).
-SOURCE_CUDA_VERSION = 13000
+# The CUDA release the source's build is taken to be (runtime/include/cuda_runtime.h and cuda.h say the same).
+SOURCE_CUDA_VERSION = 12000
 
 # Macro → its value in a CUDA source's build (None: not defined there), for macros the target build
 # defines differently. CUDA_VERSION comes from <cuda.h> and is only fixed where that header is included.

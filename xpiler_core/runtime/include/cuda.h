@@ -1,3 +1,3 @@
 #pragma once
 #include "cuda_runtime.h"
-#define CUDA_VERSION 13000
+#define CUDA_VERSION 12000

@@ -18,10 +18,10 @@ enum cudaComputeMode { XPILER_CUDA_COMPUTE_MODES(XP_COMPUTEMODE) };
 #undef XP_COMPUTEMODE
 // the include guards of CUDA's own headers: libraries test them to see the runtime API (helper_cuda.h)
 #define __CUDA_RUNTIME_H__
-// the CUDA release the runtime follows (passes/support/build_macros.py reads conditions on it the same way)
-#define CUDART_VERSION 13000
+// the CUDA version programs see (passes/support/build_macros.py: the newest whose device API is covered in full)
+#define CUDART_VERSION 12000
 #ifdef __CUDACC__
-#define __CUDACC_VER_MAJOR__ 13
+#define __CUDACC_VER_MAJOR__ 12
 #define __CUDACC_VER_MINOR__ 0
 #endif
 #define __DRIVER_TYPES_H__
