@@ -46,9 +46,9 @@ from xpiler_core.verify.toolchains import CompileVerdict, forget_toolchains
 log = logging.getLogger(__name__)
 
 __all__ = ["CaseResult", "Dialect", "KernelInfo", "ParsedSource", "PassEntry", "PassOutcome", "ProjectConfig",
-           "SourceVerification", "SpecDraft", "TranslationResult", "VerifyStep", "XpilerError", "analyze_model", "available_targets",
+           "SourceVerification", "SpecDraft", "TranslationResult", "VerifyStep", "XpilerError", "ProgramOutcome", "analyze_model", "available_targets",
            "detect_dialect", "draft_spec", "find_spec", "load_spec", "localize_failure", "output_suffix", "parse_text", "passes",
-           "repair", "run_pass", "target_diagnostics", "translate", "tune", "use_llm", "use_toolchains",
+           "repair", "run_pass", "run_program", "target_diagnostics", "translate", "tune", "use_llm", "use_toolchains",
            "verify_source"]
 
 
@@ -169,6 +169,41 @@ class PassEntry:
     summary: str
     directions: tuple[str, ...]
     params: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProgramOutcome:
+    """One run of a whole program on the CPU runtime, as plain data."""
+
+    dialect: Dialect
+    built: bool
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    failure: str  # why it is not a successful run ("" when it is), its own FAIL verdict included
+    seconds: float
+    build_log: str = ""
+
+
+def run_program(text: str, path: str, *, project: ProjectConfig | None = None, source_dialect: Dialect | None = None,
+                warp_size: int | None = None, cancel: CancelToken | None = None) -> ProgramOutcome:
+    """Build ``text`` (a program with ``main``) for the runtime as a translation's checks build its source
+    (project headers, other units, flags) and run it once with the project's arguments and limits."""
+    from xpiler_core.frontend.unit import ParsedUnit
+    from xpiler_core.plans._project import ProjectFiles
+    from xpiler_core.verify.program import run_failure
+
+    dialect = source_dialect or detect_dialect(text, path)
+    if dialect not in (Dialect.CUDA, Dialect.HIP, Dialect.C, Dialect.BANG):
+        raise XpilerError(f"cannot run {dialect.value} programs", path)
+    unit = ParsedUnit(text, path, dialect)
+    files = ProjectFiles.of(unit, TranslateOptions(target=dialect, project=project), dialect)
+    if not files.has_main():
+        raise XpilerError("no main(): not a whole program (xpiler test runs kernels with a spec)", path)
+    warp = warp_size or (64 if dialect is Dialect.HIP else 32)
+    run = files.run_source(warp, cancel)
+    return ProgramOutcome(dialect, run.built, run.exit_code, run.stdout, run.stderr, run_failure(run), run.seconds,
+                          run.build_log)
 
 
 def output_suffix(target: Dialect) -> str:

@@ -304,6 +304,14 @@ class ProjectFiles:
         tests.reason = "the whole program (it has main), run as the source and as the translation"
         return tests
 
+    def run_source(self, warp: int, cancel: CancelToken | None = None) -> Any:
+        """One run of the source program on the runtime, built as a translation's checks build it
+        (a :class:`~xpiler_core.verify.program.ProgramRun`)."""
+        from xpiler_core.verify.program import run_program
+
+        return run_program(self.unit.text, self.unit.path, self.unit.dialect, config=self.config,
+                           build=self.source_build(), warp_size=warp, cancel=cancel)
+
     def program_check(self, runner: Any, warp: int, cancel: CancelToken | None,
                       candidate_build: Callable[[str], BuildSettings] | None = None
                       ) -> Callable[[str], Any] | None:

@@ -348,17 +348,47 @@ def _file_contents_match(a: bytes, b: bytes, atol: float, rtol: float) -> bool:
     return len(lines_a) == len(lines_b) and all(lines_match(x, y, atol, rtol) for x, y in zip(lines_a, lines_b, strict=True))
 
 
-def compare_programs(source_text: str, source_path: str, source_dialect: Dialect, candidate_text: str,
-                     target: Dialect, *, config: ProjectConfig | None, source_build: BuildSettings | None,
-                     candidate_build: BuildSettings | None, source_warp: int, target_warp: int,
-                     cancel: CancelToken | None = None) -> ProgramReport:
-    """Build and run the source program and the translated one; see the module docstring."""
+def run_settings(config: ProjectConfig | None) -> tuple[list[str], str | None, float]:
+    """The program's arguments, standard input text and time limit from its project settings."""
     args = list(config.program_args) if config is not None else []
     stdin_text: str | None = None
     if config is not None and config.stdin:
         stdin_file = Path(config.stdin)
         stdin_text = stdin_file.read_text(encoding="utf-8", errors="replace") if stdin_file.is_file() else config.stdin
     timeout = (config.timeout_s if config is not None and config.timeout_s else None) or DEFAULT_TIMEOUT_S
+    return args, stdin_text, timeout
+
+
+def run_failure(run: ProgramRun) -> str:
+    """Why a run is not a successful run of the program ("" when it is), its own FAIL verdict included."""
+    why = run.failure()
+    if own_verdict(run.stdout) == "FAIL" and (not why or (run.built and not run.timed_out and (run.exit_code or 0) > 0)):
+        why = "fails its own check"  # it printed FAIL (and exited non-zero for it): say that, not the status
+    return why
+
+
+def run_program(text: str, path: str, dialect: Dialect, *, config: ProjectConfig | None, build: BuildSettings | None,
+                warp_size: int, cancel: CancelToken | None = None) -> ProgramRun:
+    """Build a whole program for the runtime (CUDA/HIP/C; BANG on the MLU model) and run it once in a scratch
+    copy of its folder, with its project's arguments, standard input and limits."""
+    args, stdin_text, timeout = run_settings(config)
+    with tempfile.TemporaryDirectory(prefix="xpiler-program-") as tmp:
+        root = Path(tmp)
+        exe, log, command = build_program(text, dialect, root / "build", warp_size=warp_size,
+                                          display_name=Path(path).name, build=build)
+        if exe is None:
+            return ProgramRun(False, log, command=command)
+        scratch = root / "run"
+        scratch_copy(Path(path).resolve().parent, scratch)
+        return run_executable(exe, scratch, args, stdin_text, timeout, cancel)
+
+
+def compare_programs(source_text: str, source_path: str, source_dialect: Dialect, candidate_text: str,
+                     target: Dialect, *, config: ProjectConfig | None, source_build: BuildSettings | None,
+                     candidate_build: BuildSettings | None, source_warp: int, target_warp: int,
+                     cancel: CancelToken | None = None) -> ProgramReport:
+    """Build and run the source program and the translated one; see the module docstring."""
+    args, stdin_text, timeout = run_settings(config)
     folder = Path(source_path).resolve().parent
     with tempfile.TemporaryDirectory(prefix="xpiler-program-") as tmp:
         root = Path(tmp)
@@ -374,10 +404,7 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
             return run_executable(exe, scratch, args, stdin_text, timeout, cancel)
 
         source = run_source()
-        why = source.failure()
-        if own_verdict(source.stdout) == "FAIL" and (not why or (source.built and not source.timed_out
-                                                              and (source.exit_code or 0) > 0)):
-            why = "fails its own check"  # it printed FAIL (and exited non-zero for it): say that, not the status
+        why = run_failure(source)
         if why:
             return ProgramReport(source, None, False, True, why, own_verdict(source.stdout), args=args)
         if cancel is not None:
