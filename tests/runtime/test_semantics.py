@@ -428,3 +428,15 @@ def test_template_arguments_deduced_at_launch(lib) -> None:  # type: ignore[no-u
     )
     np.testing.assert_allclose(y, x * x + 1, rtol=1e-6)
     np.testing.assert_allclose(yd, (x * x).astype(np.float64) + 2, rtol=1e-6)
+
+
+def test_a_kernel_named_like_a_math_function(built_factory) -> None:  # type: ignore[no-untyped-def]
+    # `sin` is then an overload set (<cmath>'s and the kernel); nvcc launches the kernel, so must the runtime
+    lib = built_factory("#include <cmath>\n"
+                        "__global__ void sin(const float* a, float* out, int n) {\n"
+                        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                        "  if (i < n) out[i] = sinf(a[i]);\n}\n"
+                        'extern "C" void t_sin(const float* a, float* out, int n) { sin<<<(n + 31) / 32, 32>>>(a, out, n); }\n')
+    x = np.linspace(-3, 3, 77, dtype=np.float32)
+    _, y = lib.outputs("t_sin", [x, np.zeros_like(x), np.int32(77)])
+    np.testing.assert_allclose(y, np.sin(x), rtol=1e-6, atol=1e-6)

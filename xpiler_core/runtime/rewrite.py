@@ -148,18 +148,18 @@ def _overloaded_names(nodes: list[Node]) -> set[str]:
     return {name for name, lists in seen.items() if len(lists) > 1}
 
 
-def _kernel_expression(function: Node, kernel: str, templates: set[str]) -> str:
-    """The first argument of ``::xpiler::launch``: the kernel itself, or, for a function template named
-    without template arguments or an overloaded kernel, a generic lambda that lets the call arguments
-    deduce the template arguments or pick the overload, as nvcc does."""
+def _kernel_expression(function: Node, kernel: str, templates: set[str], deduce_plain: bool) -> str:
+    """The first argument of ``::xpiler::launch``: a generic lambda that calls the kernel, so that the call
+    arguments deduce template arguments or pick the overload, as nvcc does — for every kernel named by a plain
+    identifier (``deduce_plain``: the CUDA/HIP runtime; the BANG model launches the kernel itself), since the
+    name may be an overload set the file does not show (a kernel named ``sin`` next to <cmath>'s ``sin``); a
+    qualified name stays the kernel itself unless it names a template or an overload."""
     last = function
     if function.type == "qualified_identifier":
         name = function.child_by_field_name("name")
         last = name if name is not None else function
-    if (
-        last.type == "identifier"
-        and last.text is not None
-        and last.text.decode("utf-8", "replace") in templates
+    if last.type == "identifier" and last.text is not None and (
+        (deduce_plain and function.type == "identifier") or last.text.decode("utf-8", "replace") in templates
     ):
         quoted = kernel.replace('"', '\\"')
         return (
@@ -190,7 +190,7 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
             kernel = data[function.start_byte : function.end_byte].decode("utf-8", "replace")
             original = data[function.start_byte : config.end_byte].decode("utf-8", "replace")
             replacement = (
-                f"::xpiler::launch({_kernel_expression(function, kernel, templates)}, {', '.join(parts)})"
+                f"::xpiler::launch({_kernel_expression(function, kernel, templates, dialect is not Dialect.BANG)}, {', '.join(parts)})"
             )
             edits.append((function.start_byte, config.end_byte, _same_lines(replacement, original)))
             result.launches.append(Launch(kernel, node.start_point[0], tuple(parts)))
