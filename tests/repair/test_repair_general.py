@@ -203,3 +203,54 @@ def test_a_rename_offers_names_of_the_same_role_first() -> None:
     assert order[0] == "M"  # distance 0: the original itself
     assert set(order[1:3]) == {"N", "K"}  # the other int parameters of gemm_tiled_kernel(..., M, N, K)
     assert {"row", "col", "tx", "ty", "TILE"} <= set(order[3:])
+
+
+CAST_KERNEL = """__global__ void odd_elements(const float* __restrict__ x, float* __restrict__ y, int n) {
+  const float* base = nullptr;
+  base = x;
+  const int i = static_cast<int>(blockIdx.x) * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x);
+  if (i < n) {
+    y[i] = base[static_cast<size_t>(2 * i + 1)];
+  }
+}
+"""
+CAST_SPEC = """name = "odd_elements"
+source = "odd.cu"
+entry = "odd_elements"
+grid = ["ceil_div(n, 32)"]
+block = [32]
+reference = "ref.py:odd"
+[[args]]
+name = "x"
+dtype = "float32"
+shape = ["2 * n"]
+role = "in"
+init = "normal"
+[[args]]
+name = "y"
+dtype = "float32"
+shape = ["n"]
+role = "out"
+[[args]]
+name = "n"
+dtype = "int32"
+role = "scalar"
+value = "n"
+[[cases]]
+n = 5
+[[cases]]
+n = 40
+"""
+
+
+def test_a_kernel_written_with_cpp_casts_and_nullptr_is_repaired(tmp_path: Path) -> None:
+    (tmp_path / "odd.cu").write_text(CAST_KERNEL)
+    (tmp_path / "ref.py").write_text("def odd(x, n):\n    return x[1::2].copy()\n")
+    (tmp_path / "spec.toml").write_text(CAST_SPEC)
+    spec = load_spec(tmp_path / "spec.toml")
+    buggy = CAST_KERNEL.replace("2 * i + 1", "2 * i + 2")
+    before = run_spec(spec, candidate_text=buggy)
+    assert not before.passed
+    result = repair_candidate(buggy, str(spec.source), spec, budget_s=60, initial_report=before)
+    assert result.status == "repaired", result.message
+    assert result.text is not None and run_spec(spec, candidate_text=result.text, seed=7).passed  # numpy, other inputs

@@ -570,6 +570,8 @@ class Thread:
             return self.prog.warp_size
         if name in ("true", "false"):
             return name == "true"
+        if name in ("nullptr", "NULL"):
+            return 0  # a null pointer compares and stores as 0; dereferencing it is refused as a non-pointer
         raise Unsupported(f"unknown name '{name}'")
 
     def tick(self) -> None:
@@ -832,6 +834,12 @@ class Thread:
             new = op(old, v) if op else _minmax(name == "atomicMax", old, v)
             self.store(p, new)
             return old
+        cast = re.fullmatch(r"(?:static|reinterpret|const)_cast\s*<\s*(.+?)\s*>", name)
+        if cast is not None and len(e.args) == 1:  # a C++ cast: a conversion, or nothing for pointers
+            target = cast.group(1)
+            pointers = target.count("*")
+            base = target.replace("*", " ").replace("const", " ").strip()
+            return self.eval(A.Cast(A.ctype(" ".join(base.split()), pointers), e.args[0]))
         if name in ("__ldg",) and len(e.args) == 1:
             p = self.eval(e.args[0])
             if not isinstance(p, Ptr):

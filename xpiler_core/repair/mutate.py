@@ -45,12 +45,28 @@ def _simple(text: str) -> bool:
 
 
 def mutations(text: str, path: str, entry: str) -> list[Mutation]:
-    """Every single-site mutation of the entry function, in source order."""
+    """Every single-site mutation of the entry function (and, for a host entry, of the kernels in the file:
+    a bug a user meets lives there), in source order."""
     module = lower_text(text, path)
     fn = next((f for f in module.items if isinstance(f, A.Function) and f.name == entry), None)
     if fn is None:
         return []
+    targets = [fn] if fn.is_kernel else [fn, *(k for k in module.kernels() if k.name != entry)]
     src = SourceText(text)
+    out: list[Mutation] = []
+    for target in targets:
+        out += _function_mutations(target, module, src)
+    # Deduplicate identical edits.
+    seen: set[tuple[int, int, str]] = set()
+    unique = []
+    for m in out:
+        if (m.start, m.end, m.new) not in seen:
+            seen.add((m.start, m.end, m.new))
+            unique.append(m)
+    return unique
+
+
+def _function_mutations(fn: A.Function, module: A.Module, src: SourceText) -> list[Mutation]:
     fs = collect(fn, macro_values(module))
     params = [p.name for p in fn.params if isinstance(p, A.Param) and p.name and not p.type.pointers and p.type.base in ("int", "const int")]
     out: list[Mutation] = []
@@ -117,14 +133,7 @@ def mutations(text: str, path: str, entry: str) -> list[Mutation]:
             add("wrong-constant", node, str(v + 1))
             if v >= 2:
                 add("wrong-constant", node, str(v * 2))
-    # Deduplicate identical edits.
-    seen: set[tuple[int, int, str]] = set()
-    unique = []
-    for m in out:
-        if (m.start, m.end, m.new) not in seen:
-            seen.add((m.start, m.end, m.new))
-            unique.append(m)
-    return unique
+    return out
 
 
 def sample(text: str, path: str, entry: str, per_family: int, seed: int) -> list[Mutation]:
