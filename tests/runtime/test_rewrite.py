@@ -20,7 +20,7 @@ def test_launch_forms() -> None:
     )
     out = rewrite_for_cpu(src)
     # a plain name is called through a generic lambda (it may be an overload set, e.g. a kernel named `sin`)
-    deduced_k = '::xpiler::deduced_kernel("k", [](auto... xpiler_args) { k(xpiler_args...); })'
+    deduced_k = '::xpiler::deduced_kernel("k", [&](auto... xpiler_args) { k(xpiler_args...); })'
     assert f"::xpiler::launch({deduced_k}, g, b)(x);" in out.text
     assert "::xpiler::launch(ns::k<float, 4>, dim3(1, 2), 256, smem, stream)(x, y);" in out.text
     assert f"::xpiler::launch({deduced_k}, (n + 255) / 256, 256)" in out.text
@@ -89,7 +89,7 @@ def test_rewrite_property(name: str, config: list[str], args: list[str], newline
     assert "<<<" not in out.text and ">>>" not in out.text
     assert out.text.count("\n") == src.count("\n")
     flat = "".join(out.text.split())
-    kernel = f'::xpiler::deduced_kernel("{name}", [](auto... xpiler_args) {{ {name}(xpiler_args...); }})'
+    kernel = f'::xpiler::deduced_kernel("{name}", [&](auto... xpiler_args) {{ {name}(xpiler_args...); }})'
     expected = f"::xpiler::launch({kernel}, {', '.join(config)})({', '.join(args)});"
     assert "".join(expected.split()) in flat
 

@@ -440,3 +440,16 @@ def test_a_kernel_named_like_a_math_function(built_factory) -> None:  # type: ig
     x = np.linspace(-3, 3, 77, dtype=np.float32)
     _, y = lib.outputs("t_sin", [x, np.zeros_like(x), np.int32(77)])
     np.testing.assert_allclose(y, np.sin(x), rtol=1e-6, atol=1e-6)
+
+
+def test_a_kernel_launched_through_a_local_function_pointer(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory("__global__ void twice(const float* a, float* out, int n) {\n"
+                        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = 2.0f * a[i];\n}\n"
+                        "__global__ void thrice(const float* a, float* out, int n) {\n"
+                        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = 3.0f * a[i];\n}\n"
+                        'extern "C" void t_pick(const float* a, float* out, int n, int which) {\n'
+                        "  void (*kernel)(const float*, float*, int) = which ? &thrice : &twice;\n"
+                        "  kernel<<<(n + 31) / 32, 32>>>(a, out, n);\n}\n")
+    x = np.arange(50, dtype=np.float32)
+    _, y = lib.outputs("t_pick", [x, np.zeros_like(x), np.int32(50), np.int32(1)])
+    np.testing.assert_array_equal(y, 3.0 * x)

@@ -474,6 +474,12 @@ def _choice_truth(v: Choice) -> BoolLike:
     return out
 
 
+# Bytes per element of the types a dynamic shared array may have; its buffer key in a block's shared dict.
+_ELEMENT_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4, "int32_t": 4, "uint32_t": 4,
+                  "long long": 8, "int64_t": 8, "uint64_t": 8, "size_t": 8, "short": 2, "char": 1,
+                  "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1}
+_DYNAMIC = "extern "
+
 # ----------------------------------------------------------------------------------------- runtime
 @dataclass
 class LaunchShape:
@@ -539,6 +545,7 @@ class Thread:
         self.prog = prog
         self.builtins = builtins
         self.shared = shared
+        self.dynamic_shared_bytes = 0  # the launch's dynamic shared memory (set by run_kernel)
         self.scopes: list[dict[str, list[Any]]] = [{}]  # name → [value, kind, decl_pc]
         self.pc: BoolLike = True
         self.loops: list[_Loop] = []
@@ -941,6 +948,10 @@ class Thread:
             raise Unsupported(f"statement {type(s).__name__}")
 
     def _declare(self, d: A.VarDecl) -> None:
+        if d.is_shared and "extern" in d.storage:
+            buf = self.shared.get(_DYNAMIC + d.name) or self._dynamic_shared(d)
+            self.declare(d.name, Ptr(buf, 0, ()), "auto")
+            return
         if d.is_shared:
             if d.name not in self.shared:
                 self.shared[d.name] = self._array(d)
@@ -962,6 +973,21 @@ class Thread:
             value = convert(self.eval(d.init), kind)
         self.declare(d.name, value, kind)
 
+    def _dynamic_shared(self, d: A.VarDecl) -> Buffer:
+        """``extern __shared__ T x[];``: the launch's dynamic shared bytes as an array of T (one such array per
+        kernel: several names would alias one another, which the buffers here do not model)."""
+        size = _ELEMENT_BYTES.get(" ".join(q for q in d.type.base.split() if q not in ("const", "volatile")))
+        if size is None or d.type.pointers or d.dims[1:]:
+            raise Unsupported("dynamic shared memory of this type")
+        if any(name != d.name for name in self.shared if name.startswith(_DYNAMIC)):
+            raise Unsupported("two dynamic shared arrays (they alias)")
+        n = self.dynamic_shared_bytes // size
+        if n <= 0:
+            raise Unsupported("dynamic shared memory without a size from the launch")
+        kind = type_kind(d.type)
+        self.shared[_DYNAMIC + d.name] = Buffer(d.name, kind, [_zero_of(kind)] * n)
+        return self.shared[_DYNAMIC + d.name]
+
     def _dims(self, d: A.VarDecl) -> tuple[int, ...]:
         out = []
         for dim in d.dims:
@@ -973,7 +999,7 @@ class Thread:
 
     def _array(self, d: A.VarDecl) -> Buffer:
         if "extern" in d.storage:
-            raise Unsupported("dynamic shared memory")
+            return self._dynamic_shared(d)
         n = int(np.prod(self._dims(d)))
         kind = type_kind(d.type)
         return Buffer(d.name, kind, [_zero_of(kind)] * n)
@@ -1233,6 +1259,7 @@ def run_kernel(
                             if prog.threads is not None and tid not in prog.threads:
                                 continue
                             th = Thread(prog, builtins, shared)
+                            th.dynamic_shared_bytes = shape.shared_bytes
                             th.tid = tid
                             for name, value, k in params:
                                 th.declare(name, value, k)

@@ -153,7 +153,9 @@ def _kernel_expression(function: Node, kernel: str, templates: set[str], deduce_
     arguments deduce template arguments or pick the overload, as nvcc does — for every kernel named by a plain
     identifier (``deduce_plain``: the CUDA/HIP runtime; the BANG model launches the kernel itself), since the
     name may be an overload set the file does not show (a kernel named ``sin`` next to <cmath>'s ``sin``); a
-    qualified name stays the kernel itself unless it names a template or an overload."""
+    qualified name stays the kernel itself unless it names a template or an overload. The lambda captures by
+    reference: the name may be a local function pointer (``auto kernel = &copy; kernel<<<g, b>>>(…)``), and
+    the launch completes before the statement ends."""
     last = function
     if function.type == "qualified_identifier":
         name = function.child_by_field_name("name")
@@ -163,7 +165,7 @@ def _kernel_expression(function: Node, kernel: str, templates: set[str], deduce_
     ):
         quoted = kernel.replace('"', '\\"')
         return (
-            f'::xpiler::deduced_kernel("{quoted}", [](auto... xpiler_args) {{ {kernel}(xpiler_args...); }})'
+            f'::xpiler::deduced_kernel("{quoted}", [&](auto... xpiler_args) {{ {kernel}(xpiler_args...); }})'
         )
     return kernel
 
