@@ -254,3 +254,16 @@ def test_a_kernel_written_with_cpp_casts_and_nullptr_is_repaired(tmp_path: Path)
     result = repair_candidate(buggy, str(spec.source), spec, budget_s=60, initial_report=before)
     assert result.status == "repaired", result.message
     assert result.text is not None and run_spec(spec, candidate_text=result.text, seed=7).passed  # numpy, other inputs
+
+
+def test_a_kernel_with_dynamic_shared_memory_is_repaired() -> None:
+    # extern __shared__ sized by the spec's shared_bytes; the block total is read from the wrong slot
+    spec = load_spec(Path(__file__).resolve().parents[2] / "benchmarks" / "repair_styles" / "dyn_shared_rowsum"
+                     / "spec.toml")
+    original = spec.source_text()
+    buggy = original.replace("out[row] = partial[0];", "out[row] = partial[1];")
+    before = run_spec(spec, candidate_text=buggy)
+    assert not before.passed
+    result = repair_candidate(buggy, str(spec.source), spec, budget_s=60, initial_report=before)
+    assert result.status == "repaired", result.message
+    assert result.text is not None and run_spec(spec, candidate_text=result.text, seed=7).passed  # numpy, other inputs
