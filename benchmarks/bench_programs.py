@@ -143,18 +143,26 @@ def project_flags(program: dict[str, object], main: Path, work: Path) -> list[st
     return command
 
 
-def probe_source(program: dict[str, object], main: Path, work: Path, timeout: float) -> Row:
-    """Whether the source itself runs on the runtime (``xpiler run``), for programs no direction ran."""
-    command = [sys.executable, "-m", "xpiler_core", "run", str(main), *project_flags(program, main, work)]
-    row = Row(str(program["id"]), "source", "error")
+def run_into(row: Row, command: list[str], work: Path, timeout: float) -> subprocess.CompletedProcess[str] | None:
+    """Run one xpiler command for ``row``: its time and whether it crashed go into the row (None: it timed out)."""
     started = time.monotonic()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=work)
     except subprocess.TimeoutExpired:
         row.seconds, row.timed_out, row.reason = time.monotonic() - started, True, f"xpiler did not finish in {timeout:.0f} s"
-        return row
+        return None
     row.seconds = time.monotonic() - started
     row.traceback = "Traceback (most recent call last)" in done.stderr
+    return done
+
+
+def probe_source(program: dict[str, object], main: Path, work: Path, timeout: float) -> Row:
+    """Whether the source itself runs on the runtime (``xpiler run``), for programs no direction ran."""
+    command = [sys.executable, "-m", "xpiler_core", "run", str(main), *project_flags(program, main, work)]
+    row = Row(str(program["id"]), "source", "error")
+    done = run_into(row, command, work, timeout)
+    if done is None:
+        return row
     last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
     row.source_runs = done.returncode == 0 and not row.traceback
     row.status = "runs" if row.source_runs else "does not run"
@@ -169,14 +177,9 @@ def translate(program: dict[str, object], main: Path, work: Path, target: str, t
     command += project_flags(program, main, work)
     row = Row(str(program["id"]), target, "error", units=len(program.get("units", [1])),  # type: ignore[arg-type]
               features=list(program.get("features", [])))  # type: ignore[call-overload]
-    started = time.monotonic()
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=work)
-    except subprocess.TimeoutExpired:
-        row.seconds, row.timed_out, row.reason = time.monotonic() - started, True, f"xpiler did not finish in {timeout:.0f} s"
+    done = run_into(row, command, work, timeout)
+    if done is None:
         return row
-    row.seconds = time.monotonic() - started
-    row.traceback = "Traceback (most recent call last)" in done.stderr
     try:
         result = json.loads(done.stdout)
     except json.JSONDecodeError:
