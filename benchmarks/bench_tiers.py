@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xpiler_core.tune.measure import largest_case, measure_libraries
+from xpiler_core.tune.measure import MeasureError, largest_case, measure_libraries
 from xpiler_core.verify.spec import load_spec
 
 SUITE = Path(__file__).resolve().parent / "suite"
@@ -81,10 +81,14 @@ def main() -> int:
             # a bare kernel's portable output is called through its launcher (xp_launch_<kernel>), the structural
             # output through the kernel's name: two entries, so each library is timed in its own worker run
             portable_entry = f"xp_launch_{spec.entry}" if spec.kind == "kernel" else spec.entry
-            (structural,) = measure_libraries(libraries[:1], spec, spec.entry, case, Path(tmp) / "t1",
-                                              threads=args.threads)
-            (portable,) = measure_libraries(libraries[1:], spec, portable_entry, case, Path(tmp) / "t2",
-                                            threads=args.threads)
+            try:
+                (structural,) = measure_libraries(libraries[:1], spec, spec.entry, case, Path(tmp) / "t1",
+                                                  threads=args.threads)
+                (portable,) = measure_libraries(libraries[1:], spec, portable_entry, case, Path(tmp) / "t2",
+                                                threads=args.threads)
+            except MeasureError as exc:
+                print(f"| {op} | - | - | - | timing failed: {str(exc)[:80]} |", flush=True)
+                continue
             ratio = portable.median_s / structural.median_s
             slowdowns.append(ratio)
             values = ", ".join(f"{k}={v}" for k, v in spec.cases[case].items())
