@@ -72,6 +72,12 @@ def short(text: str, limit: int = 220) -> str:
     return " | ".join((keep or lines)[-2:])[:limit]
 
 
+def first_error(out: str) -> str:
+    """A compiler's first error line (else the end of its output), for a one-line reason."""
+    errs = [ln for ln in out.splitlines() if "error" in ln]
+    return (errs[0] if errs else out.strip()[-200:])[:220]
+
+
 def pct(n: int, d: int) -> str:
     return f"{100.0 * n / d:5.1f}% ({n}/{d})" if d else "   n/a"
 

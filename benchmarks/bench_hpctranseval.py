@@ -55,7 +55,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_cli import log, pct, run, run_xpiler, short, test_verdict
+from bench_cli import first_error, log, pct, run, run_xpiler, short, test_verdict
 
 HERE = Path(__file__).resolve().parent
 CATEGORIES = ["IndependentOperator", "ComputationGraph", "ModelBuildingBlock"]
@@ -524,8 +524,7 @@ def timed(
 def build_so(src: Path, so: Path, cwd: Path, timeout: float, cplusplus: bool) -> tuple[bool, str]:
     compiler = ["g++", "-x", "c++", "-std=c++17"] if cplusplus else ["gcc", "-x", "c"]
     r = run([*compiler, *FLAGS, f"-I{src.parent}", str(src), "-o", str(so)], cwd, timeout, stack_bytes=STACK_BYTES)
-    errs = [ln for ln in r.out.splitlines() if "error" in ln]
-    return r.rc == 0, (errs[0] if errs else r.out.strip()[-200:])[:220]
+    return r.rc == 0, first_error(r.out)
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_cli import log, pct, run, run_xpiler, short, test_verdict
+from bench_cli import first_error, log, pct, run, run_xpiler, short, test_verdict
 
 HERE = Path(__file__).resolve().parent
 ELEMENT_CAP = 1 << 24
@@ -783,8 +783,7 @@ def compile_output(
     else:
         return None, "BANG: the tool's MLU model build"
     obj.unlink(missing_ok=True)
-    errs = [ln for ln in r.out.splitlines() if "error" in ln]
-    return r.rc == 0, (errs[0] if errs else r.out.strip()[-200:])[:220]
+    return r.rc == 0, first_error(r.out)
 
 
 # ----------------------------------------------------------------------------------------------------

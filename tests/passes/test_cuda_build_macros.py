@@ -63,3 +63,15 @@ def test_conditions_take_nvccs_branch_under_gpp(text: str, tmp_path: Path) -> No
 def test_other_conditions_are_untouched() -> None:
     text = "#if FOO_VERSION >= 2\nint a;\n#endif\n#ifdef MY_CUDART_VERSION_X\nint b;\n#endif\n"
     assert as_source_build_saw(text) == text
+
+
+def test_the_runtime_says_the_same_cuda_version() -> None:
+    # the source runs on the runtime and the translation reads its gates with build_macros: one version for both
+    from xpiler_core.passes.support.build_macros import SOURCE_CUDA_VERSION
+
+    include = Path(__file__).resolve().parents[2] / "xpiler_core" / "runtime" / "include"
+    runtime = (include / "cuda_runtime.h").read_text()
+    driver = (include / "cuda.h").read_text()
+    assert f"#define CUDART_VERSION {SOURCE_CUDA_VERSION}\n" in runtime
+    assert f"#define __CUDACC_VER_MAJOR__ {SOURCE_CUDA_VERSION // 1000}\n" in runtime
+    assert f"#define CUDA_VERSION {SOURCE_CUDA_VERSION}\n" in driver

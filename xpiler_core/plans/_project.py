@@ -259,11 +259,11 @@ class ProjectFiles:
         (CPU/BANG plans see all kernels in one module), and the headers inlined. For CPU output, headers whose
         conditions test a macro only the CPU build defines are inlined too, to be read as the source's build
         read them (passes/support/build_macros.py)."""
-        from xpiler_core.passes.support.build_macros import tests_cpu_build_macros
+        from xpiler_core.passes.support.build_macros import tests_source_build_macros
 
         device = dict(self.device_headers())
         if self.target is Dialect.C:
-            device.update({p: t for p, t in self.headers.items() if tests_cpu_build_macros(t)})
+            device.update({p: t for p, t in self.headers.items() if tests_source_build_macros(t)})
         if not device:
             return self.unit.text, []
         seen: set[str] = set()

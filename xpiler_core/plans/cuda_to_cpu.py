@@ -213,10 +213,12 @@ def plan(
     work = unit if whole == unit.text else unit.with_text(whole)
     spec = load_spec(options.spec_path) if options.spec_path else None
     pass_names = list(options.passes or DEFAULT_PASSES)
-    candidate, records, ctx = translate_unit(work, spec, options.pass_params, pass_names)
     portable_only = options.cpu_tier == "portable"
-    if portable_only:
-        candidate = None  # the structural output is neither checked nor written
+    if portable_only:  # the structural passes are not run: their output would be neither checked nor written
+        candidate, records = None, list[PassRecord]()
+        ctx = PassContext(source_dialect=work.dialect, target=Dialect.C, file=unit.path)
+    else:
+        candidate, records, ctx = translate_unit(work, spec, options.pass_params, pass_names)
     if inlined:
         ctx.notes.append("headers with device code inlined into the translation: "
                          + ", ".join(Path(h).name for h in inlined))

@@ -47,7 +47,7 @@ def _tested(text: str, macros: dict[str, int | None]) -> list[str]:
     return [m for m in macros if m in text and any(re.search(rf"\b{m}\b", d["rest"]) for d in _DIRECTIVE.finditer(text))]
 
 
-def tests_cpu_build_macros(text: str) -> bool:
+def tests_source_build_macros(text: str) -> bool:
     """Whether a preprocessor condition of ``text`` tests a macro the source's build defines differently."""
     return bool(_tested(text, _source_build(text)))
 
