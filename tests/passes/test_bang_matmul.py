@@ -177,13 +177,15 @@ def test_other_dataflow_is_refused_and_keeps_the_scalar_form(tmp_path: Path, old
     assert "__bang_matmul" not in candidate
 
 
-def test_shared_memory_tiled_gemm_is_refused_not_miscompiled(tmp_path: Path) -> None:
+def test_shared_memory_tiled_gemm_is_forwarded_and_verified() -> None:
+    # the suite's 16 x 16 shared-memory tiled GEMM (zero padded at the edges): the staged tiles are forwarded
+    # to the sum, so the product is found from the dataflow and runs on __bang_matmul
     root = Path(__file__).resolve().parents[2] / "benchmarks" / "suite" / "matrix" / "gemm"
     spec = load_spec(str(root / "spec.toml"))
     candidate, records, _ = translate_to_bang(spec.source_text(), str(root / spec.source), spec)
-    assert candidate is not None and "__bang_matmul" not in candidate
-    record = next(r for r in records if r["name"] == "bang_matmul")
-    assert "array" in str(record["refused"])
+    assert candidate is not None and "__bang_matmul" in candidate
+    report, _ = verify_bang(candidate, spec, records)
+    assert report.passed, report.summary()
 
 
 @pytest.mark.slow

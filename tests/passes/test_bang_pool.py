@@ -103,7 +103,7 @@ def test_window_reduction_runs_on_the_pooling_intrinsic_and_matches_numpy(
 
 @pytest.mark.parametrize("old, new, reason", [
     # a padded window (clamped reads) does not match the intrinsic's no-padding semantics
-    ("fmaxf(p[1], p[W])", "fmaxf(p[1], ox + 1 < W / 2 ? p[W] : 0.0f)", "Ternary"),
+    ("fmaxf(p[1], p[W])", "fmaxf(p[1], ox + 1 < W / 2 ? p[W] : 0.0f)", "plain loads"),
     # three of four window elements: not a full window
     ("fmaxf(fmaxf(p[W + 1], p[0]), fmaxf(p[1], p[W]))", "fmaxf(fmaxf(p[W + 1], p[0]), p[1])", "full rectangular"),
     # a transposed output (column-major) is another layout

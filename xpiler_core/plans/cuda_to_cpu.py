@@ -45,10 +45,10 @@ from xpiler_core.translation import (
 )
 from xpiler_core.verify.targets import gcc_verdict, host_isa
 
-DEFAULT_PASSES = ["detensorization", "grid_reduce", "block_reduce", "loop_recovery", "device_mirrors",
+DEFAULT_PASSES = ["detensorization", "grid_reduce", "block_reduce", "loop_recovery", "cpu_gemm", "device_mirrors",
                   "reduction_idiom", "grid_flatten", "loop_binding"]
 # Optional steps that reassociate floating point or restructure code: dropped first when a candidate fails.
-_DROP_FIRST = ("grid_reduce", "block_reduce", "device_mirrors", "reduction_idiom", "grid_flatten")
+_DROP_FIRST = ("grid_reduce", "block_reduce", "cpu_gemm", "device_mirrors", "reduction_idiom", "grid_flatten")
 
 
 def recovery_params_from_spec(

@@ -27,7 +27,6 @@ generation's NRAM/WRAM.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from xpiler_core import ast as A
@@ -35,18 +34,8 @@ from xpiler_core.dialect import Dialect
 from xpiler_core.passes.bang.bang_tensorize import _parse_expr, _parse_stmts, _task_loop_index
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 from xpiler_core.passes.support.ast_support import enter, int_param, leave
-from xpiler_core.passes.support.bang_thread import (
-    RAW_THREAD_ATOMS,
-    Epilogue,
-    Load,
-    Mul,
-    Poly,
-    Sum,
-    ThreadEvaluator,
-    free_of,
-    linear,
-    stmts_of,
-)
+from xpiler_core.passes.support.bang_thread import ThreadEvaluator, module_int_constants, stmts_of
+from xpiler_core.passes.support.matmul_shape import MatmulShape, Operand, recognize
 from xpiler_core.passes.support.per_function import is_bound_kernel, rewrite_each
 from xpiler_core.printer import print_expr
 
@@ -65,178 +54,6 @@ INFO = PassInfo(
 )
 
 NT = 64  # __bang_matmul: N a multiple of 64
-
-# ----- recognition -------------------------------------------------------------------------------------
-@dataclass
-class Operand:
-    base: str
-    origin: Poly  # offset at b = 0, row/col 0, k = 0
-    batch_stride: Poly
-    lead: Poly  # leading dimension (row stride)
-
-
-@dataclass
-class MatmulShape:
-    out: Operand
-    lhs: Operand
-    rhs: list[Operand]  # one right operand per accumulated product (same left operand, same K range)
-    rhs_filter_layout: bool  # rhs[j*ld + k]: already [N][K]
-    k_lo: Poly
-    k_hi: Poly
-    rows: Poly | None  # guard bound on gy
-    cols: Poly | None  # guard bound on gx
-    batched: bool
-    block_sizes: dict[str, A.Expr]
-    epilogue: A.Expr | None = None  # element-wise expression of xp_mm_acc<i>[xp_e], or the plain product
-
-
-# pure math an epilogue may call (besides the module's pure helpers)
-MATH_FUNCS = frozenset({"expf", "__expf", "exp", "tanhf", "tanh", "sqrtf", "sqrt", "rsqrtf", "fabsf", "fabs",
-                        "fmaxf", "fminf", "max", "min", "logf", "__logf", "log", "powf", "erff", "erf", "sinf",
-                        "cosf", "__fdividef", "fmaf", "__saturatef"})
-
-
-def _pure_helper(fn: A.Function, helpers: dict[str, A.Function], depth: int = 0) -> bool:
-    """A helper that computes from its arguments only: no memory access, no calls but pure ones."""
-    if depth > 3:
-        return False
-    for n in A.walk(fn.body):
-        if isinstance(n, A.Index | A.Opaque) or (isinstance(n, A.Unary) and n.op in ("*", "&")):
-            return False
-        if isinstance(n, A.Call):
-            name = print_expr(n.func, Dialect.BANG).split("<")[0].strip()
-            if name not in MATH_FUNCS and not (name in helpers and _pure_helper(helpers[name], helpers, depth + 1)):
-                return False
-    return True
-
-
-def _epilogue(ep: Epilogue, ev: ThreadEvaluator) -> tuple[list[Sum], A.Expr]:
-    """The accumulated sums an epilogue reads, and the epilogue over ``xp_mm_acc<i>[xp_e]``."""
-    sums: list[Sum] = []
-    slots: dict[str, int] = {}
-
-    def slot(name: str) -> A.Expr:
-        value = ep.env.get(name)
-        if not isinstance(value, Sum):
-            raise PassRefused(f"the stored expression reads {name}, which is not an accumulated product")
-        if name not in slots:
-            slots[name] = len(sums)
-            sums.append(value)
-        return A.Index(A.name(f"xp_mm_acc{slots[name]}"), A.name("xp_e"))
-
-    def visit(n: A.Node) -> A.Node | None:
-        if isinstance(n, A.Index):
-            if isinstance(n.base, A.Name) and n.base.id in ep.thread_arrays and n.index == A.name("xp_t"):
-                return slot(n.base.id)
-            raise PassRefused("the stored expression reads memory besides the accumulators")
-        if isinstance(n, A.Call):
-            name = print_expr(n.func, Dialect.BANG).split("<")[0].strip()
-            if name not in MATH_FUNCS and not (name in ev.helpers and _pure_helper(ev.helpers[name], ev.helpers)):
-                raise PassRefused(f"the stored expression calls {name}, not a pure function")
-            return A.replace(n, args=tuple(A.rewrite(a, visit) for a in n.args))
-        if isinstance(n, A.Assign) or (isinstance(n, A.Unary) and n.op in ("++", "--", "*", "&")):
-            raise PassRefused("the stored expression has side effects or pointers")
-        if isinstance(n, A.Name):
-            if n.id in ep.env:
-                return slot(n.id)
-            if n.id not in ev.int_params:
-                raise PassRefused(f"the stored expression reads {n.id}")
-        return None
-
-    expr = A.rewrite(ep.expr, visit)
-    if not sums:
-        raise PassRefused("the stored expression reads no accumulated product")
-    return sums, expr
-
-
-def _product(value: Sum) -> tuple[Load, Load]:
-    if not isinstance(value.body, Mul) or not (isinstance(value.body.left, Load) and isinstance(value.body.right, Load)):
-        raise PassRefused("the stored value is not a sum of products of two loads")
-    return value.body.left, value.body.right
-
-
-def recognize(ev: ThreadEvaluator) -> MatmulShape:
-    if len(ev.stores) != 1:
-        raise PassRefused(f"the thread stores {len(ev.stores)} values (a matrix product stores one)")
-    st = ev.stores[0]
-    epilogue: A.Expr | None = None
-    if isinstance(st.value, Sum):
-        sums = [st.value]
-    elif st.source is not None:
-        try:
-            sums, epilogue = _epilogue(st.source, ev)
-        except PassRefused as refusal:  # say why the value itself was not modelled too
-            why = st.source.reason or "not a sum of products"
-            raise PassRefused(f"{refusal.reason}; the stored value: {why}") from None
-    else:
-        raise PassRefused("the stored value is not a sum of products")
-    first = sums[0]
-    k = first.var
-    if any(x.var != k or x.lo != first.lo or x.hi != first.hi for x in sums):
-        raise PassRefused("the accumulated products run over different K ranges")
-    thread = {"xp_gx", "xp_gy", "xp_bz", k} | RAW_THREAD_ATOMS
-    axes = ["xp_gx", "xp_gy", "xp_bz", k]
-    oc, orest = linear(st.offset, axes)
-    if oc[k] != Poly() or oc["xp_gx"] != Poly.const(1) or oc["xp_gy"] == Poly():
-        raise PassRefused("the output index is not row * ld + column")
-    lhs: Operand | None = None
-    rhs: list[Operand] = []
-    layouts: set[bool] = set()
-    batch_used = oc["xp_bz"] != Poly()
-    for value in sums:
-        left, right = _product(value)
-        lc, lrest = linear(left.offset, axes)
-        rc, rrest = linear(right.offset, axes)
-        if lc["xp_gx"] != Poly() and rc["xp_gy"] != Poly():
-            left, right, lc, rc, lrest, rrest = right, left, rc, lc, rrest, lrest
-        if lc["xp_gx"] != Poly() or lc[k] != Poly.const(1) or lc["xp_gy"] == Poly():
-            raise PassRefused("the left operand is not X[row * ld + k]")
-        if rc["xp_gy"] != Poly():
-            raise PassRefused("the right operand depends on the output row")
-        if rc["xp_gx"] == Poly.const(1) and rc[k] != Poly():
-            filter_layout, rlead = False, rc[k]
-        elif rc[k] == Poly.const(1) and rc["xp_gx"] != Poly():
-            filter_layout, rlead = True, rc["xp_gx"]
-        else:
-            raise PassRefused("the right operand is neither Y[k * ld + column] nor Y[column * ld + k]")
-        for p, what in ((lrest, "left offset"), (lc["xp_gy"], "left stride"), (lc["xp_bz"], "left batch stride"),
-                        (rrest, "right offset"), (rlead, "right stride"), (rc["xp_bz"], "right batch stride")):
-            free_of(p, thread, what)
-        if st.base in (left.base, right.base):
-            raise PassRefused("the output array is also an operand")
-        this_lhs = Operand(left.base, lrest, lc["xp_bz"], lc["xp_gy"])
-        if lhs is not None and this_lhs != lhs:
-            raise PassRefused("the accumulated products have different left operands")
-        lhs = this_lhs
-        rhs.append(Operand(right.base, rrest, rc["xp_bz"], rlead))
-        layouts.add(filter_layout)
-        batch_used = batch_used or lc["xp_bz"] != Poly() or rc["xp_bz"] != Poly()
-    if len(layouts) != 1 or lhs is None:
-        raise PassRefused("the right operands have different layouts")
-    for p, what in ((orest, "output offset"), (oc["xp_gy"], "output stride"), (oc["xp_bz"], "output batch stride"),
-                    (first.lo, "sum start"), (first.hi, "sum end")):
-        free_of(p, thread, what)
-    rows: Poly | None = None
-    cols: Poly | None = None
-    for g in st.guards:
-        free_of(g.bound, thread, "a guard bound")
-        if g.index == Poly.atom("xp_gy"):
-            rows = g.bound if rows is None else _refuse("two bounds on the row")
-        elif g.index == Poly.atom("xp_gx"):
-            cols = g.bound if cols is None else _refuse("two bounds on the column")
-        else:
-            raise PassRefused("a guard bounds something other than the output row or column")
-    if set(ev.block_sizes) != {"x", "y"}:
-        raise PassRefused("the output is not indexed by both blockIdx.x/threadIdx.x and blockIdx.y/threadIdx.y")
-    return MatmulShape(
-        out=Operand(st.base, orest, oc["xp_bz"], oc["xp_gy"]), lhs=lhs, rhs=rhs,
-        rhs_filter_layout=layouts.pop(), k_lo=first.lo, k_hi=first.hi, rows=rows, cols=cols, batched=batch_used,
-        block_sizes=dict(ev.block_sizes), epilogue=epilogue)
-
-
-def _refuse(reason: str) -> Poly:
-    raise PassRefused(reason)
-
 
 # ----- code generation ---------------------------------------------------------------------------------
 def tile_sizes(rows_per_tile: int, budget: int, nram_bytes: int, wram_bytes: int, products: int) -> tuple[int, int]:
@@ -258,7 +75,7 @@ def emit(shape: MatmulShape, mt: int, kt: int) -> tuple[list[str], list[str], li
              f"__nram__ float xp_mm_out[{mt * NT}];", f"__wram__ float xp_mm_w[{NT * kt}];",
              f"__nram__ float xp_mm_bs[{kt * NT}];", *(f"__nram__ float {acc}[{mt * NT}];" for acc in accs)]
     pre = ["xp_bdz == 1"] + [f"({print_expr(c, Dialect.BANG)}) == xp_bd{axis}" for axis, c in
-                             sorted(shape.block_sizes.items())]
+                             sorted(shape.block_sizes.items())] + [f"({c})" for c in shape.preconditions]
     rows = "(long)xp_gdy * xp_bdy"
     if shape.rows is not None:
         rows = f"xp_mm_min({shape.rows.c_text()}, {rows})"
@@ -329,7 +146,7 @@ def emit(shape: MatmulShape, mt: int, kt: int) -> tuple[list[str], list[str], li
 
 
 def tensorize_matmul(fn: A.Function, helpers: dict[str, A.Function], mt: int, kt_budget: int, nram: int,
-                     wram: int) -> A.Function:
+                     wram: int, consts: dict[str, int] | None = None) -> A.Function:
     i = _task_loop_index(fn)
     if i is None:
         raise PassRefused(f"{fn.name}: no task loop (run bang_binding first)")
@@ -341,7 +158,7 @@ def tensorize_matmul(fn: A.Function, helpers: dict[str, A.Function], mt: int, kt
     for p in fn.params:
         if isinstance(p, A.Param) and p.name in ptr_params and p.type.base.replace("const", "").strip() != "float":
             ptr_params.discard(p.name)  # only float operands are multiplied by __bang_matmul here
-    ev = ThreadEvaluator(int_params, ptr_params, helpers)
+    ev = ThreadEvaluator(int_params, ptr_params, helpers, consts=dict(consts or {}))
     # the block index decls of bang_binding (xp_bx/xp_by/xp_bz) stay symbolic
     ev.run([s for s in body if not (isinstance(s, A.DeclStmt) and any(d.name in ("xp_bx", "xp_by", "xp_bz")
                                                                        for d in s.decls))])
@@ -360,7 +177,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     mt = int_param(params, "rows_per_tile", 32, 1, 256)
     budget = int_param(params, "onchip_budget", 48 * 1024, 8 * 1024, 1 << 24)
     helpers = {f.name: f for f in module.functions() if not f.is_kernel and "_blocks" not in f.name}
-    result = rewrite_each(module, is_bound_kernel, lambda fn: tensorize_matmul(fn, helpers, mt, budget, nram, wram),
+    result = rewrite_each(module, is_bound_kernel, lambda fn: tensorize_matmul(fn, helpers, mt, budget, nram, wram,
+                                                                         module_int_constants(module)),
                           nothing="no bound kernels", tolerate=(AssertionError, KeyError, ValueError, RecursionError))
     ctx.notes.extend(f"{name}: matrix product on __bang_matmul (WRAM filter tiles)" for name in result.done)
     items = list(result.module.items)

@@ -843,7 +843,8 @@ def _fix_shared(s: A.Stmt) -> A.Stmt:
             ptr_type = A.replace(d.type, pointers=(*d.type.pointers, ()))
             return _dyn_shared(buf, d, ptr_type)
         out.append(A.DeclStmt((A.replace(d, storage=storage),)))
-    return out[0] if len(out) == 1 else A.Block(tuple(out))
+    # several declarators (`__shared__ float a[T], b[T];`): a Block would scope them away, so they are spliced
+    return out[0] if len(out) == 1 else _Splice(tuple(out))
 
 
 def _dyn_shared(buf: A.VarDecl, d: A.VarDecl, ptr_type: A.Type) -> A.Stmt:

@@ -5,6 +5,14 @@ are that thread's scalars; early exits (``xp_done``) become guards; device helpe
 expressions are polynomials over named atoms (parameters, ``xp_gx = xp_bx*C + xp_tx``, ``xp_gy``,
 ``xp_bz``, summation indices, and divisions of thread-free values as opaque atoms); floating-point values
 are trees of loads, sums, products, scalings and maxima. Anything else is refused with a reason.
+
+Block-level tiles (``float As[T][T]`` filled by one thread phase as ``As[ty][tx] = v(tx, ty)`` and read in a
+later phase, i.e. after a barrier, as ``As[ty][k]``) are forwarded: the read is the staged value of the
+thread that stored that element (``v(k, ty)``); a block-level loop over such tiles (``for (k0 = lo; k0 < hi;
+k0 += T)`` around a phase that stages and a phase that sums ``k`` over ``[0, T)``) becomes one sum over
+``kk = k0 + k`` in ``[lo, hi)``: a ``kk < hi`` guard of the staged values (zero padding) trims it, else the
+run-time precondition ``(hi - lo) % T == 0`` is recorded. Conditional values ``c ? v : 0`` are
+``Select`` values (zero where a bound fails).
 """
 
 from __future__ import annotations
@@ -147,7 +155,24 @@ class Max:
     terms: tuple[Any, ...]
 
 
-FLOAT_VALUES = (Load, Mul, Sum, Zero, FConst, Add, Scale, Max)
+@dataclass(frozen=True)
+class Select:
+    """``value`` where every guard holds, else zero."""
+
+    guards: tuple[Guard, ...]
+    value: Any
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A block-level tile element as the thread at ``axes`` (one raw thread atom per dimension) stored it."""
+
+    axes: tuple[str, ...]
+    value: Any
+    phase: int
+
+
+FLOAT_VALUES = (Load, Mul, Sum, Zero, FConst, Add, Scale, Max, Select)
 MAX_CALLS = ("max", "fmaxf", "fmax", "std::max", "__fmaxf")
 
 
@@ -203,6 +228,13 @@ class ThreadEvaluator:
     depth: int = 0  # helpers being inlined
     in_thread: bool = False  # inside the thread loops of loop recovery
     cond_depth: int = 0  # conditionals around the statement being evaluated
+    consts: dict[str, int] = field(default_factory=dict)  # file-scope integer constants and macros
+    tiles: dict[str, tuple[int, ...]] = field(default_factory=dict)  # block-level arrays and their extents
+    staged: dict[str, Staged] = field(default_factory=dict)  # the last phase's store into each tile
+    phase: int = 0  # thread phases entered (a barrier separates two)
+    ranges: dict[str, tuple[Poly, Poly]] = field(default_factory=dict)  # summation indices being evaluated
+    preconditions: list[str] = field(default_factory=list)  # C conditions the recognized shape needs at run time
+    sum_atoms: set[str] = field(default_factory=set)  # the summation and tile index atoms created so far
 
     # statements
     def run(self, stmts: list[A.Stmt] | tuple[A.Stmt, ...]) -> None:
@@ -239,7 +271,12 @@ class ThreadEvaluator:
             if len(d.dims) == 1 and isinstance(d.dims[0], A.Name) and d.dims[0].id == "xp_nt" and d.init is None:
                 self.thread_arrays.add(d.name)  # a per-thread variable of loop recovery
                 return
-            raise PassRefused(f"the block declares the array {d.name} (shared or local staging)")
+            extents = [self.value(x) if x is not None else None for x in d.dims]
+            if self.in_thread or self.depth > 0 or d.init is not None or not all(
+                    isinstance(x, Poly) and not x.atoms() and x.terms for x in extents):
+                raise PassRefused(f"the block declares the array {d.name} (local staging)")
+            self.tiles[d.name] = tuple(dict(x.terms).get((), 0) for x in extents if isinstance(x, Poly))
+            return
         if d.storage:
             raise PassRefused(f"{d.name} has storage {' '.join(d.storage)}")
         if d.name == "xp_t":
@@ -257,6 +294,9 @@ class ThreadEvaluator:
         target = e.target
         if isinstance(target, A.Index) and isinstance(target.base, A.Name) and target.base.id == "xp_done":
             return  # paired with the continue that follows
+        if isinstance(target, A.Index) and _tile_root(target) in self.tiles:
+            self.tile_store(target, e)
+            return
         try:
             value = self.value(e.value)
         except PassRefused as refusal:
@@ -292,6 +332,8 @@ class ThreadEvaluator:
         if view is not None and view.var in THREAD_LOOPS:
             if self.depth > 0 or self.cond_depth > 0:
                 raise PassRefused("a thread loop under a condition")
+            if not self.in_thread:
+                self.phase += 1
             outer, self.in_thread = self.in_thread, True
             try:
                 self.run(stmts_of(s.body))
@@ -299,6 +341,10 @@ class ThreadEvaluator:
                 pass
             finally:
                 self.in_thread = outer
+            return
+        if view is not None and any(isinstance(n, A.For) and (c := n.canonical()) is not None and c.var in THREAD_LOOPS
+                                    for n in A.walk(s.body)):
+            self.tile_loop(s, view)
             return
         if view is None or A.const_int(view.step) != 1:
             raise PassRefused("a loop in the thread is not a unit-step counted loop")
@@ -337,11 +383,11 @@ class ThreadEvaluator:
         lo, hi = self.value(view.start), self.value(view.stop)
         if not (isinstance(lo, Poly) and isinstance(hi, Poly)):
             raise PassRefused("loop bounds are not integers")
-        self.loops += 1
-        var = f"xp_k{self.loops}"
+        var = self.fresh("xp_k")
         local_names = [d.name for st in decls if isinstance(st, A.DeclStmt) for d in st.decls]
         saved = {n: self.env.get(n) for n in [view.var, *local_names]}
         self.env[view.var] = Poly.atom(var)
+        self.ranges[var] = (lo, hi)
         for st in decls:
             self.stmt(st)
         values = []
@@ -350,6 +396,7 @@ class ThreadEvaluator:
             if isinstance(body_value, Poly | Ptr):
                 raise PassRefused("the summed term is not a floating-point product")
             values.append(body_value)
+        del self.ranges[var]
         for acc, body_value in zip(names, values, strict=True):
             self.env[acc] = Sum(var, lo, hi, body_value)
         for n, v in saved.items():
@@ -426,10 +473,22 @@ class ThreadEvaluator:
                 return self.env[e.id]
             if e.id in self.ptr_params:
                 return Ptr(e.id, Poly())
+            if e.id in self.consts:
+                return Poly.const(self.consts[e.id])
             if e.id in self.int_params or e.id in ("xp_bz",) or e.id in RAW_THREAD_ATOMS \
                     or e.id.startswith(("xp_bd", "xp_gd")):
                 return Poly.atom(e.id)
             raise PassRefused(f"the thread reads {e.id}, which is not a parameter")
+        if isinstance(e, A.Index) and _tile_root(e) in self.tiles:
+            return self.tile_read(e)
+        if isinstance(e, A.Ternary):
+            other = self.value(e.else_)
+            if not isinstance(other, Zero):
+                raise PassRefused("a conditional value is not zero on its other side")
+            then = self.value(e.then)
+            if not isinstance(then, FLOAT_VALUES):
+                raise PassRefused("a conditional integer value")
+            return Select(tuple(self.conditions(e.cond, negate=False)), then)
         if isinstance(e, A.Index):
             if isinstance(e.base, A.Name) and e.base.id in self.thread_arrays:
                 if not (isinstance(e.index, A.Name) and e.index.id == "xp_t"):
@@ -443,7 +502,8 @@ class ThreadEvaluator:
             gi = self.global_index(e)
             if gi is not None:
                 return gi
-            return self.combine(e.op, self.value(e.left), self.value(e.right))
+            result = self.combine(e.op, self.value(e.left), self.value(e.right))
+            return self.fold_global(result) if isinstance(result, Poly) else result
         if isinstance(e, A.Call):
             return self.call(e)
         raise PassRefused(f"the thread evaluates {type(e).__name__}")
@@ -490,6 +550,11 @@ class ThreadEvaluator:
         if op == "*":
             if isinstance(a, Zero) or isinstance(b, Zero):
                 return Zero()
+            if isinstance(a, Select) or isinstance(b, Select):  # zero where either side is zero
+                ga, va = (a.guards, a.value) if isinstance(a, Select) else ((), a)
+                gb, vb = (b.guards, b.value) if isinstance(b, Select) else ((), b)
+                inner = self.combine("*", va, vb)
+                return inner if isinstance(inner, Zero) else Select(_union(ga, gb), inner)
             if isinstance(a, FConst) and isinstance(b, FConst):
                 return FConst(a.value * b.value)
             if isinstance(a, FConst):
@@ -508,7 +573,141 @@ class ThreadEvaluator:
         raise PassRefused(f"floating-point operator {op}")
 
     def index_atoms(self) -> set[str]:
-        return {"xp_gx", "xp_gy", "xp_bz"} | {f"xp_k{i}" for i in range(1, self.loops + 1)}
+        return {"xp_gx", "xp_gy", "xp_bz"} | self.sum_atoms
+
+    def fresh(self, prefix: str) -> str:
+        """A new summation (``xp_k``) or tile (``xp_q``) index atom."""
+        self.loops += 1
+        atom = f"{prefix}{self.loops}"
+        self.sum_atoms.add(atom)
+        return atom
+
+    def fold_global(self, p: Poly) -> Poly:
+        """``xp_b? * C + xp_t? + rest`` → ``xp_g? + rest`` however the index was spelled (C a constant or a
+        block-size name, recorded like :meth:`global_index` does)."""
+        for axis in "xy":
+            t, b = f"xp_t{axis}", f"xp_b{axis}"
+            d = p.as_dict()
+            block_terms = [(m, c) for m, c in d.items() if b in m]
+            if d.get((t,)) != 1 or len(block_terms) != 1:
+                continue
+            m, c = block_terms[0]
+            others = [a for a in m if a != b]
+            size: A.Expr
+            if not others and c > 0:
+                size = A.Literal(str(c), "number")
+            elif len(others) == 1 and c == 1 and (others[0].startswith("xp_bd") or others[0] in self.int_params):
+                size = A.name(others[0])
+            else:
+                continue
+            known = self.block_sizes.get(axis)
+            if known is not None and self.value(known) != self.value(size):
+                raise PassRefused(f"two different block sizes along {axis}")
+            self.block_sizes.setdefault(axis, size)
+            del d[(t,)], d[m]
+            d[(f"xp_g{axis}",)] = d.get((f"xp_g{axis}",), 0) + 1
+            p = Poly.of(d)
+        return p
+
+    # block-level tiles
+    def need(self, condition: str) -> None:
+        if condition not in self.preconditions:
+            self.preconditions.append(condition)
+
+    def tile_store(self, target: A.Index, e: A.Assign) -> None:
+        name = _tile_root(target)
+        if e.op != "=" or not self.in_thread or self.cond_depth > 0 or self.depth > 0 or self.guards:
+            raise PassRefused(f"the tile {name} is not stored by every thread of the block, once")
+        extents = self.tiles[name]
+        indices = [self.value(x) for x in _tile_indices(target)]
+        axes: list[str] = []
+        for p in indices:
+            atom = next((a for a in THREAD_LOOPS if p == Poly.atom(a)), None)
+            if atom is None or atom in axes:
+                raise PassRefused(f"the tile {name} is not stored one element per thread")
+            axes.append(atom)
+        if len(axes) != len(extents):
+            raise PassRefused(f"the tile {name} is stored through a partial index")
+        value = self.value(e.value)
+        if not isinstance(value, FLOAT_VALUES):
+            raise PassRefused(f"the tile {name} stages something other than floating-point values")
+        for atom, extent in zip(axes, extents, strict=True):
+            self.need(f"{extent} == xp_bd{atom[-1]}")  # every element written by exactly one thread
+        self.staged[name] = Staged(tuple(axes), value, self.phase)
+
+    def tile_read(self, e: A.Index) -> Any:
+        name = _tile_root(e)
+        staged = self.staged.get(name)
+        if staged is None or staged.phase >= self.phase or not self.in_thread:
+            raise PassRefused(f"the tile {name} is read without a barrier after a phase that stores it")
+        indices = [self.value(x) for x in _tile_indices(e)]
+        if len(indices) != len(staged.axes):
+            raise PassRefused(f"the tile {name} is read through a partial index")
+        mapping: dict[str, Poly] = {}
+        for axis, p, extent in zip(staged.axes, indices, self.tiles[name], strict=True):
+            if p == Poly.atom(axis):
+                continue  # this thread's own coordinate along the axis
+            atoms = p.atoms()
+            var = atoms.pop() if len(atoms) == 1 else ""
+            if p != Poly.atom(var) or var not in self.ranges or self.ranges[var] != (Poly(), Poly.const(extent)):
+                raise PassRefused(f"the tile {name} is read at an index that is not a thread's or a sum over it")
+            if f"xp_g{axis[-1]}" in _atoms_of(staged.value) or "xp_t" in _atoms_of(staged.value):
+                raise PassRefused(f"the staged value of {name} depends on the global index of its thread")
+            mapping[axis] = p
+        return subst_value(staged.value, mapping)
+
+    def tile_loop(self, s: A.For, view: A.LoopView) -> None:
+        """A block-level loop over tiles: its per-tile sums become one sum over ``k0 + k``."""
+        if self.in_thread or self.depth > 0 or self.cond_depth > 0:
+            raise PassRefused("a loop around thread phases inside a thread")
+        step, lo, hi = self.value(view.step), self.value(view.start), self.value(view.stop)
+        if not (isinstance(step, Poly) and not step.atoms() and isinstance(lo, Poly) and isinstance(hi, Poly)):
+            raise PassRefused("a tile loop whose step is not a constant")
+        tile = dict(step.terms).get((), 0)
+        if tile <= 0 or (lo.atoms() | hi.atoms()) & (RAW_THREAD_ATOMS | self.index_atoms()):
+            raise PassRefused("a tile loop that does not step forward over thread-free bounds")
+        before, stores, guards, staged = dict(self.env), len(self.stores), len(self.guards), dict(self.staged)
+        q = self.fresh("xp_q")
+        self.env[view.var] = lo + Poly.atom(q) * step
+        self.run(stmts_of(s.body))
+        if len(self.stores) != stores or len(self.guards) != guards:
+            raise PassRefused("a tile loop stores results or exits")
+        after, self.env, self.staged = self.env, before, staged
+        for name, new in after.items():
+            if name not in before or name == view.var or new is before[name]:
+                continue
+            if not (isinstance(before[name], Zero) or before[name] == Poly()) or not isinstance(new, Sum):
+                raise PassRefused(f"{name} carries a value across tiles that is not a sum from zero")
+            self.env[name] = self.merge_tiles(new, q, tile, lo, hi)
+
+    def merge_tiles(self, inner: Sum, q: str, step: int, lo: Poly, hi: Poly) -> Sum:
+        """Sum over the tiles (``q``-th iteration of ``for (v = lo; v < hi; v += step)``) of a sum over ``k`` in
+        ``[0, E)`` → one sum over ``kk = E*q + k``: ``[0, E*(hi - lo))`` when the loop counts tiles (step 1),
+        ``[0, hi - lo)`` when it steps by the tile (guarded at the end, or ``(hi - lo) % E == 0`` at run time)."""
+        extent = dict(inner.hi.terms).get((), 0) if not inner.hi.atoms() else 0
+        if inner.lo != Poly() or extent <= 0 or step not in (1, extent):
+            raise PassRefused("the sum inside a tile does not cover the tile the loop steps over")
+        kk = self.fresh("xp_k")
+        shift = Poly.atom(kk) - Poly.atom(q) * Poly.const(extent)
+        body = subst_value(inner.body, {inner.var: shift})
+        if q in _atoms_of(body):
+            raise PassRefused("the tiles are not read at the tile start plus the index within it")
+        limit = (hi - lo) * Poly.const(extent) if step == 1 else hi - lo
+        end_guarded = False
+        if isinstance(body, Select):
+            keep: list[Guard] = []
+            for g in body.guards:
+                coeff, rest = g.index.split(kk)
+                if coeff == Poly():
+                    keep.append(g)
+                elif coeff == Poly.const(1) and g.bound - rest == limit:
+                    end_guarded = True  # zero padding past the end: the sum stops at the limit
+                else:
+                    raise PassRefused("a staged value is guarded on the summation index by another bound")
+            body = Select(tuple(keep), body.value) if keep else body.value
+        if step != 1 and not end_guarded:
+            self.need(f"{limit.c_text()} % {extent}L == 0")
+        return Sum(kk, Poly(), limit, body)
 
     def call(self, e: A.Call) -> Any:
         name = print_expr(e.func, Dialect.BANG).split("<")[0].strip() if isinstance(e.func, A.Name) else ""
@@ -554,6 +753,95 @@ def _polys(v: Any) -> list[Poly]:
     if isinstance(v, Sum):
         return [v.lo, v.hi, *_polys(v.body)]
     return []
+
+
+def _union(a: tuple[Guard, ...], b: tuple[Guard, ...]) -> tuple[Guard, ...]:
+    return a + tuple(g for g in b if g not in a)
+
+
+def _tile_root(e: A.Expr) -> str:
+    while isinstance(e, A.Index):
+        e = e.base
+    return e.id if isinstance(e, A.Name) else ""
+
+
+def _tile_indices(e: A.Index) -> list[A.Expr]:
+    out: list[A.Expr] = []
+    node: A.Expr = e
+    while isinstance(node, A.Index):
+        out.insert(0, node.index)
+        node = node.base
+    return out
+
+
+def subst_poly(p: Poly, mapping: dict[str, Poly]) -> Poly:
+    out = Poly()
+    for m, c in p.terms:
+        term = Poly.const(c)
+        for a in m:
+            term = term * mapping.get(a, Poly.atom(a))
+        out = out + term
+    return out
+
+
+def subst_value(v: Any, mapping: dict[str, Poly]) -> Any:
+    """``v`` with index atoms replaced by polynomials."""
+    if not mapping:
+        return v
+    if isinstance(v, Poly):
+        return subst_poly(v, mapping)
+    if isinstance(v, Load | Ptr):
+        return type(v)(v.base, subst_poly(v.offset, mapping))
+    if isinstance(v, Mul):
+        return Mul(subst_value(v.left, mapping), subst_value(v.right, mapping))
+    if isinstance(v, Sum):
+        inner = {k: p for k, p in mapping.items() if k != v.var}
+        return Sum(v.var, subst_poly(v.lo, inner), subst_poly(v.hi, inner), subst_value(v.body, inner))
+    if isinstance(v, Add | Max):
+        return type(v)(tuple(subst_value(t, mapping) for t in v.terms))
+    if isinstance(v, Scale):
+        return Scale(v.factor, subst_value(v.value, mapping))
+    if isinstance(v, Select):
+        return Select(tuple(Guard(subst_poly(g.index, mapping), subst_poly(g.bound, mapping)) for g in v.guards),
+                      subst_value(v.value, mapping))
+    if isinstance(v, Zero | FConst):
+        return v
+    raise PassRefused(f"cannot substitute into {type(v).__name__}")
+
+
+def _atoms_of(v: Any) -> set[str]:
+    if isinstance(v, Poly):
+        return v.atoms()
+    if isinstance(v, Load | Ptr):
+        return v.offset.atoms()
+    if isinstance(v, Mul):
+        return _atoms_of(v.left) | _atoms_of(v.right)
+    if isinstance(v, Sum):
+        return v.lo.atoms() | v.hi.atoms() | _atoms_of(v.body)
+    if isinstance(v, Add | Max):
+        return set().union(*(_atoms_of(t) for t in v.terms))
+    if isinstance(v, Scale):
+        return _atoms_of(v.value)
+    if isinstance(v, Select):
+        return set().union(*(g.index.atoms() | g.bound.atoms() for g in v.guards)) | _atoms_of(v.value)
+    return set()
+
+
+def module_int_constants(module: A.Module) -> dict[str, int]:
+    """File-scope integer constants: ``#define NAME <int>`` and ``const``/``constexpr`` integer variables."""
+    out: dict[str, int] = {}
+    for item in module.items:
+        if isinstance(item, A.Opaque) and item.text.startswith("#define"):
+            parts = item.text.split()
+            if len(parts) == 3 and parts[2].lstrip("-").isdigit():
+                out[parts[1]] = int(parts[2])
+        elif isinstance(item, A.DeclStmt):
+            for d in item.decls:
+                const = "const" in d.type.quals or "constexpr" in d.storage
+                if const and not d.dims and not d.type.pointers and isinstance(d.init, A.Literal) \
+                        and d.init.int_value is not None and d.type.base in ("int", "unsigned", "long", "size_t"):
+                    out[d.name] = d.init.int_value
+    return out
 
 
 def strip_casts(e: A.Expr) -> A.Expr:

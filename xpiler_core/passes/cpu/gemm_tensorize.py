@@ -1,0 +1,284 @@
+"""CPU GEMM tensorization: a block function whose threads compute a matrix product becomes a packed,
+register-blocked micro-kernel call (the method's tensorization step for the CPU target).
+
+Input: the output of ``loop_recovery`` (block loops ``xp_bz``/``xp_by``/``xp_bx`` around thread loops). One
+symbolic thread of the block body is evaluated (``support/bang_thread``) and the matrix product it computes
+is recognized from its dataflow (``support/matmul_shape``): any kernel whose thread stores
+``E(sum_k X[row*lda + k] * Y[k*ldb + col])`` (batched over ``blockIdx.z`` or not, through helpers, pointer
+offsets, early exits; ``Y`` row-major or ``[N][K]``) is found whatever its spelling; shared-memory staging,
+warp shuffles and other shapes stay scalar (the pass refuses with the reason).
+
+Emitted before the block loops, behind run-time preconditions (the recognized block sizes are the launch's,
+one thread in z, output rows do not overlap; else the original loops run): per batch, ``xp_sgemm`` over the
+rows and columns the guards and the grid cover. ``xp_sgemm`` packs ``B`` in ``kc x NR`` panels and ``A`` in
+``MR x kc`` panels (zero padded, so ragged edges need no special path) within ``mc x kc x nc`` cache blocks,
+and multiplies them with an ``MR x NR`` register tile of 8-float vectors (GCC vector extensions: AVX and FMA
+instructions where the target has them, SSE otherwise); row blocks are shared over OpenMP threads when the
+block's work pays for a parallel region. Sums are accumulated in ``float`` as the source does, blocked over
+``k`` (a reassociation: the plan verifies the result and drops the pass when it fails). An element-wise
+epilogue or several products sharing the left operand go through ``float`` scratch matrices, then the
+source's epilogue expression per element. Parameters ``mc``, ``kc``, ``nc`` (cache blocks) are declared for
+the tuner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xpiler_core import ast as A
+from xpiler_core.dialect import Dialect
+from xpiler_core.frontend.lower import lower_text
+from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
+from xpiler_core.passes.support.ast_support import enter, int_param, leave
+from xpiler_core.passes.support.bang_thread import ThreadEvaluator, module_int_constants, stmts_of
+from xpiler_core.passes.support.matmul_shape import MatmulShape, Operand, recognize
+from xpiler_core.passes.support.per_function import is_bound_kernel, rewrite_each
+from xpiler_core.printer import print_expr
+
+INFO = PassInfo(
+    name="cpu_gemm",
+    summary="Threads that compute a matrix product → packed, register-blocked micro-kernel (xp_sgemm)",
+    kind="ast",
+    directions=("cuda->cpu",),
+    params=(
+        ParamSpec("mc", "int", 96, "rows of A per cache block (a multiple of the 6-row register tile)",
+                  (96, 48, 144, 192)),
+        ParamSpec("kc", "int", 256, "depth of a cache block (k values per packed panel)", (256, 128, 384, 512)),
+        ParamSpec("nc", "int", 2048, "columns of B per cache block (a multiple of the 16-column register tile)",
+                  (2048, 512, 1024, 4096)),
+    ),
+)
+
+MARK = "/* xpiler cpu_gemm micro-kernel */"
+MR, NR = 6, 16
+# work (multiply-adds) below which a cache block runs on one thread: a parallel region costs microseconds
+PARALLEL_WORK = 1 << 18
+
+HELPER = MARK + r"""
+/* C[i*ldc + j] = sum_k A[i*ars + k*acs] * B[k*brs + j*bcs] over [0,M) x [0,N): B packed in kc x 16 panels,
+   A in 6 x kc panels (zero padded), a 6 x 16 register tile of 8-float vectors, k blocked by kc. */
+typedef float xp_gemm_v8 __attribute__((vector_size(32)));
+static inline void xp_gemm_micro(long kc, const float *__restrict__ ap, const float *__restrict__ bp, float *c,
+                                 long ldc, int mr, int nr, int first) {
+  const xp_gemm_v8 zero = {0, 0, 0, 0, 0, 0, 0, 0};
+  xp_gemm_v8 acc[6][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < 6; ++i) { acc[i][0] = zero; acc[i][1] = zero; }
+  for (long p = 0; p < kc; ++p) {
+    xp_gemm_v8 b0, b1;
+    memcpy(&b0, bp + p * 16, sizeof b0);
+    memcpy(&b1, bp + p * 16 + 8, sizeof b1);
+    const float *a = ap + p * 6;
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; ++i) {
+      const float s = a[i];
+      const xp_gemm_v8 av = {s, s, s, s, s, s, s, s};
+      acc[i][0] += av * b0;
+      acc[i][1] += av * b1;
+    }
+  }
+  if (mr == 6 && nr == 16) {
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; ++i) {
+      float *ci = c + i * ldc;
+      if (!first) {
+        xp_gemm_v8 c0, c1;
+        memcpy(&c0, ci, sizeof c0);
+        memcpy(&c1, ci + 8, sizeof c1);
+        acc[i][0] += c0;
+        acc[i][1] += c1;
+      }
+      memcpy(ci, &acc[i][0], sizeof acc[i][0]);
+      memcpy(ci + 8, &acc[i][1], sizeof acc[i][1]);
+    }
+    return;
+  }
+  float tile[6][16];
+  memcpy(tile, acc, sizeof tile);
+  for (int i = 0; i < mr; ++i)
+    for (int j = 0; j < nr; ++j) c[i * ldc + j] = (first ? 0.0f : c[i * ldc + j]) + tile[i][j];
+}
+static void xp_gemm_pack_a(long mc, long kc, const float *a, long ars, long acs, float *ap) {
+  for (long i0 = 0; i0 < mc; i0 += 6) {
+    const long mr = mc - i0 < 6 ? mc - i0 : 6;
+    for (long p = 0; p < kc; ++p)
+      for (long i = 0; i < 6; ++i) *ap++ = i < mr ? a[(i0 + i) * ars + p * acs] : 0.0f;
+  }
+}
+static void xp_gemm_pack_b(long kc, long nc, const float *b, long brs, long bcs, float *bp) {
+  for (long j0 = 0; j0 < nc; j0 += 16) {
+    const long nr = nc - j0 < 16 ? nc - j0 : 16;
+    for (long p = 0; p < kc; ++p, bp += 16) {
+      const float *row = b + p * brs + j0 * bcs;
+      if (nr == 16 && bcs == 1) { memcpy(bp, row, 16 * sizeof(float)); continue; }
+      for (long j = 0; j < 16; ++j) bp[j] = j < nr ? row[j * bcs] : 0.0f;
+    }
+  }
+}
+static void *xp_gemm_alloc(long floats) {
+  const size_t bytes = ((size_t)(floats > 0 ? floats : 1) * sizeof(float) + 63) / 64 * 64;
+  void *p = aligned_alloc(64, bytes);
+  if (!p) { fprintf(stderr, "xp_sgemm: out of memory\n"); abort(); }
+  return p;
+}
+static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs, const float *B, long brs, long bcs,
+                     float *C, long ldc, long MC, long KC, long NC) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    for (long i = 0; i < M; ++i)
+      for (long j = 0; j < N; ++j) C[i * ldc + j] = 0.0f;
+    return;
+  }
+  MC = (MC + 5) / 6 * 6;
+  NC = (NC + 15) / 16 * 16;
+  float *bp = (float *)xp_gemm_alloc(KC * NC);
+  for (long jc = 0; jc < N; jc += NC) {
+    const long nc = N - jc < NC ? N - jc : NC;
+    for (long pc = 0; pc < K; pc += KC) {
+      const long kc = K - pc < KC ? K - pc : KC;
+      xp_gemm_pack_b(kc, nc, B + pc * brs + jc * bcs, brs, bcs, bp);
+      const long blocks = (M + MC - 1) / MC;
+#pragma omp parallel if (blocks > 1 && (double)M * nc * kc >= XP_GEMM_PARALLEL_WORK)
+      {
+        float *ap = (float *)xp_gemm_alloc(MC * KC);
+#pragma omp for schedule(static)
+        for (long ib = 0; ib < blocks; ++ib) {
+          const long ic = ib * MC, mc = M - ic < MC ? M - ic : MC;
+          xp_gemm_pack_a(mc, kc, A + ic * ars + pc * acs, ars, acs, ap);
+          for (long jr = 0; jr < nc; jr += 16)
+            for (long ir = 0; ir < mc; ir += 6)
+              xp_gemm_micro(kc, ap + ir * kc, bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
+                            (int)(mc - ir < 6 ? mc - ir : 6), (int)(nc - jr < 16 ? nc - jr : 16), pc == 0);
+        }
+        free(ap);
+      }
+    }
+  }
+  free(bp);
+}
+"""
+
+
+def _parse_stmts(lines: list[str]) -> list[A.Stmt]:
+    module = lower_text("void xp_f() {\n" + "\n".join(lines) + "\n}\n", "<cpu_gemm>", Dialect.C)
+    fn = module.function("xp_f")
+    assert fn is not None
+    return list(fn.body.stmts)
+
+
+def _parse_expr(text: str) -> A.Expr:
+    stmt = _parse_stmts([f"(void)({text});"])[0]
+    assert isinstance(stmt, A.ExprStmt) and isinstance(stmt.expr, A.Cast)
+    return stmt.expr.operand
+
+
+def _block_nest(fn: A.Function) -> tuple[int, A.For] | None:
+    """(index in the body, innermost block loop) of the top-level ``xp_bz``/``xp_by``/``xp_bx`` nest."""
+    for i, s in enumerate(fn.body.stmts):
+        loop: A.Stmt = s
+        for var in ("xp_bz", "xp_by", "xp_bx"):
+            if isinstance(loop, A.Block) and len(loop.stmts) == 1:
+                loop = loop.stmts[0]
+            view = loop.canonical() if isinstance(loop, A.For) else None
+            if view is None or view.var != var or A.const_int(view.start) != 0 or A.const_int(view.step) != 1:
+                break
+            if var == "xp_bx":
+                assert isinstance(loop, A.For)
+                return i, loop
+            assert isinstance(loop, A.For)
+            loop = loop.body
+    return None
+
+
+def emit(shape: MatmulShape, mc: int, kc: int, nc: int) -> tuple[list[str], list[str]]:
+    """(preconditions, the statements that compute the whole launch's output)."""
+    pre = ["xp_bdz == 1"] + [f"({print_expr(c, Dialect.C)}) == xp_bd{axis}" for axis, c in
+                             sorted(shape.block_sizes.items())] + [f"({c})" for c in shape.preconditions]
+    rows = "(long)xp_gdy * xp_bdy"
+    if shape.rows is not None:
+        rows = f"xp_gemm_min({shape.rows.c_text()}, {rows})"
+    cols = "(long)xp_gdx * xp_bdx"
+    if shape.cols is not None:
+        cols = f"xp_gemm_min({shape.cols.c_text()}, {cols})"
+    pre.append(f"{shape.out.lead.c_text()} >= {cols}")  # output rows do not overlap
+
+    def base(op: Operand, k_offset: str) -> str:
+        return f"{op.base} + ({op.origin.c_text()} + xp_gemm_b * {op.batch_stride.c_text()}{k_offset})"
+
+    a = shape.lhs
+    k0 = shape.k_lo.c_text()
+    lines = [
+        f"const long xp_gemm_m = xp_gemm_max(0L, {rows});",
+        f"const long xp_gemm_n = xp_gemm_max(0L, {cols});",
+        f"const long xp_gemm_k = {shape.k_hi.c_text()} - {k0};",
+        f"const long xp_gemm_batches = {'(long)xp_gdz' if shape.batched else '1L'};",
+    ]
+    direct = shape.epilogue is None and len(shape.rhs) == 1
+    accs = [f"xp_mm_acc{i}" for i in range(len(shape.rhs))]
+    if not direct:
+        lines += [f"float *{acc} = (float *)xp_gemm_alloc(xp_gemm_m * xp_gemm_n);" for acc in accs]
+    lines.append("for (long xp_gemm_b = 0; xp_gemm_b < xp_gemm_batches; ++xp_gemm_b) {")
+    a_ptr = base(a, f" + {k0}")
+    for b, acc in zip(shape.rhs, accs, strict=True):
+        if shape.rhs_filter_layout:  # Y[col * ld + k]
+            b_ptr, brs, bcs = base(b, f" + {k0}"), "1L", b.lead.c_text()
+        else:  # Y[k * ld + col]
+            b_ptr, brs, bcs = base(b, f" + {k0} * {b.lead.c_text()}"), b.lead.c_text(), "1L"
+        out_ptr, ldc = (base(shape.out, ""), shape.out.lead.c_text()) if direct else (acc, "xp_gemm_n")
+        lines.append(f"xp_sgemm(xp_gemm_m, xp_gemm_n, xp_gemm_k, {a_ptr}, {a.lead.c_text()}, 1L, {b_ptr}, {brs}, "
+                     f"{bcs}, {out_ptr}, {ldc}, {mc}, {kc}, {nc});")
+    if not direct:
+        value = accs[0] + "[xp_e]" if shape.epilogue is None else print_expr(shape.epilogue, Dialect.C)
+        lines += [
+            "#pragma omp parallel for if (xp_gemm_m * xp_gemm_n >= 65536)",
+            "for (long xp_er = 0; xp_er < xp_gemm_m; ++xp_er)",
+            "for (long xp_ec = 0; xp_ec < xp_gemm_n; ++xp_ec) {",
+            "const long xp_e = xp_er * xp_gemm_n + xp_ec;",
+            f"({base(shape.out, '')})[xp_er * {shape.out.lead.c_text()} + xp_ec] = (float)({value});",
+            "}",
+        ]
+    lines.append("}")
+    if not direct:
+        lines += [f"free({acc});" for acc in accs]
+    return pre, lines
+
+
+def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, int], mc: int, kc: int,
+              nc: int) -> A.Function:
+    found = _block_nest(fn)
+    if found is None:
+        raise PassRefused(f"{fn.name}: no block loop nest at the top of the function (run loop_recovery first)")
+    i, inner = found
+    ptr_params = {p.name for p in fn.params if isinstance(p, A.Param) and p.name and len(p.type.pointers) == 1
+                  and p.type.base.replace("const", "").strip() == "float"}
+    int_params = {p.name for p in fn.params if isinstance(p, A.Param) and p.name and not p.type.pointers}
+    ev = ThreadEvaluator(int_params, ptr_params, helpers, consts=consts)
+    ev.run(stmts_of(inner.body))
+    shape = recognize(ev)
+    if shape.batched and shape.out.batch_stride.terms == ():
+        raise PassRefused("blocks along z write the same outputs")
+    pre, lines = emit(shape, mc, kc, nc)
+    guard = A.If(_parse_expr(" && ".join(pre)), A.Block(tuple(_parse_stmts(["{", *lines, "return;", "}"]))), None)
+    stmts = [*fn.body.stmts[:i], guard, *fn.body.stmts[i:]]
+    return A.replace(fn, body=A.replace(fn.body, stmts=tuple(stmts)))
+
+
+def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
+    module = enter(unit)
+    mc = int_param(params, "mc", 96, 6, 4096)
+    kc = int_param(params, "kc", 256, 8, 8192)
+    nc = int_param(params, "nc", 2048, 16, 1 << 16)
+    helpers = {f.name: f for f in module.functions() if not f.is_kernel and "_blocks" not in f.name}
+    consts = module_int_constants(module)
+    result = rewrite_each(module, is_bound_kernel, lambda fn: tensorize(fn, helpers, consts, mc, kc, nc),
+                          nothing="no bound kernels", tolerate=(AssertionError, KeyError, ValueError, RecursionError))
+    ctx.notes.extend(f"{name}: matrix product on the packed micro-kernel (mc={mc}, kc={kc}, nc={nc})"
+                     for name in result.done)
+    items = list(result.module.items)
+    if not any(isinstance(it, A.Opaque) and it.text.startswith(MARK) for it in items):
+        helper = (f"#define XP_GEMM_PARALLEL_WORK {PARALLEL_WORK}\n"
+                  "static inline long xp_gemm_min(long a, long b) { return a < b ? a : b; }\n"
+                  "static inline long xp_gemm_max(long a, long b) { return a > b ? a : b; }\n")
+        first_fn = next(k for k, it in enumerate(items) if isinstance(it, A.Function))
+        items.insert(first_fn, A.Opaque(HELPER.replace(MARK, MARK + "\n" + helper, 1)))
+    return leave(unit, A.replace(module, items=tuple(items)), ctx, Dialect.C)

@@ -1,0 +1,211 @@
+"""The matrix product one symbolic thread computes (see ``bang_thread``), recognized from its dataflow.
+
+Shared by the targets that replace such threads with a tiled matrix unit or micro-kernel (``bang_matmul``,
+``cpu_gemm``). The thread's whole effect must be one store
+
+    ``P[c0 + b*sc + gy*ldc + gx] = E(sum_{k in [lo, hi)} X[a0 + b*sa + gy*lda + k] * Y_i[...])``
+
+guarded by nothing but ``gy < M`` / ``gx < N``, where ``gx = xp_bx*Cx + xp_tx``, ``gy = xp_by*Cy + xp_ty``,
+``b = xp_bz`` (optional batch), each ``Y_i`` is ``Y_i[b0 + b*sb + k*ldb + gx]`` (row-major) or
+``Y_i[b0 + b*sb + gx*ldb + k]`` (``[N][K]``), and ``E`` an optional element-wise epilogue over the sums.
+Any spelling that computes the same values is found; anything else is refused with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xpiler_core import ast as A
+from xpiler_core.dialect import Dialect
+from xpiler_core.passes.base import PassRefused
+from xpiler_core.passes.support.bang_thread import (
+    RAW_THREAD_ATOMS,
+    Epilogue,
+    Guard,
+    Load,
+    Mul,
+    Poly,
+    Select,
+    Sum,
+    ThreadEvaluator,
+    free_of,
+    linear,
+)
+from xpiler_core.printer import print_expr
+
+
+@dataclass
+class Operand:
+    base: str
+    origin: Poly  # offset at b = 0, row/col 0, k = 0
+    batch_stride: Poly
+    lead: Poly  # leading dimension (row stride)
+
+
+@dataclass
+class MatmulShape:
+    out: Operand
+    lhs: Operand
+    rhs: list[Operand]  # one right operand per accumulated product (same left operand, same K range)
+    rhs_filter_layout: bool  # rhs[j*ld + k]: already [N][K]
+    k_lo: Poly
+    k_hi: Poly
+    rows: Poly | None  # guard bound on gy
+    cols: Poly | None  # guard bound on gx
+    batched: bool
+    block_sizes: dict[str, A.Expr]
+    epilogue: A.Expr | None = None  # element-wise expression of xp_mm_acc<i>[xp_e], or the plain product
+    preconditions: tuple[str, ...] = ()  # C conditions (over the block function's names) the shape needs
+
+
+# pure math an epilogue may call (besides the module's pure helpers)
+MATH_FUNCS = frozenset({"expf", "__expf", "exp", "tanhf", "tanh", "sqrtf", "sqrt", "rsqrtf", "fabsf", "fabs",
+                        "fmaxf", "fminf", "max", "min", "logf", "__logf", "log", "powf", "erff", "erf", "sinf",
+                        "cosf", "__fdividef", "fmaf", "__saturatef"})
+
+
+def _pure_helper(fn: A.Function, helpers: dict[str, A.Function], depth: int = 0) -> bool:
+    """A helper that computes from its arguments only: no memory access, no calls but pure ones."""
+    if depth > 3:
+        return False
+    for n in A.walk(fn.body):
+        if isinstance(n, A.Index | A.Opaque) or (isinstance(n, A.Unary) and n.op in ("*", "&")):
+            return False
+        if isinstance(n, A.Call):
+            name = print_expr(n.func, Dialect.BANG).split("<")[0].strip()
+            if name not in MATH_FUNCS and not (name in helpers and _pure_helper(helpers[name], helpers, depth + 1)):
+                return False
+    return True
+
+
+def _epilogue(ep: Epilogue, ev: ThreadEvaluator) -> tuple[list[Sum], A.Expr]:
+    """The accumulated sums an epilogue reads, and the epilogue over ``xp_mm_acc<i>[xp_e]``."""
+    sums: list[Sum] = []
+    slots: dict[str, int] = {}
+
+    def slot(name: str) -> A.Expr:
+        value = ep.env.get(name)
+        if not isinstance(value, Sum):
+            raise PassRefused(f"the stored expression reads {name}, which is not an accumulated product")
+        if name not in slots:
+            slots[name] = len(sums)
+            sums.append(value)
+        return A.Index(A.name(f"xp_mm_acc{slots[name]}"), A.name("xp_e"))
+
+    def visit(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Index):
+            if isinstance(n.base, A.Name) and n.base.id in ep.thread_arrays and n.index == A.name("xp_t"):
+                return slot(n.base.id)
+            raise PassRefused("the stored expression reads memory besides the accumulators")
+        if isinstance(n, A.Call):
+            name = print_expr(n.func, Dialect.BANG).split("<")[0].strip()
+            if name not in MATH_FUNCS and not (name in ev.helpers and _pure_helper(ev.helpers[name], ev.helpers)):
+                raise PassRefused(f"the stored expression calls {name}, not a pure function")
+            return A.replace(n, args=tuple(A.rewrite(a, visit) for a in n.args))
+        if isinstance(n, A.Assign) or (isinstance(n, A.Unary) and n.op in ("++", "--", "*", "&")):
+            raise PassRefused("the stored expression has side effects or pointers")
+        if isinstance(n, A.Name):
+            if n.id in ep.env:
+                return slot(n.id)
+            if n.id not in ev.int_params:
+                raise PassRefused(f"the stored expression reads {n.id}")
+        return None
+
+    expr = A.rewrite(ep.expr, visit)
+    if not sums:
+        raise PassRefused("the stored expression reads no accumulated product")
+    return sums, expr
+
+
+def _product(value: Sum, store_guards: tuple[Guard, ...]) -> tuple[Load, Load]:
+    body = value.body
+    if isinstance(body, Select):  # zero padding the output's own guards already exclude
+        if any(g not in store_guards for g in body.guards):
+            raise PassRefused("the product is guarded by bounds the output store does not have")
+        body = body.value
+    if not isinstance(body, Mul) or not (isinstance(body.left, Load) and isinstance(body.right, Load)):
+        raise PassRefused("the stored value is not a sum of products of two loads")
+    return body.left, body.right
+
+
+def recognize(ev: ThreadEvaluator) -> MatmulShape:
+    if len(ev.stores) != 1:
+        raise PassRefused(f"the thread stores {len(ev.stores)} values (a matrix product stores one)")
+    st = ev.stores[0]
+    epilogue: A.Expr | None = None
+    if isinstance(st.value, Sum):
+        sums = [st.value]
+    elif st.source is not None:
+        try:
+            sums, epilogue = _epilogue(st.source, ev)
+        except PassRefused as refusal:  # say why the value itself was not modelled too
+            why = st.source.reason or "not a sum of products"
+            raise PassRefused(f"{refusal.reason}; the stored value: {why}") from None
+    else:
+        raise PassRefused("the stored value is not a sum of products")
+    first = sums[0]
+    k = first.var
+    if any(x.var != k or x.lo != first.lo or x.hi != first.hi for x in sums):
+        raise PassRefused("the accumulated products run over different K ranges")
+    thread = {"xp_gx", "xp_gy", "xp_bz", k} | RAW_THREAD_ATOMS
+    axes = ["xp_gx", "xp_gy", "xp_bz", k]
+    oc, orest = linear(st.offset, axes)
+    if oc[k] != Poly() or oc["xp_gx"] != Poly.const(1) or oc["xp_gy"] == Poly():
+        raise PassRefused("the output index is not row * ld + column")
+    lhs: Operand | None = None
+    rhs: list[Operand] = []
+    layouts: set[bool] = set()
+    batch_used = oc["xp_bz"] != Poly()
+    for value in sums:
+        left, right = _product(value, st.guards)
+        lc, lrest = linear(left.offset, axes)
+        rc, rrest = linear(right.offset, axes)
+        if lc["xp_gx"] != Poly() and rc["xp_gy"] != Poly():
+            left, right, lc, rc, lrest, rrest = right, left, rc, lc, rrest, lrest
+        if lc["xp_gx"] != Poly() or lc[k] != Poly.const(1) or lc["xp_gy"] == Poly():
+            raise PassRefused("the left operand is not X[row * ld + k]")
+        if rc["xp_gy"] != Poly():
+            raise PassRefused("the right operand depends on the output row")
+        if rc["xp_gx"] == Poly.const(1) and rc[k] != Poly():
+            filter_layout, rlead = False, rc[k]
+        elif rc[k] == Poly.const(1) and rc["xp_gx"] != Poly():
+            filter_layout, rlead = True, rc["xp_gx"]
+        else:
+            raise PassRefused("the right operand is neither Y[k * ld + column] nor Y[column * ld + k]")
+        for p, what in ((lrest, "left offset"), (lc["xp_gy"], "left stride"), (lc["xp_bz"], "left batch stride"),
+                        (rrest, "right offset"), (rlead, "right stride"), (rc["xp_bz"], "right batch stride")):
+            free_of(p, thread, what)
+        if st.base in (left.base, right.base):
+            raise PassRefused("the output array is also an operand")
+        this_lhs = Operand(left.base, lrest, lc["xp_bz"], lc["xp_gy"])
+        if lhs is not None and this_lhs != lhs:
+            raise PassRefused("the accumulated products have different left operands")
+        lhs = this_lhs
+        rhs.append(Operand(right.base, rrest, rc["xp_bz"], rlead))
+        layouts.add(filter_layout)
+        batch_used = batch_used or lc["xp_bz"] != Poly() or rc["xp_bz"] != Poly()
+    if len(layouts) != 1 or lhs is None:
+        raise PassRefused("the right operands have different layouts")
+    for p, what in ((orest, "output offset"), (oc["xp_gy"], "output stride"), (oc["xp_bz"], "output batch stride"),
+                    (first.lo, "sum start"), (first.hi, "sum end")):
+        free_of(p, thread, what)
+    rows: Poly | None = None
+    cols: Poly | None = None
+    for g in st.guards:
+        free_of(g.bound, thread, "a guard bound")
+        if g.index == Poly.atom("xp_gy"):
+            rows = g.bound if rows is None else _refuse("two bounds on the row")
+        elif g.index == Poly.atom("xp_gx"):
+            cols = g.bound if cols is None else _refuse("two bounds on the column")
+        else:
+            raise PassRefused("a guard bounds something other than the output row or column")
+    if set(ev.block_sizes) != {"x", "y"}:
+        raise PassRefused("the output is not indexed by both blockIdx.x/threadIdx.x and blockIdx.y/threadIdx.y")
+    return MatmulShape(
+        out=Operand(st.base, orest, oc["xp_bz"], oc["xp_gy"]), lhs=lhs, rhs=rhs,
+        rhs_filter_layout=layouts.pop(), k_lo=first.lo, k_hi=first.hi, rows=rows, cols=cols, batched=batch_used,
+        block_sizes=dict(ev.block_sizes), epilogue=epilogue, preconditions=tuple(ev.preconditions))
+
+
+def _refuse(reason: str) -> Poly:
+    raise PassRefused(reason)
