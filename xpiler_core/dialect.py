@@ -151,12 +151,18 @@ def platform_view(text: str, defined: frozenset[str], undefined: frozenset[str])
     return "\n".join(out)
 
 
+# the include of the SIMT header set a portable-tier CPU output carries beside it (relative or absolute)
+_PORTABLE_TIER = re.compile(r'^\s*#\s*include\s*"[^"\n]*xpiler_simt/', re.MULTILINE)
+
+
 def detect_dialect(text: str, path: str | None = None) -> Dialect:
     """Dialect from content first (HIP/BANG markers are unambiguous), then suffix, then CUDA markers.
 
     HIP markers count only in code a HIP-less build compiles when the file also holds CUDA code: a ``.cu``
     file whose ``#ifdef __HIP_PLATFORM_AMD__`` branch includes HIP headers is CUDA source."""
     sample = text[:2_000_000]
+    if "xpiler_simt/" in sample and _PORTABLE_TIER.search(sample):
+        return Dialect.C  # a CPU output on the portable tier: GPU code compiled against its SIMT headers
     # Substring checks first: a regex scan costs ~1 ms per 35 kB and most files have no marker at all.
     if any(word in sample for word in _BANG_WORDS) and _BANG_MARKERS.search(sample):
         return Dialect.BANG

@@ -76,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
         if result.best_interval else ""
     print(f"noise now: the untuned translation timed against itself differs by up to ±{result.noise * 100:.1f} % "
           f"(load average {result.load_average:.2f}){interval}")
+    if result.loaded:
+        print(f"warning: the machine was busy while re-timing ({result.load}): candidates that change the thread "
+              "count or parallel threshold were not crowned; tune again on an idle machine to judge them")
     if result.flags:
         print(f"compile flags of the best candidate: {' '.join(result.flags)} (also in its first line)")
     if args.output:

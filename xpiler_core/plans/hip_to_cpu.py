@@ -15,8 +15,9 @@ from xpiler_core.plans import cuda_to_cpu
 from xpiler_core.progress import CancelToken, ProgressFn, report
 from xpiler_core.translation import TranslateOptions, TranslationResult
 
-#: Only the renaming: the semantic HIP → CUDA passes would turn 64-lane code into 32-lane code.
-RENAME_PASSES = ["api_map"]
+#: The renaming, after matrix-core calls become wavefront-exact helpers: the other semantic HIP → CUDA passes
+#: would turn 64-lane code into 32-lane code.
+RENAME_PASSES = ["matrix_cores", "api_map"]
 HIP_WARP = 64
 
 

@@ -8,7 +8,7 @@ from xpiler_core.plans._gpu import GpuDirection, gpu_plan
 from xpiler_core.progress import CancelToken, ProgressFn
 from xpiler_core.translation import TranslateOptions, TranslationResult
 
-DEFAULT_PASSES = ["warp_size", "tensor_cores", "intrinsics_compat", "api_map"]
+DEFAULT_PASSES = ["matrix_cores", "warp_size", "tensor_cores", "intrinsics_compat", "api_map"]
 
 DIRECTION = GpuDirection(
     source=Dialect.HIP,

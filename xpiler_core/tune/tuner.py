@@ -33,6 +33,7 @@ from xpiler_core.progress import Cancelled, CancelToken, ProgressFn, report
 from xpiler_core.project import ProjectConfig
 from xpiler_core.tune.config import Config, Step, freeze
 from xpiler_core.tune.cpu_problem import Action, CpuTuningProblem, open_problem
+from xpiler_core.tune.load import machine_load
 from xpiler_core.tune.mcts import mcts
 from xpiler_core.tune.measure import MeasureSettings, clearly_faster, paired_speedup, speedup_interval
 from xpiler_core.tune.records import TrialRecord, sha256_text
@@ -114,6 +115,8 @@ class TuneResult:
     best_interval: tuple[float, float] | None = None  # confidence interval of the best's confirmed speedup
     flags: tuple[str, ...] = ()  # compile flags of the best, beyond the default build
     load_average: float = 0.0  # of the machine when tuning started
+    loaded: bool = False  # other tasks held cores around the final re-timing: thread-count wins not crowned
+    load: str = ""  # what the load probe saw (other runnable tasks), start and re-timing
     baseline_config: Config | None = None  # the untuned configuration (the plan's own parameters)
 
 
@@ -217,8 +220,9 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
     report(progress, 0.0, "verifying and timing the untuned translation")
     baseline = problem.start()
     best["latency"] = baseline.median_s
+    load_start = machine_load()
     event("start", f"untuned: {baseline.median_s * 1e6:.1f} us on case {problem.spec.cases[problem.case_index]} "
-                   f"(noise ±{noise() * 100:.0f} %, load average {load:.1f})")
+                   f"(noise ±{noise() * 100:.0f} %, load average {load:.1f}, {load_start.describe()})")
 
     def score(config: Config) -> float | None:
         """The candidate's speedup over the untuned translation (0 when it fails). One that does not beat the
@@ -295,10 +299,22 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
     winner: Candidate | None = None
     interval: tuple[float, float] | None = None
     confirm_baseline_s: float | None = None  # the untuned latency timed in the winner's own rounds
+    load_confirm = machine_load()
+    if load_confirm.busy:  # re-measure after a pause rather than time against a neighbour
+        event("phase", f"the machine is busy ({load_confirm.describe()}): waiting a second before re-timing")
+        time.sleep(1.0)
+        load_confirm = machine_load()
+    loaded = False
     if finalists:
         results = problem.confirm(finalists)
+        load_after = machine_load()
+        loaded = load_confirm.busy or load_after.busy
         ranked = sorted(results, key=lambda r: -paired_speedup(r[1], r[2]))
         for config, base_stats, cand in ranked:
+            if loaded and changes_parallelism(config, problem.baseline):
+                event("phase", f"not crowned while the machine is busy ({load_after.describe()}): "
+                               f"{config.describe_changes(problem.baseline)}")
+                continue
             if clearly_faster(base_stats, cand, margin=0.0):
                 text = problem.render(config) or ""
                 winner = Candidate(config, config.describe(), True, cand.median_s,
@@ -330,13 +346,24 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
         case=dict(problem.spec.cases[problem.case_index]), machine=problem.records.machine, confirmed=confirmed,
         baseline_text=problem.baseline_text, measured_spec=problem.spec, case_index=problem.case_index,
         noise=noise(), best_interval=interval, flags=winner.config.flags, load_average=load,
-        baseline_config=problem.baseline,
+        baseline_config=problem.baseline, loaded=loaded,
+        load=f"start: {load_start.describe()}; re-timing: {load_confirm.describe()}",
     )
     shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
     event("done", f"best {winner.speedup:.2f}x{shown} ({'confirmed' if confirmed else 'untuned kept'}): "
                   f"{winner.description}")
     report(progress, 1.0, "done")
     return result
+
+
+# loop-binding parameters that decide how many cores a candidate uses: a comparison of them on a busy machine
+# measures the neighbour
+PARALLEL_KNOBS = ("threads", "min_parallel", "collapse", "schedule")
+
+
+def changes_parallelism(config: Config, base: Config) -> bool:
+    before, after = dict(base.binding), dict(config.binding)
+    return any(before.get(k) != after.get(k) for k in PARALLEL_KNOBS)
 
 
 def _defaults(name: str) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 from xpiler_core.passes.support.ast_support import enter, int_param, leave
 from xpiler_core.passes.support.bang_thread import ThreadEvaluator, module_int_constants, stmts_of
+from xpiler_core.passes.support.cpu_prelude import GEMM_MARK
 from xpiler_core.passes.support.matmul_shape import MatmulShape, Operand, recognize
 from xpiler_core.passes.support.per_function import is_bound_kernel, rewrite_each
 from xpiler_core.printer import print_expr
@@ -49,7 +50,7 @@ INFO = PassInfo(
     ),
 )
 
-MARK = "/* xpiler cpu_gemm micro-kernel */"
+MARK = GEMM_MARK
 MR, NR = 6, 16
 # work (multiply-adds) below which a cache block runs on one thread: a parallel region costs microseconds
 PARALLEL_WORK = 1 << 18

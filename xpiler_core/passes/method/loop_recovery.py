@@ -654,7 +654,20 @@ def _threadloop_decls(loop: _ThreadLoop) -> set[str]:
     return {d.name for s in loop.stmts if isinstance(s, A.DeclStmt) for d in s.decls}
 
 
+_TYPE_ALIAS = re.compile(r"\s*(using\s+\w+\s*=|typedef\b)")
+
+
+def _type_aliases(kernel: A.Function) -> list[A.Opaque]:
+    """Type aliases (``using T = ...;``, ``typedef``) at the kernel's top level: compile-time only, so they are
+    hoisted to the top of the block body, where every per-thread array and thread loop sees them."""
+    return [s for s in kernel.body.stmts if isinstance(s, A.Opaque) and _TYPE_ALIAS.match(s.text)]
+
+
 def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Function:
+    aliases = _type_aliases(kernel)
+    if aliases:
+        kernel = A.replace(kernel, body=A.replace(kernel.body, stmts=tuple(
+            s for s in kernel.body.stmts if not any(s is a for a in aliases))))
     st = _KernelState(warp=warp, types=A.declared_types(kernel))
     body = A.Block(inliner.stmts(kernel.body.stmts))
     body = A.Block(_warp_normalize(body.stmts, st))
@@ -695,7 +708,7 @@ def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Functio
         block_decls.append(A.DeclStmt((A.VarDecl("xp_done", A.ctype("unsigned char"), (_NT,)),)))
         block_decls.append(A.ExprStmt(A.call("memset", A.Name("xp_done"), A.lit(0), A.Name("xp_nt"))))
     ctx = _LoopContext(expanded=set(expanded), done_flags=done_flags, st=st)
-    block_body = [*block_decls, *(_lower_threadloops(s, ctx) for s in top)]
+    block_body = [*aliases, *block_decls, *(_lower_threadloops(s, ctx) for s in top)]
     block_body = [_fix_shared(s) for s in block_body]
     new_body = _block_nest(A.Block(tuple(block_body)))
     new_body = _builtins(new_body, warp)
@@ -979,8 +992,9 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         if isinstance(item, A.Opaque) and "nvcuda" in item.text:
             raise PassRefused("wmma fragments remain: run detensorization first", item.span)
     for k in kernels:
-        if any(isinstance(n, A.Opaque) for n in A.walk(k.body)):
-            bad = next(n for n in A.walk(k.body) if isinstance(n, A.Opaque))
+        aliases = {id(s) for s in _type_aliases(k)}
+        bad = next((n for n in A.walk(k.body) if isinstance(n, A.Opaque) and id(n) not in aliases), None)
+        if bad is not None:
             raise PassRefused(f"kernel '{k.name}' contains code the AST does not model: {bad.text[:60]!r}", bad.span)
     inliner = _Inliner(module)
     inlined = inliner.inline

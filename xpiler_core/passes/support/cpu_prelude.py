@@ -9,6 +9,9 @@ Kept as one string (not a header on disk) so a translated file is self-contained
 from __future__ import annotations
 
 PRELUDE_MARK = "/* xpiler CPU prelude */"
+# the packed GEMM micro-kernel cpu_gemm adds; the C → CUDA plan drops it with the fast paths that call it
+GEMM_MARK = "/* xpiler cpu_gemm micro-kernel */"
+GEMM_ENTRY = "xp_sgemm"
 
 
 def _simd_video() -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import PassRefused
+from xpiler_core.passes.support.cpu_prelude import GEMM_ENTRY, GEMM_MARK
 from xpiler_core.printer import print_node
 
 GPU_PRELUDE = r"""/* xpiler GPU prelude */
@@ -181,6 +182,10 @@ class _Rebinder:
         return f"{base} (*{name}){dims} = ({base} (*){dims})(xp_shm + xp_off_{name});"
 
 
+def _calls(s: A.Stmt, name: str) -> bool:
+    return any(isinstance(n, A.Call) and isinstance(n.func, A.Name) and n.func.id == name for n in A.walk(s))
+
+
 def rebind_function(fn: A.Function) -> tuple[A.Function, A.Function]:
     """(kernel, host launcher) for one recovered function."""
     stmts = list(fn.body.stmts)
@@ -266,7 +271,26 @@ def _device_side(module: A.Module) -> tuple[set[str], set[str], set[str]]:
     return device, host, read
 
 
+def _without_cpu_gemm(module: A.Module) -> A.Module:
+    """The module without cpu_gemm's CPU-only micro-kernel: its helpers (named ``xp_gemm_*``/``xp_sgemm``) and
+    the fast paths that call it (``if (launch fits) { xp_sgemm(...); return; }``); the loops stay."""
+    items: list[Any] = []
+    for item in module.items:
+        if isinstance(item, A.Comment) and item.text.strip() == GEMM_MARK:
+            continue
+        if isinstance(item, A.Opaque) and ("XP_GEMM_" in item.text or "xp_gemm_v8" in item.text):
+            continue
+        if isinstance(item, A.Function) and (item.name.startswith("xp_gemm_") or item.name == GEMM_ENTRY):
+            continue
+        if isinstance(item, A.Function) and is_recovered(item):
+            kept = tuple(s for s in item.body.stmts if not (isinstance(s, A.If) and _calls(s, GEMM_ENTRY)))
+            item = A.replace(item, body=A.replace(item.body, stmts=kept))
+        items.append(item)
+    return A.replace(module, items=tuple(items))
+
+
 def rebind_module(module: A.Module) -> A.Module:
+    module = _without_cpu_gemm(module)
     items: list[Any] = []
     found = False
     device, host, device_globals = _device_side(module)

@@ -49,3 +49,4 @@ enum hipDeviceAttribute_t {
 #define XP_HIPMODE(name, value) hipComputeMode##name = value,
 enum hipComputeMode { XPILER_CUDA_COMPUTE_MODES(XP_HIPMODE) };
 #undef XP_HIPMODE
+

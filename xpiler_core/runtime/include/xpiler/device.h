@@ -229,3 +229,31 @@ inline int __dp2a_hi(int a, int b, int c) {
 #include "mathfn.h"
 #include "atomics.h"
 #include "half.h"
+
+// ---- CDNA matrix cores: V_MFMA_F32_16X16X4F32 (one block, 64-lane wavefront) -------------------------------
+// A is 16x4 (lane l holds A[l % 16][l / 16]), B is 4x16 (lane l holds B[l / 16][l % 16]), C/D are 16x16 with
+// lane l holding rows 4*(l/16) .. 4*(l/16)+3 of column l % 16 in its four registers. Modelled with width-64
+// shuffles, so every lane of the wavefront takes part (as on the hardware); cbsz/abid/blgp broadcasts are not.
+#ifdef XPILER_DIALECT_HIP
+namespace xpiler {
+template <class V>
+inline V mfma_f32_16x16x4f32(float a, float b, V c, int cbsz, int abid, int blgp) {
+  if (cbsz != 0 || abid != 0 || blgp != 0) {
+    std::fprintf(stderr, "xpiler runtime: __builtin_amdgcn_mfma_f32_16x16x4f32 with cbsz/abid/blgp broadcast "
+                         "is not modelled\n");
+    std::abort();
+  }
+  const int lane = static_cast<int>(::xpiler::lane_id()) % 64;
+  V d = c;
+  for (int r = 0; r < 4; ++r) {
+    float sum = d[r];
+    for (int k = 0; k < 4; ++k)
+      sum += __shfl(a, 4 * (lane / 16) + r + 16 * k, 64) * __shfl(b, lane % 16 + 16 * k, 64);
+    d[r] = sum;
+  }
+  return d;
+}
+}  // namespace xpiler
+#define __builtin_amdgcn_mfma_f32_16x16x4f32(a, b, c, cbsz, abid, blgp) \
+  ::xpiler::mfma_f32_16x16x4f32((a), (b), (c), (cbsz), (abid), (blgp))
+#endif  // XPILER_DIALECT_HIP
