@@ -72,12 +72,23 @@ def test_plain_c_parallel_loop_binds_with_guard(tmp_path: Path) -> None:
         assert (y[n:] == 7.0).all()
 
 
-def test_binding_refuses_a_carried_scalar_that_is_not_a_sum() -> None:
+def test_a_carried_scalar_that_is_not_a_sum_runs_on_one_thread(tmp_path: Path) -> None:
+    # a product carried across iterations cannot be split over threads: the loop keeps its order on one GPU
+    # thread (correct, not fast), and the note says why
+    from xpiler_core.runtime.build import build_library
+
     text = ('extern "C" void total(const float* x, float* out, int n) {\n  float s = 1.0f;\n'
             "#pragma omp parallel for\n  for (int i = 0; i < n; ++i) s *= x[i];\n  out[0] = s;\n}\n")
     cuda, ctx = translate_to_cuda(text, "total.c")
-    assert cuda is None
-    assert "carried" in ctx.unresolved[-1].reason
+    assert cuda is not None, ctx.unresolved
+    assert "<<<1, 1>>>" in cuda and any("carried" in note and "on one thread" in note for note in ctx.notes)
+    built = build_library(cuda, Dialect.CUDA, tmp_path, display_name="total.cu")
+    assert built.ok, built.log
+    lib = ctypes.CDLL(str(built.library))
+    x = np.random.default_rng(2).uniform(0.5, 1.5, 37).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    lib.total(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data), ctypes.c_int(37))
+    np.testing.assert_allclose(out[0], np.prod(x.astype(np.float64)), rtol=1e-5)
 
 
 PLAIN_C = """#include <math.h>
@@ -128,10 +139,13 @@ def test_unmarked_independent_loops_bind_and_run_like_numpy(tmp_path: Path) -> N
     "for (int i = 0; i < n; ++i) *(y + i) = x[i];",                   # not a subscript
 ])
 def test_loops_with_possible_cross_iteration_writes_are_not_bound(body: str) -> None:
+    # never split over threads: either left untranslated, or kept in order on one GPU thread
     text = f"void f(float* y, const float* x, const int* idx, int n) {{\n  {body}\n}}\n"
     cuda, ctx = translate_to_cuda(text, "f.c")
-    assert cuda is None
-    assert "provably parallel" in ctx.unresolved[-1].reason or "carried" in ctx.unresolved[-1].reason
+    if cuda is None:
+        assert "provably parallel" in ctx.unresolved[-1].reason or "carried" in ctx.unresolved[-1].reason
+    else:
+        assert "<<<1, 1>>>" in cuda and "blockDim" not in cuda, cuda
 
 
 SUMS = """
@@ -175,3 +189,78 @@ def test_sum_reductions_bind_with_atomics_and_match_numpy(tmp_path: Path) -> Non
         np.testing.assert_allclose(out[0], np.dot(x.astype(np.float64), y), rtol=1e-4, atol=1e-4)
         xd = rng.standard_normal(n)
         assert abs(lib.one_minus_sumsq(xd, n) - (1.0 - np.sum(xd * xd))) < 1e-9 * max(1.0, n)
+
+
+NESTS_C = """#include <math.h>
+static float cube(float v) { return v * v * v; }
+/* a flattened 3-D nest, extents in local constants, the index in a local variable, a helper function */
+extern "C" void nest(const float* x, float* y) {
+  int d0 = 3, d1 = 4, d2 = 5;
+  for (int i = 0; i < d0; i++)
+    for (int j = 0; j < d1; j++)
+      for (int k = 0; k < d2; k++) {
+        int index = i * d1 * d2 + j * d2 + k;
+        y[index] = cube(x[index]) + 1.0f;
+      }
+}
+/* rows normalized in place (several indices of one array, sibling scopes reuse a name) */
+extern "C" void rownorm(float* x, float* out) {
+  for (int r = 0; r < 6; r++) {
+    float m = x[r * 7];
+    for (int c = 1; c < 7; c++) { int at = r * 7 + c; if (x[at] > m) m = x[at]; }
+    for (int c = 0; c < 7; c++) { int at = r * 7 + c; x[at] = expf(x[at] - m); }
+    float s = 0.0f;
+    for (int c = 0; c < 7; c++) { int at = r * 7 + c; s += x[at]; }
+    for (int c = 0; c < 7; c++) { int at = r * 7 + c; out[at] = x[at] / s; }
+  }
+}
+/* an initialization loop, then a reduction into one element: two kernels in order, the second on one thread */
+extern "C" void colmax(const float* x, float* out, float* best) {
+  for (int j = 0; j < 8; j++) out[j] = -INFINITY;
+  for (int j = 0; j < 8; j++)
+    for (int i = 0; i < 4; i++)
+      if (x[i * 8 + j] > out[j]) out[j] = x[i * 8 + j];
+  best[0] = -INFINITY;
+  for (int j = 0; j < 8; j++) if (out[j] > best[0]) best[0] = out[j];
+}
+"""
+
+
+def test_nests_in_place_rows_and_ordered_parts_run_like_numpy(tmp_path: Path) -> None:
+    from xpiler_core.runtime.build import build_library
+
+    text, ctx = translate_to_cuda(NESTS_C, "nests.cpp")
+    assert text is not None, ctx.unresolved
+    assert "__host__ __device__" in text  # the helper runs on the GPU
+    assert "colmax_kernel2<<<1, 1>>>" in text  # the reduction into one element, on one thread, after the others
+    assert compile_check(text, Dialect.CUDA).ok
+    built = build_library(text, Dialect.CUDA, tmp_path, display_name="nests.cu")
+    assert built.ok, built.log
+    lib = ctypes.CDLL(str(built.library))
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(60).astype(np.float32)
+    y = np.zeros(60, np.float32)
+    lib.nest(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data))
+    np.testing.assert_allclose(y, x.astype(np.float64) ** 3 + 1, rtol=1e-5, atol=1e-5)
+    rows = rng.standard_normal((6, 7)).astype(np.float32)
+    out = np.zeros((6, 7), np.float32)
+    before = rows.astype(np.float64)  # the call updates the rows in place
+    lib.rownorm(ctypes.c_void_p(rows.ctypes.data), ctypes.c_void_p(out.ctypes.data))
+    e = np.exp(before - before.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, (e / e.sum(axis=1, keepdims=True)), rtol=1e-5, atol=1e-6)
+    m = rng.standard_normal((4, 8)).astype(np.float32)
+    col, best = np.zeros(8, np.float32), np.zeros(1, np.float32)
+    lib.colmax(*(ctypes.c_void_p(a.ctypes.data) for a in (m, col, best)))
+    np.testing.assert_array_equal(col, m.max(axis=0))
+    assert best[0] == m.max()
+
+
+def test_an_inner_loop_that_accumulates_is_not_collapsed_into_threads() -> None:
+    # the outer loop is parallel (row i writes y[i] alone); its inner loop adds into y[i] on every iteration:
+    # threads over j would race on y[i] (the CPU runtime runs them in turn and would not show it)
+    text = ('extern "C" void rows(const float* x, float* y, int n, int m) {\n'
+            "  for (int i = 0; i < n; ++i)\n    for (int j = 0; j < m; ++j) y[i] += x[i * m + j];\n}\n")
+    cuda, ctx = translate_to_cuda(text, "rows.c")
+    assert cuda is not None, ctx.unresolved
+    kernel = cuda[cuda.index("__global__"):cuda.index("extern")]
+    assert "threadIdx.y" not in kernel and "for (int j = 0; j < m; ++j)" in kernel

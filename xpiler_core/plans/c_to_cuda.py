@@ -62,8 +62,9 @@ def translate_to_cuda(text: str, path: str, params: dict[str, Any] | None = None
 
 
 def bound_functions(candidate: str) -> list[str]:
-    """The host functions the candidate launches a bound kernel from (``NAME`` for each ``NAME_kernel``)."""
-    return list(dict.fromkeys(re.findall(r"__global__\s+void\s+([A-Za-z_]\w*)_kernel\s*\(", candidate)))
+    """The host functions the candidate launches a bound kernel from (``NAME`` for each ``NAME_kernel`` or, for a
+    function bound part by part, ``NAME_kernel0``, ``NAME_kernel1``, …)."""
+    return list(dict.fromkeys(re.findall(r"__global__\s+void\s+([A-Za-z_]\w*)_kernel\d*\s*\(", candidate)))
 
 
 def plan(
@@ -97,6 +98,8 @@ def plan(
                         tests.reason = "each bound function against the C source"
                     else:
                         tests.untested.append(f"{name}: {one.reason}")
+                if not tests.specs and tests.untested:
+                    tests.reason = "no automatic test could be built: " + "; ".join(tests.untested)
             runner = GpuRunner(Dialect.CUDA, warp, warp, kind="host",
                                display_name=output_display_name(options, unit.path))
             report(progress, 0.4, "compiling with nvcc")

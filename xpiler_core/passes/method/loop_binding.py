@@ -315,7 +315,7 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
         reasons: list[str] = []
         for i, s in enumerate(stmts):
             if isinstance(s, A.For):
-                problem = independence_problem(s)
+                problem = independence_problem(s, _constant_scalars(fn))
                 if problem is None:
                     try:
                         _check_parallel(s, {r.name for r in _sum_reductions(fn, s)})
@@ -352,6 +352,8 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
         else None)
     collapse = int_param(params, "collapse", 1, 1, 3)
     guard = A.binop("<", A.Name(view.var), view.stop)
+    if collapse >= 2 and isinstance(inner_loop, A.For) and not _independent(inner_loop, _constant_scalars(fn)):
+        inner_loop = None  # its iterations share memory or scalars: it stays a loop inside each thread
     if collapse >= 2 and isinstance(inner_loop, A.For):
         iview = inner_loop.canonical()
         if iview is not None and A.const_int(iview.step) == 1 and not (
@@ -395,16 +397,172 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
     launch_stmt = A.If(count_pos, A.ExprStmt(launch))
     # with sum reductions the host keeps its own statements: it owns the scalars the kernel adds into
     host_stmts = ([*pre, *host_setup(reductions), launch_stmt, *host_combine(reductions), *post] if reductions
-                  else [launch_stmt])
+                  else [*_host_scalars(pre, launch, target), launch_stmt])
     host = A.replace(fn, body=A.Block(tuple(host_stmts)), linkage="C",
                      qualifiers=tuple(q for q in fn.qualifiers if q not in ("static", "inline")))
+    device = _called_from(module, kernel)
     items: list[Any] = []
     for item in module.items:
         if item is fn:
             items.extend([kernel, host])
+        elif isinstance(item, A.Function) and item.name in device and "__device__" not in item.qualifiers:
+            # a C helper the bound loop calls runs on the GPU too (and stays callable from the host)
+            items.append(A.replace(item, qualifiers=(*item.qualifiers, "__host__", "__device__")))
         else:
             items.append(item)
     return A.replace(module, items=tuple(items), dialect=Dialect.CUDA)
+
+
+def _independent(loop: A.For, consts: dict[str, int]) -> bool:
+    """The loop's iterations touch disjoint memory and carry no scalar (safe to run as separate threads)."""
+    if independence_problem(loop, consts) is not None:
+        return False
+    try:
+        _check_parallel(loop)
+    except PassRefused:
+        return False
+    return True
+
+
+def _memory_free(node: A.Node) -> bool:
+    return not any(isinstance(n, A.Index | A.Call | A.Assign) or (isinstance(n, A.Unary) and n.op in ("*", "&", "++", "--"))
+                   for n in A.walk(node))
+
+
+def _bind_cuda_segments(module: A.Module, fn: A.Function, params: dict[str, Any]) -> tuple[A.Module, str]:
+    """Every top-level statement of ``fn`` in order on the GPU: each provably parallel loop a kernel with one
+    thread per iteration, each run of other statements a one-thread kernel (correct, not fast), launched in
+    source order (a stream runs them one after another, which is the grid-wide barrier between them).
+    Constant scalar declarations run on the host and in every kernel. Returns the module and a summary."""
+    block_size = int_param(params, "block", 256, 1, 1024)
+    consts = _constant_scalars(fn)
+    assigned = scalar_writes(fn.body)
+    stmts = [s for s in fn.body.stmts if not isinstance(s, A.Empty | A.Comment)
+             and not (isinstance(s, A.Pragma) and s.text.startswith("omp"))]
+    if stmts and isinstance(stmts[-1], A.Return) and stmts[-1].value is None:
+        stmts = stmts[:-1]
+    if any(isinstance(n, A.Return) for st in stmts for n in A.walk(st)):
+        raise PassRefused(f"'{fn.name}' returns from inside its body", fn.span)
+    shared: list[A.Stmt] = []  # memory-free scalar declarations, never reassigned
+    segments: list[tuple[str, list[A.Stmt]]] = []
+    for st in stmts:
+        if isinstance(st, A.DeclStmt) and _memory_free(st) and all(
+                not d.dims and not d.type.pointers and d.name not in assigned for d in st.decls):
+            shared.append(st)
+            continue
+        view = st.canonical() if isinstance(st, A.For) else None
+        parallel = isinstance(st, A.For) and view is not None and A.const_int(view.step) == 1 \
+            and independence_problem(st, consts) is None
+        if parallel:
+            assert isinstance(st, A.For)
+            try:
+                _check_parallel(st)
+            except PassRefused:
+                parallel = False
+        if parallel:
+            segments.append(("parallel", [st]))
+        elif segments and segments[-1][0] == "serial":
+            segments[-1][1].append(st)
+        else:
+            segments.append(("serial", [st]))
+    if not segments:
+        raise PassRefused(f"'{fn.name}' has no statement to run on the GPU", fn.span)
+    local = {d.name for kind, part in segments if kind == "serial" for st in part if isinstance(st, A.DeclStmt)
+             for d in st.decls}
+    for i, (_kind, part) in enumerate(segments):
+        later = {n.id for _k, other in segments[i + 1:] for st in other for n in A.walk(st) if isinstance(n, A.Name)}
+        declared_here = {d.name for st in part if isinstance(st, A.DeclStmt) for d in st.decls}
+        if declared_here & local & later:
+            raise PassRefused(f"'{fn.name}': a value computed on the GPU ({', '.join(sorted(declared_here & later))}) "
+                              "is needed by a later part", fn.span)
+    params_list = tuple(p for p in fn.params if isinstance(p, A.Param))
+    args = tuple(A.Name(p.name) for p in params_list if p.name)
+    kernels: list[A.Function] = []
+    launches: list[A.Stmt] = []
+    for i, (kind, part) in enumerate(segments):
+        kname = f"{fn.name}_kernel{i}" if len(segments) > 1 else f"{fn.name}_kernel"
+        if kind == "parallel":
+            loop = part[0]
+            assert isinstance(loop, A.For)
+            view = loop.canonical()
+            assert view is not None
+            index = A.binop("+", view.start, A.binop("+", A.binop("*", A.member(A.Name("blockIdx"), "x"),
+                                                                   A.member(A.Name("blockDim"), "x")),
+                                                      A.member(A.Name("threadIdx"), "x")))
+            body = A.Block((*shared, A.decl(view.var, view.var_type or A.ctype("int"), index),
+                            A.If(A.Unary("!", A.binop("<", A.Name(view.var), view.stop)), A.Return()),
+                            *A.stmts_of(loop.body)))
+            count = A.binop("-", view.stop, view.start)
+            bs = A.lit(block_size)
+            grid: A.Expr = A.binop("/", A.binop("+", count, A.binop("-", bs, A.lit(1))), bs)
+            launch: A.Stmt = A.If(A.binop(">", count, A.lit(0)),
+                                  A.ExprStmt(A.Launch(A.Name(kname), (grid, bs), args)))
+        else:
+            first = A.binop("||", A.binop("!=", A.member(A.Name("blockIdx"), "x"), A.lit(0)),
+                            A.binop("!=", A.member(A.Name("threadIdx"), "x"), A.lit(0)))
+            body = A.Block((*shared, A.If(first, A.Return()), *part))
+            launch = A.ExprStmt(A.Launch(A.Name(kname), (A.lit(1), A.lit(1)), args))
+        kernels.append(A.Function(kname, A.ctype("void"), params_list, body, qualifiers=("__global__",)))
+        launches.append(launch)
+    # the constant scalars are memory-free: the host computes them too, for the launches' extents
+    host = A.replace(fn, body=A.Block((*shared, *launches)), linkage="C",
+                     qualifiers=tuple(q for q in fn.qualifiers if q not in ("static", "inline")))
+    device: set[str] = set()
+    for k in kernels:
+        device |= _called_from(module, k)
+    items: list[Any] = []
+    for item in module.items:
+        if item is fn:
+            items.extend([*kernels, host])
+        elif isinstance(item, A.Function) and item.name in device and "__device__" not in item.qualifiers:
+            items.append(A.replace(item, qualifiers=(*item.qualifiers, "__host__", "__device__")))
+        else:
+            items.append(item)
+    serial = sum(1 for kind, _ in segments if kind == "serial")
+    summary = f"{len(segments) - serial} parallel kernel(s)" + (f", {serial} on one thread" if serial else "")
+    return A.replace(module, items=tuple(items), dialect=Dialect.CUDA), summary
+
+
+def _constant_scalars(fn: A.Function) -> dict[str, int]:
+    """The function's top-level integer scalars initialized with a constant and never assigned again."""
+    assigned = scalar_writes(fn.body)
+    out: dict[str, int] = {}
+    for s in fn.body.stmts:
+        if isinstance(s, A.DeclStmt):
+            for d in s.decls:
+                value = A.const_int(d.init) if d.init is not None and not d.dims and not d.type.pointers else None
+                if value is not None and d.name not in assigned:
+                    out[d.name] = value
+    return out
+
+
+def _host_scalars(pre: list[A.Stmt], launch: A.Launch, loop: A.For) -> list[A.Stmt]:
+    """Declarations before the loop that the launch's extent needs, for the host (they read no memory)."""
+    needed = {n.id for n in A.walk(launch) if isinstance(n, A.Name)}
+    out: list[A.Stmt] = []
+    for s in reversed(pre):
+        if not isinstance(s, A.DeclStmt) or not any(d.name in needed for d in s.decls):
+            continue
+        if any(isinstance(n, A.Index | A.Call) or (isinstance(n, A.Unary) and n.op == "*") for n in A.walk(s)):
+            raise PassRefused("the loop's extent depends on values read from memory before it", loop.span)
+        out.insert(0, s)
+        needed |= {n.id for n in A.walk(s) if isinstance(n, A.Name)}
+    return out
+
+
+def _called_from(module: A.Module, root: A.Function) -> set[str]:
+    """Names of the module's functions ``root`` calls, directly or through one another."""
+    functions = {f.name: f for f in module.functions()}
+    seen: set[str] = set()
+    stack = [root]
+    while stack:
+        f = stack.pop()
+        for n in A.walk(f.body):
+            name = n.callee.split("<")[0] if isinstance(n, A.Call) and n.callee else ""
+            if name in functions and name not in seen:
+                seen.add(name)
+                stack.append(functions[name])
+    return seen
 
 
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
@@ -430,14 +588,27 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             return leave(unit, out, ctx, Dialect.CUDA)
         # every function with a parallel top-level loop gets a kernel; the others stay host code, said why
         out, bound_names, kept = module, [], []
+        called = {n.callee.split("<")[0] for f in module.functions() for n in A.walk(f.body)
+                  if isinstance(n, A.Call) and n.callee}
         for fn in candidates:
             try:
                 out = _bind_cuda(out, fn, params)
                 bound_names.append(fn.name)
             except PassRefused as refusal:
-                if len(candidates) == 1:
-                    raise
-                kept.append(f"{fn.name} ({refusal.reason})")
+                # an entry (called by nobody here, taking device pointers): its statements in order, as kernels
+                entry = fn.name not in called and any(isinstance(p, A.Param) and p.type.pointers for p in fn.params)
+                try:
+                    if not entry:
+                        raise refusal
+                    out, summary = _bind_cuda_segments(out, fn, params)
+                    bound_names.append(fn.name)
+                    ctx.notes.append(f"loop binding: {fn.name} in source order: {summary} ({refusal.reason})")
+                    continue
+                except PassRefused as second:
+                    reason = refusal.reason if second is refusal else f"{refusal.reason}; {second.reason}"
+                    if len(candidates) == 1:
+                        raise PassRefused(reason, refusal.span) from None
+                    kept.append(f"{fn.name} ({reason})")
         if not bound_names:
             raise PassRefused("no function has a loop to bind to CUDA threads: " + "; ".join(kept))
         ctx.notes.append("loop binding: " + ", ".join(f"{n} → __global__ {n}_kernel" for n in bound_names)

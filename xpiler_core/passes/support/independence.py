@@ -11,6 +11,13 @@ other iteration. The test proves that only for simple, common shapes and refuses
   loop with range ``[0, K)`` (so row ``v`` of a ``K``-wide matrix belongs to iteration ``v`` alone);
 * nothing is written through a pointer dereference, a member or a call with a pointer to written memory.
 
+Or, for arrays accessed at several indices: every access is an affine form ``c*v + sum c_j*j + k + E`` of the
+loop variable ``v`` and the variables ``j`` of enclosing counted loops with constant ranges (local scalars
+defined once in their scope are substituted, ``int idx = i * 20 + j * 5 + k``; the function's constant
+scalars count as constants), with one coefficient ``c`` and one loop-invariant part ``E`` for all accesses;
+when the addresses one iteration can touch lie in a window narrower than ``|c|``, iterations touch disjoint
+windows (row-major flattening of a nest is the common case).
+
 Distinct pointer parameters are assumed not to alias, as ``#pragma omp parallel for`` on the same loop would.
 """
 
@@ -20,8 +27,9 @@ from xpiler_core import ast as A
 from xpiler_core.passes.support.ast_support import scalar_writes
 
 
-def independence_problem(loop: A.For) -> str | None:
-    """``None`` when the iterations are provably independent in memory; else why not (for the refusal)."""
+def independence_problem(loop: A.For, consts: dict[str, int] | None = None) -> str | None:
+    """``None`` when the iterations are provably independent in memory; else why not (for the refusal).
+    ``consts``: the enclosing function's scalars that hold one integer constant throughout."""
     view = loop.canonical()
     if view is None:
         return "the loop is not a canonical counted loop"
@@ -59,9 +67,10 @@ def independence_problem(loop: A.For) -> str | None:
         if any(isinstance(n, A.Name) and n.id == name for n in _unsubscripted_uses(loop.body, name)):
             return f"'{name}' is used other than through a subscript"
         first = indices[0]
-        if any(ix != first for ix in indices[1:]):
+        if any(ix != first for ix in indices[1:]) and not _disjoint_regions(loop, view.var, name, consts or {}):
             return f"'{name}' is accessed at different indices, which other iterations may write"
-        if not injective_index(first, view.var, varying, inner_ranges):
+        if not injective_index(first, view.var, varying, inner_ranges) and not _disjoint_regions(
+                loop, view.var, name, consts or {}):
             return f"the index of '{name}' is not provably distinct per iteration"
     return None
 
@@ -108,6 +117,118 @@ def injective_index(index: A.Expr, var: str, varying: set[str], inner_ranges: di
                         and not (_names(k) & (varying | {var})):
                     return True  # v * K + j with j in [0, K)
     return False
+
+
+Poly = dict[tuple[str, ...], int]
+
+
+def _disjoint_regions(loop: A.For, var: str, name: str, consts: dict[str, int]) -> bool:
+    inside = scalar_writes(loop.body) | {d.name for d in A.walk(loop.body) if isinstance(d, A.VarDecl)}
+    accesses: list[tuple[A.Expr, dict[str, A.Expr | None], dict[str, tuple[int, int] | None]]] = []
+    assigned = scalar_writes(loop.body)
+
+    def visit(node: A.Node, defs: dict[str, A.Expr | None], ranges: dict[str, tuple[int, int] | None]) -> None:
+        if isinstance(node, A.Block):
+            scope = dict(defs)
+            for st in node.stmts:
+                visit(st, scope, ranges)
+            return
+        if isinstance(node, A.DeclStmt):
+            for d in node.decls:
+                if d.init is not None:
+                    visit(d.init, defs, ranges)
+                plain = d.init is not None and not d.dims and not d.type.pointers and d.name not in assigned
+                defs[d.name] = d.init if plain else None
+            return
+        if isinstance(node, A.For):
+            view = node.canonical()
+            inner = dict(ranges)
+            if view is not None:
+                lo, hi = _const(view.start, consts), _const(view.stop, consts)
+                bounded = lo is not None and hi is not None and A.const_int(view.step) == 1 \
+                    and view.var not in scalar_writes(node.body)
+                inner[view.var] = (lo, hi) if bounded and lo is not None and hi is not None else None
+                visit(node.body, {**defs, view.var: None}, inner)
+                return
+        if isinstance(node, A.Index) and node.base == A.Name(name):
+            accesses.append((node.index, dict(defs), dict(ranges)))
+        for child in A.children(node):
+            visit(child, defs, ranges)
+
+    visit(loop.body, {}, {})
+    windows: list[tuple[int, int]] = []
+    coeff: int | None = None
+    invariant: Poly | None = None
+    for index, defs, ranges in accesses:
+        poly = _affine(index, {k: v for k, v in defs.items() if v is not None}, 0, consts)
+        if poly is None:
+            return False
+        c_v, lo, hi, rest = 0, 0, 0, {}
+        for monomial, c in poly.items():
+            if not monomial:
+                lo, hi = lo + c, hi + c
+            elif monomial == (var,):
+                c_v = c
+            elif len(monomial) == 1 and monomial[0] in ranges:
+                bounds = ranges[monomial[0]]
+                if bounds is None or bounds[1] <= bounds[0]:
+                    return False
+                a, b = c * bounds[0], c * (bounds[1] - 1)
+                lo, hi = lo + min(a, b), hi + max(a, b)
+            elif any(atom == var or atom in ranges or atom in inside or atom in defs for atom in monomial):
+                return False
+            else:
+                rest[monomial] = c
+        if coeff is None:
+            coeff, invariant = c_v, rest
+        elif c_v != coeff or rest != invariant:
+            return False
+        windows.append((lo, hi))
+    if not coeff or not windows:
+        return False
+    return max(h for _, h in windows) - min(lo for lo, _ in windows) < abs(coeff)
+
+
+def _const(e: A.Expr, consts: dict[str, int]) -> int | None:
+    poly = _affine(e, {}, 0, consts)
+    if poly is None or any(poly_key for poly_key in poly):
+        return None
+    return poly.get((), 0)
+
+
+def _affine(e: A.Expr, defs: dict[str, A.Expr], depth: int, consts: dict[str, int] | None = None) -> dict[tuple[str, ...], int] | None:
+    """``e`` as a polynomial {monomial: coefficient} over names (local definitions substituted), or None."""
+    e = _strip(e)
+    if depth > 16:
+        return None
+    if isinstance(e, A.Literal):
+        v = e.int_value
+        return None if v is None else ({(): v} if v else {})
+    if isinstance(e, A.Name):
+        if e.id in defs:
+            return _affine(defs[e.id], defs, depth + 1, consts)
+        if consts and e.id in consts:
+            return {(): consts[e.id]} if consts[e.id] else {}
+        return {(e.id,): 1}
+    if isinstance(e, A.Unary) and e.op in ("+", "-"):
+        inner = _affine(e.operand, defs, depth + 1, consts)
+        return None if inner is None else ({m: -c for m, c in inner.items()} if e.op == "-" else inner)
+    if isinstance(e, A.Binary) and e.op in ("+", "-", "*"):
+        left, right = _affine(e.left, defs, depth + 1, consts), _affine(e.right, defs, depth + 1, consts)
+        if left is None or right is None:
+            return None
+        out: dict[tuple[str, ...], int] = {}
+        if e.op == "*":
+            for m1, c1 in left.items():
+                for m2, c2 in right.items():
+                    m = tuple(sorted(m1 + m2))
+                    out[m] = out.get(m, 0) + c1 * c2
+        else:
+            out = dict(left)
+            for m, c in right.items():
+                out[m] = out.get(m, 0) + (c if e.op == "+" else -c)
+        return {m: c for m, c in out.items() if c}
+    return None
 
 
 __all__ = ["independence_problem", "injective_index"]
