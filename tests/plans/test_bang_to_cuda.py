@@ -123,11 +123,74 @@ def test_intrinsic_without_rule_is_reported_unresolved() -> None:
     src = textwrap.dedent("""
         __mlu_global__ void k(float* x) {
           __nram__ float t[64];
-          __bang_minpool(t, t, 16, 2, 2, 2, 2, 2, 2);
+          __bang_lut_s16(t, t, t, 64, 16);
         }
     """)
     cuda, reason = translate_bang_to_cuda(src, "k.mlu")
-    assert cuda is None and "__bang_minpool" in reason
+    assert cuda is None and "__bang_lut_s16" in reason
+
+
+UNION_PROGRAM = textwrap.dedent("""
+    #include <bang.h>
+    // a Union1 launch: 4 cores per cluster, each core one 5-element slice of its cluster's 20 elements
+    __mlu_global__ void act(float* x, float* y) {
+      __nram__ float t[8];
+      if (clusterId < 2) {
+        __memcpy(t, x + clusterId * 20 + coreId * 5, 5 * sizeof(float), GDRAM2NRAM);
+        __bang_active_gelup(t, t, 5);
+        __bang_active_recip(t, t, 5);
+        __memset_nram(t + 5, 3, 1.0f);
+        __memcpy(y + clusterId * 20 + coreId * 5, t, 5 * sizeof(float), NRAM2GDRAM);
+      }
+    }
+    extern "C" void host_act(float* x, float* y) {
+      cnrtQueue_t q;
+      cnrtQueueCreate(&q);
+      float *dx, *dy;
+      cnrtMalloc((void**)&dx, 40 * sizeof(float));
+      cnrtMalloc((void**)&dy, 40 * sizeof(float));
+      cnrtMemcpy(dx, x, 40 * sizeof(float), cnrtMemcpyHostToDev);
+      cnrtDim3_t dim = {8, 1, 1};
+      act<<<dim, cnrtFuncTypeUnion1, q>>>(dx, dy);
+      cnrtQueueSync(q);
+      cnrtMemcpy(y, dy, 40 * sizeof(float), cnrtMemcpyDevToHost);
+      cnrtFree(dx);
+      cnrtFree(dy);
+      cnrtQueueDestroy(q);
+    }
+""")
+
+
+def test_union_tasks_number_their_cores_and_clusters(tmp_path: Path) -> None:
+    cuda, reason = translate_bang_to_cuda(UNION_PROGRAM, "act.mlu")
+    assert cuda is not None, reason
+    (tmp_path / "k.cu").write_text(cuda)
+    (tmp_path / "ref.py").write_text(
+        "import numpy as np\nfrom math import erf\n"
+        "def ref(x):\n    g = np.array([0.5 * v * (1 + erf(v / np.sqrt(2))) for v in x.astype(np.float64)])\n"
+        "    return (1.0 / g).astype(np.float32)\n")
+    (tmp_path / "spec.toml").write_text(textwrap.dedent("""
+        name = "act"
+        source = "k.cu"
+        entry = "host_act"
+        kind = "host"
+        reference = "ref.py:ref"
+        tolerance = { atol = 1e-4, rtol = 1e-4 }
+        [[args]]
+        name = "x"
+        dtype = "float32"
+        shape = [40]
+        role = "in"
+        init = "uniform(0.5, 2)"
+        [[args]]
+        name = "y"
+        dtype = "float32"
+        shape = [40]
+        role = "out"
+        [[cases]]
+    """))
+    report = run_spec(load_spec(str(tmp_path / "spec.toml")), warp_size=32)
+    assert report.passed, report.summary()
 
 
 PER_THREAD_TILES = textwrap.dedent("""

@@ -2,8 +2,9 @@
 
 Mapping (correctness first; one MLU task per CUDA block, run by the block's thread 0):
 
-* ``taskId``/``taskDim`` (and X/Y/Z) are the linear block index and the block count; Block-type task
-  numbering: ``coreId = 0``, ``coreDim = 1``, ``clusterId = taskId``, ``clusterDim = taskDim``.
+* ``taskId``/``taskDim`` (and X/Y/Z) are the linear block index and the block count; the launch's task type
+  sets the cluster shape: a Block task is its own cluster (``coreId = 0``, ``coreDim = 1``), a UnionN task
+  is one of 4 cores of its cluster (``coreId = taskId % 4``, ``clusterId = taskId / 4``), as on the MLU370.
   Kernels return at once on threads other than thread 0, so any block size launches the same tasks.
 * ``__bang_*`` intrinsics become scalar loops over their element count, from the ``[detensor]`` table of
   ``tables/bang_intrinsics.toml``; ``__memcpy``/``__memcpy_async`` become byte copies; ``__sync_io`` and
@@ -13,7 +14,8 @@ Mapping (correctness first; one MLU task per CUDA block, run by the block's thre
 * ``__nram__`` and ``__wram__`` arrays become ``__shared__`` arrays of the task's block (thread 0 alone uses
   them); per-thread arrays of recovered blocks too large for thread 0's stack go to the device heap;
   ``__mlu_func__``/``__mlu_global__`` map to ``__device__``/``__global__`` (printer styles);
-  launches ``K<<<dim, type, queue>>>`` become ``K<<<dim3(dim.x, dim.y, dim.z), 1>>>``.
+  launches ``K<<<dim, type, queue>>>`` become ``K<<<xp_cuda_grid(dim, type), 1>>>`` (the grid, and the
+  cluster shape stored in a device variable before the launch).
 * Refused (unresolved, with the construct named): cluster/SRAM synchronisation (``__sync_cluster``,
   ``__sync_all``, ``__mlu_shared__``), LDRAM, and intrinsics without a detensorization rule
   (conv, min pooling, reductions in this version).
@@ -42,9 +44,10 @@ UNSUPPORTED = ("__sync_cluster", "__sync_all", "__mlu_shared__", "__ldram__")
 # intrinsics with a layout of their own: calls of device helpers of the CUDA prelude (same argument order)
 LAYOUT_CALLS = {"__bang_matmul": "xp_bang_matmul", "__bang_transpose": "xp_bang_transpose",
                 "__bang_sumpool": "xp_bang_sumpool", "__bang_avgpool": "xp_bang_avgpool",
-                "__bang_maxpool": "xp_bang_maxpool", "__bang_reshape_filter": "xp_bang_reshape_filter"}
+                "__bang_maxpool": "xp_bang_maxpool", "__bang_minpool": "xp_bang_minpool",
+                "__bang_reshape_filter": "xp_bang_reshape_filter", "__memset_nram": "xp_memset_nram"}
 LAYOUT_ARITY = {"__bang_matmul": (6, 7), "__bang_transpose": (4,), "__bang_sumpool": (9,), "__bang_avgpool": (9,),
-                "__bang_maxpool": (9,), "__bang_reshape_filter": (6,)}
+                "__bang_maxpool": (9,), "__bang_minpool": (9,), "__bang_reshape_filter": (6,), "__memset_nram": (3,)}
 SYNC_CALLS = frozenset({"__sync_io", "__sync_compute", "__sync", "__sync_io_move_compute"})
 MAX_BLOCK_THREADS = 1024
 # per-thread arrays of a recovered block up to this many bytes at 1024 threads stay on the stack; larger ones
@@ -70,15 +73,21 @@ CUDA_PRELUDE_HEAD = r"""/* xpiler BANG->CUDA prelude */
 #define taskDimX ((int)gridDim.x)
 #define taskDimY ((int)gridDim.y)
 #define taskDimZ ((int)gridDim.z)
-#define coreId 0
-#define coreDim 1
-#define clusterId taskId
-#define clusterDim taskDim
+/* the cores of a task's cluster: 1 for a Block task, 4 (an MLU370 cluster) for the Union types; set at launch */
+__device__ int xp_cores_per_cluster = 1;
+#define coreDim xp_cores_per_cluster
+#define coreId (taskId % xp_cores_per_cluster)
+#define clusterId (taskId / xp_cores_per_cluster)
+#define clusterDim (taskDim / xp_cores_per_cluster)
 typedef struct { unsigned int x, y, z; } cnrtDim3_t;
 typedef enum { cnrtFuncTypeBlock = 1, cnrtFuncTypeUnion1 = 4, cnrtFuncTypeUnion2 = 8, cnrtFuncTypeUnion4 = 16,
                cnrtFuncTypeUnion8 = 32, cnrtFuncTypeUnion16 = 64 } cnrtFunctionType_t;
 typedef void* cnrtQueue_t;
-static inline dim3 xp_cuda_grid(cnrtDim3_t d) { return dim3(d.x, d.y, d.z); }
+static inline dim3 xp_cuda_grid(cnrtDim3_t d, int type = 1) {
+  const int cores = type == 1 ? 1 : 4;
+  cudaMemcpyToSymbol(xp_cores_per_cluster, &cores, sizeof cores);
+  return dim3(d.x, d.y, d.z);
+}
 /* CNRT host API on the CUDA runtime (queues are the default stream) */
 typedef int cnrtRet_t;
 enum { cnrtSuccess = 0 };
@@ -110,7 +119,7 @@ __device__ static inline void xp_bang_transpose(T* dst, const T* src, int h, int
     for (int j = 0; j < w; ++j) dst[(size_t)j * h + i] = src[(size_t)i * w + j];
 }
 /* BANG pooling over an HWC tile [h][w][c], window kh x kw, strides sw then sh, no padding (mode 0 sum,
-   1 average, 2 maximum) */
+   1 average, 2 maximum, 3 minimum) */
 template <typename T>
 __device__ static inline void xp_bang_pool(int mode, T* dst, const T* src, int c, int h, int w, int kh, int kw,
                                            int sw, int sh) {
@@ -118,11 +127,11 @@ __device__ static inline void xp_bang_pool(int mode, T* dst, const T* src, int c
   for (int y = 0; y < oh; ++y)
     for (int x = 0; x < ow; ++x)
       for (int ch = 0; ch < c; ++ch) {
-        float a = mode == 2 ? -INFINITY : 0.0f;
+        float a = mode == 2 ? -INFINITY : mode == 3 ? INFINITY : 0.0f;
         for (int i = 0; i < kh; ++i)
           for (int j = 0; j < kw; ++j) {
             const float v = (float)src[((size_t)(y * sh + i) * w + (x * sw + j)) * c + ch];
-            a = mode == 2 ? fmaxf(a, v) : a + v;
+            a = mode == 2 ? fmaxf(a, v) : mode == 3 ? fminf(a, v) : a + v;
           }
         dst[((size_t)y * ow + x) * c + ch] = (T)(mode == 1 ? a / (float)(kh * kw) : a);
       }
@@ -133,6 +142,12 @@ template <typename T> __device__ static inline void xp_bang_avgpool(T* d, const 
                                                                     int kw, int sw, int sh) { xp_bang_pool(1, d, s, c, h, w, kh, kw, sw, sh); }
 template <typename T> __device__ static inline void xp_bang_maxpool(T* d, const T* s, int c, int h, int w, int kh,
                                                                     int kw, int sw, int sh) { xp_bang_pool(2, d, s, c, h, w, kh, kw, sw, sh); }
+template <typename T> __device__ static inline void xp_bang_minpool(T* d, const T* s, int c, int h, int w, int kh,
+                                                                    int kw, int sw, int sh) { xp_bang_pool(3, d, s, c, h, w, kh, kw, sw, sh); }
+/* __memset_nram(dst, count, value): count elements of dst set to value */
+template <typename T, typename V> __device__ static inline void xp_memset_nram(T* d, int n, V v) {
+  for (int i = 0; i < n; ++i) d[i] = (T)v;
+}
 /* BANG filter reshape: the matrix unit's arrangement is a detail of the MLU; CUDA keeps the logical order */
 template <typename T>
 __device__ static inline void xp_bang_reshape_filter(T* dst, const T* src, int n, int h, int w, int c) {
@@ -262,7 +277,8 @@ def detensorize(module: A.Module, kernels: frozenset[str] = frozenset(),
                                                  for q in node.storage))
         if isinstance(node, A.Launch):
             dim = node.config[0] if node.config else A.call("xp_task_dim")
-            config: tuple[A.Expr, ...] = (A.call("xp_cuda_grid", dim), A.lit(1))
+            kind = (node.config[1],) if len(node.config) > 1 else ()  # Block or UnionN: the cluster shape
+            config: tuple[A.Expr, ...] = (A.call("xp_cuda_grid", dim, *kind), A.lit(1))
             kernel = node.kernel.id if isinstance(node.kernel, A.Name) else ""
             if kernel.split("<")[0].endswith("_mlu") and len(node.args) >= 3:
                 config += (node.args[2],)  # a recovered kernel's dynamic shared memory bytes (xp_smem)
