@@ -136,6 +136,14 @@ def gemm_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     return ctypes.CDLL(str(build_shared(text, tmp_path_factory.mktemp("gemm"))))
 
 
+def _micro_kernel_calls(lib: ctypes.CDLL, entry: str, arrays: tuple[np.ndarray, ...], ints: tuple[int, ...]) -> int:
+    """Run ``entry`` on the arrays and integers; how many times the micro-kernel was called."""
+    calls = ctypes.c_int.in_dll(lib, "xp_gemm_calls")
+    calls.value = 0
+    getattr(lib, entry)(*(ctypes.c_void_p(x.ctypes.data) for x in arrays), *(ctypes.c_int(v) for v in ints))
+    return calls.value
+
+
 @pytest.mark.parametrize(("batch", "M", "N", "K"), [(1, 1, 1, 1), (2, 7, 37, 5), (3, 37, 19, 131),
                                                     (1, 100, 130, 300), (2, 13, 200, 0)])
 def test_tensorized_products_match_numpy(gemm_lib, batch: int, M: int, N: int, K: int) -> None:  # noqa: ANN001
@@ -144,11 +152,8 @@ def test_tensorized_products_match_numpy(gemm_lib, batch: int, M: int, N: int, K
     b = rng.standard_normal((batch, K, N)).astype(np.float32)
     b2 = rng.standard_normal((K, N)).astype(np.float32)
     outs = [np.full((batch, M, N), np.nan, np.float32) for _ in range(4)]
-    ptrs = [ctypes.c_void_p(x.ctypes.data) for x in (a, b, b2, *outs)]
-    calls = ctypes.c_int.in_dll(gemm_lib, "xp_gemm_calls")
-    calls.value = 0
-    gemm_lib.run(*ptrs, *(ctypes.c_int(v) for v in (batch, M, N, K)))
-    assert calls.value == 1 + batch + 1 + 2  # every product went through the micro-kernel
+    calls = _micro_kernel_calls(gemm_lib, "run", (a, b, b2, *outs), (batch, M, N, K))
+    assert calls == 1 + batch + 1 + 2  # every product went through the micro-kernel
     a0, b0 = a[0].astype(np.float64), b[0].astype(np.float64)
     tol = {"rtol": 1e-4, "atol": 1e-4 * max(1.0, np.sqrt(K))}
     np.testing.assert_allclose(outs[0][0], a0 @ b0, **tol)
@@ -166,10 +171,7 @@ def test_shared_memory_tiles_are_forwarded(gemm_lib, M: int, N: int, K: int) -> 
     a = rng.standard_normal((M, K)).astype(np.float32)
     b = rng.standard_normal((K, N)).astype(np.float32)
     c = np.full((M, N), np.nan, np.float32)
-    calls = ctypes.c_int.in_dll(gemm_lib, "xp_gemm_calls")
-    calls.value = 0
-    gemm_lib.run_tiled(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), *(ctypes.c_int(v) for v in (M, N, K, 16)))
-    assert calls.value == 1
+    assert _micro_kernel_calls(gemm_lib, "run_tiled", (a, b, c), (M, N, K, 16)) == 1
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * max(1.0, np.sqrt(K)))
 
 
@@ -178,10 +180,7 @@ def test_unpadded_tiles_sum_whole_tiles(gemm_lib) -> None:  # noqa: ANN001
     M, N, K = 48, 32, 64
     a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
     c = np.full((M, N), np.nan, np.float32)
-    calls = ctypes.c_int.in_dll(gemm_lib, "xp_gemm_calls")
-    calls.value = 0
-    gemm_lib.run_tiled_exact(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), *(ctypes.c_int(v) for v in (M, N, K)))
-    assert calls.value == 1
+    assert _micro_kernel_calls(gemm_lib, "run_tiled_exact", (a, b, c), (M, N, K)) == 1
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
 
 
@@ -192,10 +191,7 @@ def test_tiles_not_covered_by_the_block_take_the_scalar_path(gemm_lib) -> None: 
     M = N = K = 32
     a, b = np.ones((M, K), np.float32), np.ones((K, N), np.float32)
     c = np.zeros((M, N), np.float32)
-    calls = ctypes.c_int.in_dll(gemm_lib, "xp_gemm_calls")
-    calls.value = 0
-    gemm_lib.run_tiled(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), *(ctypes.c_int(v) for v in (M, N, K, 8)))
-    assert calls.value == 0
+    assert _micro_kernel_calls(gemm_lib, "run_tiled", (a, b, c), (M, N, K, 8)) == 0
 
 
 def _recovered(text: str) -> tuple[object, PassContext]:

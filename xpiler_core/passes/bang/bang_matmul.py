@@ -31,9 +31,9 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
-from xpiler_core.passes.bang.bang_tensorize import _parse_expr, _parse_stmts, _task_loop_index
+from xpiler_core.passes.bang.bang_tensorize import _parse_stmts, _task_loop_index
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
-from xpiler_core.passes.support.ast_support import enter, int_param, leave
+from xpiler_core.passes.support.ast_support import enter, guarded_fast_path, int_param, leave
 from xpiler_core.passes.support.bang_thread import ThreadEvaluator, module_int_constants, stmts_of
 from xpiler_core.passes.support.matmul_shape import MatmulShape, Operand, recognize
 from xpiler_core.passes.support.per_function import is_bound_kernel, rewrite_each
@@ -165,7 +165,7 @@ def tensorize_matmul(fn: A.Function, helpers: dict[str, A.Function], mt: int, kt
     shape = recognize(ev)
     mt, kt = tile_sizes(mt, kt_budget, nram, wram, len(shape.rhs))
     carve, pre, lines = emit(shape, mt, kt)
-    guard = A.If(_parse_expr(" && ".join(pre)), A.Block(tuple(_parse_stmts(["{", *lines, "return;", "}"]))), None)
+    guard = guarded_fast_path(pre, lines, Dialect.BANG)
     stmts = list(fn.body.stmts[:i]) + _parse_stmts(carve) + [guard] + list(fn.body.stmts[i:])
     return A.replace(fn, body=A.replace(fn.body, stmts=tuple(stmts)))
 

@@ -27,9 +27,9 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
-from xpiler_core.passes.bang.bang_tensorize import _parse_expr, _parse_stmts, _task_loop_index
+from xpiler_core.passes.bang.bang_tensorize import _parse_stmts, _task_loop_index
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
-from xpiler_core.passes.support.ast_support import enter, int_param, leave
+from xpiler_core.passes.support.ast_support import enter, guarded_fast_path, int_param, leave
 from xpiler_core.passes.support.bang_thread import (
     RAW_THREAD_ATOMS,
     Add,
@@ -238,7 +238,7 @@ def tensorize_pool(fn: A.Function, helpers: dict[str, A.Function], budget: int) 
         d.name in ("xp_bx", "xp_by", "xp_bz") for d in s.decls))])
     shape = recognize(ev)
     carve, pre, lines = emit(shape, tile_rows(shape, budget))
-    guard = A.If(_parse_expr(" && ".join(pre)), A.Block(tuple(_parse_stmts(["{", *lines, "return;", "}"]))), None)
+    guard = guarded_fast_path(pre, lines, Dialect.BANG)
     stmts = list(fn.body.stmts[:i]) + _parse_stmts(carve) + [guard] + list(fn.body.stmts[i:])
     return A.replace(fn, body=A.replace(fn.body, stmts=tuple(stmts))), INTRINSIC[shape.kind]
 

@@ -31,9 +31,8 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
-from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
-from xpiler_core.passes.support.ast_support import enter, int_param, leave
+from xpiler_core.passes.support.ast_support import enter, int_param, leave, parse_expr, parse_stmts
 from xpiler_core.passes.support.per_function import is_bound_kernel, rewrite_each
 from xpiler_core.printer import print_expr
 
@@ -454,10 +453,7 @@ def _refuse_type(t: str) -> int:
 
 
 def _parse_stmts(lines: list[str]) -> list[A.Stmt]:
-    module = lower_text("void xp_f() {\n" + "\n".join(lines) + "\n}\n", "<bang_tensorize>", Dialect.BANG)
-    fn = module.function("xp_f")
-    assert fn is not None
-    return list(fn.body.stmts)
+    return parse_stmts(lines, Dialect.BANG)
 
 
 def _task_loop_index(fn: A.Function) -> int | None:
@@ -564,10 +560,7 @@ def tensorize_function(fn: A.Function, table: dict[str, Any], nram_bytes: int, m
 
 
 def _parse_expr(text: str) -> A.Expr:
-    stmts = _parse_stmts([f"(void)({text});"])
-    stmt = stmts[0]
-    assert isinstance(stmt, A.ExprStmt) and isinstance(stmt.expr, A.Cast)
-    return stmt.expr.operand
+    return parse_expr(text, Dialect.BANG)
 
 
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:

@@ -27,9 +27,8 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
-from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
-from xpiler_core.passes.support.ast_support import enter, int_param, leave
+from xpiler_core.passes.support.ast_support import enter, guarded_fast_path, int_param, leave
 from xpiler_core.passes.support.bang_thread import ThreadEvaluator, module_int_constants, stmts_of
 from xpiler_core.passes.support.cpu_prelude import GEMM_MARK
 from xpiler_core.passes.support.matmul_shape import MatmulShape, Operand, recognize
@@ -50,12 +49,11 @@ INFO = PassInfo(
     ),
 )
 
-MARK = GEMM_MARK
 MR, NR = 6, 16
 # work (multiply-adds) below which a cache block runs on one thread: a parallel region costs microseconds
 PARALLEL_WORK = 1 << 18
 
-HELPER = MARK + r"""
+HELPER = GEMM_MARK + r"""
 /* C[i*ldc + j] = sum_k A[i*ars + k*acs] * B[k*brs + j*bcs] over [0,M) x [0,N): B packed in kc x 16 panels,
    A in 6 x kc panels (zero padded), a 6 x 16 register tile of 8-float vectors, k blocked by kc. */
 typedef float xp_gemm_v8 __attribute__((vector_size(32)));
@@ -160,19 +158,6 @@ static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs,
 """
 
 
-def _parse_stmts(lines: list[str]) -> list[A.Stmt]:
-    module = lower_text("void xp_f() {\n" + "\n".join(lines) + "\n}\n", "<cpu_gemm>", Dialect.C)
-    fn = module.function("xp_f")
-    assert fn is not None
-    return list(fn.body.stmts)
-
-
-def _parse_expr(text: str) -> A.Expr:
-    stmt = _parse_stmts([f"(void)({text});"])[0]
-    assert isinstance(stmt, A.ExprStmt) and isinstance(stmt.expr, A.Cast)
-    return stmt.expr.operand
-
-
 def _block_nest(fn: A.Function) -> tuple[int, A.For] | None:
     """(index in the body, innermost block loop) of the top-level ``xp_bz``/``xp_by``/``xp_bx`` nest."""
     for i, s in enumerate(fn.body.stmts):
@@ -259,7 +244,7 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
     if shape.batched and shape.out.batch_stride.terms == ():
         raise PassRefused("blocks along z write the same outputs")
     pre, lines = emit(shape, mc, kc, nc)
-    guard = A.If(_parse_expr(" && ".join(pre)), A.Block(tuple(_parse_stmts(["{", *lines, "return;", "}"]))), None)
+    guard = guarded_fast_path(pre, lines, Dialect.C)
     stmts = [*fn.body.stmts[:i], guard, *fn.body.stmts[i:]]
     return A.replace(fn, body=A.replace(fn.body, stmts=tuple(stmts)))
 
@@ -276,10 +261,10 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     ctx.notes.extend(f"{name}: matrix product on the packed micro-kernel (mc={mc}, kc={kc}, nc={nc})"
                      for name in result.done)
     items = list(result.module.items)
-    if not any(isinstance(it, A.Opaque) and it.text.startswith(MARK) for it in items):
+    if not any(isinstance(it, A.Opaque) and it.text.startswith(GEMM_MARK) for it in items):
         helper = (f"#define XP_GEMM_PARALLEL_WORK {PARALLEL_WORK}\n"
                   "static inline long xp_gemm_min(long a, long b) { return a < b ? a : b; }\n"
                   "static inline long xp_gemm_max(long a, long b) { return a > b ? a : b; }\n")
         first_fn = next(k for k, it in enumerate(items) if isinstance(it, A.Function))
-        items.insert(first_fn, A.Opaque(HELPER.replace(MARK, MARK + "\n" + helper, 1)))
+        items.insert(first_fn, A.Opaque(HELPER.replace(GEMM_MARK, GEMM_MARK + "\n" + helper, 1)))
     return leave(unit, A.replace(module, items=tuple(items)), ctx, Dialect.C)

@@ -124,8 +124,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         edits.append(Edit(node.start_byte, node.end_byte, f"{HELPER_NAME}({operands})"))
     data, _ = apply_edits(src.data, edits)
     out = data.decode("utf-8")
-    out, vectors = _vector_types_for_cuda(out) if (edits or "vector_size" in out or "ext_vector_type" in out) \
-        else (out, 0)
+    out, vectors = _vector_types_for_cuda(out)
     if not edits and not vectors:
         return module
     block = BEGIN_MARK + ": GNU vector types and AMD matrix-core operations\n" + VECTOR_STRUCT \

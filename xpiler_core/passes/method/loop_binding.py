@@ -22,6 +22,7 @@ from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 from xpiler_core.passes.support.ast_support import (
     bool_param,
+    called_functions,
     calls_in,
     enter,
     has_jumps,
@@ -360,15 +361,11 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
                 A.walk(iview.stop) and {n.id for n in A.walk(iview.stop) if isinstance(n, A.Name)} & {view.var}):
             dims = 2
             inner_bind.append(A.decl(iview.var, iview.var_type or A.ctype("int"),
-                                     A.binop("+", iview.start, A.binop("+", A.binop(
-                                         "*", A.member(A.Name("blockIdx"), "x"), A.member(A.Name("blockDim"), "x")),
-                                         A.member(A.Name("threadIdx"), "x")))))
+                                     _global_thread_index(iview.start, "x")))
             guard = A.binop("&&", guard, A.binop("<", A.Name(iview.var), iview.stop))
             body = inner_loop.body
     axis = "y" if dims == 2 else "x"
-    index = A.binop("+", view.start, A.binop("+", A.binop("*", A.member(A.Name("blockIdx"), axis),
-                                                           A.member(A.Name("blockDim"), axis)),
-                                              A.member(A.Name("threadIdx"), axis)))
+    index = _global_thread_index(view.start, axis)
     work = A.stmts_of(rewrite_updates(body, reductions)) if reductions else A.stmts_of(body)
     reduced = {r.name for r in reductions}
     kernel_pre = [s for s in pre if not (isinstance(s, A.DeclStmt) and all(d.name in reduced for d in s.decls))]
@@ -383,7 +380,7 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
     bs = A.lit(block_size if dims == 1 else 16)
     count_outer = A.binop("-", view.stop, view.start)
     if dims == 1:
-        grid: A.Expr = A.binop("/", A.binop("+", count_outer, A.binop("-", bs, A.lit(1))), bs)
+        grid: A.Expr = _blocks_for(count_outer, bs)
         block: A.Expr = bs
     else:
         iview = inner_loop.canonical() if isinstance(inner_loop, A.For) else None
@@ -400,7 +397,7 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
                   else [*_host_scalars(pre, launch, target), launch_stmt])
     host = A.replace(fn, body=A.Block(tuple(host_stmts)), linkage="C",
                      qualifiers=tuple(q for q in fn.qualifiers if q not in ("static", "inline")))
-    device = _called_from(module, kernel)
+    device = called_functions(module, [kernel])
     items: list[Any] = []
     for item in module.items:
         if item is fn:
@@ -411,6 +408,18 @@ def _bind_cuda(module: A.Module, fn: A.Function, params: dict[str, Any]) -> A.Mo
         else:
             items.append(item)
     return A.replace(module, items=tuple(items), dialect=Dialect.CUDA)
+
+
+def _global_thread_index(start: A.Expr, axis: str) -> A.Expr:
+    """``start + blockIdx.axis * blockDim.axis + threadIdx.axis``: the iteration a thread runs."""
+    return A.binop("+", start, A.binop("+", A.binop("*", A.member(A.Name("blockIdx"), axis),
+                                                    A.member(A.Name("blockDim"), axis)),
+                                       A.member(A.Name("threadIdx"), axis)))
+
+
+def _blocks_for(count: A.Expr, block: A.Expr) -> A.Expr:
+    """Blocks of ``block`` threads that cover ``count`` iterations."""
+    return A.binop("/", A.binop("+", count, A.binop("-", block, A.lit(1))), block)
 
 
 def _independent(loop: A.For, consts: dict[str, int]) -> bool:
@@ -486,15 +495,13 @@ def _bind_cuda_segments(module: A.Module, fn: A.Function, params: dict[str, Any]
             assert isinstance(loop, A.For)
             view = loop.canonical()
             assert view is not None
-            index = A.binop("+", view.start, A.binop("+", A.binop("*", A.member(A.Name("blockIdx"), "x"),
-                                                                   A.member(A.Name("blockDim"), "x")),
-                                                      A.member(A.Name("threadIdx"), "x")))
+            index = _global_thread_index(view.start, "x")
             body = A.Block((*shared, A.decl(view.var, view.var_type or A.ctype("int"), index),
                             A.If(A.Unary("!", A.binop("<", A.Name(view.var), view.stop)), A.Return()),
                             *A.stmts_of(loop.body)))
             count = A.binop("-", view.stop, view.start)
             bs = A.lit(block_size)
-            grid: A.Expr = A.binop("/", A.binop("+", count, A.binop("-", bs, A.lit(1))), bs)
+            grid: A.Expr = _blocks_for(count, bs)
             launch: A.Stmt = A.If(A.binop(">", count, A.lit(0)),
                                   A.ExprStmt(A.Launch(A.Name(kname), (grid, bs), args)))
         else:
@@ -507,9 +514,7 @@ def _bind_cuda_segments(module: A.Module, fn: A.Function, params: dict[str, Any]
     # the constant scalars are memory-free: the host computes them too, for the launches' extents
     host = A.replace(fn, body=A.Block((*shared, *launches)), linkage="C",
                      qualifiers=tuple(q for q in fn.qualifiers if q not in ("static", "inline")))
-    device: set[str] = set()
-    for k in kernels:
-        device |= _called_from(module, k)
+    device = called_functions(module, kernels)
     items: list[Any] = []
     for item in module.items:
         if item is fn:
@@ -550,21 +555,6 @@ def _host_scalars(pre: list[A.Stmt], launch: A.Launch, loop: A.For) -> list[A.St
     return out
 
 
-def _called_from(module: A.Module, root: A.Function) -> set[str]:
-    """Names of the module's functions ``root`` calls, directly or through one another."""
-    functions = {f.name: f for f in module.functions()}
-    seen: set[str] = set()
-    stack = [root]
-    while stack:
-        f = stack.pop()
-        for n in A.walk(f.body):
-            name = n.callee.split("<")[0] if isinstance(n, A.Call) and n.callee else ""
-            if name in functions and name not in seen:
-                seen.add(name)
-                stack.append(functions[name])
-    return seen
-
-
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
     if ctx.target is Dialect.CUDA or ctx.target is Dialect.HIP:
@@ -595,20 +585,19 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                 out = _bind_cuda(out, fn, params)
                 bound_names.append(fn.name)
             except PassRefused as refusal:
+                reason = refusal.reason
                 # an entry (called by nobody here, taking device pointers): its statements in order, as kernels
-                entry = fn.name not in called and any(isinstance(p, A.Param) and p.type.pointers for p in fn.params)
-                try:
-                    if not entry:
-                        raise refusal
-                    out, summary = _bind_cuda_segments(out, fn, params)
-                    bound_names.append(fn.name)
-                    ctx.notes.append(f"loop binding: {fn.name} in source order: {summary} ({refusal.reason})")
-                    continue
-                except PassRefused as second:
-                    reason = refusal.reason if second is refusal else f"{refusal.reason}; {second.reason}"
-                    if len(candidates) == 1:
-                        raise PassRefused(reason, refusal.span) from None
-                    kept.append(f"{fn.name} ({reason})")
+                if fn.name not in called and any(isinstance(p, A.Param) and p.type.pointers for p in fn.params):
+                    try:
+                        out, summary = _bind_cuda_segments(out, fn, params)
+                        bound_names.append(fn.name)
+                        ctx.notes.append(f"loop binding: {fn.name} in source order: {summary} ({reason})")
+                        continue
+                    except PassRefused as second:
+                        reason = f"{reason}; {second.reason}"
+                if len(candidates) == 1:
+                    raise PassRefused(reason, refusal.span) from None
+                kept.append(f"{fn.name} ({reason})")
         if not bound_names:
             raise PassRefused("no function has a loop to bind to CUDA threads: " + "; ".join(kept))
         ctx.notes.append("loop binding: " + ", ".join(f"{n} → __global__ {n}_kernel" for n in bound_names)

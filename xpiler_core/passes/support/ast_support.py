@@ -270,3 +270,42 @@ def strip_int_casts(e: A.Expr) -> A.Expr:
     while isinstance(e, A.Cast) and not e.type.pointers and e.type.base in INT_TYPES:
         e = e.operand
     return e
+
+
+def parse_stmts(lines: list[str], dialect: Dialect) -> list[A.Stmt]:
+    """Statements written as code text (a pass's generated fragment), lowered in ``dialect``."""
+    module = lower_text("void xp_f() {\n" + "\n".join(lines) + "\n}\n", "<generated>", dialect)
+    fn = module.function("xp_f")
+    assert fn is not None
+    return list(fn.body.stmts)
+
+
+def parse_expr(text: str, dialect: Dialect) -> A.Expr:
+    stmt = parse_stmts([f"(void)({text});"], dialect)[0]
+    assert isinstance(stmt, A.ExprStmt) and isinstance(stmt.expr, A.Cast)
+    return stmt.expr.operand
+
+
+def guarded_fast_path(preconditions: list[str], lines: list[str], dialect: Dialect) -> A.If:
+    """``if (all preconditions) { lines; return; }``: a generated path taken when the launch allows it, the
+    original code after it as the fallback."""
+    return A.If(parse_expr(" && ".join(preconditions), dialect),
+                A.Block(tuple(parse_stmts(["{", *lines, "return;", "}"], dialect))), None)
+
+
+def called_functions(module: A.Module, roots: Iterable[A.Function],
+                     skip: Callable[[A.Function], bool] = lambda f: False) -> set[str]:
+    """Names of the module's functions the ``roots`` call, directly or through one another (``skip``: functions
+    neither counted nor followed)."""
+    functions = {f.name: f for f in module.functions()}
+    seen: set[str] = set()
+    stack = list(roots)
+    while stack:
+        f = stack.pop()
+        for n in A.walk(f.body):
+            name = n.callee.split("<")[0] if isinstance(n, A.Call) and n.callee else ""
+            if name in functions and name not in seen and not skip(functions[name]):
+                seen.add(name)
+                stack.append(functions[name])
+    return seen
+

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from xpiler_core import ast as A
 from xpiler_core.passes.support.ast_support import scalar_writes
+from xpiler_core.passes.support.bang_thread import Poly
 
 
 def independence_problem(loop: A.For, consts: dict[str, int] | None = None) -> str | None:
@@ -119,9 +120,6 @@ def injective_index(index: A.Expr, var: str, varying: set[str], inner_ranges: di
     return False
 
 
-Poly = dict[tuple[str, ...], int]
-
-
 def _disjoint_regions(loop: A.For, var: str, name: str, consts: dict[str, int]) -> bool:
     inside = scalar_writes(loop.body) | {d.name for d in A.walk(loop.body) if isinstance(d, A.VarDecl)}
     accesses: list[tuple[A.Expr, dict[str, A.Expr | None], dict[str, tuple[int, int] | None]]] = []
@@ -158,13 +156,14 @@ def _disjoint_regions(loop: A.For, var: str, name: str, consts: dict[str, int]) 
     visit(loop.body, {}, {})
     windows: list[tuple[int, int]] = []
     coeff: int | None = None
-    invariant: Poly | None = None
+    invariant: dict[tuple[str, ...], int] | None = None
     for index, defs, ranges in accesses:
         poly = _affine(index, {k: v for k, v in defs.items() if v is not None}, 0, consts)
         if poly is None:
             return False
-        c_v, lo, hi, rest = 0, 0, 0, {}
-        for monomial, c in poly.items():
+        c_v, lo, hi = 0, 0, 0
+        rest: dict[tuple[str, ...], int] = {}
+        for monomial, c in poly.terms:
             if not monomial:
                 lo, hi = lo + c, hi + c
             elif monomial == (var,):
@@ -191,43 +190,28 @@ def _disjoint_regions(loop: A.For, var: str, name: str, consts: dict[str, int]) 
 
 def _const(e: A.Expr, consts: dict[str, int]) -> int | None:
     poly = _affine(e, {}, 0, consts)
-    if poly is None or any(poly_key for poly_key in poly):
-        return None
-    return poly.get((), 0)
+    return None if poly is None or poly.atoms() else poly.as_dict().get((), 0)
 
 
-def _affine(e: A.Expr, defs: dict[str, A.Expr], depth: int, consts: dict[str, int] | None = None) -> dict[tuple[str, ...], int] | None:
-    """``e`` as a polynomial {monomial: coefficient} over names (local definitions substituted), or None."""
+def _affine(e: A.Expr, defs: dict[str, A.Expr], depth: int, consts: dict[str, int] | None = None) -> Poly | None:
+    """``e`` as a polynomial over names (local definitions and constants substituted), or None."""
     e = _strip(e)
     if depth > 16:
         return None
     if isinstance(e, A.Literal):
-        v = e.int_value
-        return None if v is None else ({(): v} if v else {})
+        return None if e.int_value is None else Poly.const(e.int_value)
     if isinstance(e, A.Name):
         if e.id in defs:
             return _affine(defs[e.id], defs, depth + 1, consts)
-        if consts and e.id in consts:
-            return {(): consts[e.id]} if consts[e.id] else {}
-        return {(e.id,): 1}
+        return Poly.const(consts[e.id]) if consts and e.id in consts else Poly.atom(e.id)
     if isinstance(e, A.Unary) and e.op in ("+", "-"):
         inner = _affine(e.operand, defs, depth + 1, consts)
-        return None if inner is None else ({m: -c for m, c in inner.items()} if e.op == "-" else inner)
+        return None if inner is None else (-inner if e.op == "-" else inner)
     if isinstance(e, A.Binary) and e.op in ("+", "-", "*"):
         left, right = _affine(e.left, defs, depth + 1, consts), _affine(e.right, defs, depth + 1, consts)
         if left is None or right is None:
             return None
-        out: dict[tuple[str, ...], int] = {}
-        if e.op == "*":
-            for m1, c1 in left.items():
-                for m2, c2 in right.items():
-                    m = tuple(sorted(m1 + m2))
-                    out[m] = out.get(m, 0) + c1 * c2
-        else:
-            out = dict(left)
-            for m, c in right.items():
-                out[m] = out.get(m, 0) + (c if e.op == "+" else -c)
-        return {m: c for m, c in out.items() if c}
+        return left + right if e.op == "+" else left - right if e.op == "-" else left * right
     return None
 
 

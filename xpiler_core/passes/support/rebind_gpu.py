@@ -16,6 +16,7 @@ from typing import Any
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import PassRefused
+from xpiler_core.passes.support.ast_support import called_functions
 from xpiler_core.passes.support.cpu_prelude import GEMM_ENTRY, GEMM_MARK
 from xpiler_core.printer import print_node
 
@@ -247,25 +248,10 @@ def rebind_function(fn: A.Function) -> tuple[A.Function, A.Function]:
 
 def _device_side(module: A.Module) -> tuple[set[str], set[str], set[str]]:
     """(functions called from recovered kernels, functions called from host code, globals kernels read)."""
-    functions = {f.name: f for f in module.functions()}
-
-    def closure(roots: list[A.Function]) -> set[str]:
-        seen: set[str] = set()
-        stack = list(roots)
-        while stack:
-            f = stack.pop()
-            for n in A.walk(f.body):
-                if isinstance(n, A.Call) and n.callee:
-                    name = n.callee.split("<")[0]
-                    if name in functions and name not in seen and not is_recovered(functions[name]):
-                        seen.add(name)
-                        stack.append(functions[name])
-        return seen
-
     kernels = [f for f in module.functions() if is_recovered(f)]
     hosts = [f for f in module.functions() if not is_recovered(f) and (f.linkage == "C" or "static" not in f.qualifiers)]
-    device = closure(kernels)
-    host = closure(hosts)
+    device = called_functions(module, kernels, is_recovered)
+    host = called_functions(module, hosts, is_recovered)
     global_names = {d.name for i in module.items if isinstance(i, A.DeclStmt) for d in i.decls}
     read = {n.id for f in kernels for n in A.walk(f.body) if isinstance(n, A.Name)} & global_names
     return device, host, read
