@@ -1,5 +1,5 @@
 """Fixtures and helpers shared by the rooms' tests: the benchmark suite, C/C++ builds of CPU translations
-called through ctypes, and the tuner's candidate for one inserted pass."""
+called through ctypes, the tuner's candidate for one inserted pass, and a CUDA text after loop recovery."""
 
 from __future__ import annotations
 
@@ -58,3 +58,15 @@ def build_shared(text: str, workdir: Path) -> Path:
     result = build_library(text, Dialect.C, workdir, display_name="t.cpp", cplusplus_c=True)
     assert result.ok and result.library is not None, result.log
     return Path(result.library)
+
+
+def loop_recovered(text: str) -> tuple[Any, Any]:
+    """CUDA ``text`` after loop recovery (no wrapper), and the pass context a CPU pass continues with."""
+    from xpiler_core.frontend.lower import lower_text
+    from xpiler_core.passes import get_pass
+    from xpiler_core.passes.base import PassContext
+
+    module = lower_text(text, "k.cu")
+    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="k.cu")
+    recovery = get_pass("loop_recovery")
+    return recovery.apply(module, {**recovery.INFO.defaults(), "wrapper": False}, ctx), ctx

@@ -4,7 +4,7 @@ Hand-written kernels in several spellings (early-exit guard, a batched product t
 pointer offsets, a transposed right operand with a scaled ReLU epilogue, two products sharing the left operand
 with a SiLU gate) are translated by the CPU plan, built with g++ and run on ragged shapes (no size a multiple of
 the 6 x 16 register tile or of a cache block) against numpy in float64. Kernels the recognizer must not take
-(shared-memory staging, a transposed output, an output also read) are refused and still computed right by the
+(shared-memory staging with a tile stride that is not the tile, an output also read) are refused and still computed right by the
 scalar plan.
 """
 
@@ -15,11 +15,9 @@ import ctypes
 import numpy as np
 import pytest
 
-from tests.conftest import build_shared
-from xpiler_core.dialect import Dialect
-from xpiler_core.frontend.lower import lower_text
+from tests.conftest import build_shared, loop_recovered
 from xpiler_core.passes import get_pass
-from xpiler_core.passes.base import PassContext, PassRefused
+from xpiler_core.passes.base import PassRefused
 from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
 
 KERNELS = r"""
@@ -194,11 +192,6 @@ def test_tiles_not_covered_by_the_block_take_the_scalar_path(gemm_lib) -> None: 
     assert _micro_kernel_calls(gemm_lib, "run_tiled", (a, b, c), (M, N, K, 8)) == 0
 
 
-def _recovered(text: str) -> tuple[object, PassContext]:
-    module = lower_text(text, "k.cu")
-    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="k.cu")
-    recovery = get_pass("loop_recovery")
-    return recovery.apply(module, {**recovery.INFO.defaults(), "wrapper": False}, ctx), ctx
 
 
 REFUSED = {
@@ -236,15 +229,6 @@ __global__ void transposed_tile(const float* A, const float* B, float* C, int n)
   for (int k = 0; k < 16; ++k) acc += As[k][threadIdx.y] * B[k * n + c];
   C[r * n + c] = acc;
 }""",
-    "transposed output": r"""
-__global__ void gemm_tout(const float* A, const float* B, float* C, int M, int N, int K) {
-  int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
-  if (row < M && col < N) {
-    float s = 0.0f;
-    for (int k = 0; k < K; ++k) s += A[row * K + k] * B[k * N + col];
-    C[col * M + row] = s;
-  }
-}""",
     "output read back": r"""
 __global__ void gemm_acc(const float* A, const float* B, float* C, int M, int N, int K) {
   int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
@@ -259,19 +243,47 @@ __global__ void gemm_acc(const float* A, const float* B, float* C, int M, int N,
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_not_a_plain_product_is_refused(name: str) -> None:
-    recovered, ctx = _recovered(REFUSED[name])
+    recovered, ctx = loop_recovered(REFUSED[name])
     gemm = get_pass("cpu_gemm")
     with pytest.raises(PassRefused):
         gemm.apply(recovered, gemm.INFO.defaults(), ctx)
 
 
 def test_refused_product_still_right(cbuild) -> None:  # noqa: ANN001
-    text = REFUSED["transposed output"] + r"""
+    text = REFUSED["output read back"] + r"""
 extern "C" void run(const float* A, const float* B, float* C, int M, int N, int K) {
-  gemm_tout<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(A, B, C, M, N, K);
+  gemm_acc<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(A, B, C, M, N, K);
 }"""
     out, _records, _ctx = translate_to_cpu(text, "k.cu")
     assert out is not None and "xp_sgemm(xp_gemm_m" not in out
+    lib = cbuild(out, True)
+    rng = np.random.default_rng(0)
+    M, N, K = 23, 41, 17
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = rng.standard_normal((M, N)).astype(np.float32)
+    expected = c.astype(np.float64) + a.astype(np.float64) @ b
+    lib.run(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K))
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
+
+
+TRANSPOSED_OUTPUT = r"""
+__global__ void gemm_tout(const float* A, const float* B, float* C, int M, int N, int K) {
+  int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < M && col < N) {
+    float s = 0.0f;
+    for (int k = 0; k < K; ++k) s += A[row * K + k] * B[k * N + col];
+    C[col * M + row] = s;
+  }
+}
+extern "C" void run(const float* A, const float* B, float* C, int M, int N, int K) {
+  gemm_tout<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(A, B, C, M, N, K);
+}"""
+
+
+def test_transposed_output_is_scattered(cbuild) -> None:  # noqa: ANN001
+    # not the strided product the direct path takes: gathered as an implicit GEMM, scattered through C[col*M+row]
+    out, _records, ctx = translate_to_cpu(TRANSPOSED_OUTPUT, "k.cu")
+    assert out is not None and "xp_sgemm(xp_gemm_m" in out, ctx.notes
     lib = cbuild(out, True)
     rng = np.random.default_rng(0)
     M, N, K = 23, 41, 17

@@ -54,8 +54,8 @@ def test_a_correct_kernel_needs_no_repair() -> None:
 
 
 def test_unmodeled_kernels_are_refused_honestly() -> None:
-    spec = load_spec(SUITE / "reduction/sum/spec.toml")  # warp shuffles + atomics through a host entry
-    buggy = spec.source_text().replace("offset >>= 1", "offset >>= 2")
+    spec = load_spec(SUITE / "elementwise/sin/spec.toml")  # float4 vectors through reinterpret_cast
+    buggy = spec.source_text().replace("j < n;", "j < n - 1;")
     assert not run_spec(spec, candidate_text=buggy).passed
     result = repair_candidate(buggy, str(spec.source), spec, budget_s=20)
     assert result.status == "refused" and result.text is None

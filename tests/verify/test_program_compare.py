@@ -33,6 +33,16 @@ def test_exit_status_and_own_verdict() -> None:
     assert not report.matched and "FAIL" in report.reason
 
 
+def test_a_source_whose_own_verdict_changes_between_runs_is_not_blamed_on_the_translation() -> None:
+    # e.g. a check that reads past an allocation: PASS once, FAIL when run again
+    verdicts = iter(["FAIL\n", "PASS\n"])
+    report = compare_runs(run("PASS\n"), run("FAIL\n"), None, lambda: run(next(verdicts)))
+    assert not report.matched and report.source_failed and "different verdicts" in report.reason
+    # a source that keeps its verdict: the different verdict is the translation's
+    report = compare_runs(run("PASS\n"), run("FAIL\n"), None, lambda: run("PASS\n"))
+    assert not report.matched and not report.source_failed and "the translation FAIL" in report.reason
+
+
 def test_timing_lines_and_timing_table_rows_are_ignored_but_labels_compared() -> None:
     source = ("Kernel time: 1.25 ms\n        Routine      Bandwidth (GB/s)\n           copy      310.5\n"
               "      transpose      120.2\n\nchecksum 42\n")

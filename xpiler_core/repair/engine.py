@@ -273,15 +273,20 @@ def repair_candidate(
         return done("unrepaired", "no small case reproduces the failure; repair needs one to learn from")
     result.examples = [ex.case for ex in chosen]
 
-    # 2. Localization and ranked sketches.
-    fs = collect(fn, prog.macros)
+    # 2. Localization and ranked sketches: in the entry, or for a host entry in the kernels and device
+    # functions it launches and calls first (where the outputs are computed), then in the host code.
     # A hole in a statement the failing examples never ran cannot change their outputs: skip those sites.
     ran = prog.executed
     interacting = kind == "kernel" and not sampling  # threads share memory or atomics: no thread sample
-    sketches = [
-        sk for sk in _rank_sketches(fs, prog, src, writers | faults, missing, faults, interacting=interacting)
-        if not sk.site.stmt or id(get_at(fn, sk.site.stmt)) in ran
-    ][:max_suspects]
+    owner: dict[int, A.Function] = {}  # sketch → the function its holes go in
+    sketches = []
+    for target in ([fn] if kind == "kernel" else _reachable(prog, fn)):
+        fs = collect(target, prog.macros)
+        for sk in _rank_sketches(fs, prog, src, writers | faults, missing, faults, interacting=interacting):
+            if not sk.site.stmt or id(get_at(target, sk.site.stmt)) in ran:
+                owner[id(sk)] = target
+                sketches.append(sk)
+    sketches = sketches[:max_suspects]
     if progress is not None:
         progress(0.92, f"repair: {len(sketches)} suspects on {len(chosen)} small cases")
 
@@ -344,6 +349,12 @@ def repair_candidate(
         return None
 
     def accept(sk: SK.Sketch, model: z3.ModelRef, edits: list[SK.Edit], repaired: str, full: SpecReport) -> RepairResult:
+        tidied = [SK.tidy(text, e) for e in edits]
+        if tidied != edits and budget.left() > 0:  # the same value, spelled as a person would: checked again
+            tidy_text = apply_edits(text, tidied)
+            tidy_report = verify(tidy_text)
+            if tidy_report.passed:
+                edits, repaired, full = tidied, tidy_text, tidy_report
         result.edits = [RepairEdit(e.span, e.old, e.new) for e in edits]
         result.text, result.sketch, result.report = repaired, sk.kind, full
         result.model = sk.describe(model)
@@ -383,7 +394,7 @@ def repair_candidate(
         try:
             if id(sk) in refused:
                 raise Unsupported("refused before")
-            constraints = _encode(spec, prog, fn, entry, kind, sk, chosen[:1], deadline, samples)
+            constraints = _encode(spec, prog, owner[id(sk)], entry, kind, sk, chosen[:1], deadline, samples)
         except (Unsupported, StepLimit) as exc:
             _log.debug("  not encoded: %s: %s", type(exc).__name__, exc)
             if samples.get(0) is None:
@@ -424,7 +435,7 @@ def repair_candidate(
                 clauses: list[Any] | None = []
                 for k in learn_on:
                     more_clauses = _learned_clauses(
-                        spec, prog, fn, entry, kind, sk, model, chosen[k], samples[k], histories.setdefault(k, {})
+                        spec, prog, owner[id(sk)], entry, kind, sk, model, chosen[k], samples[k], histories.setdefault(k, {})
                     )
                     if more_clauses is None or clauses is None:
                         clauses = None
@@ -456,7 +467,7 @@ def repair_candidate(
                 elif bad >= encoded and encoded < len(chosen):
                     try:
                         more = _encode(
-                            spec, prog, fn, entry, kind, sk, chosen[encoded:bad + 1], deadline + SKETCH_SECONDS, samples,
+                            spec, prog, owner[id(sk)], entry, kind, sk, chosen[encoded:bad + 1], deadline + SKETCH_SECONDS, samples,
                             first=encoded,
                         )
                     except (Unsupported, StepLimit, Infeasible, z3.Z3Exception, RecursionError):
@@ -470,7 +481,7 @@ def repair_candidate(
                     exact.add(bad)
                     try:
                         more = _encode(
-                            spec, prog, fn, entry, kind, sk, [chosen[bad]], time.monotonic() + SKETCH_SECONDS, {}
+                            spec, prog, owner[id(sk)], entry, kind, sk, [chosen[bad]], time.monotonic() + SKETCH_SECONDS, {}
                         )
                     except (Unsupported, StepLimit, Infeasible, z3.Z3Exception, RecursionError):
                         break
@@ -651,7 +662,8 @@ def _encode(
     deadline: float | None = None, samples: dict[int, ThreadSample] | None = None, first: int = 0,
 ) -> list[Any] | None:
     holed, evaluators = SK.install(fn, sk)
-    sprog = Program(prog.module, {**prog.functions, entry: holed}, prog.macros, evaluators)
+    sprog = Program(prog.module, {**prog.functions, fn.name: holed}, prog.macros, evaluators,
+                    global_decls=prog.global_decls)
     sprog.bounds = sk.bounds
     sprog.deadline = deadline
     sprog.warp_size = prog.warp_size
@@ -710,6 +722,22 @@ SAMPLE_GOOD = 16
 SAMPLE_BAD = 12
 SAMPLE_SILENT = 12
 MIN_THREADS_TO_SAMPLE = 128
+
+
+def _reachable(prog: Program, entry: A.Function) -> list[A.Function]:
+    """The functions ``entry`` launches or calls (directly or through one another), in the order first met,
+    then ``entry`` itself."""
+    seen = [entry.name]
+    stack = [entry]
+    while stack:
+        f = stack.pop(0)
+        for n in A.walk(f.body):
+            name = n.kernel.id if isinstance(n, A.Launch) and isinstance(n.kernel, A.Name) else (
+                n.callee if isinstance(n, A.Call) else None)
+            if name and name in prog.functions and name not in seen:
+                seen.append(name)
+                stack.append(prog.functions[name])
+    return [prog.functions[n] for n in seen[1:]] + [entry]
 
 
 def _independent(prog: Program) -> bool:
@@ -822,8 +850,8 @@ def _learned_clauses(
         return run
 
     holed, evaluators = SK.install(fn, sk)
-    cprog = Program(prog.module, {**prog.functions, entry: holed}, prog.macros,
-                    {i: concrete(ev) for i, ev in evaluators.items()})
+    cprog = Program(prog.module, {**prog.functions, fn.name: holed}, prog.macros,
+                    {i: concrete(ev) for i, ev in evaluators.items()}, global_decls=prog.global_decls)
     cprog.warp_size = prog.warp_size
     cprog.thread_step_cap = max(THREAD_STEPS_MIN, THREAD_STEPS_FACTOR * prog.thread_steps_seen)
     cprog.observe, cprog.threads, cprog.faulted = frozenset(ex.expected), sample.threads, set()

@@ -125,7 +125,7 @@ def stored_args(spec: KernelSpec, inputs: Mapping[str, Any]) -> dict[str, Any]:
     for a in spec.args:
         v = inputs[a.name]
         if a.is_buffer:
-            if a.dtype in ("float16", "bfloat16"):
+            if a.dtype == "bfloat16":
                 raise Unsupported(f"{a.dtype} buffers")
             out[a.name] = np.array(v, copy=True)
         else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -34,6 +34,7 @@ INT_TYPES = frozenset(
     }
 )
 FLOAT_TYPES = frozenset({"float"})
+HALF_TYPES = frozenset({"half", "__half"})  # IEEE binary16: stored as numpy float16, math in float
 DOUBLE_TYPES = frozenset({"double"})
 MAX_CASES = 1024  # cases of one Choice before we refuse (keeps a sketch's formula small)
 MAX_UNBOUNDED_CELLS = 256  # elements a hole-dependent address with no known range may reach
@@ -229,6 +230,7 @@ class Buffer:
     # Write-only outputs of a sketch run log their stores (path condition, offset, value) instead of
     # updating cells, so a hole-dependent address costs one constraint per store, not one merge per cell.
     events: list[tuple[Any, Any, Any, int]] | None = None  # (pc, offset, value, global thread id)
+    elem_bytes: int = 4  # bytes per element (host copies count elements by it)
 
 
 class ObservedRead(Exception):
@@ -245,12 +247,34 @@ class Ptr:
         return int(np.prod(self.inner)) if self.inner else 1
 
 
+@dataclass(frozen=True, eq=False)
+class VarRef:
+    """``&p`` of a pointer variable (what ``cudaMalloc(&p, bytes)`` assigns through)."""
+
+    slot: list[Any]
+    name: str
+    ctype: A.Type
+
+
+def type_bytes(t: A.Type) -> int:
+    """``sizeof`` of a type (pointers are 8 bytes)."""
+    if t.pointers:
+        return 8
+    base = " ".join(q for q in t.base.split() if q not in ("const", "volatile", "__restrict__", "struct"))
+    size = _ELEMENT_BYTES.get(base)
+    if size is None:
+        raise Unsupported(f"sizeof({t.base})")
+    return size
+
+
 def type_kind(t: A.Type) -> str:
     base = " ".join(q for q in t.base.split() if q not in ("const", "volatile", "__restrict__"))
     if base in INT_TYPES:
         return "int"
     if base in FLOAT_TYPES:
         return "float"
+    if base in HALF_TYPES:
+        return "half"
     if base in DOUBLE_TYPES:
         return "double"
     if base == "bool":
@@ -262,8 +286,12 @@ def type_kind(t: A.Type) -> str:
 
 def convert(v: Any, kind: str) -> Any:
     """C conversion of a value to a scalar kind."""
-    if kind == "auto" or isinstance(v, Ptr):
+    if kind == "auto" or isinstance(v, Ptr | VarRef):
         return v
+    if kind == "dim3" or isinstance(v, tuple):
+        if not (kind == "dim3" or len(v) == 3):
+            raise Unsupported("a dim3 converted to a scalar")
+        return _dim3([v])
     if isinstance(v, (Choice, Ite)):
         return lift(lambda x: convert(x, kind), v)
     if isinstance(v, z3.BoolRef):
@@ -282,6 +310,9 @@ def convert(v: Any, kind: str) -> Any:
         return int(v)
     if kind == "float":
         return np.float32(v)
+    if kind == "half":
+        with np.errstate(all="ignore"):
+            return np.float16(v)
     if kind == "double":
         return float(v)
     return bool(v)
@@ -477,7 +508,17 @@ def _choice_truth(v: Choice) -> BoolLike:
 # Bytes per element of the types a dynamic shared array may have; its buffer key in a block's shared dict.
 _ELEMENT_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4, "int32_t": 4, "uint32_t": 4,
                   "long long": 8, "int64_t": 8, "uint64_t": 8, "size_t": 8, "short": 2, "char": 1,
-                  "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1}
+                  "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1, "long": 8, "unsigned long": 8,
+                  "long int": 8, "unsigned long long": 8, "ptrdiff_t": 8, "std::size_t": 8, "int16_t": 2,
+                  "uint16_t": 2, "unsigned short": 2, "half": 2, "__half": 2, "__nv_bfloat16": 2, "float2": 8,
+                  "float4": 16, "double2": 16, "int2": 8, "int4": 16, "dim3": 12}
+# cudaMemcpyKind / hipMemcpyKind values (only their presence matters: copies go by the pointers' buffers)
+_COPY_KINDS = {f"{api}Memcpy{k}": i for api in ("cuda", "hip") for i, k in enumerate(
+    ("HostToHost", "HostToDevice", "DeviceToHost", "DeviceToDevice", "Default"))}
+# host runtime calls that change nothing the interpreter models (memory stays valid until the run ends)
+_HOST_NOOPS = frozenset({"cudaDeviceSynchronize", "cudaGetLastError", "cudaPeekAtLastError", "cudaFree",
+                         "cudaStreamSynchronize", "cudaSetDevice", "cudaDeviceReset", "cudaFuncSetAttribute",
+                         "cudaEventSynchronize", "cudaThreadSynchronize"})
 _DYNAMIC = "extern "
 
 # ----------------------------------------------------------------------------------------- runtime
@@ -518,11 +559,36 @@ class Program:
     faulted: set[int] | None = None  # when a set: a faulting thread stops alone (ids collected here)
     thread_step_cap: int = 1 << 62  # steps one thread may take
     thread_steps_seen: int = 0  # most steps one thread took (set by run_kernel)
+    # file-scope variables (``__constant__``/``__device__`` arrays, ``static const`` tables, ``constexpr``
+    # scalars): declarations by name, and their slots for the current run (made on first use)
+    global_decls: dict[str, A.VarDecl] = field(default_factory=dict)
+    globals: dict[str, list[Any]] = field(default_factory=dict)
+    _stepping: frozenset[str] = frozenset()  # device functions that yield (see steps_through)
+
+    def steps_through(self, name: str) -> bool:
+        """Whether the device function ``name`` has barriers or warp operations (directly or in callees)."""
+        if name not in self.functions:
+            return False
+        if not self._stepping:
+            stepping: set[str] = set()
+            changed = True
+            while changed:
+                changed = False
+                for fname, f in self.functions.items():
+                    if fname in stepping or f.is_kernel:
+                        continue
+                    if any(isinstance(n, A.Call) and (A.is_barrier(n) or n.callee in WARP_CALLS or n.callee in stepping)
+                           for n in A.walk(f.body)):
+                        stepping.add(fname)
+                        changed = True
+            self._stepping = frozenset(stepping) | {"\0"}  # (non-empty: computed)
+        return name in self._stepping
 
     @classmethod
     def of(cls, module: A.Module) -> Program:
         funcs = {f.name: f for f in module.items if isinstance(f, A.Function)}
-        return cls(module, funcs, macro_values(module))
+        decls = {d.name: d for item in module.items if isinstance(item, A.DeclStmt) for d in item.decls}
+        return cls(module, funcs, macro_values(module), global_decls=decls)
 
 
 @dataclass
@@ -536,6 +602,25 @@ class Hole(A.Expr):
     """Marker node standing for a sketch hole (evaluated by ``Program.holes[hid]``)."""
 
     hid: int
+
+
+# name → (kind, value argument, lane/offset argument, width argument); values exchanged at a block step
+WARP_CALLS: dict[str, tuple[str, int, int | None, int | None]] = {
+    "__shfl_sync": ("idx", 1, 2, 3), "__shfl_down_sync": ("down", 1, 2, 3), "__shfl_up_sync": ("up", 1, 2, 3),
+    "__shfl_xor_sync": ("xor", 1, 2, 3), "__shfl": ("idx", 0, 1, 2), "__shfl_down": ("down", 0, 1, 2),
+    "__shfl_up": ("up", 0, 1, 2), "__shfl_xor": ("xor", 0, 1, 2), "__ballot_sync": ("ballot", 1, None, None),
+    "__any_sync": ("any", 1, None, None), "__all_sync": ("all", 1, None, None), "__ballot": ("ballot", 0, None, None),
+    "__any": ("any", 0, None, None), "__all": ("all", 0, None, None), "__activemask": ("active", -1, None, None),
+}
+
+
+@dataclass
+class WarpExchange:
+    """What each thread of a block contributed to its n-th warp operation (by linear thread index in the block),
+    and which threads have finished."""
+
+    values: dict[int, dict[int, Any]] = field(default_factory=dict)
+    finished: set[int] = field(default_factory=set)
 
 
 class Thread:
@@ -556,16 +641,36 @@ class Thread:
         self._facts_pc: Any = None  # the path condition _facts/_negated were computed for (see assume)
         self._facts: set[int] = set()
         self._negated: set[int] = set()
+        self.exchange = WarpExchange()  # the block's (set by run_grid)
+        self.warp_ops = 0  # warp operations this thread has taken part in
+        self.warp_results: dict[int, Any] = {}  # id(call) → its result, for the statement being executed
 
     # -- variables
     def lookup(self, name: str) -> list[Any] | None:
         for scope in reversed(self.scopes):
             if name in scope:
                 return scope[name]
-        return None
+        return self.global_slot(name)
 
-    def declare(self, name: str, value: Any, kind: str) -> None:
-        self.scopes[-1][name] = [value, kind, self.pc]
+    def declare(self, name: str, value: Any, kind: str, ctype: A.Type | None = None,
+                array_bytes: int | None = None) -> None:
+        """``ctype``: the declared type of a pointer variable; ``array_bytes``: ``sizeof`` of an array."""
+        self.scopes[-1][name] = [value, kind, self.pc, ctype, array_bytes]
+
+    def global_slot(self, name: str) -> list[Any] | None:
+        """The slot of a file-scope variable, initialized on first use in this run (its initializer evaluated
+        on a thread of its own: constants and tables)."""
+        prog = self.prog
+        if name in prog.globals:
+            return prog.globals[name]
+        d = prog.global_decls.get(name)
+        if d is None or "extern" in d.storage:
+            return None
+        scratch = Thread(prog, {}, {})
+        scratch._declare(d)
+        prog.globals[name] = scratch.scopes[-1][name]
+        prog.globals[name][2] = True  # visible on every path
+        return prog.globals[name]
 
     def value_of_name(self, name: str) -> Any:
         slot = self.lookup(name)
@@ -577,6 +682,8 @@ class Thread:
             return self.prog.warp_size
         if name in ("true", "false"):
             return name == "true"
+        if name in _COPY_KINDS:
+            return _COPY_KINDS[name]
         if name in ("nullptr", "NULL"):
             return 0  # a null pointer compares and stores as 0; dereferencing it is refused as a non-pointer
         raise Unsupported(f"unknown name '{name}'")
@@ -638,8 +745,15 @@ class Thread:
         if isinstance(e, A.Member):
             ref = A.builtin_ref(e)
             if ref is None:
+                base = self.eval(e.base) if not e.arrow else None
+                if isinstance(base, tuple) and e.field in ("x", "y", "z"):  # a dim3
+                    return base["xyz".index(e.field)]
                 raise Unsupported("struct member access")
             return self.builtins[ref]
+        if isinstance(e, A.SizeOf):
+            return self.sizeof(e.arg)
+        if isinstance(e, A.Launch):
+            return self.launch(e)
         if isinstance(e, A.Binary):
             if e.op in ("&&", "||"):
                 left = truth(self.eval(e.left))
@@ -695,6 +809,10 @@ class Thread:
         if e.op == "&":
             if isinstance(e.operand, A.Index):
                 return self.address(e.operand)
+            if isinstance(e.operand, A.Name):
+                slot = self.lookup(e.operand.id)
+                if slot is not None and isinstance(slot[3], A.Type) and slot[3].pointers:
+                    return VarRef(slot, e.operand.id, slot[3])
             raise Unsupported("address of a scalar")
         if e.op == "*":
             p = self.eval(e.operand)
@@ -852,6 +970,23 @@ class Thread:
             if not isinstance(p, Ptr):
                 raise Unsupported("__ldg of a non-pointer")
             return self.load(p)
+        if id(e) in self.warp_results:  # a device function that stepped with the block, already run
+            return self.warp_results[id(e)]
+        if name in WARP_CALLS:
+            if id(e) not in self.warp_results:
+                raise Unsupported(f"{name} where its operands cannot be exchanged first (a loop condition, a "
+                                  "conditional operand)")
+            return self.warp_results[id(e)]
+        host = "cuda" + name[3:] if name.startswith("hip") else name
+        if host in _HOST_NOOPS:
+            for a in e.args:
+                self.eval(a)
+            return 0
+        if host in ("cudaMalloc", "cudaMallocManaged", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset",
+                    "cudaMemsetAsync", "cudaMemcpyToSymbol"):
+            return self.host_memory(host, [self.eval(a) for a in e.args], e)
+        if name == "dim3":
+            return _dim3([self.eval(a) for a in e.args])
         if name in self.prog.functions:
             return self.call_function(self.prog.functions[name], [self.eval(a) for a in e.args])
         args = [self.eval(a) for a in e.args]
@@ -862,20 +997,208 @@ class Thread:
             return _minmax(name == "max", args[0], args[1])
         return lift(fn, *args)
 
+    def warp_prelude(self, e: A.Expr) -> Iterator[None]:
+        """Warp operations in ``e``, innermost first: each thread of the block contributes its operand, a block
+        step passes (every live thread contributes), then reads its partner's (the result is kept for the
+        evaluation of ``e``)."""
+        calls = [n for n in _post_order(e) if isinstance(n, A.Call) and n.callee is not None and (
+            n.callee in WARP_CALLS or self.prog.steps_through(n.callee))]
+        if not calls:
+            return
+        if _conditional_warp_call(e, self.prog):
+            raise Unsupported("a warp operation or barrier evaluated only on one side of a condition")
+        for call in calls:
+            assert call.callee is not None
+            if call.callee not in WARP_CALLS:  # a device function with barriers or warp operations inside
+                args = [self.eval(a) for a in call.args]
+                self.warp_results[id(call)] = yield from self.call_function_steps(self.prog.functions[call.callee],
+                                                                                 args)
+                continue
+            kind, value_at, lane_at, width_at = WARP_CALLS[call.callee]
+            if len(call.args) <= max(value_at, lane_at or 0, 0) and value_at >= 0:
+                raise Unsupported(f"{call.callee} with too few arguments")
+            value = self.eval(call.args[value_at]) if value_at >= 0 else True
+            lane_arg = self.eval(call.args[lane_at]) if lane_at is not None else None
+            width = self.eval(call.args[width_at]) if width_at is not None and len(call.args) > width_at else None
+            if kind in ("ballot", "any", "all", "active"):
+                value = truth(value)
+            me = self.block_index()
+            slot = self.exchange.values.setdefault(self.warp_ops, {})
+            slot[me] = value
+            yield  # every live thread of the block contributes to this step
+            self.warp_results[id(call)] = self.warp_result(kind, me, slot, value, lane_arg, width)
+            self.warp_ops += 1
+
+    def block_index(self) -> int:
+        b = self.builtins
+        return (b[("threadIdx", "z")] * b[("blockDim", "y")] + b[("threadIdx", "y")]) * b[("blockDim", "x")] + \
+            b[("threadIdx", "x")]
+
+    def warp_result(self, kind: str, me: int, slot: dict[int, Any], value: Any, lane_arg: Any, width: Any) -> Any:
+        warp = self.prog.warp_size
+        base = me - me % warp
+        lanes = range(base, base + warp)
+
+        def partner_value(t: int) -> Any:
+            if t in slot:
+                return slot[t]
+            if t in self.exchange.finished or not 0 <= t - base < warp:
+                return value  # an exited lane: its own value (what the source gets is undefined)
+            raise Unsupported("lanes of a warp reach their warp operations out of step")
+
+        if kind == "active":
+            return sum(1 << (t - base) for t in lanes if t in slot)
+        if kind in ("any", "all"):
+            out: BoolLike = kind == "all"
+            for t in lanes:
+                if t in slot:
+                    out = or_(out, slot[t]) if kind == "any" else and_(out, slot[t])
+            return out
+        if kind == "ballot":
+            if any(not isinstance(slot[t], bool) for t in lanes if t in slot):
+                raise Unsupported("a ballot of hole-dependent predicates")
+            return sum(1 << (t - base) for t in lanes if t in slot and slot[t])
+        w = warp if width is None else width
+        if not isinstance(w, int) or w <= 0 or warp % w:
+            raise Unsupported("a shuffle width that is not a divisor of the warp")
+        lane = me - base
+        seg = lane - lane % w
+
+        def source(arg: int) -> int:
+            if kind == "idx":
+                return base + seg + arg % w
+            target = {"down": lane + arg, "up": lane - arg, "xor": lane ^ arg}[kind]
+            return base + target if seg <= target < seg + w else me
+
+        if isinstance(lane_arg, int):
+            return partner_value(source(lane_arg))
+        if not isinstance(lane_arg, z3.ArithRef):
+            raise Unsupported("a shuffle lane that is not an integer")
+        r = int_range(lane_arg, self.prog.bounds, {})
+        lo, hi = (0, 2 * warp) if r is None else (max(r[0], -2 * warp), min(r[1], 2 * warp))
+        out_value: Any = partner_value(source(lo))
+        for arg in range(lo + 1, hi + 1):
+            out_value = merge(lane_arg == arg, partner_value(source(arg)), out_value)
+        self.prog.obligations.append(z3.Implies(_zb(self.pc), z3.And(lane_arg >= lo, lane_arg <= hi)))
+        return out_value
+
+    def sizeof(self, arg: A.Type | A.Expr) -> int:
+        if isinstance(arg, A.Type):
+            return type_bytes(arg)
+        if isinstance(arg, A.Name):
+            slot = self.lookup(arg.id)
+            if slot is not None and slot[4] is not None:
+                return int(slot[4])  # an array: all of it
+            if slot is not None and isinstance(slot[3], A.Type):
+                return type_bytes(slot[3])
+            if slot is not None and slot[1] in ("int", "float", "double", "bool"):
+                decl = self.prog.global_decls.get(arg.id)
+                if decl is not None and self.lookup(arg.id) is self.prog.globals.get(arg.id):
+                    return type_bytes(decl.type)
+        if isinstance(arg, A.Index | A.Unary) and not (isinstance(arg, A.Unary) and arg.op != "*"):
+            p = self.address(arg) if isinstance(arg, A.Index) else self.eval(arg.operand)
+            if isinstance(p, Ptr):
+                return p.buf.elem_bytes * p.stride()
+        raise Unsupported("sizeof of this expression")
+
+    def launch(self, e: A.Launch) -> None:
+        """``kernel<<<grid, block[, shared]>>>(args)`` from host code: the grid runs to completion here."""
+        name = e.kernel.id if isinstance(e.kernel, A.Name) else None
+        fn = self.prog.functions.get(name or "")
+        if fn is None or fn.template is not None:
+            raise Unsupported(f"launch of {'a template kernel' if fn is not None else 'an unknown kernel'}")
+        if self.pc is not True:
+            raise Unsupported("a kernel launch under a hole-dependent condition")
+        config = [self.eval(c) for c in e.config]
+        if len(config) < 2:
+            raise Unsupported("a launch without grid and block")
+        grid, block = _dim3([config[0]]), _dim3([config[1]])
+        shared = config[2] if len(config) > 2 else 0
+        if not isinstance(shared, int) or any(not isinstance(v, int) for v in (*grid, *block)):
+            raise Unsupported("a launch shape that depends on the hole")
+        values = [self.eval(a) for a in e.args]
+        if len(values) != len(fn.params):
+            raise Unsupported("a launch whose arguments do not match the kernel's parameters")
+        params: list[tuple[str, Any, str]] = []
+        for p, v in zip(fn.params, values, strict=True):
+            if not isinstance(p, A.Param) or p.name is None:
+                raise Unsupported("unnamed parameter")
+            pk = "auto" if p.type.pointers else type_kind(p.type)
+            params.append((p.name, convert(v, pk), pk))
+        run_grid(self.prog, fn, params, LaunchShape(grid, block, shared))
+
+    def host_memory(self, name: str, args: list[Any], e: A.Call) -> int:
+        """cudaMalloc / cudaMemcpy / cudaMemset / cudaMemcpyToSymbol on the interpreter's buffers."""
+        if self.pc is not True:
+            raise Unsupported(f"{name} under a hole-dependent condition")
+        if name in ("cudaMalloc", "cudaMallocManaged"):
+            if len(args) < 2 or not isinstance(args[0], VarRef) or not isinstance(args[1], int):
+                raise Unsupported(f"{name} of something other than &pointer and a size")
+            ref = args[0]
+            elem = A.replace(ref.ctype, pointers=ref.ctype.pointers[:-1], quals=())
+            if elem.pointers:
+                raise Unsupported(f"{name} of an array of pointers")
+            size = type_bytes(elem)
+            kind = type_kind(elem)
+            n = args[1] // size
+            buf = Buffer(ref.name, kind, [_zero_of(kind)] * n, {} if self.prog.instrument else None, elem_bytes=size)
+            ref.slot[0] = Ptr(buf, 0)
+            return 0
+        if name in ("cudaMemset", "cudaMemsetAsync"):
+            if len(args) < 3 or not isinstance(args[0], Ptr) or args[1] != 0 or not isinstance(args[2], int):
+                raise Unsupported(f"{name} to a value other than zero")
+            for k in range(args[2] // args[0].buf.elem_bytes):
+                self.store(Ptr(args[0].buf, binop("+", args[0].off, k)), 0)
+            return 0
+        if len(args) < 3 or not isinstance(args[2], int):
+            raise Unsupported(f"{name} of a size that is not known")
+        dst, src = args[0], args[1]
+        if name == "cudaMemcpyToSymbol" and not isinstance(dst, Ptr):
+            symbol = e.args[0]
+            slot = self.lookup(symbol.id) if isinstance(symbol, A.Name) else None
+            if slot is None or not isinstance(src, Ptr):
+                raise Unsupported("cudaMemcpyToSymbol of an unknown symbol")
+            slot[0] = convert(self.load(src), slot[1])
+            return 0
+        if name == "cudaMemcpyToSymbol" and len(args) > 3 and isinstance(args[3], int) and isinstance(dst, Ptr):
+            dst = Ptr(dst.buf, binop("+", dst.off, args[3] // dst.buf.elem_bytes))  # the byte offset
+        if not isinstance(dst, Ptr) or not isinstance(src, Ptr):
+            raise Unsupported(f"{name} between something other than two buffers")
+        if dst.buf.elem_bytes != src.buf.elem_bytes:
+            raise Unsupported(f"{name} between buffers of different element sizes")
+        for k in range(args[2] // dst.buf.elem_bytes):
+            at_src = Ptr(src.buf, binop("+", src.off, k))
+            at_dst = Ptr(dst.buf, binop("+", dst.off, k))
+            self.store(at_dst, self.load(at_src))
+            # the copy's elements keep the statements that computed them (localization follows the data)
+            if dst.buf.writers is not None and src.buf.writers is not None and isinstance(at_src.off, int) \
+                    and isinstance(at_dst.off, int) and at_src.off in src.buf.writers:
+                dst.buf.writers[at_dst.off] = src.buf.writers[at_src.off]
+        return 0
+
     def call_function(self, fn: A.Function, args: list[Any]) -> Any:
+        steps = self.call_function_steps(fn, args)
+        try:
+            next(steps)
+        except StopIteration as finished:
+            return finished.value
+        steps.close()
+        raise Unsupported("barrier inside a device function")
+
+    def call_function_steps(self, fn: A.Function, args: list[Any]) -> Generator[None, None, Any]:
+        """Run a device function (yielding at its barriers and warp operations); returns its value."""
         if fn.template is not None:
             raise Unsupported("template function")
         saved_scopes, saved_loops, saved_ret, saved_pc = self.scopes, self.loops, self.ret, self.pc
         self.scopes, self.loops, self.ret = [{}], [], None
         kind = "void" if fn.ret.base == "void" and not fn.ret.pointers else ("auto" if fn.ret.pointers else type_kind(fn.ret))
-        for p, a in zip(fn.params, args, strict=False):
-            if not isinstance(p, A.Param) or p.name is None:
-                raise Unsupported("unnamed parameter")
-            pk = "auto" if p.type.pointers else type_kind(p.type)
-            self.declare(p.name, convert(a, pk), pk)
         try:
-            for _ in self.exec(fn.body):
-                raise Unsupported("barrier inside a device function")
+            for p, a in zip(fn.params, args, strict=False):
+                if not isinstance(p, A.Param) or p.name is None:
+                    raise Unsupported("unnamed parameter")
+                pk = "auto" if p.type.pointers else type_kind(p.type)
+                self.declare(p.name, convert(a, pk), pk)
+            yield from self.exec(fn.body)
             out = self.ret
         finally:
             self.scopes, self.loops, self.ret, self.pc = saved_scopes, saved_loops, saved_ret, saved_pc
@@ -902,13 +1225,25 @@ class Thread:
                 yield
                 return
             self.stmt_id = id(s)
+            saved, self.warp_results = self.warp_results, dict(self.warp_results)
+            yield from self.warp_prelude(s.expr)
+            self.stmt_id = id(s)  # (a device function the prelude ran set its own)
             self.eval(s.expr)
+            self.warp_results = saved
         elif isinstance(s, A.DeclStmt):
             self.stmt_id = id(s)
             for d in s.decls:
+                saved, self.warp_results = self.warp_results, dict(self.warp_results)
+                if d.init is not None:
+                    yield from self.warp_prelude(d.init)
+                    self.stmt_id = id(s)
                 self._declare(d)
+                self.warp_results = saved
         elif isinstance(s, A.If):
+            saved, self.warp_results = self.warp_results, dict(self.warp_results)
+            yield from self.warp_prelude(s.cond)
             c = truth(self.eval(s.cond))
+            self.warp_results = saved
             if isinstance(c, bool):
                 if c:
                     yield from self.exec(s.then)
@@ -929,7 +1264,10 @@ class Thread:
             yield from self._loop(None, s.cond, None, s.body, None, _loop_key(s))
         elif isinstance(s, A.Return):
             if s.value is not None:
+                saved, self.warp_results = self.warp_results, dict(self.warp_results)
+                yield from self.warp_prelude(s.value)
                 v = self.eval(s.value)
+                self.warp_results = saved
                 self.ret = v if self.ret is None else merge(self.pc, v, self.ret)
             self.pc = False
         elif isinstance(s, A.Break):
@@ -960,9 +1298,19 @@ class Thread:
             return
         if d.dims:
             buf = self._array(d)
-            self.declare(d.name, Ptr(buf, 0, self._dims(d)[1:]), "auto")
+            dims = self._dims(d)
+            self.declare(d.name, Ptr(buf, 0, dims[1:]), "auto", None, len(buf.data) * buf.elem_bytes)
             if d.init is not None:
-                raise Unsupported("array initializer")
+                items = d.init.items if isinstance(d.init, A.InitList) else ()
+                if len(dims) != 1 or not isinstance(d.init, A.InitList) or len(items) > len(buf.data) or any(
+                        isinstance(x, A.InitList) for x in items):
+                    raise Unsupported("array initializer")
+                for k, item in enumerate(items):
+                    buf.data[k] = convert(self.eval(item), buf.kind)
+            return
+        if d.type.base == "dim3" and not d.type.pointers:
+            items = d.init.items if isinstance(d.init, A.InitList) else (() if d.init is None else (d.init,))
+            self.declare(d.name, _dim3([self.eval(x) for x in items]), "dim3")
             return
         kind = "auto" if d.type.pointers else type_kind(d.type)
         if d.init is None:
@@ -971,7 +1319,7 @@ class Thread:
             if d.init_style != "=":
                 raise Unsupported("constructor-style initializer")
             value = convert(self.eval(d.init), kind)
-        self.declare(d.name, value, kind)
+        self.declare(d.name, value, kind, d.type if d.type.pointers else None)
 
     def _dynamic_shared(self, d: A.VarDecl) -> Buffer:
         """``extern __shared__ T x[];``: the launch's dynamic shared bytes as an array of T (one such array per
@@ -985,7 +1333,7 @@ class Thread:
         if n <= 0:
             raise Unsupported("dynamic shared memory without a size from the launch")
         kind = type_kind(d.type)
-        self.shared[_DYNAMIC + d.name] = Buffer(d.name, kind, [_zero_of(kind)] * n)
+        self.shared[_DYNAMIC + d.name] = Buffer(d.name, kind, [_zero_of(kind)] * n, elem_bytes=size)
         return self.shared[_DYNAMIC + d.name]
 
     def _dims(self, d: A.VarDecl) -> tuple[int, ...]:
@@ -1002,7 +1350,7 @@ class Thread:
             return self._dynamic_shared(d)
         n = int(np.prod(self._dims(d)))
         kind = type_kind(d.type)
-        return Buffer(d.name, kind, [_zero_of(kind)] * n)
+        return Buffer(d.name, kind, [_zero_of(kind)] * n, elem_bytes=type_bytes(d.type))
 
     def _for(self, s: A.For) -> Iterator[None]:
         self.scopes.append({})
@@ -1056,6 +1404,30 @@ class Thread:
                             slot[2] = self.pc
                 self.eval(step)
         self.pc = exits
+
+
+def _post_order(e: A.Node) -> list[A.Node]:
+    """Nodes of ``e``, children before their parent (the order a call's operands are evaluated in)."""
+    out: list[A.Node] = []
+    for child in A.children(e):
+        out += _post_order(child)
+    out.append(e)
+    return out
+
+
+def _conditional_warp_call(e: A.Node, prog: Program) -> bool:
+    """A warp operation (or a function that steps with the block) under a ``?:`` branch or the right side of
+    ``&&``/``||`` (evaluated on some paths only)."""
+    for n in A.walk(e):
+        sides: tuple[A.Node, ...] = ()
+        if isinstance(n, A.Ternary):
+            sides = (n.then, n.else_)
+        elif isinstance(n, A.Binary) and n.op in ("&&", "||"):
+            sides = (n.right,)
+        if any(isinstance(m, A.Call) and m.callee is not None and (m.callee in WARP_CALLS or prog.steps_through(
+                m.callee)) for side in sides for m in A.walk(side)):
+            return True
+    return False
 
 
 LOOP_SLACK = 4  # iterations beyond the concrete runs' most that a hole-dependent loop may run
@@ -1122,7 +1494,7 @@ def _zb(c: BoolLike) -> Any:
 
 
 def _zero_of(kind: str) -> Any:
-    return {"int": 0, "float": np.float32(0), "double": 0.0, "bool": False}.get(kind, 0)
+    return {"int": 0, "float": np.float32(0), "double": 0.0, "bool": False, "half": np.float16(0)}.get(kind, 0)
 
 
 def _choice_to_int(c: Any) -> Any:
@@ -1187,6 +1559,11 @@ MATH: dict[str, Callable[..., Any]] = {
     "cosf": _f32(np.cos), "__cosf": _f32(np.cos), "fabsf": _f32(np.abs), "fabs": _f64(np.abs),
     "floorf": _f32(np.floor), "ceilf": _f32(np.ceil), "erff": _f32(lambda x: np.float32(math.erf(float(x)))),
     "powf": lambda a, b: np.float32(np.power(np.float32(a), np.float32(b))),
+    # half precision: conversions round to nearest even; the arithmetic helpers round the float result
+    "__half2float": lambda x: np.float32(x), "__float2half": lambda x: np.float16(x),
+    "__float2half_rn": lambda x: np.float16(x), "__hadd": lambda a, b: np.float16(np.float32(a) + np.float32(b)),
+    "__hsub": lambda a, b: np.float16(np.float32(a) - np.float32(b)),
+    "__hmul": lambda a, b: np.float16(np.float32(a) * np.float32(b)),
 }
 
 
@@ -1197,6 +1574,8 @@ def make_buffer(name: str, array: np.ndarray, instrument: bool) -> Buffer:
     if flat.dtype.kind == "f":
         if flat.dtype == np.float32:
             kind, data = "float", [np.float32(x) for x in flat]
+        elif flat.dtype == np.float16:
+            kind, data = "half", [np.float16(x) for x in flat]
         elif flat.dtype == np.float64:
             kind, data = "double", [float(x) for x in flat]
         else:
@@ -1207,7 +1586,17 @@ def make_buffer(name: str, array: np.ndarray, instrument: bool) -> Buffer:
         kind, data = "bool", [bool(x) for x in flat]
     else:
         raise Unsupported(f"buffer dtype {flat.dtype}")
-    return Buffer(name, kind, data, {} if instrument else None)
+    return Buffer(name, kind, data, {} if instrument else None, elem_bytes=flat.dtype.itemsize)
+
+
+def _dim3(values: list[Any]) -> tuple[Any, Any, Any]:
+    """A ``dim3`` from an int, a dim3 or up to three components (missing ones are 1)."""
+    if len(values) == 1 and isinstance(values[0], tuple):
+        return values[0]
+    if len(values) > 3:
+        raise Unsupported("dim3 of more than three values")
+    out = [convert(v, "int") for v in values] + [1] * (3 - len(values))
+    return out[0], out[1], out[2]
 
 
 def run_kernel(
@@ -1217,34 +1606,54 @@ def run_kernel(
     shape: LaunchShape,
     kind: str = "kernel",
 ) -> dict[str, Buffer]:
-    """Run ``entry`` on the given arguments (arrays and scalars, by parameter name); returns the buffers."""
+    """Run ``entry`` on the given arguments (arrays and scalars, by parameter name, or in order when the spec
+    names them otherwise); returns the buffers by argument name. A ``host`` entry runs on one thread: its
+    allocations, copies and launches are interpreted (see :meth:`Thread.host_memory`, :meth:`Thread.launch`)."""
     fn = prog.functions.get(entry)
     if fn is None:
         raise Unsupported(f"entry '{entry}' is not a modeled function")
     if fn.template is not None:
         raise Unsupported("template kernel")
+    prog.globals = {}  # file-scope variables start from their initializers in every run
+    named = [p.name for p in fn.params if isinstance(p, A.Param) and p.name is not None]
+    if len(named) != len(fn.params):
+        raise Unsupported("unnamed parameter")
+    if all(n in args for n in named):
+        pairs = [(n, n) for n in named]
+    elif len(args) == len(named):
+        pairs = list(zip(named, args, strict=True))  # the spec's arguments are the entry's, in order
+    else:
+        raise Unsupported("kernel parameter without a matching spec argument")
     buffers: dict[str, Buffer] = {}
     params: list[tuple[str, Any, str]] = []
-    for p in fn.params:
-        if not isinstance(p, A.Param) or p.name is None or p.name not in args:
-            raise Unsupported("kernel parameter without a matching spec argument")
-        a = args[p.name]
+    for p, (pname, aname) in zip(fn.params, pairs, strict=True):
+        assert isinstance(p, A.Param)
+        a = args[aname]
         if isinstance(a, np.ndarray):
             if not p.type.pointers:
-                raise Unsupported(f"array passed to scalar parameter '{p.name}'")
-            buffers[p.name] = make_buffer(p.name, a, prog.instrument)
-            if p.name in prog.observe:
-                buffers[p.name].events = []
-            params.append((p.name, Ptr(buffers[p.name], 0), "auto"))
+                raise Unsupported(f"array passed to scalar parameter '{pname}'")
+            buffers[aname] = make_buffer(aname, a, prog.instrument)
+            if aname in prog.observe:
+                buffers[aname].events = []
+            params.append((pname, Ptr(buffers[aname], 0), "auto"))
         else:
             pk = type_kind(p.type)
-            params.append((p.name, convert(a, pk), pk))
+            params.append((pname, convert(a, pk), pk))
+    if kind != "kernel":
+        shape = LaunchShape(shape.grid, (1, 1, 1), shape.shared_bytes)
+    run_grid(prog, fn, params, shape)
+    return buffers
+
+
+def run_grid(prog: Program, fn: A.Function, params: list[tuple[str, Any, str]], shape: LaunchShape) -> None:
+    """Every thread of the launch, block by block (threads of a block interleaved at barriers)."""
     gx, gy, gz = shape.grid
-    bx, by, bz = shape.block if kind == "kernel" else (1, 1, 1)
+    bx, by, bz = shape.block
     for bz_i in range(gz):
         for by_i in range(gy):
             for bx_i in range(gx):
                 shared: dict[str, Buffer] = {}
+                exchange = WarpExchange()
                 gens = []
                 for tz in range(bz):
                     for ty in range(by):
@@ -1260,6 +1669,7 @@ def run_kernel(
                                 continue
                             th = Thread(prog, builtins, shared)
                             th.dynamic_shared_bytes = shape.shared_bytes
+                            th.exchange = exchange
                             th.tid = tid
                             for name, value, k in params:
                                 th.declare(name, value, k)
@@ -1273,6 +1683,7 @@ def run_kernel(
                             nxt.append((th, g))
                         except StopIteration:
                             prog.thread_steps_seen = max(prog.thread_steps_seen, th.steps)
+                            exchange.finished.add(th.block_index())
                         except Infeasible:
                             # A faulting thread ran this long too (a cap derived from the finished threads
                             # alone would stop a repaired thread that runs as long as it should).
@@ -1280,5 +1691,5 @@ def run_kernel(
                             if prog.faulted is None:
                                 raise
                             prog.faulted.add(th.tid)  # independent threads: the others still run
+                            exchange.finished.add(th.block_index())
                     live = nxt
-    return buffers

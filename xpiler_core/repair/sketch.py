@@ -19,6 +19,7 @@ smallest change the examples force.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,48 @@ class Edit:
     span: Span
     old: str
     new: str
+
+
+_INT = re.compile(rb"^\(?\s*(-?\s*\d+)\s*\)?$")
+_AFTER = re.compile(rb"^(\s*)([+-])(\s*)(\d+)\b(?![\w.])")
+# tokens after which ``X op M`` groups as ``(X op M)`` (nothing binds X more tightly from the left)
+_OPEN_BEFORE = (b"(", b"[", b",", b"=", b"<", b">", b"?", b":", b"{", b";", b"return", b"&&", b"||")
+
+
+def _span_at(data: bytes, start: int, end: int) -> Span:
+    def point(offset: int) -> tuple[int, int]:
+        line = data.count(b"\n", 0, offset)
+        return line, offset - (data.rfind(b"\n", 0, offset) + 1)
+
+    (sl, sc), (el, ec) = point(start), point(end)
+    return Span(start, end, sl, sc, el, ec)
+
+
+def tidy(text: str, edit: Edit) -> Edit:
+    """The edit as a person would write it: an integer constant that lands next to another one is folded
+    (``0 + 1`` edited to ``(-1) + 1`` reads ``0``), and ``x - (-1)`` reads ``x + 1`` (``x + (-1)``: ``x - 1``).
+    Only where C's grouping makes the two spellings equal; otherwise the edit as it was."""
+    data = text.encode("utf-8")
+    new = _INT.match(edit.new.encode("utf-8"))
+    if new is None:
+        return edit
+    value = int(new.group(1).replace(b" ", b""))
+    start, end = edit.span.start_byte, edit.span.end_byte
+    before = data[:start].rstrip()
+    after = _AFTER.match(data[end:])
+    if after is not None and before.endswith(_OPEN_BEFORE) and not before.endswith((b"->", b">>", b"<<")):
+        rest = data[end + after.end():].lstrip()
+        if not rest[:1] or rest[:1] not in b"*/%[(.":
+            folded = value + int(after.group(4)) * (1 if after.group(2) == b"+" else -1)
+            text_new = str(folded) if folded >= 0 or before.endswith((b"(", b"[", b",", b"=")) else f"({folded})"
+            return Edit(_span_at(data, start, end + after.end()), text[start:end] + data[end:end + after.end()]
+                        .decode("utf-8"), text_new)
+    if value < 0 and before.endswith((b"-", b"+")) and not before.endswith((b"--", b"++", b"->")):
+        op_at = len(before) - 1
+        flipped = "+" if before.endswith(b"-") else "-"
+        old = data[op_at:end].decode("utf-8")
+        return Edit(_span_at(data, op_at, end), old, f"{flipped} {-value}")
+    return edit
 
 
 @dataclass

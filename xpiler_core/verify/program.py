@@ -15,7 +15,8 @@ with the same arguments and standard input, under time, CPU and memory limits, a
   judged by it: the translation must reach the same verdict.
 
 If the source program itself does not build, crashes, times out, exits with a failure or fails its own
-check on the runtime, the report says so and nothing is blamed on the translation.
+check on the runtime, the report says so and nothing is blamed on the translation; nor when the translation's
+verdict differs and the source, run again, does not reach its first verdict either.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from xpiler_core.project import BuildSettings, ProjectConfig
 from xpiler_core.runtime.limits import child_limits
 
 DEFAULT_TIMEOUT_S = 120.0
+SOURCE_RERUNS = 2  # runs of the source again before a different verdict is blamed on the translation
 PROGRAM_MEMORY_BYTES = 16 * 1024**3
 MAX_WORKDIR_BYTES = 64 * 1024**2  # a bigger source folder is not copied (the programs run in an empty one)
 MAX_STREAM_CHARS = 2_000_000
@@ -311,6 +313,16 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
     if verdict is not None:
         got = own_verdict(candidate.stdout)
         if got != verdict:
+            # before blaming the translation: does the source reach the same verdict when run again? (a check
+            # that reads uninitialized or out-of-bounds memory, a race or the clock can change it)
+            for _ in range(SOURCE_RERUNS if rerun_source is not None else 0):
+                rerun: ProgramRun = rerun_source()
+                second = own_verdict(rerun.stdout) if not rerun.failure() else rerun.failure()
+                if second != verdict:
+                    return ProgramReport(source, candidate, False, True,
+                                         f"reaches different verdicts when run again ({verdict}, then {second}): its "
+                                         "check depends on something besides its inputs (uninitialized or "
+                                         "out-of-bounds memory, a race, the clock)", verdict, len(src_lines), ignored)
             return ProgramReport(source, candidate, False, False,
                                  f"the source program prints {verdict}, the translation {got or 'no verdict'}",
                                  verdict, len(src_lines), ignored)

@@ -29,8 +29,10 @@ from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 from xpiler_core.passes.support.ast_support import enter, guarded_fast_path, int_param, leave
-from xpiler_core.passes.support.bang_thread import ThreadEvaluator, module_int_constants, stmts_of
+from xpiler_core.passes.support.bang_thread import Poly, ThreadEvaluator, module_int_constants, stmts_of
 from xpiler_core.passes.support.cpu_prelude import GEMM_MARK
+from xpiler_core.passes.support.implicit_gemm import Coord, ImplicitGemm
+from xpiler_core.passes.support.implicit_gemm import recognize as recognize_implicit
 from xpiler_core.passes.support.matmul_shape import MatmulShape, Operand, recognize
 from xpiler_core.passes.support.per_function import is_bound_kernel, rewrite_each
 from xpiler_core.printer import print_expr
@@ -52,6 +54,8 @@ INFO = PassInfo(
 MR, NR = 6, 16
 # work (multiply-adds) below which a cache block runs on one thread: a parallel region costs microseconds
 PARALLEL_WORK = 1 << 18
+# floats the gathered operands and the product of an implicit GEMM may take (1 GiB); larger runs the loops
+GATHER_FLOATS = 1 << 28
 
 HELPER = GEMM_MARK + r"""
 /* C[i*ldc + j] = sum_k A[i*ars + k*acs] * B[k*brs + j*bcs] over [0,M) x [0,N): B packed in kc x 16 panels,
@@ -229,8 +233,62 @@ def emit(shape: MatmulShape, mc: int, kc: int, nc: int) -> tuple[list[str], list
     return pre, lines
 
 
+def _horner(coords: tuple[Coord, ...] | list[tuple[str, str]]) -> str:
+    """Row-major linear index of loop variables over the given (name, extent) list."""
+    pairs = [(c.atom, f"xp_ig_e_{c.atom}") if isinstance(c, Coord) else c for c in coords]
+    out = pairs[0][0]
+    for name, extent in pairs[1:]:
+        out = f"({out} * {extent} + {name})"
+    return out
+
+
+def _loops(coords: tuple[Coord, ...]) -> list[str]:
+    return [f"for (long {c.atom} = 0; {c.atom} < xp_ig_e_{c.atom}; ++{c.atom})" for c in coords]
+
+
+def emit_implicit(shape: ImplicitGemm, mc: int, kc: int, nc: int) -> tuple[list[str], list[str]]:
+    """(preconditions, statements): gather the two operands into float matrices, multiply, scatter."""
+    coords = (*shape.rows, *shape.cols)
+    span = [f"xp_gemm_max(0L, {hi.c_text()} - {lo.c_text()})" for _, lo, hi in shape.sums]
+    sizes = {"m": " * ".join(f"xp_gemm_max(0L, {c.extent})" for c in shape.rows),
+             "n": " * ".join(f"xp_gemm_max(0L, {c.extent})" for c in shape.cols), "k": " * ".join(span)}
+    pre = [*shape.preconditions,
+           f"(double)({sizes['m']}) * ({sizes['k']}) + (double)({sizes['k']}) * ({sizes['n']}) + "
+           f"(double)({sizes['m']}) * ({sizes['n']}) <= {float(GATHER_FLOATS)}"]
+    lines = [f"const long xp_ig_e_{c.atom} = xp_gemm_max(0L, {c.extent});" for c in coords]
+    lines += [
+        f"const long xp_gemm_m = {' * '.join(f'xp_ig_e_{c.atom}' for c in shape.rows)};",
+        f"const long xp_gemm_n = {' * '.join(f'xp_ig_e_{c.atom}' for c in shape.cols)};",
+        f"const long xp_gemm_k = {sizes['k']};",
+        "float *xp_ig_a = (float *)xp_gemm_alloc(xp_gemm_m * xp_gemm_k);",
+        "float *xp_ig_b = (float *)xp_gemm_alloc(xp_gemm_k * xp_gemm_n);",
+        "float *xp_mm_acc0 = (float *)xp_gemm_alloc(xp_gemm_m * xp_gemm_n);",
+    ]
+    sum_loops = [f"for (long {v} = {lo.c_text()}; {v} < {hi.c_text()}; ++{v})" for v, lo, hi in shape.sums]
+    sum_index = _horner([(v if lo == Poly() else f"({v} - {lo.c_text()})", f"({hi.c_text()} - {lo.c_text()})")
+                         for v, lo, hi in shape.sums])
+    # A: one row of summation terms per row coordinate tuple (an im2col matrix for a convolution)
+    lines += [f"#pragma omp parallel for collapse({len(shape.rows)}) if (xp_gemm_m * xp_gemm_k >= 65536)",
+              *_loops(shape.rows), "{",
+              f"float *xp_ig_dst = xp_ig_a + {_horner(shape.rows)} * xp_gemm_k;",
+              *sum_loops, f"*xp_ig_dst++ = {shape.lhs.c_value()};", "}"]
+    # B: one row of column values per summation term
+    lines += [f"#pragma omp parallel for collapse({len(shape.sums)}) if (xp_gemm_k * xp_gemm_n >= 65536)",
+              *sum_loops, "{", f"float *xp_ig_dst = xp_ig_b + {sum_index} * xp_gemm_n;",
+              *_loops(shape.cols), f"*xp_ig_dst++ = {shape.rhs.c_value()};", "}"]
+    lines.append(f"xp_sgemm(xp_gemm_m, xp_gemm_n, xp_gemm_k, xp_ig_a, xp_gemm_k, 1L, xp_ig_b, xp_gemm_n, 1L, "
+                 f"xp_mm_acc0, xp_gemm_n, {mc}, {kc}, {nc});")
+    value = "xp_mm_acc0[xp_e]" if shape.epilogue is None else print_expr(shape.epilogue, Dialect.C)
+    lines += [f"#pragma omp parallel for collapse({len(shape.rows)}) if (xp_gemm_m * xp_gemm_n >= 65536)",
+              *_loops(shape.rows), "{", f"long xp_e = {_horner(shape.rows)} * xp_gemm_n;",
+              *_loops(shape.cols), "{",
+              f"{shape.out_base}[{shape.out_offset.c_text()}] = (float)({value});", "++xp_e;", "}", "}",
+              "free(xp_ig_a);", "free(xp_ig_b);", "free(xp_mm_acc0);"]
+    return pre, lines
+
+
 def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, int], mc: int, kc: int,
-              nc: int) -> A.Function:
+              nc: int, kinds: dict[str, str] | None = None) -> A.Function:
     found = _block_nest(fn)
     if found is None:
         raise PassRefused(f"{fn.name}: no block loop nest at the top of the function (run loop_recovery first)")
@@ -240,10 +298,20 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
     int_params = {p.name for p in fn.params if isinstance(p, A.Param) and p.name and not p.type.pointers}
     ev = ThreadEvaluator(int_params, ptr_params, helpers, consts=consts)
     ev.run(stmts_of(inner.body))
-    shape = recognize(ev)
-    if shape.batched and shape.out.batch_stride.terms == ():
-        raise PassRefused("blocks along z write the same outputs")
-    pre, lines = emit(shape, mc, kc, nc)
+    try:
+        shape = recognize(ev)
+    except PassRefused as refusal:
+        try:
+            implicit = recognize_implicit(ev)
+        except PassRefused as other:
+            raise PassRefused(f"{refusal.reason}; as an implicit GEMM: {other.reason}") from None
+        pre, lines = emit_implicit(implicit, mc, kc, nc)
+        if kinds is not None:
+            kinds[fn.name] = "implicit GEMM (gathered operands)"
+    else:
+        if shape.batched and shape.out.batch_stride.terms == ():
+            raise PassRefused("blocks along z write the same outputs")
+        pre, lines = emit(shape, mc, kc, nc)
     guard = guarded_fast_path(pre, lines, Dialect.C)
     stmts = [*fn.body.stmts[:i], guard, *fn.body.stmts[i:]]
     return A.replace(fn, body=A.replace(fn.body, stmts=tuple(stmts)))
@@ -256,10 +324,11 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     nc = int_param(params, "nc", 2048, 16, 1 << 16)
     helpers = {f.name: f for f in module.functions() if not f.is_kernel and "_blocks" not in f.name}
     consts = module_int_constants(module)
-    result = rewrite_each(module, is_bound_kernel, lambda fn: tensorize(fn, helpers, consts, mc, kc, nc),
+    kinds: dict[str, str] = {}
+    result = rewrite_each(module, is_bound_kernel, lambda fn: tensorize(fn, helpers, consts, mc, kc, nc, kinds),
                           nothing="no bound kernels", tolerate=(AssertionError, KeyError, ValueError, RecursionError))
-    ctx.notes.extend(f"{name}: matrix product on the packed micro-kernel (mc={mc}, kc={kc}, nc={nc})"
-                     for name in result.done)
+    ctx.notes.extend(f"{name}: {kinds.get(name, 'matrix product')} on the packed micro-kernel "
+                     f"(mc={mc}, kc={kc}, nc={nc})" for name in result.done)
     items = list(result.module.items)
     if not any(isinstance(it, A.Opaque) and it.text.startswith(GEMM_MARK) for it in items):
         helper = (f"#define XP_GEMM_PARALLEL_WORK {PARALLEL_WORK}\n"

@@ -10,9 +10,10 @@ kernel body as thread loops over ``xp_block``. How the body is cut into thread l
   scalars instead.
 * A ``for``/``while`` loop that contains a barrier stays a block-level loop (its header must be uniform);
   an ``if`` that contains one is predicated: its condition goes into a per-thread array first.
-* Warp collectives (``__shfl*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``) are sequentialized:
-  each thread stores its operand into a per-thread array, a barrier splits the loop, and the result is
-  read from the partner's slot with CUDA's out-of-range rules (``xp_shfl_*`` in the prelude).
+* Warp collectives (``__shfl*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``; ``__activemask`` as
+  a ballot of true) are sequentialized: each thread stores its operand into a per-thread array, a barrier
+  splits the loop, and the result is read from the partner's slot with CUDA's out-of-range rules
+  (``xp_shfl_*`` in the prelude).
 * Device functions that use barriers, warp collectives or thread builtins are inlined first.
 * ``return`` leaves the thread (``continue``/``goto``); with later thread loops a per-thread done flag keeps
   the thread out of them. Atomics map onto OpenMP atomics in the prelude; launches ``K<<<g, b, s>>>(args)``
@@ -84,6 +85,7 @@ WARP_OPS: dict[str, tuple[str, int, int | None, int | None]] = {
     "__ballot": ("ballot", 0, None, None),
     "__any": ("any", 0, None, None),
     "__all": ("all", 0, None, None),
+    "__activemask": ("ballot", -1, None, None),  # the lanes that reach it: a ballot of true
 }
 BARRIERS = frozenset({"__syncthreads", "__syncwarp", "__threadfence_block"})
 SIDE_EFFECT_CALLS = frozenset({"atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicExch", "atomicCAS",
@@ -388,7 +390,7 @@ def _warp_call(call: A.Call, st: _KernelState, at: A.Stmt) -> tuple[list[A.Stmt]
     kind, value_at, lane_at, width_at = WARP_OPS[call.callee]
     if len(call.args) <= value_at or (lane_at is not None and len(call.args) <= lane_at):
         raise PassRefused(f"{call.callee} with too few arguments", at.span)
-    value = call.args[value_at]
+    value = call.args[value_at] if value_at >= 0 else A.lit(1)
     k = next(st.counter)
     array = f"xp_w{k}"
     if kind in ("ballot", "any", "all"):

@@ -28,6 +28,8 @@ from xpiler_core.printer import print_expr
 THREAD_LOOPS = ("xp_tz", "xp_ty", "xp_tx")
 RAW_THREAD_ATOMS = {"xp_tx", "xp_ty", "xp_tz", "xp_bx", "xp_by", "xp_t"}
 MAX_INLINE_DEPTH = 4
+DIGIT = {"xp_gx": "xp_dx", "xp_gy": "xp_dy"}  # atoms of a split global index: digits and quotients
+QUOTIENT = {"xp_gx": "xp_qx", "xp_gy": "xp_qy"}
 # ----- integer polynomials over named atoms ------------------------------------------------------------
 Monomial = tuple[str, ...]
 
@@ -235,6 +237,10 @@ class ThreadEvaluator:
     ranges: dict[str, tuple[Poly, Poly]] = field(default_factory=dict)  # summation indices being evaluated
     preconditions: list[str] = field(default_factory=list)  # C conditions the recognized shape needs at run time
     sum_atoms: set[str] = field(default_factory=set)  # the summation and tile index atoms created so far
+    # a global index split into mixed-radix digits by ``/`` and ``%`` (``idx % K``, ``idx / K % W``, ...):
+    # base atom (``xp_gx``/``xp_gy``) → the radices, innermost first (see :meth:`delinearize`)
+    radices: dict[str, list[Poly]] = field(default_factory=dict)
+    registers: dict[str, int] = field(default_factory=dict)  # thread-local arrays of constant extent
 
     # statements
     def run(self, stmts: list[A.Stmt] | tuple[A.Stmt, ...]) -> None:
@@ -272,6 +278,12 @@ class ThreadEvaluator:
                 self.thread_arrays.add(d.name)  # a per-thread variable of loop recovery
                 return
             extents = [self.value(x) if x is not None else None for x in d.dims]
+            if (self.in_thread or self.depth > 0) and d.init is None and len(extents) == 1 and isinstance(
+                    extents[0], Poly) and not extents[0].atoms() and 0 < dict(extents[0].terms).get((), 0) <= 64:
+                self.registers[d.name] = dict(extents[0].terms)[()]  # `float acc[4];`: four scalars
+                for i in range(self.registers[d.name]):
+                    self.env[f"{d.name}[{i}]"] = None
+                return
             if self.in_thread or self.depth > 0 or d.init is not None or not all(
                     isinstance(x, Poly) and not x.atoms() and x.terms for x in extents):
                 raise PassRefused(f"the block declares the array {d.name} (local staging)")
@@ -312,6 +324,10 @@ class ThreadEvaluator:
             if target.id not in self.env:
                 raise PassRefused(f"the thread assigns {target.id}, declared outside it")
             self.env[target.id] = value
+            return
+        register = self.register_slot(target)
+        if register is not None:
+            self.env[register] = value
             return
         if isinstance(target, A.Index) and isinstance(target.base, A.Name) and target.base.id in self.thread_arrays:
             self.env[target.base.id] = value
@@ -356,16 +372,19 @@ class ThreadEvaluator:
         decls, sums = body[:n_decls], body[n_decls:]
         if not sums:
             raise PassRefused("a loop in the thread accumulates nothing")
+        if len(sums) == 1 and isinstance(sums[0], A.For):
+            self.nested_sum(view, decls, sums[0])
+            return
         accs: list[tuple[str, A.Expr]] = []
         for st in sums:
             if not (isinstance(st, A.ExprStmt) and isinstance(st.expr, A.Assign)):
                 raise PassRefused("a loop in the thread is not a list of accumulations acc += e")
             asg = st.expr
             target = asg.target
-            if not isinstance(target, A.Name) and not (isinstance(target, A.Index) and isinstance(target.base, A.Name)
-                                                       and target.base.id in self.thread_arrays):
+            acc_slot = self.scalar_slot(target)
+            if acc_slot is None:
                 raise PassRefused("a loop accumulates into memory, not a scalar")
-            acc = target.id if isinstance(target, A.Name) else print_expr(target.base, Dialect.BANG)
+            acc = acc_slot
             if asg.op == "+=":
                 accs.append((acc, asg.value))
             elif asg.op == "=" and isinstance(asg.value, A.Binary) and asg.value.op == "+" and asg.value.left == target:
@@ -378,8 +397,22 @@ class ThreadEvaluator:
         for acc, term in accs:
             if not (isinstance(self.env.get(acc), Zero) or self.env.get(acc) == Poly()):
                 raise PassRefused("a sum does not start from zero")
-            if any(isinstance(n, A.Name) and n.id in names for n in A.walk(term)):
+            if any(self.scalar_slot(n) in names for n in A.walk(term) if isinstance(n, A.Name | A.Index)):
                 raise PassRefused("an accumulation reads an accumulator")
+        var, lo, hi, saved = self.enter_sum(view, decls)
+        values = []
+        for _, term in accs:
+            body_value = self.value(term)
+            if isinstance(body_value, Poly | Ptr):
+                raise PassRefused("the summed term is not a floating-point product")
+            values.append(body_value)
+        self.leave_sum(var, saved)
+        for acc, body_value in zip(names, values, strict=True):
+            self.env[acc] = Sum(var, lo, hi, body_value)
+
+    def enter_sum(self, view: A.LoopView, decls: list[A.Stmt]) -> tuple[str, Poly, Poly, dict[str, Any]]:
+        """A summation atom for the loop variable over the loop's range, the loop's declarations evaluated;
+        returns (atom, lo, hi, the names to restore when the sum is left)."""
         lo, hi = self.value(view.start), self.value(view.stop)
         if not (isinstance(lo, Poly) and isinstance(hi, Poly)):
             raise PassRefused("loop bounds are not integers")
@@ -390,20 +423,50 @@ class ThreadEvaluator:
         self.ranges[var] = (lo, hi)
         for st in decls:
             self.stmt(st)
-        values = []
-        for _, term in accs:
-            body_value = self.value(term)
-            if isinstance(body_value, Poly | Ptr):
-                raise PassRefused("the summed term is not a floating-point product")
-            values.append(body_value)
+        return var, lo, hi, saved
+
+    def leave_sum(self, var: str, saved: dict[str, Any]) -> None:
         del self.ranges[var]
-        for acc, body_value in zip(names, values, strict=True):
-            self.env[acc] = Sum(var, lo, hi, body_value)
         for n, v in saved.items():
             if v is None:
                 self.env.pop(n, None)
             else:
                 self.env[n] = v
+
+    def nested_sum(self, view: A.LoopView, decls: list[A.Stmt], inner: A.For) -> None:
+        """``for v: [decls] for w: ... acc += e`` → ``acc = sum_v sum_w ... e`` (every accumulator from zero)."""
+        before = dict(self.env)
+        stores, guards = len(self.stores), len(self.guards)
+        var, lo, hi, saved = self.enter_sum(view, decls)
+        self.loop(inner)
+        if len(self.stores) != stores or len(self.guards) != guards:
+            raise PassRefused("a loop nest in the thread stores or exits")
+        for name, new in list(self.env.items()):
+            if name in saved or new is before.get(name):
+                continue
+            old = before.get(name)
+            if not (isinstance(old, Zero) or old == Poly()) or not isinstance(new, Sum):
+                raise PassRefused(f"a loop nest sets {name} to something other than a sum from zero")
+            self.env[name] = Sum(var, lo, hi, new)
+        self.leave_sum(var, saved)
+
+    def register_slot(self, e: A.Expr) -> str | None:
+        """``acc[2]`` of a thread-local array of constant extent → its env key; None for other expressions."""
+        if not (isinstance(e, A.Index) and isinstance(e.base, A.Name) and e.base.id in self.registers):
+            return None
+        index = self.value(e.index)
+        if not isinstance(index, Poly) or index.atoms() or not 0 <= dict(index.terms).get((), 0) < self.registers[
+                e.base.id]:
+            raise PassRefused(f"the thread-local array {e.base.id} is indexed by a variable")
+        return f"{e.base.id}[{dict(index.terms).get((), 0)}]"
+
+    def scalar_slot(self, e: A.Expr) -> str | None:
+        """The env key of a scalar the thread owns (a variable, a per-thread array element, a register)."""
+        if isinstance(e, A.Name):
+            return e.id
+        if isinstance(e, A.Index) and isinstance(e.base, A.Name) and e.base.id in self.thread_arrays:
+            return e.base.id
+        return self.register_slot(e)
 
     def branch(self, s: A.If) -> None:
         cond = s.cond
@@ -481,6 +544,11 @@ class ThreadEvaluator:
             raise PassRefused(f"the thread reads {e.id}, which is not a parameter")
         if isinstance(e, A.Index) and _tile_root(e) in self.tiles:
             return self.tile_read(e)
+        register = self.register_slot(e)
+        if register is not None:
+            if self.env.get(register) is None:
+                raise PassRefused(f"{register} is read before it is set")
+            return self.env[register]
         if isinstance(e, A.Ternary):
             other = self.value(e.else_)
             if not isinstance(other, Zero):
@@ -540,6 +608,8 @@ class ThreadEvaluator:
                 return a * b
             if op in ("/", "%") and not (a.atoms() | b.atoms()) & (RAW_THREAD_ATOMS | self.index_atoms()):
                 return Poly.atom(f"({a.c_text()} {op} {b.c_text()})")  # thread-free: an opaque value
+            if op in ("/", "%"):
+                return self.delinearize(op, a, b)
             raise PassRefused(f"integer operator {op} in an index")
         if isinstance(a, Ptr) and isinstance(b, Poly) and op in ("+", "-"):
             return Ptr(a.base, a.offset + (b if op == "+" else -b))
@@ -573,7 +643,61 @@ class ThreadEvaluator:
         raise PassRefused(f"floating-point operator {op}")
 
     def index_atoms(self) -> set[str]:
-        return {"xp_gx", "xp_gy", "xp_bz"} | self.sum_atoms
+        digits = {f"{DIGIT[b]}{i}" for b, rs in self.radices.items() for i in range(len(rs))}
+        quotients = {f"{QUOTIENT[b]}{i}" for b, rs in self.radices.items() for i in range(1, len(rs) + 1)}
+        return {"xp_gx", "xp_gy", "xp_bz"} | self.sum_atoms | digits | quotients
+
+    # a global index split into digits
+    def quotient(self, base: str, level: int) -> str:
+        return base if level == 0 else f"{QUOTIENT[base]}{level}"
+
+    def delinearize(self, op: str, a: Poly, b: Poly) -> Poly:
+        """``q / D`` and ``q % D`` where ``q`` is a global index (or a quotient of one already taken) and ``D``
+        a thread-free size: the index is written in a mixed radix (``idx = d0 + R0*(d1 + R1*(... + q_L))``,
+        radices innermost first); ``D`` must be a product of consecutive radices from ``q``'s level (a new
+        radix is appended at the end). The digits are atoms over ``[0, R_i)``; radices must be positive (a
+        run-time precondition), the index non-negative (a thread's global index is)."""
+        if b.atoms() & (RAW_THREAD_ATOMS | self.index_atoms()):
+            raise PassRefused(f"integer operator {op} by a thread-dependent value")
+        level: tuple[str, int] | None = None
+        for base in ("xp_gx", "xp_gy"):
+            for i in range(len(self.radices.get(base, [])) + 1):
+                if a == Poly.atom(self.quotient(base, i)):
+                    level = (base, i)
+        if level is None:
+            raise PassRefused(f"integer operator {op} in an index that is not a thread's global index")
+        base, m = level
+        radices = self.radices.setdefault(base, [])
+        rest, j = b, m
+        while rest != Poly.const(1):
+            if j == len(radices):
+                radices.append(rest)
+                self.need(f"{rest.c_text()} > 0")
+                j += 1
+                break
+            q = exact_div(rest, radices[j])
+            if q is None:
+                raise PassRefused(f"a thread index is split by {b.c_text()}, which does not match its earlier split")
+            rest, j = q, j + 1
+        if op == "/":
+            return Poly.atom(self.quotient(base, j))
+        out, weight = Poly(), Poly.const(1)
+        for i in range(m, j):
+            out = out + Poly.atom(f"{DIGIT[base]}{i}") * weight
+            weight = weight * radices[i]
+        return out
+
+    def coordinates(self) -> dict[str, Poly]:
+        """Each split global index and its intermediate quotients in terms of the digits and the last
+        quotient (the coordinates a thread is identified by)."""
+        mapping: dict[str, Poly] = {}
+        for base, radices in self.radices.items():
+            top = len(radices)
+            value = Poly.atom(self.quotient(base, top))
+            for i in range(top - 1, -1, -1):
+                value = Poly.atom(f"{DIGIT[base]}{i}") + radices[i] * value
+                mapping[self.quotient(base, i)] = value
+        return mapping
 
     def fresh(self, prefix: str) -> str:
         """A new summation (``xp_k``) or tile (``xp_q``) index atom."""
@@ -717,6 +841,11 @@ class ThreadEvaluator:
             if not (isinstance(a, FLOAT_VALUES) and isinstance(b, FLOAT_VALUES)):
                 raise PassRefused(f"{name} of integers")
             return Max((*(a.terms if isinstance(a, Max) else (a,)), *(b.terms if isinstance(b, Max) else (b,))))
+        if fn is None and name in ("__ldg", "__ldcg", "__ldca", "__ldcs") and len(e.args) == 1:
+            ptr = self.value(e.args[0])
+            if not isinstance(ptr, Ptr):
+                raise PassRefused(f"{name} of something other than a global pointer")
+            return Load(ptr.base, ptr.offset)
         if fn is None:
             if len(e.args) == 1 and isinstance(strip_casts(e.args[0]), A.Literal) and name in (
                     "float", "T", "double", "int") and isinstance(self.value(e.args[0]), Zero | Poly):
@@ -855,6 +984,28 @@ def stmts_of(s: A.Stmt) -> list[A.Stmt]:
     return list(s.stmts) if isinstance(s, A.Block) else [s]
 
 
+
+
+def exact_div(p: Poly, d: Poly) -> Poly | None:
+    """``p / d`` when ``d`` divides ``p`` exactly as a polynomial (``d`` one term, or ``p == d``), else None."""
+    if p == d:
+        return Poly.const(1)
+    if len(d.terms) != 1:
+        return None
+    (dm, dc), = d.terms
+    if dc == 0:
+        return None
+    out: dict[Monomial, int] = {}
+    for m, c in p.terms:
+        rest = list(m)
+        for a in dm:
+            if a not in rest:
+                return None
+            rest.remove(a)
+        if c % dc:
+            return None
+        out[tuple(rest)] = c // dc
+    return Poly.of(out)
 
 
 def linear(p: Poly, atoms: list[str]) -> tuple[dict[str, Poly], Poly]:

@@ -78,7 +78,7 @@ def _pure_helper(fn: A.Function, helpers: dict[str, A.Function], depth: int = 0)
     return True
 
 
-def _epilogue(ep: Epilogue, ev: ThreadEvaluator) -> tuple[list[Sum], A.Expr]:
+def stored_epilogue(ep: Epilogue, ev: ThreadEvaluator) -> tuple[list[Sum], A.Expr]:
     """The accumulated sums an epilogue reads, and the epilogue over ``xp_mm_acc<i>[xp_e]``."""
     sums: list[Sum] = []
     slots: dict[str, int] = {}
@@ -137,7 +137,7 @@ def recognize(ev: ThreadEvaluator) -> MatmulShape:
         sums = [st.value]
     elif st.source is not None:
         try:
-            sums, epilogue = _epilogue(st.source, ev)
+            sums, epilogue = stored_epilogue(st.source, ev)
         except PassRefused as refusal:  # say why the value itself was not modelled too
             why = st.source.reason or "not a sum of products"
             raise PassRefused(f"{refusal.reason}; the stored value: {why}") from None
@@ -147,7 +147,7 @@ def recognize(ev: ThreadEvaluator) -> MatmulShape:
     k = first.var
     if any(x.var != k or x.lo != first.lo or x.hi != first.hi for x in sums):
         raise PassRefused("the accumulated products run over different K ranges")
-    thread = {"xp_gx", "xp_gy", "xp_bz", k} | RAW_THREAD_ATOMS
+    thread = {"xp_gx", "xp_gy", "xp_bz", k} | RAW_THREAD_ATOMS | ev.index_atoms()
     axes = ["xp_gx", "xp_gy", "xp_bz", k]
     oc, orest = linear(st.offset, axes)
     if oc[k] != Poly() or oc["xp_gx"] != Poly.const(1) or oc["xp_gy"] == Poly():
