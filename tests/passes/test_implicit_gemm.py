@@ -75,6 +75,24 @@ __global__ void flat_gemm_relu(const float* A, const float* B, float* C, int M, 
   }
 }
 
+// blockIdx and threadIdx read on their own: output pixel per block, output channel per thread (NHWC, OHWI)
+__global__ void conv_blocks(const float* in, const float* w, float* out, int H, int W, int C, int K, int OH, int OW) {
+  int n = blockIdx.z, oh = blockIdx.y, ow = blockIdx.x, oc = threadIdx.x;
+  if (oc < K && oh < OH && ow < OW) {
+    float sum = 0.0f;
+    for (int kh = 0; kh < 3; kh++)
+      for (int kw = 0; kw < 3; kw++)
+        for (int ic = 0; ic < C; ic++)
+          sum += in[((n * H + oh * 2 + kh) * W + ow * 2 + kw) * C + ic] * w[((oc * 3 + kh) * 3 + kw) * C + ic];
+    out[((n * OH + oh) * OW + ow) * K + oc] = sum;
+  }
+}
+
+extern "C" void run_blocks(const float* x, const float* w, float* y, int N, int H, int W, int C, int K) {
+  int OH = (H - 3) / 2 + 1, OW = (W - 3) / 2 + 1;
+  conv_blocks<<<dim3(OW, OH, N), (K + 31) / 32 * 32>>>(x, w, y, H, W, C, K, OH, OW);
+}
+
 extern "C" void run_nhwc(const float* x, const float* w, float* y, int N, int H, int W, int C, int K, int KH,
                          int KW, int s) {
   int OH = (H - KH) / s + 1, OW = (W - KW) / s + 1;
@@ -98,7 +116,7 @@ def conv_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     assert text is not None
     record = next(r for r in records if r["name"] == "cpu_gemm")
     assert record["changed"], record
-    assert text.count("xp_sgemm(xp_gemm_m") == 3, ctx.notes
+    assert text.count("xp_sgemm(xp_gemm_m") == 4, ctx.notes
     marker = "  if (M <= 0 || N <= 0) return;"
     text = text.replace("static void xp_sgemm(", 'extern "C" { int xp_gemm_calls = 0; }\nstatic void xp_sgemm(', 1)
     text = text.replace(marker, "  ++xp_gemm_calls;\n" + marker, 1)
@@ -151,6 +169,17 @@ def test_padded_nchw_convolution_matches_numpy(conv_lib, n: int, c: int, h: int,
     y = np.full(ref.shape, np.nan, np.float32)
     assert _run(conv_lib, "run_nchw", (x, wt, y), (n, c, h, w, k)) == 1
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))
+
+
+@pytest.mark.parametrize(("N", "H", "W", "C", "K"), [(1, 3, 3, 1, 1), (2, 9, 12, 5, 33), (3, 14, 11, 19, 7)])
+def test_block_and_thread_coordinates_convolution(conv_lib, N: int, H: int, W: int, C: int, K: int) -> None:  # noqa: ANN001
+    rng = np.random.default_rng(N + H + W + C + K)
+    x = rng.standard_normal((N, H, W, C)).astype(np.float32)
+    w = rng.standard_normal((K, 3, 3, C)).astype(np.float32)
+    ref = _conv_nhwc(x, w.transpose(1, 2, 3, 0), 2)
+    y = np.full(ref.shape, np.nan, np.float32)
+    assert _run(conv_lib, "run_blocks", (x, w, y), (N, H, W, C, K)) == 1
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4 * np.sqrt(C * 9))
 
 
 @pytest.mark.parametrize(("M", "N", "K"), [(1, 1, 1), (7, 37, 5), (37, 19, 131), (5, 3, 0)])

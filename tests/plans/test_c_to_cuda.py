@@ -264,3 +264,22 @@ def test_an_inner_loop_that_accumulates_is_not_collapsed_into_threads() -> None:
     assert cuda is not None, ctx.unresolved
     kernel = cuda[cuda.index("__global__"):cuda.index("extern")]
     assert "threadIdx.y" not in kernel and "for (int j = 0; j < m; ++j)" in kernel
+
+
+def test_an_entry_named_like_a_cuda_c_builtin_keeps_its_symbol(tmp_path: Path) -> None:
+    # CUDA declares max/min with C linkage; the C program's own `max` keeps its symbol through an asm label
+    text = ('extern "C" void max(const float* x, float* out, int n) {\n'
+            "  float best = -3.0e38f;\n  for (int i = 0; i < n; ++i) if (x[i] > best) best = x[i];\n"
+            "  out[0] = best;\n}\n")
+    cuda, ctx = translate_to_cuda(text, "max.c")
+    assert cuda is not None, ctx.unresolved
+    assert compile_check(cuda, Dialect.CUDA).ok
+    from xpiler_core.runtime.build import build_library
+
+    built = build_library(cuda, Dialect.CUDA, tmp_path, display_name="max.cu")
+    assert built.ok, built.log
+    lib = ctypes.CDLL(str(built.library))
+    x = np.random.default_rng(3).standard_normal(77).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    lib.max(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data), ctypes.c_int(77))
+    assert out[0] == x.max()

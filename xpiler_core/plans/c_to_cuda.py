@@ -37,7 +37,7 @@ from xpiler_core.translation import (
     output_display_name,
 )
 
-DEFAULT_PASSES = ["loop_binding"]
+DEFAULT_PASSES = ["x86_simd", "loop_binding"]
 
 
 def translate_unit(unit: ParsedUnit, params: dict[str, Any] | None = None,
@@ -51,7 +51,37 @@ def translate_unit(unit: ParsedUnit, params: dict[str, Any] | None = None,
         ctx.unresolved.append(Unresolved(run.refused["refused"] or "refused", span, run.refused["name"]))
         return None, run.records, ctx
     assert isinstance(run.unit, A.Module)
-    return print_module(run.unit, Dialect.CUDA), run.records, ctx
+    text = print_module(run.unit, Dialect.CUDA)
+    return _keep_entry_symbols(text, run.unit, ctx), run.records, ctx
+
+
+# Names CUDA's math_functions.h declares with C linkage that the C library does not: a C program may name its
+# own function so (``extern "C" void max(float*, float*)``); nvcc rejects a second C-linkage overload.
+CUDA_C_LINKAGE_NAMES = frozenset({
+    "cospi", "cospif", "cyl_bessel_i0f", "cyl_bessel_i1f", "erfcinv", "erfcinvf", "erfcx", "erfcxf", "erfinv",
+    "erfinvf", "llmax", "llmin", "max", "min", "norm", "norm3df", "norm4df", "normcdf", "normcdff", "normcdfinv",
+    "normcdfinvf", "normf", "rcbrt", "rcbrtf", "rhypot", "rhypotf", "rnorm", "rnorm3d", "rnorm3df", "rnorm4d",
+    "rnorm4df", "rnormf", "rsqrt", "rsqrtf", "sincospi", "sincospif", "sinpi", "sinpif", "ullmax", "ullmin",
+    "umax", "umin",
+})
+
+
+def _keep_entry_symbols(text: str, module: A.Module, ctx: PassContext) -> str:
+    """A C-linkage entry whose name CUDA reserves is defined under another C++ name with an assembler label
+    that keeps the symbol the caller links against (``void xp_c_max(...) __asm__("max")``)."""
+    for fn in module.functions():
+        if fn.linkage != "C" or fn.name not in CUDA_C_LINKAGE_NAMES or fn.body is None:
+            continue
+        head = re.search(rf'extern "C"([^;{{]*?)\b{fn.name}\s*(\([^)]*\))\s*\{{', text)
+        if head is None:
+            continue
+        renamed = f"xp_c_{fn.name}"
+        declaration = f'extern "C"{head.group(1)}{renamed}{head.group(2)} __asm__("{fn.name}");\n'
+        definition = f'extern "C"{head.group(1)}{renamed}{head.group(2)} {{'
+        text = text[:head.start()] + declaration + definition + text[head.end():]
+        ctx.notes.append(f"{fn.name}: CUDA declares {fn.name} with C linkage; the entry is defined as {renamed} "
+                         f"with the symbol {fn.name}")
+    return text
 
 
 def translate_to_cuda(text: str, path: str, params: dict[str, Any] | None = None) -> tuple[str | None, PassContext]:

@@ -121,8 +121,18 @@ def recognize(ev: ThreadEvaluator) -> ImplicitGemm:
     expand = ev.coordinates()
     pre: list[str] = list(ev.preconditions)
     used = set().union(*(p.atoms() for p in _polys(st.offset, st.guards, body, product_guards)))
+    for axis in "yx":  # blockIdx and threadIdx also read on their own: the global index is made of them
+        size = ev.block_sizes.get(axis)
+        if size is not None and f"xp_g{axis}" in used and not ev.radices.get(f"xp_g{axis}") and (
+                {f"xp_b{axis}", f"xp_t{axis}"} & used):
+            width = ev.value(size)
+            assert isinstance(width, Poly)
+            # exact: the evaluator folds only a literal blockIdx * size + threadIdx into the global index
+            expand[f"xp_g{axis}"] = Poly.atom(f"xp_b{axis}") * width + Poly.atom(f"xp_t{axis}")
+            used = (used - {f"xp_g{axis}"}) | {f"xp_b{axis}", f"xp_t{axis}"}
     order: list[str] = []
     radix: dict[str, str] = {}  # digit → its radix
+    raw: dict[str, str] = {}  # a blockIdx/threadIdx coordinate → the launch's extent along it
     tops: dict[str, tuple[str, Poly]] = {}  # axis → (last quotient, product of the radices)
     if "xp_bz" in used:
         order.append("xp_bz")
@@ -134,9 +144,18 @@ def recognize(ev: ThreadEvaluator) -> ImplicitGemm:
         radices = ev.radices.get(base, [])
         top = ev.quotient(base, len(radices))
         digits = [f"{DIGIT[base]}{i}" for i in range(len(radices) - 1, -1, -1)]
+        raw_used = [a for a in (f"xp_b{axis}", f"xp_t{axis}") if a in used]
         if not ({ev.quotient(base, i) for i in range(len(radices) + 1)} | set(digits)) & used:
-            pre.append(f"{_launch(axis)} == 1")
+            # blockIdx and threadIdx read on their own (``ow = blockIdx.x; oc = threadIdx.x``): two coordinates
+            for atom, extent in ((f"xp_b{axis}", f"xp_gd{axis}"), (f"xp_t{axis}", f"xp_bd{axis}")):
+                if atom in raw_used:
+                    order.append(atom)
+                    raw[atom] = f"(long){extent}"
+                else:
+                    pre.append(f"{extent} == 1")
             continue
+        if raw_used:
+            raise PassRefused(f"blockIdx.{axis} or threadIdx.{axis} is read besides the global index it makes")
         if axis not in ev.block_sizes:
             raise PassRefused(f"the {axis} index is not blockIdx.{axis} * blockDim.{axis} + threadIdx.{axis}")
         product = Poly.const(1)
@@ -169,6 +188,8 @@ def recognize(ev: ThreadEvaluator) -> ImplicitGemm:
         top_axis = next((a for a, (top, _) in tops.items() if top == atom), None)
         if atom in radix:
             first = radix[atom]
+        elif atom in raw:
+            first = raw[atom]
         elif atom == "xp_bz":
             first = "(long)xp_gdz"
         else:
