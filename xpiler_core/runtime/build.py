@@ -1,8 +1,10 @@
 """Build CUDA/HIP/C source into a CPU shared library (cached).
 
 CUDA and HIP go through :func:`rewrite_for_cpu` and g++ -O2 -std=c++17 against ``runtime/include``; C goes
-through gcc -O2 -fopenmp unchanged. The shared object is cached in the ``runtime-build`` diskcache under a
-key of source hash, header hash, flags and compiler version, and copied into the caller's directory.
+through gcc -O2 -fopenmp unchanged (with -march=native when it includes x86 intrinsic headers: such code needs
+its instruction sets, and is then cached per CPU). The shared object is cached in the ``runtime-build``
+diskcache under a key of source hash, header hash, flags and compiler version, and copied into the caller's
+directory.
 
 A tuning candidate may carry its own optimization flags for C builds (``extra_flags``, or
 :func:`candidate_flags` around code that builds it indirectly, such as the test harness), so the build that
@@ -15,6 +17,7 @@ import contextlib
 import contextvars
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -34,6 +37,22 @@ INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 COMPILE_TIMEOUT_S = 180.0
 COMPILE_MEMORY_BYTES = 4 * 1024**3
 # Optimization flags a tuning candidate was chosen with; appended to C builds made while they are set.
+# C code written with x86 intrinsics needs their instruction sets enabled: it is built for this machine
+X86_INTRINSIC_HEADER = re.compile(r"#\s*include\s*<(immintrin|x86intrin|[a-z]mmintrin|avx512\w*intrin)\.h>")
+
+
+@lru_cache(maxsize=1)
+def host_cpu_flags() -> str:
+    """The instruction-set flags of this CPU (a build for the machine is cached per machine)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return hashlib.sha256(line.encode()).hexdigest()
+    except OSError:
+        pass
+    return ""
+
+
 _CANDIDATE_FLAGS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("candidate_flags", default=())
 
 
@@ -152,6 +171,8 @@ def build_library(
             flags.append(f"-I{out_dir.resolve()}")  # rewritten project headers shadow the originals
     if is_c:
         flags += [f for f in (*_CANDIDATE_FLAGS.get(), *extra_flags) if f not in flags]
+        if X86_INTRINSIC_HEADER.search(text) and "-march=native" not in flags:
+            flags.append("-march=native")
     if build is not None:  # the project's include dirs and macros, after the runtime's own headers
         flags += [f for f in build.runtime_flags() if f not in flags]
     libs = [] if is_c else ["-lboost_context"] if fibers == "fcontext" else []
@@ -166,6 +187,7 @@ def build_library(
         compiler_version(compiler),
         build.key() if build is not None else [],
         executable,
+        host_cpu_flags() if "-march=native" in flags else "",
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     library = out_dir / (f"prog{key[:16]}" if executable else f"lib{key[:16]}.so")
