@@ -7,6 +7,7 @@ text computes what the edited one does)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,16 @@ def test_tidied_edits_compute_the_same(prefix: str, c: int, op: str, m: int, suf
     env = {"x": x, "f": lambda v: v}
     plain = edited.removeprefix("y = ")
     assert eval(result.removeprefix("y = "), env) == eval(plain, env)  # noqa: S307 - generated arithmetic
+
+
+def test_a_loop_that_never_ends_is_localized_and_repaired() -> None:
+    # `offset >= 0` with `offset /= 2` never ends: the interpreter's step budget runs out on the small case,
+    # the loop that ran longest is the suspect, and the repaired loop may only run as long as a normal one
+    spec = dataclasses.replace(load_spec(STYLES / "warp_rowmax" / "spec.toml"), timeout_s=3.0)
+    buggy = spec.source_text().replace("offset > 0; offset /= 2", "offset >= 0; offset /= 2")
+    before = run_spec(spec, candidate_text=buggy)
+    assert not before.passed
+    result = repair_candidate(buggy, str(spec.source), spec, budget_s=90.0, initial_report=before)
+    assert result.status == "repaired", result.message
+    assert result.text is not None
+    assert run_spec(dataclasses.replace(spec, timeout_s=60.0), candidate_text=result.text, seed=7).passed

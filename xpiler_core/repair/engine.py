@@ -555,6 +555,15 @@ def _choose_examples(
             except Infeasible:
                 ok, w, m = False, set(), set()
                 faults |= {prog.last_stmt} if prog.last_stmt else set()
+            except StepLimit:
+                # the candidate does not finish: the loop that ran longest is where the failure is; the
+                # iterations it ran are no measure of how long a repaired one may run
+                hot = prog.hot_loop
+                if hot is None or hot not in prog.loop_stmts:
+                    raise
+                ok, w, m = False, set(), set()
+                faults.add(prog.loop_stmts[hot])
+                prog.loop_iters.pop(hot, None)
             ex.seconds = time.monotonic() - started
             if not ok:
                 chosen.append(ex)

@@ -564,6 +564,10 @@ class Program:
     global_decls: dict[str, A.VarDecl] = field(default_factory=dict)
     globals: dict[str, list[Any]] = field(default_factory=dict)
     _stepping: frozenset[str] = frozenset()  # device functions that yield (see steps_through)
+    # the loop that has run the most iterations in this run (a run that never ends points at it)
+    loop_stmts: dict[Any, int] = field(default_factory=dict)  # loop key → id of its statement
+    hot_loop: Any = None
+    hot_iterations: int = 0
 
     def steps_through(self, name: str) -> bool:
         """Whether the device function ``name`` has barriers or warp operations (directly or in callees)."""
@@ -1261,6 +1265,7 @@ class Thread:
         elif isinstance(s, A.For):
             yield from self._for(s)
         elif isinstance(s, A.While):
+            self.prog.loop_stmts.setdefault(_loop_key(s), id(s))
             yield from self._loop(None, s.cond, None, s.body, None, _loop_key(s))
         elif isinstance(s, A.Return):
             if s.value is not None:
@@ -1353,6 +1358,7 @@ class Thread:
         return Buffer(d.name, kind, [_zero_of(kind)] * n, elem_bytes=type_bytes(d.type))
 
     def _for(self, s: A.For) -> Iterator[None]:
+        self.prog.loop_stmts.setdefault(_loop_key(s), id(s))
         self.scopes.append({})
         try:
             if s.init is not None:
@@ -1379,6 +1385,8 @@ class Thread:
             iterations += 1
             if self.pc is True and key is not None and iterations > seen.get(key, 0):
                 seen[key] = iterations
+            if iterations > self.prog.hot_iterations:
+                self.prog.hot_loop, self.prog.hot_iterations = key, iterations
             if self.prog.iteration_cap is not None and iterations > self.prog.iteration_cap:
                 raise StepLimit("a loop ran far more iterations than any loop did concretely")
             if not isinstance(self.pc, bool) and iterations > cap:
@@ -1615,6 +1623,7 @@ def run_kernel(
     if fn.template is not None:
         raise Unsupported("template kernel")
     prog.globals = {}  # file-scope variables start from their initializers in every run
+    prog.hot_loop, prog.hot_iterations = None, 0
     named = [p.name for p in fn.params if isinstance(p, A.Param) and p.name is not None]
     if len(named) != len(fn.params):
         raise Unsupported("unnamed parameter")
