@@ -1,8 +1,8 @@
 """Build CUDA/HIP/C source into a CPU shared library (cached).
 
 CUDA and HIP go through :func:`rewrite_for_cpu` and g++ -O2 -std=c++17 against ``runtime/include``; C goes
-through gcc -O2 -fopenmp unchanged (with -march=native when it includes x86 intrinsic headers: such code needs
-its instruction sets, and is then cached per CPU). The shared object is cached in the ``runtime-build``
+through gcc -O2 -fopenmp unchanged (built again with -march=native when GCC says the x86 intrinsics it calls
+need instruction sets the default build lacks; such builds are cached per CPU). The shared object is cached in the ``runtime-build``
 diskcache under a key of source hash, header hash, flags and compiler version, and copied into the caller's
 directory.
 
@@ -37,8 +37,9 @@ INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 COMPILE_TIMEOUT_S = 180.0
 COMPILE_MEMORY_BYTES = 4 * 1024**3
 # Optimization flags a tuning candidate was chosen with; appended to C builds made while they are set.
-# C code written with x86 intrinsics needs their instruction sets enabled: it is built for this machine
-X86_INTRINSIC_HEADER = re.compile(r"#\s*include\s*<(immintrin|x86intrin|[a-z]mmintrin|avx512\w*intrin)\.h>")
+# GCC's messages for x86 intrinsics whose instruction set the build does not enable
+ISA_REQUIRED = re.compile(r"needs isa option|target specific option mismatch|inlining failed in call to "
+                          r"'always_inline' '\w*(_mm\w*|__builtin_ia32\w*)")
 
 
 @lru_cache(maxsize=1)
@@ -171,8 +172,6 @@ def build_library(
             flags.append(f"-I{out_dir.resolve()}")  # rewritten project headers shadow the originals
     if is_c:
         flags += [f for f in (*_CANDIDATE_FLAGS.get(), *extra_flags) if f not in flags]
-        if X86_INTRINSIC_HEADER.search(text) and "-march=native" not in flags:
-            flags.append("-march=native")
     if build is not None:  # the project's include dirs and macros, after the runtime's own headers
         flags += [f for f in build.runtime_flags() if f not in flags]
     libs = [] if is_c else ["-lboost_context"] if fibers == "fcontext" else []
@@ -192,6 +191,16 @@ def build_library(
     out_dir.mkdir(parents=True, exist_ok=True)
     library = out_dir / (f"prog{key[:16]}" if executable else f"lib{key[:16]}.so")
     cache = get_cache("runtime-build")
+
+    def needs_isa(log: str) -> bool:
+        return is_c and "-march=native" not in flags and ISA_REQUIRED.search(log) is not None
+
+    def for_this_machine() -> BuildResult:
+        """C written with x86 intrinsics needs their instruction sets: built again for this machine."""
+        return build_library(text, dialect, out_dir, warp_size=warp_size, display_name=display_name, extra=extra,
+                             fibers=fibers, cplusplus_c=cplusplus_c, extra_flags=(*extra_flags, "-march=native"),
+                             build=build, executable=executable)
+
     suffix = (".cpp" if cplusplus_c else ".c") if is_c else ".cpp"
     src_path = out_dir / f"src{key[:16]}{suffix}"
     command = [compiler, *flags, str(src_path), "-o", str(library), *libs]
@@ -205,7 +214,10 @@ def build_library(
                 return BuildResult(
                     True, library, hit.get("log", ""), command, True, time.monotonic() - started
                 )
-            return BuildResult(False, None, hit.get("log", ""), command, True, time.monotonic() - started)
+            failed = str(hit.get("log", ""))
+            if not needs_isa(failed):
+                return BuildResult(False, None, failed, command, True, time.monotonic() - started)
+            return for_this_machine()
     src_path.write_text(source, encoding="utf-8")
     if build is not None:
         build.write_files(out_dir, None if is_c else (lambda t: rewrite_for_cpu(t, dialect).text))
@@ -236,6 +248,8 @@ def build_library(
     if ok:
         entry["library"] = library.read_bytes()
     cache.set(key, entry)
+    if not ok and needs_isa(log):
+        return for_this_machine()
     return BuildResult(ok, library if ok else None, log, command, False, time.monotonic() - started)
 
 
