@@ -658,7 +658,8 @@ class Thread:
 
     def declare(self, name: str, value: Any, kind: str, ctype: A.Type | None = None,
                 array_bytes: int | None = None) -> None:
-        """``ctype``: the declared type of a pointer variable; ``array_bytes``: ``sizeof`` of an array."""
+        """``ctype``: the declared type of a variable (``sizeof``, ``&p`` of a pointer); ``array_bytes``: ``sizeof``
+        of an array."""
         self.scopes[-1][name] = [value, kind, self.pc, ctype, array_bytes]
 
     def global_slot(self, name: str) -> list[Any] | None:
@@ -1095,11 +1096,7 @@ class Thread:
                 return int(slot[4])  # an array: all of it
             if slot is not None and isinstance(slot[3], A.Type):
                 return type_bytes(slot[3])
-            if slot is not None and slot[1] in ("int", "float", "double", "bool"):
-                decl = self.prog.global_decls.get(arg.id)
-                if decl is not None and self.lookup(arg.id) is self.prog.globals.get(arg.id):
-                    return type_bytes(decl.type)
-        if isinstance(arg, A.Index | A.Unary) and not (isinstance(arg, A.Unary) and arg.op != "*"):
+        if isinstance(arg, A.Index) or (isinstance(arg, A.Unary) and arg.op == "*"):
             p = self.address(arg) if isinstance(arg, A.Index) else self.eval(arg.operand)
             if isinstance(p, Ptr):
                 return p.buf.elem_bytes * p.stride()
@@ -1324,7 +1321,7 @@ class Thread:
             if d.init_style != "=":
                 raise Unsupported("constructor-style initializer")
             value = convert(self.eval(d.init), kind)
-        self.declare(d.name, value, kind, d.type if d.type.pointers else None)
+        self.declare(d.name, value, kind, d.type)
 
     def _dynamic_shared(self, d: A.VarDecl) -> Buffer:
         """``extern __shared__ T x[];``: the launch's dynamic shared bytes as an array of T (one such array per

@@ -104,7 +104,6 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     header = [f"/* xpiler(x86_simd): {', '.join(sorted(found))} as device code */", COMMON]
     header += [f"struct {_spelling(t)} {{ unsigned char b[{types[t]}]; }};" for t in used_types]
     header += [intrinsics[n]["code"] for n in sorted(found) if n in intrinsics]
-    text = module.text
     at = top_insertion_point(src)
     lead = "\n" if at and not src.data[:at].endswith(b"\n") else ""
     edits.append(Edit(at, at, lead + "\n".join(header) + "\n"))
