@@ -45,6 +45,22 @@ void tag(float* y, const float* x, int cols, int bdx, int stride) {
                     y[c] = x[c] * 2.0f + (float)xp_t;
             }
 }
+void tvm_sum(float* out, const float* x, int n, int outer, int bdx, int bdy, int coef) {
+    const int xp_bdx = bdx, xp_bdy = bdy, xp_bdz = 1;
+    float red[64][1];
+    for (int xp_tz = 0; xp_tz < xp_bdz; ++xp_tz)
+        for (int xp_ty = 0; xp_ty < xp_bdy; ++xp_ty)
+            for (int xp_tx = 0; xp_tx < xp_bdx; ++xp_tx) {
+                const int xp_t = xp_tx + xp_bdx * (xp_ty + xp_bdy * xp_tz);
+                float acc[1];
+                acc[0] = 0.25f;
+                for (int o = 0; o < outer; ++o) {
+                    if (o * 4 + (xp_tx >> 1) < n) acc[0] = acc[0] + x[o * 2 * coef + xp_tx];
+                }
+                red[xp_t][0] = acc[0];
+            }
+    for (int t = 0; t < xp_bdx * xp_bdy; ++t) out[t] = red[t][0];
+}
 void shared_total(float* out, const float* x, int cols, int bdx) {
     const int xp_bdx = bdx, xp_bdy = 1, xp_bdz = 1;
     float total = 0.0f;
@@ -69,8 +85,8 @@ def run_pass(params: dict) -> str:
 def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ctypes.CDLL]:
     from tests.conftest import build_c
 
-    return {fn: build_c(run_pass({"function": fn}), tmp_path_factory.mktemp(fn), cplusplus=False)
-            for fn in ("rowsum", "tag")}
+    return {fn: build_c(run_pass({"function": fn, "form": "any"}), tmp_path_factory.mktemp(fn), cplusplus=False)
+            for fn in ("rowsum", "tag", "tvm_sum")}
 
 
 def threads_model_rowsum(x: np.ndarray, cols: int, bdx: int, bdy: int, stride: int) -> np.ndarray:
@@ -119,13 +135,53 @@ def test_writes_by_index_keep_the_last_writer_when_threads_meet(libs: dict[str, 
 
 def test_threads_sharing_a_written_scalar_are_refused() -> None:
     with pytest.raises(PassRefused, match="share the scalar 'total'"):
-        run_pass({"function": "shared_total"})
+        run_pass({"function": "shared_total", "form": "any"})
 
 
 def test_row_mean_tuner_action_verifies_against_the_reference(tmp_path: Path) -> None:
-    from tests.conftest import tuner_candidate
+    from xpiler_core.tune.cpu_problem import CpuTuningProblem
+    from xpiler_core.verify.spec import load_spec
 
-    problem, text = tuner_candidate(SUITE / "reduction" / "mean" / "spec.toml", "thread_interchange", tmp_path)
-    assert "xp_ti_cb" in text
+    # the plan runs the pass on uniform loops; the tuner's plan space turns block-strided loops on
+    spec = load_spec(SUITE / "reduction" / "mean" / "spec.toml")
+    problem = CpuTuningProblem(spec.source.read_text(), str(spec.source), spec, tmp_path)
+    assert "any" in problem.plan_space()["thread_interchange.form"]
+    text = problem.render(problem.config_for({**problem.plan_defaults(), "thread_interchange.form": "any"}))
+    assert text is not None and "xp_ti_cb" in text
     report = problem._verify(text, ())
     assert report.passed, report.summary()
+
+
+def threads_model_tvm_sum(x: np.ndarray, n: int, outer: int, bdx: int, bdy: int, coef: int) -> np.ndarray:
+    out = np.zeros(bdx * bdy, dtype=np.float32)
+    for ty in range(bdy):
+        for tx in range(bdx):
+            acc = np.float32(0.25)
+            for o in range(outer):
+                if o * 4 + (tx >> 1) < n:
+                    acc = np.float32(acc + x[o * 2 * coef + tx])
+            out[tx + bdx * ty] = acc
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(-5, 400), outer=st.integers(0, 40), bdx=st.integers(1, 32), bdy=st.sampled_from([1, 1, 2]),
+       coef=st.integers(1, 9))
+def test_uniform_loop_sums_equal_the_threads_bit_for_bit(libs: dict[str, ctypes.CDLL], n: int, outer: int, bdx: int,
+                                                          bdy: int, coef: int) -> None:
+    """TVM's cross-thread sums: the loop every thread runs alike goes outside the threads and its guarded tail
+    is split off; each thread's own order is kept, so the float sums match bit for bit."""
+    x = np.random.default_rng(n + 10 + 1000 * outer).standard_normal(outer * 2 * coef + 64).astype(np.float32)
+    out = np.zeros(bdx * bdy, dtype=np.float32)
+    fn = libs["tvm_sum"].tvm_sum
+    fn.argtypes = [F32P, F32P] + [ctypes.c_int] * 5
+    fn.restype = None
+    fn(out, x, n, outer, bdx, bdy, coef)
+    np.testing.assert_array_equal(out, threads_model_tvm_sum(x, n, outer, bdx, bdy, coef))
+
+
+def test_uniform_loop_goes_outside_and_splits_its_guard() -> None:
+    text = run_pass({"function": "tvm_sum", "form": "uniform"})
+    assert "xp_ti_cut" in text and "acc_x" in text  # the guard-free range, the private array expanded per thread
+    with pytest.raises(PassRefused):
+        run_pass({"function": "rowsum", "form": "uniform"})  # block-strided: not a uniform loop

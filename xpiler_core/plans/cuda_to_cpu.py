@@ -1,5 +1,6 @@
-"""CUDA → CPU (C++ with OpenMP and SIMD): detensorize → grid reduce → loop recovery → reduction idiom → grid
-flatten → loop binding, each step verified (a candidate that fails is retried without the reassociating /
+"""CUDA → CPU (C++ with OpenMP and SIMD): detensorize → grid/block reduce → loop recovery → CPU GEMM → device
+mirrors → affine indices → reduction idiom → thread interchange → partial accumulators → grid flatten → loop
+binding, each step verified (a candidate that fails is retried without the reassociating /
 restructuring steps, then without every optional step).
 
 The output is an ``extern "C"`` function with the CUDA host entry's parameters, or for a bare kernel a
@@ -46,9 +47,11 @@ from xpiler_core.translation import (
 from xpiler_core.verify.targets import gcc_verdict, host_isa
 
 DEFAULT_PASSES = ["detensorization", "grid_reduce", "block_reduce", "loop_recovery", "cpu_gemm", "device_mirrors",
-                  "reduction_idiom", "grid_flatten", "loop_binding"]
+                  "affine_index", "reduction_idiom", "thread_interchange", "partial_accumulators", "grid_flatten",
+                  "loop_binding"]
 # Optional steps that reassociate floating point or restructure code: dropped first when a candidate fails.
-_DROP_FIRST = ("grid_reduce", "block_reduce", "cpu_gemm", "device_mirrors", "reduction_idiom", "grid_flatten")
+_DROP_FIRST = ("grid_reduce", "block_reduce", "cpu_gemm", "device_mirrors", "affine_index", "reduction_idiom",
+               "thread_interchange", "partial_accumulators", "grid_flatten")
 
 
 def recovery_params_from_spec(

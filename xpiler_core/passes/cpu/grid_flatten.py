@@ -27,7 +27,7 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo
-from xpiler_core.passes.support.ast_support import bool_param, enter, int_param, leave
+from xpiler_core.passes.support.ast_support import bool_param, enter, int_param, leave, parallel_or_serial
 from xpiler_core.passes.support.per_function import rewrite_each
 
 INFO = PassInfo(
@@ -396,8 +396,7 @@ def _flatten(fn: A.Function, pure: set[str], module_names: set[str], params: dic
     count = A.fresh_name(fn, "xp_flat_n")
     var_type = A.replace(site.var_type, quals=tuple(q for q in site.var_type.quals if q not in (
         "const", "volatile", "constexpr", "static")))
-    pragma_text = "omp parallel for" + (" simd" if simd else "") + " schedule(static)" + (
-        f" if({count} >= {min_parallel})" if min_parallel > 0 else "")
+    pragma_text = "omp parallel for" + (" simd" if simd else "") + " schedule(static)"
     flat = A.For(A.decl(site.var, var_type, A.lit(0)), A.binop("<", A.Name(site.var), A.Name(count)),
                  A.Unary("++", A.Name(site.var)), A.Block(A.stmts_of(site.body)))
     one_dim = A.binop("&&", A.binop("&&", A.binop("==", A.Name("xp_gdy"), A.lit(1)),
@@ -406,7 +405,10 @@ def _flatten(fn: A.Function, pure: set[str], module_names: set[str], params: dic
                               A.binop("==", A.Name("xp_bdz"), A.lit(1))))
     if site.block_factor != A.Name("xp_bdx"):
         one_dim = A.binop("&&", one_dim, A.binop("==", site.block_factor, A.Name("xp_bdx")))
-    fast = A.Block((*prefix_stmts, A.decl(count, var_type, site.stop), A.Pragma(pragma_text), flat))
+    bound: tuple[A.Stmt, ...] = (A.Pragma(pragma_text), flat)
+    if min_parallel > 0:
+        bound = (parallel_or_serial(flat, pragma_text, A.binop(">=", A.Name(count), A.lit(min_parallel))),)
+    fast = A.Block((*prefix_stmts, A.decl(count, var_type, site.stop), *bound))
     first = index
     before = stmts[index - 1] if index > 0 else None
     if isinstance(before, A.Pragma) and before.text.startswith("omp"):

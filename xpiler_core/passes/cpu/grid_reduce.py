@@ -41,7 +41,7 @@ from typing import Any
 from xpiler_core import ast as A
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo
 from xpiler_core.passes.cpu.grid_flatten import _effect_free, _pure_functions, _same_sum
-from xpiler_core.passes.support.ast_support import enter, int_param, leave
+from xpiler_core.passes.support.ast_support import enter, int_param, leave, parallel_or_serial
 from xpiler_core.passes.support.cas_atomic import CasAtomic, cas_atomic
 from xpiler_core.passes.support.per_function import kernel_or_why, rewrite_each
 
@@ -437,8 +437,7 @@ def _single_thread_kernel(kernel: A.Function, pre: list[A.Stmt], d: A.VarDecl, o
                           A.ExprStmt(A.assign(a, A.Ternary(A.binop(better, A.Name(e), a), A.Name(e), a)))))
     loop = A.For(A.decl(var, var_type, A.lit(0)), A.binop("<", A.Name(var), A.Name(count)),
                  A.Unary("++", A.Name(var)), A.Block((update,)))
-    clause = f"omp parallel for simd reduction({op}:{acc})" + (f" if({count} >= {min_parallel})"
-                                                                if min_parallel > 0 else "")
+    clause = f"omp parallel for simd reduction({op}:{acc})"
     # the prefix's scalars that the fold and its bound use stay; the rest (shared arrays, lane numbers) goes
     needed = set(A.free_names(elem) | A.free_names(stop)) - {var}
     kept_decls: list[A.VarDecl] = []
@@ -458,7 +457,9 @@ def _single_thread_kernel(kernel: A.Function, pre: list[A.Stmt], d: A.VarDecl, o
         publish = A.For(A.decl(r, "long long", copies), A.binop(">", A.Name(r), A.lit(0)),
                         A.Unary("--", A.Name(r)), A.Block((publish,)))
     body = A.Block((*kept, A.DeclStmt((A.VarDecl(acc, A.replace(d.type, quals=()), (), init),)),
-                    A.decl(count, var_type, stop), A.Pragma(clause), loop, publish))
+                    A.decl(count, var_type, stop),
+                    *((parallel_or_serial(loop, clause, A.binop(">=", A.Name(count), A.lit(min_parallel))),)
+                      if min_parallel > 0 else (A.Pragma(clause), loop)), publish))
     first = A.binop("==", A.Member(A.Name("threadIdx"), "x"), A.lit(0))
     for base, field in (("threadIdx", "y"), ("threadIdx", "z"), ("blockIdx", "x"), ("blockIdx", "y"),
                         ("blockIdx", "z")):

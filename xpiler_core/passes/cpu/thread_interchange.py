@@ -20,8 +20,17 @@ only, arrays at an index injective in ``c`` (then also ``S >= bdx`` at run time,
 one ``c``); every access to a written array uses that same index; calls are side-effect-free math; no
 barrier, jump or address-of. Otherwise the pass refuses, and other launches run the original nest.
 
-Every qualifying nest is rewritten (``loop`` narrows that to strided loops over one variable).
-Parameters: ``loop``, ``function``.
+A **uniform** loop (``form`` ``uniform``, the plan's default; the bounds are the same in every thread, TVM's
+cross-thread reductions ``for (o = 0; o < N; ++o) if (o * 16 + (tx >> 1) < n) acc[0] += x[o * 32 + tx]``)
+goes outside the threads: ``for (o ...) for (tx ...) L(tx, o)``, each thread still visiting its ``o`` in
+order. It may write only what is private to a thread: locals, arrays the thread body declares with constant
+extents (expanded to a row per thread, ``acc_x[tx][0]``) and arrays at the thread's own slot (``a[t]``,
+``a[t][k]``). When its body is ``if (G) S`` with ``G`` equivalent to ``a * o + R(thread) < 0`` (``a > 0``), the
+iterations where every thread passes (``o`` below a cut computed once from the largest ``R``) run ``S``
+unguarded and only the tail keeps the guard.
+
+Every qualifying nest is rewritten (``loop`` narrows that to loops over one variable; ``form`` picks uniform,
+strided or any). Parameters: ``loop``, ``form``, ``function``.
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ INFO = PassInfo(
     search_priority=1,
     params=(
         ParamSpec("loop", "str", "", "only strided loops over this variable (default: every one that qualifies)"),
+        ParamSpec("form", "str", "uniform", "which loops: uniform (the same bounds in every thread: the plan's "
+                  "default), block-strided (c = t; c += S) or any", ("uniform", "strided", "any")),
         ParamSpec("function", "str", "", "function holding the loop (default: first with loops)"),
     ),
 )
@@ -58,6 +69,7 @@ INFO = PassInfo(
 TX, TY, TZ, T = "xp_tx", "xp_ty", "xp_tz", "xp_t"
 BDX, BDY, BDZ = "xp_bdx", "xp_bdy", "xp_bdz"
 _THREAD_NAMES = frozenset({TX, TY, TZ, T})
+_UNIFORM_MARK = "// the loop every thread runs alike, outside; the block's threads inside it"
 _LINEAR = A.binop("+", A.Name(TX), A.binop("*", A.Name(BDX), A.binop("+", A.Name(TY),
                                                                        A.binop("*", A.Name(BDY), A.Name(TZ)))))
 def _is_slot(e: A.Expr) -> bool:
@@ -94,9 +106,26 @@ def _writes(node: A.Node) -> list[A.Expr]:
     return out
 
 
+def _private_arrays(prefix: tuple[A.Stmt, ...]) -> dict[str, A.VarDecl]:
+    """Arrays the thread body declares with constant extents and no initializer (``float acc[1]``): private
+    to each thread, so they expand to one row per thread."""
+    out: dict[str, A.VarDecl] = {}
+    for s in prefix:
+        if isinstance(s, A.DeclStmt):
+            for d in s.decls:
+                if d.dims and d.init is None and not d.storage and all(
+                        x is not None and A.const_int(x) is not None for x in d.dims):
+                    out[d.name] = d
+    return out
+
+
 def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...], var: str,
-             expanded: set[str]) -> tuple[str | None, bool]:
-    """Why the interchange would be wrong (None: legal) and whether L writes memory indexed by ``c``."""
+             expanded: set[str], uniform: bool = False) -> tuple[str | None, bool]:
+    """Why the interchange would be wrong (None: legal) and whether L writes memory indexed by ``c``.
+
+    A uniform loop (the same iterations in every thread) may write only what is private to a thread: locals,
+    arrays the thread body declares, and arrays at the thread's own slot."""
+    private = _private_arrays(prefix)
     parts: tuple[A.Node, ...] = (*prefix, loop.body, *suffix)
     for part in parts:
         for n in A.walk(part):
@@ -106,7 +135,7 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
                 return "an address is taken in the thread body", False
             if isinstance(n, A.Call) and (n.callee is None or n.callee not in PURE_CALLS):
                 return f"the thread body calls '{n.callee or 'a function'}' (effects unknown)", False
-            if isinstance(n, A.VarDecl) and n.dims and part is not loop.body:
+            if isinstance(n, A.VarDecl) and n.dims and part is not loop.body and n.name not in private:
                 return f"the thread body declares the array '{n.name}'", False
     if has_jumps(parts):
         return "the thread body jumps (break/continue/return)", False
@@ -120,6 +149,15 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
                 if target.id not in local and target.id not in expanded:
                     return f"threads share the scalar '{target.id}' they write", False
                 continue
+            root = _root(target) if isinstance(target, A.Index) else None
+            if root in private:
+                continue
+            if isinstance(target, A.Index) and root is not None and not isinstance(target.base, A.Name):
+                chains = [n for part in parts for n in A.walk(part) if isinstance(n, A.Index)
+                          and isinstance(n.base, A.Name) and n.base.id == root]
+                if all(_is_slot(c.index) for c in chains):
+                    continue  # a[slot][k]: a row per thread
+                return f"'{root}' is subscripted more than once at an index that is not the thread's", False
             if not (isinstance(target, A.Index) and isinstance(target.base, A.Name)):
                 return "a memory write that is not a one-dimensional subscript of a named array", False
             written.setdefault(target.base.id, []).append(target.index)
@@ -132,6 +170,8 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
             return f"'{base}' is subscripted more than once", False
         if all(_is_slot(ix) for _, ix in indices):
             continue
+        if uniform:
+            return f"every thread's iterations write '{base}' at indices that are not its own", False
         first = indices[0][1]
         if not all(in_loop and ix == first for in_loop, ix in indices):
             return f"'{base}' is accessed at different indices by different threads", False
@@ -139,6 +179,93 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
             return f"the index of '{base}' is not provably distinct per iteration", False
         by_c = True
     return None, by_c
+
+
+def _terms(e: A.Expr, sign: int, out: list[tuple[int, A.Expr]]) -> None:
+    """``e`` as signed additive terms."""
+    if isinstance(e, A.Binary) and e.op in ("+", "-"):
+        _terms(e.left, sign, out)
+        _terms(e.right, sign if e.op == "+" else -sign, out)
+    else:
+        out.append((sign, e))
+
+
+def _tail_guard(stmts: tuple[A.Stmt, ...], view: A.LoopView) -> tuple[int, A.Expr, A.Stmt] | None:
+    """A body ``if (G) S`` whose guard is ``a * v + R(threads) < 0`` after moving terms (``a > 0``, ``R`` free of
+    ``v``): every thread passes while ``v`` is small, only the last iterations need the guard.
+    Returns ``(a, R, S)``."""
+    body = tuple(st for st in stmts if not isinstance(st, (A.Comment, A.Empty)))
+    if len(body) != 1 or not isinstance(body[0], A.If) or body[0].else_ is not None \
+            or A.const_int(view.step) != 1:
+        return None
+    cond = body[0].cond
+    if not isinstance(cond, A.Binary) or cond.op not in ("<", "<=", ">", ">="):
+        return None
+    terms: list[tuple[int, A.Expr]] = []
+    _terms(cond.left, 1, terms)
+    _terms(cond.right, -1, terms)
+    coef, rest = 0, []
+    for sign, term in terms:
+        if view.var not in names_in(term):
+            rest.append((sign, term))
+            continue
+        t = strip_int_casts(term)
+        if t == A.Name(view.var):
+            coef += sign
+        elif isinstance(t, A.Binary) and t.op == "*" and A.Name(view.var) in (strip_int_casts(t.left),
+                                                                           strip_int_casts(t.right)):
+            other = t.right if strip_int_casts(t.left) == A.Name(view.var) else t.left
+            k = A.const_int(other)
+            if k is None:
+                return None
+            coef += sign * k
+        else:
+            return None
+    if any(isinstance(n, (A.Call, A.Assign, A.Opaque)) or (isinstance(n, A.Unary) and n.op in ("++", "--"))
+           for _, term in rest for n in A.walk(term)):
+        return None
+    wide = A.ctype("long long")
+    r: A.Expr = A.lit(0)
+    for sign, term in rest:
+        r = A.binop("+" if sign > 0 else "-", r, A.Cast(wide, term))
+    # normalize to a * v + r < 0
+    if cond.op in (">", ">="):
+        coef, r = -coef, A.Unary("-", r)
+    if cond.op in ("<=", ">="):
+        r = A.binop("-", r, A.lit(1))
+    if coef <= 0:
+        return None
+    return coef, r, body[0].then
+
+
+def _split_at_guard(loop: A.For, view: A.LoopView, each: A.Stmt, split: tuple[int, A.Expr, A.Stmt],
+                    fresh: Any) -> A.Stmt:
+    """The uniform loop in two ranges: iterations where every thread passes the guard run the body without
+    it (no masked loads, which compilers turn into gathers), the rest keep it. The split point comes from
+    the largest thread term, computed once: every thread passes iff ``a * v + max R < 0``."""
+    coef, r, then = split
+    m, x, cut = fresh("xp_ti_max"), fresh("xp_ti_x"), fresh("xp_ti_cut")
+    wide = "long long"
+    value = fresh("xp_ti_r")
+    scan = A.for_range(TX, A.lit(0), A.Name(BDX), A.Block((
+        A.decl(value, wide, r),
+        A.If(A.binop("||", A.binop("==", A.Name(TX), A.lit(0)), A.binop(">", A.Name(value), A.Name(m))),
+             A.ExprStmt(A.assign(A.Name(m), A.Name(value)))))))
+    a = A.lit(coef)
+    ceil_div = A.Ternary(A.binop(">=", A.Name(x), A.lit(0)),
+                         A.binop("/", A.binop("+", A.Name(x), A.lit(coef - 1)), a), A.binop("/", A.Name(x), a))
+    start, stop = A.Cast(A.ctype(wide), view.start), A.Cast(A.ctype(wide), view.stop)
+    clamped = A.Ternary(A.binop("<", A.Name(cut), start), start,
+                        A.Ternary(A.binop(">", A.Name(cut), stop), stop, A.Name(cut)))
+    var_type = A.replace(view.var_type, quals=()) if view.var_type is not None else A.ctype("int")
+    first = A.For(A.decl(view.var, var_type, view.start),
+                  A.binop("<", A.Name(view.var), A.Name(cut)), A.Unary("++", A.Name(view.var)),
+                  A.Block((A.for_range(TX, A.lit(0), A.Name(BDX), A.Block(A.stmts_of(then))),)))
+    rest = A.For(A.decl(view.var, var_type, A.Cast(var_type, A.Name(cut))), A.binop("<", A.Name(view.var), view.stop),
+                 A.Unary("++", A.Name(view.var)),
+                 A.Block((A.for_range(TX, A.lit(0), A.Name(BDX), A.Block(A.stmts_of(each))),)))
+    return A.Block((A.decl(m, wide, A.lit(0)), scan, A.decl(x, wide, A.Unary("-", A.Name(m))),
+                    A.decl(cut, wide, ceil_div), A.ExprStmt(A.assign(A.Name(cut), clamped)), first, rest))
 
 
 def _root(e: A.Expr) -> str | None:
@@ -149,8 +276,12 @@ def _root(e: A.Expr) -> str | None:
 
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
-    fn = target_function(module, params)
+    targets = [target_function(module, params)] if params.get("function") else [
+        f for f in module.functions() if any(isinstance(n, A.For) for n in A.walk(f.body))]
     wanted = str(params.get("loop") or "")
+    form = str(params.get("form") or "uniform")
+    if form not in ("any", "strided", "uniform"):
+        raise PassRefused(f"unknown form '{form}' (any, strided, uniform)")
     state: dict[str, Any] = {"done": 0, "reason": None}
 
     def rewrite_nest(outer: A.For) -> A.Stmt | None:
@@ -164,10 +295,16 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         strided = body[at[0]]
         assert isinstance(strided, A.For)
         view = strided.canonical()
-        if view is None or (wanted and view.var != wanted) or not _is_slot(view.start):
+        if view is None or (wanted and view.var != wanted):
             return None
         prefix, suffix = body[:at[0]], body[at[0] + 1:]
         thread_names = _THREAD_NAMES | {d.name for s in prefix for d in A.walk(s) if isinstance(d, A.VarDecl)}
+        uniform = not _is_slot(view.start)
+        if uniform and (form == "strided" or names_in(view.start) & thread_names or any(
+                isinstance(n, (A.Call, A.Assign, A.Index)) for n in A.walk(view.start))):
+            return None
+        if not uniform and form == "uniform":
+            return None
         if names_in(view.step) & thread_names or names_in(view.stop) & thread_names:
             state["reason"] = f"the stride or bound of '{view.var}' differs between threads"
             return None
@@ -177,10 +314,12 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         if view.var_type is None:
             state["reason"] = f"loop '{view.var}' does not declare its variable"
             return None
-        declared = [d for s in prefix if isinstance(s, A.DeclStmt) for d in s.decls if d.name != T]
+        private = _private_arrays(prefix)
+        declared = [d for s in prefix if isinstance(s, A.DeclStmt) for d in s.decls if d.name != T
+                    and d.name not in private]
         used_later = names_in(strided.body) | {n for s in suffix for n in names_in(s)}
         expanded = {d.name: d for d in declared if d.name in used_later}
-        reason, by_c = _problem(prefix, strided, suffix, view.var, set(expanded))
+        reason, by_c = _problem(prefix, strided, suffix, view.var, set(expanded), uniform)
         if reason is not None:
             state["reason"] = reason
             return None
@@ -189,7 +328,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         fresh = fresh_namer(fn)
         names = {k: fresh(f"xp_ti_{k}") for k in ("cb", "lim")}
         slot = A.Name(TX)
-        arrays = {v: fresh(f"{v}_x") for v in expanded}
+        arrays = {v: fresh(f"{v}_x") for v in (*expanded, *private)}
 
         def nest_with(stmts: tuple[A.Stmt, ...]) -> A.Stmt:
             inner: A.Stmt = A.replace(loops[2], body=A.Block(stmts))
@@ -204,19 +343,43 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         out: list[A.Stmt] = []
         for v, d in expanded.items():
             out.append(A.DeclStmt((A.VarDecl(arrays[v], A.replace(d.type, quals=()), (A.Name(BDX),)),)))
+        for v, d in private.items():  # a row per thread; its uses below read the thread's row
+            out.append(A.DeclStmt((A.VarDecl(arrays[v], A.replace(d.type, quals=()), (A.Name(BDX), *d.dims)),)))
+        if private:
+            def private_rows(n: A.Node) -> A.Node | None:
+                if isinstance(n, A.Name) and n.id in private:
+                    return A.Index(A.Name(arrays[n.id]), slot)
+                return None
+
+            kept = tuple(A.replace(st, decls=tuple(d for d in st.decls if d.name not in private))
+                         if isinstance(st, A.DeclStmt) else st for st in prefix)
+            prefix = tuple(A.rewrite(st, private_rows) for st in kept
+                           if not (isinstance(st, A.DeclStmt) and not st.decls))
+            suffix = tuple(A.rewrite(st, private_rows) for st in suffix)
         save = tuple(A.ExprStmt(A.assign(A.Index(A.Name(arrays[v]), slot), A.Name(v))) for v in expanded)
         if prefix or save:
             out.append(nest_with((*prefix, *save)))
-        # c is cb + tx (substituted, not declared: later passes see the access a[cb + tx] contiguous in tx)
-        inner_body = A.substitute(A.rewrite(strided.body, to_array), {
-            T: slot, TY: A.lit(0), TZ: A.lit(0), view.var: A.binop("+", A.Name(names["cb"]), slot)})
-        inner = A.for_range(TX, A.lit(0), A.Name(names["lim"]), A.Block(A.stmts_of(inner_body)))
-        remaining = A.binop("-", view.stop, A.Name(names["cb"]))
-        tile = A.Block((A.decl(names["lim"], "int", A.Ternary(A.binop("<", remaining, A.Name(BDX)), remaining,
-                                                              A.Name(BDX))), inner))
-        out.append(A.For(A.decl(names["cb"], A.replace(view.var_type, quals=()), A.lit(0)),
-                         A.binop("<", A.Name(names["cb"]), view.stop),
-                         A.assign(A.Name(names["cb"]), view.step, "+="), tile))
+        if uniform:
+            # every thread runs the same iterations: the loop goes outside, the threads inside
+            each = A.substitute(A.rewrite(strided.body, to_array), {T: slot, TY: A.lit(0), TZ: A.lit(0)})
+            out.append(A.Comment(_UNIFORM_MARK))
+            split = _tail_guard(A.stmts_of(each), view)
+            if split is None:
+                out.append(A.replace(strided, body=A.Block((
+                    A.for_range(TX, A.lit(0), A.Name(BDX), A.Block(A.stmts_of(each))),))))
+            else:
+                out.append(_split_at_guard(strided, view, each, split, fresh))
+        else:
+            # c is cb + tx (substituted, not declared: later passes see the access a[cb + tx] contiguous in tx)
+            inner_body = A.substitute(A.rewrite(strided.body, to_array), {
+                T: slot, TY: A.lit(0), TZ: A.lit(0), view.var: A.binop("+", A.Name(names["cb"]), slot)})
+            inner = A.for_range(TX, A.lit(0), A.Name(names["lim"]), A.Block(A.stmts_of(inner_body)))
+            remaining = A.binop("-", view.stop, A.Name(names["cb"]))
+            tile = A.Block((A.decl(names["lim"], "int", A.Ternary(A.binop("<", remaining, A.Name(BDX)), remaining,
+                                                                  A.Name(BDX))), inner))
+            out.append(A.For(A.decl(names["cb"], A.replace(view.var_type, quals=()), A.lit(0)),
+                             A.binop("<", A.Name(names["cb"]), view.stop),
+                             A.assign(A.Name(names["cb"]), view.step, "+="), tile))
         if suffix:
             restore = tuple(A.DeclStmt((A.replace(d, init=A.Index(A.Name(arrays[v]), slot), init_style="="),))
                             for v, d in expanded.items())
@@ -231,16 +394,25 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     class _Nests(A.Transformer):
         def visit_If(self, node: A.If) -> Any:  # noqa: N802
             # an earlier interchange: its tiles are done and its else branch is the fallback original
-            return node if declares_prefix(node.then, "xp_ti_cb") else self.generic_visit(node)
+            done = declares_prefix(node.then, "xp_ti_cb") or any(
+                isinstance(st, A.Comment) and st.text == _UNIFORM_MARK for st in A.stmts_of(node.then))
+            return node if done else self.generic_visit(node)
 
         def visit_For(self, loop: A.For) -> Any:  # noqa: N802
             inner = self.generic_visit(loop)
             replaced = rewrite_nest(inner)
             return inner if replaced is None else replaced
 
-    new_fn = _Nests().visit(fn)
+    new_module, touched = module, []
+    for fn in targets:
+        before = state["done"]
+        new_fn = _Nests().visit(fn)
+        if state["done"] > before:
+            new_module = new_module.replace_function(fn.name, new_fn)
+            touched.append(fn.name)
     if not state["done"]:
-        raise PassRefused(state["reason"] or f"no thread nest of '{fn.name}' runs a block-strided loop "
-                          "(for (c = t; c < N; c += S))")
-    ctx.notes.append(f"thread_interchange: {state['done']} strided loop(s) of {fn.name} walked in tiles by the threads")
-    return leave(unit, module.replace_function(fn.name, new_fn), ctx)
+        raise PassRefused(state["reason"] or "no thread nest runs a block-strided loop (for (c = t; c < N; c += S))"
+                          " or a loop alike in every thread")
+    ctx.notes.append(f"thread_interchange: {state['done']} loop(s) of {', '.join(touched)} walked by the threads "
+                     "together")
+    return leave(unit, new_module, ctx)

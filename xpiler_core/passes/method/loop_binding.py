@@ -27,8 +27,11 @@ from xpiler_core.passes.support.ast_support import (
     enter,
     has_jumps,
     int_param,
+    is_serial_copy,
     leave,
+    parallel_or_serial,
     scalar_writes,
+    strip_int_casts,
 )
 from xpiler_core.passes.support.cpu_prelude import PRELUDE_MARK
 from xpiler_core.passes.support.gpu_reduction import (
@@ -129,6 +132,55 @@ def _guard_bound(cond: A.Expr, defs: dict[str, A.Expr], local: set[str]) -> A.Ex
     return A.binop("-", bound, offset)
 
 
+def _nondecreasing(e: A.Expr, var: str) -> bool:
+    """``e`` never decreases when ``var`` grows (the others fixed): built from ``var`` by ``+``, ``-`` of what
+    does not read it, products with non-negative constants, ``/`` and ``>>`` by positive constants."""
+    e = strip_int_casts(e)
+    if var not in {n.id for n in A.walk(e) if isinstance(n, A.Name)}:
+        return True
+    if e == A.Name(var):
+        return True
+    if isinstance(e, A.Binary):
+        if e.op == "+":
+            return _nondecreasing(e.left, var) and _nondecreasing(e.right, var)
+        if e.op == "-":
+            return _nondecreasing(e.left, var) and var not in {n.id for n in A.walk(e.right)
+                                                                 if isinstance(n, A.Name)}
+        if e.op == "*":
+            for a, b in ((e.left, e.right), (e.right, e.left)):
+                k = A.const_int(a)
+                if k is not None and k >= 0:
+                    return _nondecreasing(b, var)
+            return False
+        if e.op in ("/", ">>"):
+            k = A.const_int(e.right)
+            return k is not None and k > 0 and _nondecreasing(e.left, var)
+    return False
+
+
+def _last_thread_passes(cond: A.Expr, defs: dict[str, A.Expr], local: set[str]) -> A.Expr | None:
+    """For ``L < R`` (or ``R > L``, ``<=``/``>=``) with ``L`` non-decreasing in ``xp_tx`` and ``R`` thread-
+    independent, the guard evaluated for the block's last thread: when it holds, every thread's does."""
+    if not (isinstance(cond, A.Binary) and cond.op in ("<", "<=", ">", ">=")):
+        return None
+    for _ in range(4):
+        names = {n.id for n in A.walk(cond) if isinstance(n, A.Name)} & set(defs)
+        if not names:
+            break
+        cond = A.substitute(cond, {k: defs[k] for k in names})
+    assert isinstance(cond, A.Binary)
+    growing, fixed = (cond.left, cond.right) if cond.op in ("<", "<=") else (cond.right, cond.left)
+    if not _invariant(fixed, local) or not _nondecreasing(growing, "xp_tx"):
+        return None
+    others = {n.id for n in A.walk(growing) if isinstance(n, A.Name)} - {"xp_tx"}
+    if others & (local | {"xp_t"}) or any(isinstance(n, (A.Index, A.Call, A.Assign, A.Opaque)) for n in
+                                         A.walk(growing)) or "xp_tx" not in {n.id for n in A.walk(growing)
+                                                                             if isinstance(n, A.Name)}:
+        return None
+    last = A.binop("-", A.Name("xp_bdx"), A.lit(1))
+    return A.substitute(cond, {"xp_tx": last})
+
+
 def _negated_guard(cond: A.Expr) -> A.Expr | None:
     """The continue condition ``E >= N`` as the keep condition ``E < N``."""
     if isinstance(cond, A.Binary) and cond.op == ">=":
@@ -168,6 +220,10 @@ def _refine_thread_loop(loop: A.For, counter: list[int]) -> A.Stmt:
     if k == len(rest) - 1 and guard.else_ is None:
         bound = _guard_bound(guard.cond, defs, local)
         kept = [*rest[:k], *A.stmts_of(guard.then)]
+        last = _last_thread_passes(guard.cond, defs, local) if bound is None else None
+        if last is not None and not any(isinstance(n, A.Continue) for st in kept for n in A.walk(st)):
+            # every thread passes when the last one does: that block runs the body unguarded
+            return A.If(last, A.Block((A.replace(loop, body=A.Block((*head, *kept))),)), A.Block((loop,)))
     elif guard.else_ is None and A.stmts_of(guard.then) in ((A.Continue(),),):
         keep = _negated_guard(guard.cond)
         bound = _guard_bound(keep, defs, local) if keep is not None else None
@@ -221,7 +277,7 @@ def _bind_cpu(fn: A.Function, params: dict[str, Any]) -> A.Function:
                 s = stmts[i]
                 if isinstance(s, A.For):
                     view = s.canonical()
-                    if view is not None and view.var == outer_var:
+                    if view is not None and view.var == outer_var and not is_serial_copy(stmts, i):
                         depth = min(collapse, _perfect_depth(s)) if recovered else 1
                         if not recovered:
                             _check_parallel(s)
@@ -230,8 +286,16 @@ def _bind_cpu(fn: A.Function, params: dict[str, Any]) -> A.Function:
                             clause = f"omp parallel for collapse({depth}) schedule({schedule})"
                         if threads:
                             clause += f" num_threads({threads})"
-                        if recovered and min_parallel > 0:
-                            clause += f" if(xp_gdx * xp_gdy * xp_gdz * xp_nt >= {min_parallel})"
+                        prev = stmts[i - 1] if i > 0 else None
+                        if recovered and min_parallel > 0 and not (
+                                isinstance(prev, A.Pragma) and prev.text.startswith("omp")):
+                            total = A.binop("*", A.binop("*", A.binop("*", A.name("xp_gdx"), A.name("xp_gdy")),
+                                                         A.name("xp_gdz")), A.name("xp_nt"))
+                            versioned = parallel_or_serial(s, clause, A.binop(">=", total, A.lit(min_parallel)))
+                            stmts = (*stmts[:i], versioned, *stmts[i + 1:])
+                            bound += 1
+                            i += 1
+                            continue
                         new = _pragma_before(stmts, i, clause)
                         if new is not stmts:
                             bound += 1

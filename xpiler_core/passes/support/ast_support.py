@@ -309,3 +309,23 @@ def called_functions(module: A.Module, roots: Iterable[A.Function],
                 stack.append(functions[name])
     return seen
 
+
+
+SERIAL_MARK = "// below the threshold: serial (entering an OpenMP region costs more than the work)"
+
+
+def parallel_or_serial(loop: A.Stmt, clause: str, worth_it: A.Expr) -> A.If:
+    """``if (worth_it) { #pragma <clause> loop } else { loop }``: an OpenMP ``if(...)`` clause still enters
+    the runtime (about 0.3 µs per call, more than a µs kernel takes), so small launches take a plain copy of
+    the loop; a ``simd`` clause keeps its ``omp simd`` part (and reduction) on the serial copy."""
+    serial: list[A.Stmt] = [A.Comment(SERIAL_MARK)]
+    words = clause.split()
+    if "simd" in words:
+        kept = [w for w in words if w.startswith(("reduction(", "collapse(", "aligned(", "linear("))]
+        serial.append(A.Pragma(" ".join(["omp", "simd", *kept])))
+    return A.If(worth_it, A.Block((A.Pragma(clause), loop)), A.Block((*serial, loop)))
+
+
+def is_serial_copy(stmts: tuple[A.Stmt, ...], index: int) -> bool:
+    """The loop at ``stmts[index]`` is the serial copy :func:`parallel_or_serial` made (do not bind it)."""
+    return any(isinstance(s, A.Comment) and s.text == SERIAL_MARK for s in stmts[:index])

@@ -215,4 +215,9 @@ def _affine(e: A.Expr, defs: dict[str, A.Expr], depth: int, consts: dict[str, in
     return None
 
 
-__all__ = ["independence_problem", "injective_index"]
+def affine_poly(e: A.Expr, consts: dict[str, int] | None = None) -> Poly | None:
+    """``e`` as a polynomial over the names it reads (``consts`` substituted), or None when it is not one."""
+    return _affine(e, {}, 0, consts)
+
+
+__all__ = ["affine_poly", "independence_problem", "injective_index"]

@@ -187,18 +187,28 @@ def _calls(s: A.Stmt, name: str) -> bool:
     return any(isinstance(n, A.Call) and isinstance(n.func, A.Name) and n.func.id == name for n in A.walk(s))
 
 
+def _general_nest(stmts: list[A.Stmt], depth: int = 0) -> tuple[list[A.Stmt], int] | None:
+    """The statements with the recovered block nest at top level, and its index. CPU fast paths keep the
+    nest as the general (else) branch of ``if (special launch) {...} else {nest}`` (grid_flatten,
+    affine_index, the serial copy of a parallel loop), possibly nested: the else branches are followed."""
+    for i, s in enumerate(stmts):
+        if _loop_var(s) == "xp_bz":
+            return stmts, i
+    if depth > 8:
+        return None
+    for i, s in enumerate(stmts):
+        if isinstance(s, A.If) and s.else_ is not None:
+            inner = _general_nest(list(A.stmts_of(s.else_)), depth + 1)
+            if inner is not None:
+                general, at = inner
+                return [*stmts[:i], *general, *stmts[i + 1:]], i + at
+    return None
+
+
 def rebind_function(fn: A.Function) -> tuple[A.Function, A.Function]:
     """(kernel, host launcher) for one recovered function."""
-    stmts = list(fn.body.stmts)
-    nest_at = next((i for i, s in enumerate(stmts) if _loop_var(s) == "xp_bz"), None)
-    for i, s in enumerate(stmts if nest_at is None else ()):
-        # grid_flatten keeps the nest as the general branch of `if (flat launch) {flat loop} else {nest}`
-        general = list(A.stmts_of(s.else_)) if isinstance(s, A.If) and s.else_ is not None else []
-        at = next((k for k, x in enumerate(general) if _loop_var(x) == "xp_bz"), None)
-        if at is not None:
-            stmts = [*stmts[:i], *general, *stmts[i + 1:]]
-            nest_at = i + at
-            break
+    found = _general_nest(list(fn.body.stmts))
+    stmts, nest_at = found if found is not None else ([], None)
     if nest_at is None:
         raise PassRefused(f"'{fn.name}' does not have the recovered block loop nest")
     prefix = [s for s in stmts[:nest_at] if not isinstance(s, A.Pragma)]
