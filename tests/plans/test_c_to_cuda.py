@@ -283,3 +283,34 @@ def test_an_entry_named_like_a_cuda_c_builtin_keeps_its_symbol(tmp_path: Path) -
     out = np.zeros(1, np.float32)
     lib.max(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data), ctypes.c_int(77))
     assert out[0] == x.max()
+
+
+def test_host_only_standard_math_becomes_device_code(tmp_path: Path) -> None:
+    # libstdc++'s integral sqrt overload and std::max/std::min are constexpr host templates nvcc rejects in a
+    # kernel: the translation must compile and keep the standard's semantics (std::max(NaN, x) is NaN,
+    # std::max(x, NaN) is x, unlike fmaxf)
+    from xpiler_core.runtime.build import build_library
+
+    text = ('#include <cmath>\n#include <algorithm>\n'
+            'extern "C" void clampscale(const float* x, const float* y, float* hi, float* lo, int n, int d) {\n'
+            "#pragma omp parallel for\n  for (int i = 0; i < n; ++i) {\n"
+            "    const float s = 1.0f / sqrt(d);\n"
+            "    hi[i] = std::max(x[i], y[i]) * s;\n    lo[i] = std::min(x[i], y[i]) * s;\n  }\n}\n")
+    cuda, ctx = translate_to_cuda(text, "clampscale.cpp")
+    assert cuda is not None, ctx.unresolved
+    verdict = compile_check(cuda, Dialect.CUDA)
+    assert verdict.ok, verdict.stderr
+    built = build_library(cuda, Dialect.CUDA, tmp_path, display_name="clampscale.cu")
+    assert built.ok, built.log
+    lib = ctypes.CDLL(str(built.library))
+    n, d = 64, 7
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    x[3], y[5] = np.nan, np.nan
+    hi, lo = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    lib.clampscale(*(ctypes.c_void_p(a.ctypes.data) for a in (x, y, hi, lo)), ctypes.c_int(n), ctypes.c_int(d))
+    s = np.float32(1.0 / np.sqrt(np.float64(d)))
+    std_max = np.array([b if a < b else a for a, b in zip(x, y, strict=True)], np.float32)
+    std_min = np.array([b if b < a else a for a, b in zip(x, y, strict=True)], np.float32)
+    np.testing.assert_array_equal(hi, std_max * s)
+    np.testing.assert_array_equal(lo, std_min * s)

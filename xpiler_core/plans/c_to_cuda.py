@@ -37,7 +37,7 @@ from xpiler_core.translation import (
     output_display_name,
 )
 
-DEFAULT_PASSES = ["x86_simd", "loop_binding"]
+DEFAULT_PASSES = ["x86_simd", "loop_binding", "device_cmath"]
 
 
 def translate_unit(unit: ParsedUnit, params: dict[str, Any] | None = None,

@@ -124,6 +124,21 @@ static void *xp_gemm_alloc(long floats) {
   if (!p) { fprintf(stderr, "xp_sgemm: out of memory\n"); abort(); }
   return p;
 }
+/* the row blocks of one (jc, pc) panel; its `omp for` shares them out when called inside a parallel region */
+static void xp_gemm_row_blocks(long M, long MC, long blocks, long kc, long nc, long pc, long jc, const float *A,
+                               long ars, long acs, const float *bp, float *C, long ldc) {
+  float *ap = (float *)xp_gemm_alloc(MC * kc);
+#pragma omp for schedule(static)
+  for (long ib = 0; ib < blocks; ++ib) {
+    const long ic = ib * MC, mc = M - ic < MC ? M - ic : MC;
+    xp_gemm_pack_a(mc, kc, A + ic * ars + pc * acs, ars, acs, ap);
+    for (long jr = 0; jr < nc; jr += 16)
+      for (long ir = 0; ir < mc; ir += 6)
+        xp_gemm_micro(kc, ap + ir * kc, bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
+                      (int)(mc - ir < 6 ? mc - ir : 6), (int)(nc - jr < 16 ? nc - jr : 16), pc == 0);
+  }
+  free(ap);
+}
 static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs, const float *B, long brs, long bcs,
                      float *C, long ldc, long MC, long KC, long NC) {
   if (M <= 0 || N <= 0) return;
@@ -141,19 +156,12 @@ static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs,
       const long kc = K - pc < KC ? K - pc : KC;
       xp_gemm_pack_b(kc, nc, B + pc * brs + jc * bcs, brs, bcs, bp);
       const long blocks = (M + MC - 1) / MC;
-#pragma omp parallel if (blocks > 1 && (double)M * nc * kc >= XP_GEMM_PARALLEL_WORK)
-      {
-        float *ap = (float *)xp_gemm_alloc(MC * KC);
-#pragma omp for schedule(static)
-        for (long ib = 0; ib < blocks; ++ib) {
-          const long ic = ib * MC, mc = M - ic < MC ? M - ic : MC;
-          xp_gemm_pack_a(mc, kc, A + ic * ars + pc * acs, ars, acs, ap);
-          for (long jr = 0; jr < nc; jr += 16)
-            for (long ir = 0; ir < mc; ir += 6)
-              xp_gemm_micro(kc, ap + ir * kc, bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-                            (int)(mc - ir < 6 ? mc - ir : 6), (int)(nc - jr < 16 ? nc - jr : 16), pc == 0);
-        }
-        free(ap);
+      /* a team only when the work pays for it: an OpenMP `if` clause would still enter the runtime */
+      if (blocks > 1 && (double)M * nc * kc >= XP_GEMM_PARALLEL_WORK) {
+#pragma omp parallel
+        xp_gemm_row_blocks(M, MC, blocks, kc, nc, pc, jc, A, ars, acs, bp, C, ldc);
+      } else {
+        xp_gemm_row_blocks(M, MC, blocks, kc, nc, pc, jc, A, ars, acs, bp, C, ldc);
       }
     }
   }
@@ -219,18 +227,23 @@ def emit(shape: MatmulShape, mc: int, kc: int, nc: int) -> tuple[list[str], list
                      f"{bcs}, {out_ptr}, {ldc}, {mc}, {kc}, {nc});")
     if not direct:
         value = accs[0] + "[xp_e]" if shape.epilogue is None else print_expr(shape.epilogue, Dialect.C)
-        lines += [
-            "#pragma omp parallel for if (xp_gemm_m * xp_gemm_n >= 65536)",
+        lines += parallel_lines("omp parallel for", "xp_gemm_m * xp_gemm_n >= 65536", [
             "for (long xp_er = 0; xp_er < xp_gemm_m; ++xp_er)",
             "for (long xp_ec = 0; xp_ec < xp_gemm_n; ++xp_ec) {",
             "const long xp_e = xp_er * xp_gemm_n + xp_ec;",
             f"({base(shape.out, '')})[xp_er * {shape.out.lead.c_text()} + xp_ec] = (float)({value});",
             "}",
-        ]
+        ])
     lines.append("}")
     if not direct:
         lines += [f"free({acc});" for acc in accs]
     return pre, lines
+
+
+def parallel_lines(pragma: str, worth_it: str, body: list[str]) -> list[str]:
+    """``body`` under ``#pragma`` when ``worth_it`` holds, else a plain copy (an OpenMP ``if`` clause would
+    still enter the runtime, ~0.3 µs a call: more than small products take)."""
+    return [f"if ({worth_it}) {{", f"#pragma {pragma}", *body, "} else {", *body, "}"]
 
 
 def _horner(coords: tuple[Coord, ...] | list[tuple[str, str]]) -> str:
@@ -268,22 +281,20 @@ def emit_implicit(shape: ImplicitGemm, mc: int, kc: int, nc: int) -> tuple[list[
     sum_index = _horner([(v if lo == Poly() else f"({v} - {lo.c_text()})", f"({hi.c_text()} - {lo.c_text()})")
                          for v, lo, hi in shape.sums])
     # A: one row of summation terms per row coordinate tuple (an im2col matrix for a convolution)
-    lines += [f"#pragma omp parallel for collapse({len(shape.rows)}) if (xp_gemm_m * xp_gemm_k >= 65536)",
-              *_loops(shape.rows), "{",
-              f"float *xp_ig_dst = xp_ig_a + {_horner(shape.rows)} * xp_gemm_k;",
-              *sum_loops, f"*xp_ig_dst++ = {shape.lhs.c_value()};", "}"]
+    lines += parallel_lines(f"omp parallel for collapse({len(shape.rows)})", "xp_gemm_m * xp_gemm_k >= 65536", [
+        *_loops(shape.rows), "{", f"float *xp_ig_dst = xp_ig_a + {_horner(shape.rows)} * xp_gemm_k;",
+        *sum_loops, f"*xp_ig_dst++ = {shape.lhs.c_value()};", "}"])
     # B: one row of column values per summation term
-    lines += [f"#pragma omp parallel for collapse({len(shape.sums)}) if (xp_gemm_k * xp_gemm_n >= 65536)",
-              *sum_loops, "{", f"float *xp_ig_dst = xp_ig_b + {sum_index} * xp_gemm_n;",
-              *_loops(shape.cols), f"*xp_ig_dst++ = {shape.rhs.c_value()};", "}"]
+    lines += parallel_lines(f"omp parallel for collapse({len(shape.sums)})", "xp_gemm_k * xp_gemm_n >= 65536", [
+        *sum_loops, "{", f"float *xp_ig_dst = xp_ig_b + {sum_index} * xp_gemm_n;",
+        *_loops(shape.cols), f"*xp_ig_dst++ = {shape.rhs.c_value()};", "}"])
     lines.append(f"xp_sgemm(xp_gemm_m, xp_gemm_n, xp_gemm_k, xp_ig_a, xp_gemm_k, 1L, xp_ig_b, xp_gemm_n, 1L, "
                  f"xp_mm_acc0, xp_gemm_n, {mc}, {kc}, {nc});")
     value = "xp_mm_acc0[xp_e]" if shape.epilogue is None else print_expr(shape.epilogue, Dialect.C)
-    lines += [f"#pragma omp parallel for collapse({len(shape.rows)}) if (xp_gemm_m * xp_gemm_n >= 65536)",
-              *_loops(shape.rows), "{", f"long xp_e = {_horner(shape.rows)} * xp_gemm_n;",
-              *_loops(shape.cols), "{",
-              f"{shape.out_base}[{shape.out_offset.c_text()}] = (float)({value});", "++xp_e;", "}", "}",
-              "free(xp_ig_a);", "free(xp_ig_b);", "free(xp_mm_acc0);"]
+    lines += parallel_lines(f"omp parallel for collapse({len(shape.rows)})", "xp_gemm_m * xp_gemm_n >= 65536", [
+        *_loops(shape.rows), "{", f"long xp_e = {_horner(shape.rows)} * xp_gemm_n;", *_loops(shape.cols), "{",
+        f"{shape.out_base}[{shape.out_offset.c_text()}] = (float)({value});", "++xp_e;", "}", "}"])
+    lines += ["free(xp_ig_a);", "free(xp_ig_b);", "free(xp_mm_acc0);"]
     return pre, lines
 
 
