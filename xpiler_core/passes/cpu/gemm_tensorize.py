@@ -124,12 +124,12 @@ static void *xp_gemm_alloc(long floats) {
   if (!p) { fprintf(stderr, "xp_sgemm: out of memory\n"); abort(); }
   return p;
 }
-/* the row blocks of one (jc, pc) panel; its `omp for` shares them out when called inside a parallel region */
+/* row blocks part, part + parts, ... of one (jc, pc) panel (no worksharing construct: callable on its own, from
+   a team it splits, or inside someone else's parallel loop) */
 static void xp_gemm_row_blocks(long M, long MC, long blocks, long kc, long nc, long pc, long jc, const float *A,
-                               long ars, long acs, const float *bp, float *C, long ldc) {
+                               long ars, long acs, const float *bp, float *C, long ldc, int part, int parts) {
   float *ap = (float *)xp_gemm_alloc(MC * kc);
-#pragma omp for schedule(static)
-  for (long ib = 0; ib < blocks; ++ib) {
+  for (long ib = part; ib < blocks; ib += parts) {
     const long ic = ib * MC, mc = M - ic < MC ? M - ic : MC;
     xp_gemm_pack_a(mc, kc, A + ic * ars + pc * acs, ars, acs, ap);
     for (long jr = 0; jr < nc; jr += 16)
@@ -157,12 +157,15 @@ static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs,
       xp_gemm_pack_b(kc, nc, B + pc * brs + jc * bcs, brs, bcs, bp);
       const long blocks = (M + MC - 1) / MC;
       /* a team only when the work pays for it: an OpenMP `if` clause would still enter the runtime */
-      if (blocks > 1 && (double)M * nc * kc >= XP_GEMM_PARALLEL_WORK) {
+#ifdef _OPENMP
+      if (blocks > 1 && (double)M * nc * kc >= XP_GEMM_PARALLEL_WORK && !omp_in_parallel()) {
 #pragma omp parallel
-        xp_gemm_row_blocks(M, MC, blocks, kc, nc, pc, jc, A, ars, acs, bp, C, ldc);
-      } else {
-        xp_gemm_row_blocks(M, MC, blocks, kc, nc, pc, jc, A, ars, acs, bp, C, ldc);
+        xp_gemm_row_blocks(M, MC, blocks, kc, nc, pc, jc, A, ars, acs, bp, C, ldc, omp_get_thread_num(),
+                           omp_get_num_threads());
+        continue;
       }
+#endif
+      xp_gemm_row_blocks(M, MC, blocks, kc, nc, pc, jc, A, ars, acs, bp, C, ldc, 0, 1);
     }
   }
   free(bp);
@@ -215,7 +218,7 @@ def emit(shape: MatmulShape, mc: int, kc: int, nc: int) -> tuple[list[str], list
     accs = [f"xp_mm_acc{i}" for i in range(len(shape.rhs))]
     if not direct:
         lines += [f"float *{acc} = (float *)xp_gemm_alloc(xp_gemm_m * xp_gemm_n);" for acc in accs]
-    lines.append("for (long xp_gemm_b = 0; xp_gemm_b < xp_gemm_batches; ++xp_gemm_b) {")
+    batch_loop = ["for (long xp_gemm_b = 0; xp_gemm_b < xp_gemm_batches; ++xp_gemm_b) {"]
     a_ptr = base(a, f" + {k0}")
     for b, acc in zip(shape.rhs, accs, strict=True):
         if shape.rhs_filter_layout:  # Y[col * ld + k]
@@ -223,20 +226,30 @@ def emit(shape: MatmulShape, mc: int, kc: int, nc: int) -> tuple[list[str], list
         else:  # Y[k * ld + col]
             b_ptr, brs, bcs = base(b, f" + {k0} * {b.lead.c_text()}"), b.lead.c_text(), "1L"
         out_ptr, ldc = (base(shape.out, ""), shape.out.lead.c_text()) if direct else (acc, "xp_gemm_n")
-        lines.append(f"xp_sgemm(xp_gemm_m, xp_gemm_n, xp_gemm_k, {a_ptr}, {a.lead.c_text()}, 1L, {b_ptr}, {brs}, "
-                     f"{bcs}, {out_ptr}, {ldc}, {mc}, {kc}, {nc});")
-    if not direct:
-        value = accs[0] + "[xp_e]" if shape.epilogue is None else print_expr(shape.epilogue, Dialect.C)
-        lines += parallel_lines("omp parallel for", "xp_gemm_m * xp_gemm_n >= 65536", [
-            "for (long xp_er = 0; xp_er < xp_gemm_m; ++xp_er)",
-            "for (long xp_ec = 0; xp_ec < xp_gemm_n; ++xp_ec) {",
-            "const long xp_e = xp_er * xp_gemm_n + xp_ec;",
-            f"({base(shape.out, '')})[xp_er * {shape.out.lead.c_text()} + xp_ec] = (float)({value});",
-            "}",
-        ])
+        batch_loop.append(f"xp_sgemm(xp_gemm_m, xp_gemm_n, xp_gemm_k, {a_ptr}, {a.lead.c_text()}, 1L, {b_ptr}, "
+                          f"{brs}, {bcs}, {out_ptr}, {ldc}, {mc}, {kc}, {nc});")
+    if direct and shape.batched:
+        # batches write disjoint outputs: share them out when they offer more parallelism than one batch's row
+        # blocks (each product then runs on its thread; the inner team is nested, hence one thread)
+        lines += parallel_lines(
+            "omp parallel for schedule(static)",
+            f"xp_gemm_batches > 1 && xp_gemm_batches >= (xp_gemm_m + {mc} - 1) / {mc} && "
+            "(double)xp_gemm_batches * xp_gemm_m * xp_gemm_n * xp_gemm_k >= XP_GEMM_PARALLEL_WORK",
+            [*batch_loop, "}"])
+        return pre, lines
+    lines += batch_loop
+    if direct:
+        return pre, [*lines, "}"]
+    value = accs[0] + "[xp_e]" if shape.epilogue is None else print_expr(shape.epilogue, Dialect.C)
+    lines += parallel_lines("omp parallel for", "xp_gemm_m * xp_gemm_n >= 65536", [
+        "for (long xp_er = 0; xp_er < xp_gemm_m; ++xp_er)",
+        "for (long xp_ec = 0; xp_ec < xp_gemm_n; ++xp_ec) {",
+        "const long xp_e = xp_er * xp_gemm_n + xp_ec;",
+        f"({base(shape.out, '')})[xp_er * {shape.out.lead.c_text()} + xp_ec] = (float)({value});",
+        "}",
+    ])
     lines.append("}")
-    if not direct:
-        lines += [f"free({acc});" for acc in accs]
+    lines += [f"free({acc});" for acc in accs]
     return pre, lines
 
 
