@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -257,7 +258,8 @@ def first_compiler_error(stderr: str) -> str:
     """The compiler's first error line (not a warning or an "In file included from" line)."""
     lines = [line.strip() for line in (stderr or "").splitlines() if line.strip()]
     for line in lines:
-        if " error:" in line or line.startswith("error:") or ": fatal error:" in line:
+        # gcc/nvcc "file:line: error:", nvcc "file(line): error:", ptxas "ptxas error   : ..."
+        if re.search(r"(^|[\s:)])(fatal )?error\s*:", line):
             return line
     return lines[0] if lines else ""
 

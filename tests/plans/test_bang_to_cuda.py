@@ -6,6 +6,7 @@ import shutil
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from xpiler_core.dialect import Dialect
@@ -260,3 +261,59 @@ def test_large_per_thread_arrays_on_the_heap_run_as_cuda(tmp_path: Path) -> None
     """))
     report = run_spec(load_spec(str(tmp_path / "spec.toml")), warp_size=32)
     assert report.passed, report.summary()
+
+
+CONV = """
+extern "C" __mlu_global__ void conv_hwc(float *data, float *filter, float *out, int tasks) {
+  int task = (clusterId * 4) + coreId;
+  if (task < tasks) {
+    __nram__ float tile[BUF];
+    __wram__ float weights[2 * 3 * 3 * 64];
+    __memcpy(weights, filter, 2 * 3 * 3 * 64 * 4, GDRAM2WRAM);
+    __memcpy(tile, data + task * 5 * 6 * 64, 5 * 6 * 64 * 4, GDRAM2NRAM);
+    __bang_conv(tile + 5 * 6 * 64, tile, weights, 64, 5, 6, 3, 3, 1, 2, 2);
+    __memcpy(out + task * 2 * 4 * 2, tile + 5 * 6 * 64, 2 * 4 * 2 * 4, NRAM2GDRAM);
+  }
+}
+"""
+
+
+def _conv_reference(data: np.ndarray, filt: np.ndarray, tasks: int) -> np.ndarray:
+    x = data.reshape(tasks, 5, 6, 64).astype(np.float64)
+    w = filt.reshape(2, 3, 3, 64).astype(np.float64)  # [co][kh][kw][ci]
+    out = np.zeros((tasks, 2, 4, 2))  # stride 1 along the width, 2 along the height
+    for y in range(2):
+        for xo in range(4):
+            patch = x[:, 2 * y:2 * y + 3, xo:xo + 3, :]
+            out[:, y, xo, :] = np.einsum("thwc,ohwc->to", patch, w)
+    return out.astype(np.float32).reshape(-1)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("buf", [5 * 6 * 64 + 2 * 4 * 2, 16384])  # in shared memory; beyond its 48 KiB
+def test_bang_conv_in_a_nested_block_runs_as_cuda(tmp_path: Path, buf: int) -> None:
+    """``__nram__`` buffers declared inside an ``if`` are lowered (not kept as text), ``__bang_conv`` becomes
+    loops with the model's HWC layout, and buffers larger than CUDA's static shared memory go to the heap."""
+    import ctypes
+
+    from xpiler_core.runtime.build import build_library
+
+    cuda, reason = translate_bang_to_cuda(CONV.replace("BUF", str(buf)), "conv.mlu")
+    assert cuda is not None, reason
+    assert "__nram__" not in cuda and "__bang_conv" not in cuda
+    assert ("_heap(" in cuda) == (buf * 4 > 48 * 1024)
+    verdict = compile_check(cuda, Dialect.CUDA)
+    assert verdict.ok, verdict.stderr
+    host = cuda + ('\nextern "C" void run(float* d, float* f, float* o, int tasks) {\n'
+                   "  cnrtDim3_t dim = {(unsigned)((tasks + 3) / 4 * 4), 1, 1};  // a Union1 launch: 4 cores a cluster\n"
+                   "  conv_hwc<<<xp_cuda_grid(dim, cnrtFuncTypeUnion1), 1>>>(d, f, o, tasks);\n}\n")
+    built = build_library(host, Dialect.CUDA, tmp_path, display_name="conv.cu")
+    assert built.ok, built.log
+    lib = ctypes.CDLL(str(built.library))
+    tasks = 3
+    rng = np.random.default_rng(buf)
+    data = rng.standard_normal(tasks * 5 * 6 * 64).astype(np.float32)
+    filt = rng.standard_normal(2 * 3 * 3 * 64).astype(np.float32)
+    out = np.full(tasks * 2 * 4 * 2, np.nan, np.float32)
+    lib.run(*(ctypes.c_void_p(a.ctypes.data) for a in (data, filt, out)), ctypes.c_int(tasks))
+    np.testing.assert_allclose(out, _conv_reference(data, filt, tasks), rtol=1e-4, atol=1e-4)

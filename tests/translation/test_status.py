@@ -4,6 +4,8 @@ tests or agreeing programs, and nothing unresolved; our own harness failing is n
 
 from __future__ import annotations
 
+import pytest
+
 from xpiler_core.diagnostics import Span
 from xpiler_core.passes.base import Unresolved
 from xpiler_core.translation import EXIT_CODES, Evidence, Status, decide_status, first_compiler_error
@@ -34,6 +36,20 @@ def test_compile_failure_names_the_first_error_not_a_warning() -> None:
     status, reason = decide_status(Evidence(compile=verdict(False, stderr)), [])
     assert status is Status.UNRESOLVED and reason.endswith("x.cu:7:5: error: 'foo' was not declared")
     assert first_compiler_error(stderr) == "x.cu:7:5: error: 'foo' was not declared"
+
+
+@pytest.mark.parametrize(("stderr", "first"), [
+    # nvcc warnings come first; the assembler's error is the reason (shared memory over the limit)
+    ("k.cu(26): warning #177-D: declared but never referenced\nptxas error   : Entry function 'f' uses too much "
+     "shared data\n", "ptxas error   : Entry function 'f' uses too much shared data"),
+    ("k.cu(9): warning #550-D: set but never used\nk.cu(171): error: identifier \"x\" is undefined\n",
+     'k.cu(171): error: identifier "x" is undefined'),
+    ("In file included from a.c:1:\nb.h:2:10: fatal error: c.h: No such file or directory\n",
+     "b.h:2:10: fatal error: c.h: No such file or directory"),
+    ("a.c:1: warning: the word terror: is not an error line\n", "a.c:1: warning: the word terror: is not an error line"),
+])
+def test_first_error_line_of_each_toolchain(stderr: str, first: str) -> None:
+    assert first_compiler_error(stderr) == first
 
 
 def test_untested_code_is_compiled_not_executed() -> None:

@@ -34,6 +34,9 @@ _BANG_QUALIFIER = re.compile(
     r"__mlu_global__|__mlu_func__|__mlu_entry__|__mlu_device__|__mlu_host__|__nram__|__wram__|__ldram__|"
     r"__mlu_shared__|__mlu_const__"
 )
+# statements whose nested blocks are lowered as blocks (where BANG declaration qualifiers are understood)
+_NESTING_STATEMENTS = frozenset({"compound_statement", "if_statement", "for_statement", "while_statement",
+                                 "do_statement"})
 
 _NAME_NODES = frozenset(
     {
@@ -573,7 +576,10 @@ class _Lowerer:
             return self.opaque(node, "nesting too deep")
         if node.has_error:
             return self.opaque(node, "syntax error")
-        if self.bang and node.type != "comment" and _BANG_QUALIFIER.search(self.text(node)):
+        if self.bang and node.type != "comment" and _BANG_QUALIFIER.search(self.text(node)) and (
+                node.type not in _NESTING_STATEMENTS or _BANG_QUALIFIER.search(self.head_text(node))):
+            # a qualifier in a nested block is lowered there (blocks take declaration prefixes); one in a
+            # statement's own head (a for's init) is not modeled
             return self.opaque(node, "BANG qualifier inside")
         try:
             return self.stmt_inner(node, depth)
@@ -585,6 +591,16 @@ class _Lowerer:
                 )
             )
             return self.opaque(node, str(exc))
+
+    def head_text(self, node: CstNode) -> str:
+        """The text of a statement without its nested blocks (an if's condition, a for's header)."""
+        parts: list[str] = []
+        for child in node.children:
+            if child.type == "compound_statement":
+                continue
+            parts.append(self.head_text(child) if child.type in _NESTING_STATEMENTS or child.type == "else_clause"
+                         else self.text(child))
+        return " ".join(parts)
 
     def body(self, node: CstNode | None, depth: int) -> A.Stmt:
         if node is None:

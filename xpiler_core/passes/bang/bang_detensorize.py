@@ -45,11 +45,14 @@ UNSUPPORTED = ("__sync_cluster", "__sync_all", "__mlu_shared__", "__ldram__")
 LAYOUT_CALLS = {"__bang_matmul": "xp_bang_matmul", "__bang_transpose": "xp_bang_transpose",
                 "__bang_sumpool": "xp_bang_sumpool", "__bang_avgpool": "xp_bang_avgpool",
                 "__bang_maxpool": "xp_bang_maxpool", "__bang_minpool": "xp_bang_minpool",
-                "__bang_reshape_filter": "xp_bang_reshape_filter", "__memset_nram": "xp_memset_nram"}
+                "__bang_reshape_filter": "xp_bang_reshape_filter", "__memset_nram": "xp_memset_nram",
+                "__bang_conv": "xp_bang_conv", "__bang_mlp": "xp_bang_mlp"}
 LAYOUT_ARITY = {"__bang_matmul": (6, 7), "__bang_transpose": (4,), "__bang_sumpool": (9,), "__bang_avgpool": (9,),
-                "__bang_maxpool": (9,), "__bang_minpool": (9,), "__bang_reshape_filter": (6,), "__memset_nram": (3,)}
+                "__bang_maxpool": (9,), "__bang_minpool": (9,), "__bang_reshape_filter": (6,), "__memset_nram": (3,),
+                "__bang_conv": (11, 12), "__bang_mlp": (5, 6)}
 SYNC_CALLS = frozenset({"__sync_io", "__sync_compute", "__sync", "__sync_io_move_compute"})
 MAX_BLOCK_THREADS = 1024
+SHARED_STATIC_BYTES = 48 * 1024  # CUDA's static shared memory per block
 # per-thread arrays of a recovered block up to this many bytes at 1024 threads stay on the stack; larger ones
 # (fragments, per-thread tiles) go to the device heap, since thread 0 runs the whole task on one stack
 THREAD_ARRAY_STACK_BYTES = 16 * 1024
@@ -113,6 +116,11 @@ __device__ static inline void xp_bang_matmul(D* dst, const S* src0, const W* fil
       dst[(size_t)i * n + j] = (D)acc;
     }
 }
+/* BANG fully connected layer: dst[height] = filter[height][width] . src[width] (a matmul of one row) */
+template <typename D, typename S, typename W>
+__device__ static inline void xp_bang_mlp(D* dst, const S* src, const W* filter, int height, int width) {
+  xp_bang_matmul(dst, src, filter, 1, width, height);
+}
 template <typename T>
 __device__ static inline void xp_bang_transpose(T* dst, const T* src, int h, int w) {
   for (int i = 0; i < h; ++i)
@@ -144,6 +152,24 @@ template <typename T> __device__ static inline void xp_bang_maxpool(T* d, const 
                                                                     int kw, int sw, int sh) { xp_bang_pool(2, d, s, c, h, w, kh, kw, sw, sh); }
 template <typename T> __device__ static inline void xp_bang_minpool(T* d, const T* s, int c, int h, int w, int kh,
                                                                     int kw, int sw, int sh) { xp_bang_pool(3, d, s, c, h, w, kh, kw, sw, sh); }
+/* BANG convolution of an HWC tile [h][w][ci] with a WRAM filter [co][kh][kw][ci], strides sw then sh, no padding:
+   dst [oh][ow][co] (the fixed-point position, a 12th argument, does not change float results) */
+template <typename D, typename S, typename W>
+__device__ static inline void xp_bang_conv(D* dst, const S* src, const W* filter, int ci, int h, int w, int kh,
+                                           int kw, int sw, int sh, int co) {
+  const int oh = (h - kh) / sh + 1, ow = (w - kw) / sw + 1;
+  for (int y = 0; y < oh; ++y)
+    for (int x = 0; x < ow; ++x)
+      for (int o = 0; o < co; ++o) {
+        float acc = 0.0f;
+        for (int i = 0; i < kh; ++i)
+          for (int j = 0; j < kw; ++j)
+            for (int c = 0; c < ci; ++c)
+              acc += (float)src[((size_t)(y * sh + i) * w + (x * sw + j)) * ci + c] *
+                     (float)filter[(((size_t)o * kh + i) * kw + j) * ci + c];
+        dst[((size_t)y * ow + x) * co + o] = (D)acc;
+      }
+}
 /* __memset_nram(dst, count, value): count elements of dst set to value */
 template <typename T, typename V> __device__ static inline void xp_memset_nram(T* d, int n, V v) {
   for (int i = 0; i < n; ++i) d[i] = (T)v;
@@ -236,7 +262,13 @@ def detensorize(module: A.Module, kernels: frozenset[str] = frozenset(),
     counter = [0]
     missing: list[str] = []
 
+    on_heap = _oversized_on_chip(module)
+
     def visit(node: A.Node) -> A.Node | None:
+        if isinstance(node, A.DeclStmt) and any(id(d) in on_heap for d in node.decls):
+            return A.Opaque("\n".join(_heap_task_decl(d) if id(d) in on_heap else
+                                      print_node(A.DeclStmt((A.rewrite(d, visit),)), Dialect.CUDA).strip()
+                                      for d in node.decls), "on-chip buffers larger than shared memory")
         if isinstance(node, A.DeclStmt) and any(_heap_thread_array(d) for d in node.decls):
             return A.Opaque("\n".join(_heap_decl(d) if _heap_thread_array(d) else
                                       print_node(A.DeclStmt((A.rewrite(d, visit),)), Dialect.CUDA).strip()
@@ -321,6 +353,40 @@ def _heap_thread_array(d: A.VarDecl) -> bool:
         elems *= n
     size = SCALAR_BYTES.get(d.type.base.replace("const ", "").strip())
     return size is not None and elems * size > THREAD_ARRAY_STACK_BYTES
+
+
+def _on_chip_bytes(d: A.VarDecl) -> int | None:
+    """Bytes of an ``__nram__``/``__wram__`` array of constant extents (None: not one, or not sizable)."""
+    if not d.dims or not ({"__nram__", "__wram__"} & set(d.storage)) or d.type.pointers or d.init is not None:
+        return None
+    elems = 1
+    for dim in d.dims:
+        n = A.const_int(dim) if dim is not None else None
+        if n is None:
+            return None
+        elems *= n
+    size = SCALAR_BYTES.get(d.type.base.replace("const ", "").strip())
+    return None if size is None else elems * size
+
+
+def _oversized_on_chip(module: A.Module) -> set[int]:
+    """The on-chip arrays of every function whose NRAM/WRAM buffers together exceed CUDA's static shared memory
+    (48 KiB; an MLU core has hundreds): those go to the device heap instead (only thread 0 runs the task)."""
+    out: set[int] = set()
+    for fn in module.functions():
+        sized = [(d, _on_chip_bytes(d)) for d in A.walk(fn.body) if isinstance(d, A.VarDecl)]
+        arrays = [(d, b) for d, b in sized if b is not None]
+        if sum(b for _, b in arrays) > SHARED_STATIC_BYTES:
+            out |= {id(d) for d, _ in arrays}
+    return out
+
+
+def _heap_task_decl(d: A.VarDecl) -> str:
+    """``__nram__ T a[d0][d1]..`` → an ``xp_block_array`` of ``d0`` rows and a pointer to rows named ``a``."""
+    inner = "".join(f"[{print_expr(dim, Dialect.CUDA)}]" for dim in d.dims[1:] if dim is not None)
+    first = print_expr(d.dims[0], Dialect.CUDA) if d.dims[0] is not None else "1"
+    t = d.type.base
+    return f"xp_block_array<{t}{inner}> {d.name}_heap({first});\n{t} (*{d.name}){inner} = {d.name}_heap.p;"
 
 
 def _heap_decl(d: A.VarDecl) -> str:
