@@ -121,11 +121,23 @@ class TuneResult:
 
 
 class _Budget:
-    def __init__(self, problem: CpuTuningProblem, max_trials: int, budget_s: float, cancel: CancelToken | None) -> None:
-        self.problem, self.max_trials, self.cancel = problem, max_trials, cancel
-        self.started = time.monotonic()
+    def __init__(self, problem: CpuTuningProblem, max_trials: int, budget_s: float, cancel: CancelToken | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.problem, self.max_trials, self.cancel, self.clock = problem, max_trials, cancel, clock
+        self.started = clock()
         self.deadline = self.started + budget_s
         self.budget_s = budget_s
+        self.trial_seconds: list[float] = []  # measured trials (build, verify, time), for the next one's estimate
+
+    def measured(self, seconds: float) -> None:
+        self.trial_seconds.append(seconds)
+
+    def next_trial_s(self) -> float:
+        """What the next measured trial is expected to take: the median of those measured so far."""
+        if not self.trial_seconds:
+            return 0.0
+        ordered = sorted(self.trial_seconds)
+        return ordered[len(ordered) // 2]
 
     def spent(self) -> int:
         # Trials answered from the records count as spent: a re-run with the same options replays the same
@@ -135,11 +147,12 @@ class _Budget:
     def exhausted(self) -> bool:
         if self.cancel is not None:
             self.cancel.check()
-        return self.spent() >= self.max_trials or time.monotonic() >= self.deadline
+        # a budget is a budget: no trial starts that would be expected to end past the deadline
+        return self.spent() >= self.max_trials or self.clock() + self.next_trial_s() >= self.deadline
 
     def fraction(self) -> float:
         by_trials = self.spent() / max(1, self.max_trials)
-        by_time = (time.monotonic() - self.started) / max(1e-6, self.budget_s)
+        by_time = (self.clock() - self.started) / max(1e-6, self.budget_s)
         return min(0.95, max(by_trials, by_time))
 
 
@@ -229,7 +242,10 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
         best so far beyond the noise scores no higher than it, so the searches never prefer a noise win."""
         if budget.exhausted():
             return None
-        record, _measured = problem.evaluate(config)
+        trial_started = time.monotonic()
+        record, measured = problem.evaluate(config)
+        if measured:
+            budget.measured(time.monotonic() - trial_started)
         if record is None:
             return None
         if not (record.verified and record.latency_s):
