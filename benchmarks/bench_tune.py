@@ -116,7 +116,7 @@ def bench_one(spec_path: str, options: TuneOptions, workdir: Path) -> dict[str, 
                trials=result.trials_measured, resumed=result.trials_resumed, best=result.best.description,
                changes=result.best.config.describe_changes(result.baseline_config or result.best.config),
                noise=result.noise, interval=result.best_interval, flags=list(result.flags),
-               load=result.load_average)
+               load=result.load_average, busy=result.loaded, load_detail=result.load)
     libs = []
     for tag, text, flags in (("untuned", result.baseline_text, ()), ("tuned", result.best_text, result.flags)):
         built = build_library(text, Dialect.C, workdir / spec.name / tag, display_name=f"{tag}.cpp", cplusplus_c=True,
@@ -183,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{group:13s} {op:18s} {us(row['untuned_s'])} {us(row['tuned_s'])} "
                   f"{x(row['speedup'])} {us(row.get('torch_s'))} {x(row.get('vs_torch'))} {row['tune_s']:7.1f} "
                   f"{row['trials']:6d} {row['noise'] * 100:5.0f}% {row['load']:5.1f}  {row['changes'][:150]}", flush=True)
+            if row.get("busy"):
+                print(f"{'':32s} flagged: the tuner found the machine busy ({row['load_detail']}); "
+                      "no parallelism change was crowned", flush=True)
     print("\ngroup geomeans (tuner's re-timed paired speedup over untuned; tuned vs best torch, > 1 = ours faster):")
     summary: dict[str, Any] = {}
     for group in groups:

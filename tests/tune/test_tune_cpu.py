@@ -124,8 +124,8 @@ def test_cli_refuses_gpu_targets(capsys) -> None:
 
 
 def test_budget_starts_no_trial_it_expects_to_overrun() -> None:
-    """A budget is a budget: once trials have been measured, the next one starts only when the median trial
-    time still fits before the deadline (the overshoot was the last trial's build and run)."""
+    """A budget is a budget: once trials have been measured, the next one starts only when the longest recent
+    trial time, and as much again for re-timing the finalists, still fit before the deadline."""
     from types import SimpleNamespace
 
     from xpiler_core.tune.tuner import _Budget
@@ -134,13 +134,13 @@ def test_budget_starts_no_trial_it_expects_to_overrun() -> None:
     problem = SimpleNamespace(trials_measured=0, trials_resumed=0)
     budget = _Budget(problem, max_trials=50, budget_s=10.0, cancel=None, clock=lambda: now[0])  # type: ignore[arg-type]
     assert not budget.exhausted()  # nothing measured yet: the first trial may start
-    for seconds in (3.0, 2.0, 3.0):
+    for seconds in (1.0, 3.0, 2.0):
         budget.measured(seconds)
         problem.trials_measured += 1
-    now[0] = 106.9
-    assert not budget.exhausted()  # 106.9 + 3 (median) < 110
-    now[0] = 107.5
-    assert budget.exhausted()  # a 3 s trial would end at 110.5
+    now[0] = 103.9
+    assert not budget.exhausted()  # 103.9 + 3 (longest recent trial) + 3 (kept for re-timing the finalists) < 110
+    now[0] = 104.5
+    assert budget.exhausted()  # a 3 s trial would leave no time to re-time the finalists
     problem.trials_measured = 50
     now[0] = 100.0
     assert budget.exhausted()  # the trial count is a budget too

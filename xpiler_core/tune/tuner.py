@@ -133,11 +133,9 @@ class _Budget:
         self.trial_seconds.append(seconds)
 
     def next_trial_s(self) -> float:
-        """What the next measured trial is expected to take: the median of those measured so far."""
-        if not self.trial_seconds:
-            return 0.0
-        ordered = sorted(self.trial_seconds)
-        return ordered[len(ordered) // 2]
+        """What the next measured trial may take: the longest of the last five measured (trial times swing
+        with what the candidate builds and with the machine's load)."""
+        return max(self.trial_seconds[-5:], default=0.0)
 
     def spent(self) -> int:
         # Trials answered from the records count as spent: a re-run with the same options replays the same
@@ -147,8 +145,9 @@ class _Budget:
     def exhausted(self) -> bool:
         if self.cancel is not None:
             self.cancel.check()
-        # a budget is a budget: no trial starts that would be expected to end past the deadline
-        return self.spent() >= self.max_trials or self.clock() + self.next_trial_s() >= self.deadline
+        # a budget is a budget: no trial starts that would be expected to end past the deadline, keeping about
+        # one trial's time for re-timing the finalists (which is slower on a busy machine)
+        return self.spent() >= self.max_trials or self.clock() + 2 * self.next_trial_s() >= self.deadline
 
     def fraction(self) -> float:
         by_trials = self.spent() / max(1, self.max_trials)
@@ -316,7 +315,8 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
     interval: tuple[float, float] | None = None
     confirm_baseline_s: float | None = None  # the untuned latency timed in the winner's own rounds
     load_confirm = machine_load()
-    if load_confirm.busy:  # re-measure after a pause rather than time against a neighbour
+    if load_confirm.busy and time.monotonic() + 1.0 < budget.deadline:
+        # re-measure after a pause rather than time against a neighbour (when the budget has the second)
         event("phase", f"the machine is busy ({load_confirm.describe()}): waiting a second before re-timing")
         time.sleep(1.0)
         load_confirm = machine_load()
