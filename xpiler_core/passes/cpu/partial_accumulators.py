@@ -386,13 +386,26 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                     if isinstance(prev, A.Pragma) and prev.text.startswith("omp") and isinstance(cur, A.For):
                         pragmas[id(cur)] = prev.text
 
+        # loops inside a recovered thread loop: with many threads per block the threads are the vector lanes
+        # (loop binding vectorizes the thread loop), so the lane accumulators run only for one-thread blocks
+        in_threads: set[int] = set()
+        for loop in A.walk(fn.body):
+            if isinstance(loop, A.For) and (view := loop.canonical()) is not None and view.var == "xp_tx":
+                in_threads |= {id(x) for x in A.walk(loop.body) if isinstance(x, A.For)}
+
         def visit(n: A.Node, namer: Any = namer, types: dict[str, A.Type] = types,
-                  dims: dict[str, int] = dims, pragmas: dict[int, str] = pragmas) -> A.Node | None:
+                  dims: dict[str, int] = dims, pragmas: dict[int, str] = pragmas,
+                  in_threads: set[int] = in_threads) -> A.Node | None:
             if isinstance(n, A.For):
                 text = pragmas.get(id(n))
                 if text is not None:
                     return n if "simd" in text or "collapse" in text else None
-                return rewrite_nest(n, namer, types, dims)
+                before = len(done)
+                new = rewrite_nest(n, namer, types, dims)
+                if new is not None and id(n) in in_threads and "register" not in done[before]:
+                    done[before] += " for one-thread blocks"
+                    return A.If(A.binop("==", A.name("xp_nt"), A.lit(1)), A.block(new), A.block(n))
+                return new
             return None
 
         before = len(done)
