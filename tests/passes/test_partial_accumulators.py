@@ -74,6 +74,8 @@ LAUNCHES = {
     "window_sub": {"entry": "window_sub", "grid": "1", "block": "1"},
     "max4d": {"entry": "max4d", "grid": "1", "block": "1"},
     "rowsq": {"entry": "rowsq", "grid": "(rows + 63) / 64", "block": "64"},
+    # one thread per block: the lane accumulators inside the thread loop run (with 64 the threads are the lanes)
+    "rowsq_one_thread": {"entry": "rowsq", "grid": "rows", "block": "1"},
     "guarded_sum": {"entry": "guarded_sum", "grid": "1", "block": "1"},
     "imin": {"entry": "imin", "grid": "1", "block": "1"},
     "prod": {"entry": "prod", "grid": "1", "block": "1"},
@@ -119,11 +121,13 @@ def test_merged_loop_is_one_loop() -> None:
 
 
 @settings(max_examples=12, deadline=None)
-@given(rows=st.integers(1, 70), cols=st.integers(0, 150))
-def test_row_sums_of_squares_match_numpy(libs: dict[str, ctypes.CDLL], rows: int, cols: int) -> None:
+@given(rows=st.integers(1, 70), cols=st.integers(0, 150), one_thread=st.booleans())
+def test_row_sums_of_squares_match_numpy(libs: dict[str, ctypes.CDLL], rows: int, cols: int,
+                                         one_thread: bool) -> None:
     x = np.random.default_rng(rows * 1000 + cols).uniform(-1, 1, (rows, cols)).astype(np.float32)
     y = np.full(rows, -7.0, dtype=np.float32)
-    libs["rowsq"].rowsq(x.ctypes.data_as(FLOAT_PTR), y.ctypes.data_as(FLOAT_PTR), ctypes.c_int(rows), ctypes.c_int(cols))
+    lib = libs["rowsq_one_thread" if one_thread else "rowsq"]
+    lib.rowsq(x.ctypes.data_as(FLOAT_PTR), y.ctypes.data_as(FLOAT_PTR), ctypes.c_int(rows), ctypes.c_int(cols))
     np.testing.assert_allclose(y, (x.astype(np.float64) ** 2).sum(axis=1), rtol=1e-5, atol=1e-5)
 
 
