@@ -255,7 +255,8 @@ def emit(shape: MatmulShape, mc: int, kc: int, nc: int) -> tuple[list[str], list
 
 def parallel_lines(pragma: str, worth_it: str, body: list[str]) -> list[str]:
     """``body`` under ``#pragma`` when ``worth_it`` holds, else a plain copy (an OpenMP ``if`` clause would
-    still enter the runtime, ~0.3 µs a call: more than small products take)."""
+    still enter the runtime, ~0.3 µs a call: more than small products take). The text form, for these generated
+    lines, of ``ast_support.parallel_or_serial``."""
     return [f"if ({worth_it}) {{", f"#pragma {pragma}", *body, "} else {", *body, "}"]
 
 

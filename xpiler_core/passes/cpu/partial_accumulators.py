@@ -30,12 +30,21 @@ change in the nest. Distinct pointer names are taken not to overlap, as elsewher
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
-from xpiler_core.passes.support.ast_support import PURE_CALLS, enter, fresh_namer, int_param, leave, names_in
+from xpiler_core.passes.support.ast_support import (
+    enter,
+    fresh_namer,
+    int_param,
+    leave,
+    names_in,
+    side_effect_free,
+    subscript_root,
+)
 from xpiler_core.passes.support.independence import affine_poly
 
 INFO = PassInfo(
@@ -61,6 +70,16 @@ _FLOATS = frozenset({"float", "double"})
 
 
 @dataclass(frozen=True)
+class _Scope:
+    """What the rewrites of one function need: fresh names, declared types, array ranks, its own variables."""
+
+    namer: Callable[[str], str]
+    types: dict[str, A.Type]
+    dims: dict[str, int]
+    local: set[str]  # declared in the function (per block or thread: never written by another team thread)
+
+
+@dataclass(frozen=True)
 class _Reduction:
     """One reduction statement: target ``L``, combine form, the other operand ``E``, optional guard."""
 
@@ -73,14 +92,6 @@ class _Reduction:
 
 def _plain(stmts: tuple[A.Stmt, ...]) -> tuple[A.Stmt, ...]:
     return tuple(s for s in stmts if not isinstance(s, (A.Comment, A.Empty)))
-
-
-def _target_base(target: A.Expr) -> str | None:
-    """The variable ``L`` lives in: ``acc`` for a scalar, ``out`` for ``out[i][j]``."""
-    e = target
-    while isinstance(e, A.Index):
-        e = e.base
-    return e.id if isinstance(e, A.Name) else None
 
 
 def _match_statement(stmt: A.Stmt) -> _Reduction | None:
@@ -128,19 +139,8 @@ def _combined(red: _Reduction, target: A.Expr, operand: A.Expr) -> A.Stmt:
     return A.ExprStmt(expr)
 
 
-def _side_effect_free(e: A.Node) -> bool:
-    for n in A.walk(e):
-        if isinstance(n, (A.Assign, A.Opaque)):
-            return False
-        if isinstance(n, A.Unary) and n.op in ("++", "--", "&"):
-            return False
-        if isinstance(n, A.Call) and (n.callee or "") not in PURE_CALLS:
-            return False
-    return True
-
-
 def _element_type(target: A.Expr, types: dict[str, A.Type], dims: dict[str, int]) -> str | None:
-    base = _target_base(target)
+    base = subscript_root(target)
     if base is None or base not in types:
         return None
     t = types[base]
@@ -212,7 +212,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     done: list[str] = []
     reasons: list[str] = []
 
-    def rewrite_nest(loop: A.For, namer: Any, types: dict[str, A.Type], dims: dict[str, int]) -> A.Stmt | None:
+    def rewrite_nest(loop: A.For, scope: _Scope) -> tuple[A.Stmt, bool] | None:
+        """The rewritten nest and whether it uses lane accumulators (else ``L`` kept in a local, or None)."""
         nest: list[A.For] = [loop]
         while True:
             body = _plain(A.stmts_of(nest[-1].body))
@@ -228,10 +229,11 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             return None
         loop_views: list[A.LoopView] = [v for v in views if v is not None]
         if red is None:
-            return promote(nest, loop_views, body[0], namer, types, dims)
+            kept = promote(nest, loop_views, body[0], scope)
+            return None if kept is None else (kept, False)
         nest_vars = {v.var for v in loop_views}
-        base = _target_base(red.target)
-        element = _element_type(red.target, types, dims)
+        base = subscript_root(red.target)
+        element = _element_type(red.target, scope.types, scope.dims)
         if base is None or element is None:
             return None
         if red.op in ("&", "|", "^") and element in _FLOATS:
@@ -240,8 +242,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         if target_names & nest_vars:
             return None
         parts = [red.operand] + ([red.guard] if red.guard is not None else [])
-        if any(not _side_effect_free(p) or base in names_in(p) for p in parts) or \
-                any(not _side_effect_free(A.ExprStmt(n.stop)) or base in names_in(n.stop) or
+        if any(not side_effect_free(p) or base in names_in(p) for p in parts) or \
+                any(not side_effect_free(n.stop) or base in names_in(n.stop) or
                     names_in(n.stop) & nest_vars for n in loop_views):
             reasons.append(f"reduction into '{base}': the operand, guard or bounds have side effects or read it")
             return None
@@ -258,7 +260,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             outer = loop_views[keep - 1]
             if not _mergeable(outer, merged_var, count, probe, nest_vars):
                 break
-            fused = namer("xp_f")
+            fused = scope.namer("xp_f")
             mapping: dict[str, A.Expr] = {outer.var: A.lit(0), merged_var: A.name(fused)}
             probe = A.substitute(probe, mapping)
             operand = A.substitute(operand, mapping)
@@ -274,16 +276,17 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         merged = keep < len(loop_views) - 1
         trips = A.const_int(A.binop("-", stop, start)) if A.const_int(start) is not None else None
         if trips is not None and trips < 2 * lanes:
-            promoted = promote(nest, loop_views, body[0], namer, types, dims)
+            promoted = promote(nest, loop_views, body[0], scope)
             if promoted is None:
                 reasons.append(f"reduction into '{base}' runs {trips} iterations: too few for {lanes} lanes")
-            return promoted
-        shared = base not in local_names[0]
+                return None
+            return promoted, False
+        shared = base not in scope.local
         if shared and guard is not None:
             reasons.append(f"a guarded reduction into '{base}', which other threads may share")
             return None
-        p, lane, acc = namer("xp_pa"), namer("xp_l"), namer("xp_acc")
-        v = merged_var if merged else namer("xp_v")
+        p, lane, acc = scope.namer("xp_pa"), scope.namer("xp_l"), scope.namer("xp_acc")
+        v = merged_var if merged else scope.namer("xp_v")
         lane_slot = A.index(A.name(p), A.name(lane))
         shifted = {merged_var: A.binop("+", A.name(v), A.name(lane))}
         lane_step = _combined(red, lane_slot, A.substitute(operand, shifted))
@@ -296,8 +299,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         if red.op in _IDEMPOTENT:
             init: A.Expr = red.target
         else:
-            identity = {"+": "0", "^": "0", "*": "1"}[red.op]
-            init = A.Ternary(A.binop("==", A.name(lane), A.lit(0)), red.target, A.Cast(elem_type, A.lit(int(identity))))
+            identity = {"+": 0, "^": 0, "*": 1}[red.op]
+            init = A.Ternary(A.binop("==", A.name(lane), A.lit(0)), red.target, A.Cast(elem_type, A.lit(identity)))
         lane_loop = A.for_range(lane, A.lit(0), A.lit(lanes), A.block(A.ExprStmt(A.assign(lane_slot, init))))
         body_loop = A.for_range(lane, A.lit(0), A.lit(lanes), A.block(lane_step))
         vec_loop = A.For(None, A.binop("<=", A.binop("+", A.name(v), A.lit(lanes)), stop),
@@ -321,34 +324,31 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         for outer_loop in reversed(nest[:keep]):
             replacement = A.replace(outer_loop, body=A.block(replacement))
         done.append(f"{base} ({red.op}, {'merged ' + str(len(loop_views) - keep) + ' loops' if merged else 'one loop'})")
-        return replacement
+        return replacement, True
 
-    local_names: list[set[str]] = [set()]
-
-    def promote(nest: list[A.For], views: list[A.LoopView], stmt: A.Stmt, namer: Any, types: dict[str, A.Type],
-                dims: dict[str, int]) -> A.Stmt | None:
+    def promote(nest: list[A.For], views: list[A.LoopView], stmt: A.Stmt, scope: _Scope) -> A.Stmt | None:
         """``L`` kept in a local across the nest (same operations in the same order: exact for any update):
         for a memory location a short loop updates in place (a 3×3 pooling window)."""
         if not isinstance(stmt, A.ExprStmt) or not isinstance(stmt.expr, A.Assign) or \
                 not isinstance(stmt.expr.target, A.Index):
             return None
         target = stmt.expr.target
-        base = _target_base(target)
-        element = _element_type(target, types, dims)
+        base = subscript_root(target)
+        element = _element_type(target, scope.types, scope.dims)
         nest_vars = {v.var for v in views}
-        if base is None or element is None or names_in(target) & nest_vars or not _side_effect_free(target) \
-                or not _side_effect_free(stmt.expr.value):
+        if base is None or element is None or names_in(target) & nest_vars or not side_effect_free(target) \
+                or not side_effect_free(stmt.expr.value):
             return None
-        if any("__restrict__" in q or "restrict" in q for level in types[base].pointers for q in level):
+        if any("restrict" in q for level in scope.types[base].pointers for q in level):
             return None  # the compiler keeps a restrict location in a register itself (and may vectorize around it)
         uses = [n for n in A.walk(stmt.expr.value) if isinstance(n, A.Name) and n.id == base]
         reads = [n for n in A.walk(stmt.expr.value) if n == target]
         if len(uses) != len(reads) or (not reads and stmt.expr.op == "="):
             return None  # L's array read elsewhere than at L, or L not read at all (a plain store)
         if any(names_in(v.start) & nest_vars or names_in(v.stop) & nest_vars or base in names_in(v.stop)
-               or not _side_effect_free(A.ExprStmt(v.stop)) for v in views):
+               or not side_effect_free(v.stop) for v in views):
             return None
-        acc = namer("xp_acc")
+        acc = scope.namer("xp_acc")
         local = A.name(acc)
         new_stmt = A.rewrite(stmt, lambda n: local if n == target else None)
         inner: A.Stmt = A.replace(nest[-1], body=A.block(new_stmt))
@@ -369,14 +369,13 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     for fn in module.functions():
         if only and fn.name != only:
             continue
-        namer = fresh_namer(fn)
-        types = A.declared_types(fn)
         dims = {d.name: len(d.dims) for d in A.walk(fn) if isinstance(d, A.VarDecl)}
-        local_names[0] = {d.name for d in A.walk(fn.body) if isinstance(d, A.VarDecl) and "static" not in d.storage
-                          and "__shared__" not in d.storage}
         for prm in fn.params:
             if isinstance(prm, A.Param) and prm.name:
                 dims[prm.name] = len(prm.dims)
+        local = {d.name for d in A.walk(fn.body) if isinstance(d, A.VarDecl) and "static" not in d.storage
+                 and "__shared__" not in d.storage}
+        scope = _Scope(fresh_namer(fn), A.declared_types(fn), dims, local)
 
         # loops an OpenMP pragma already shapes (an `omp simd reduction`, a collapsed nest) stay as they are
         pragmas: dict[int, str] = {}
@@ -393,20 +392,21 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             if isinstance(loop, A.For) and (view := loop.canonical()) is not None and view.var == "xp_tx":
                 in_threads |= {id(x) for x in A.walk(loop.body) if isinstance(x, A.For)}
 
-        def visit(n: A.Node, namer: Any = namer, types: dict[str, A.Type] = types,
-                  dims: dict[str, int] = dims, pragmas: dict[int, str] = pragmas,
+        def visit(n: A.Node, scope: _Scope = scope, pragmas: dict[int, str] = pragmas,
                   in_threads: set[int] = in_threads) -> A.Node | None:
-            if isinstance(n, A.For):
-                text = pragmas.get(id(n))
-                if text is not None:
-                    return n if "simd" in text or "collapse" in text else None
-                before = len(done)
-                new = rewrite_nest(n, namer, types, dims)
-                if new is not None and id(n) in in_threads and "register" not in done[before]:
-                    done[before] += " for one-thread blocks"
-                    return A.If(A.binop("==", A.name("xp_nt"), A.lit(1)), A.block(new), A.block(n))
-                return new
-            return None
+            if not isinstance(n, A.For):
+                return None
+            text = pragmas.get(id(n))
+            if text is not None:
+                return n if "simd" in text or "collapse" in text else None
+            rewritten = rewrite_nest(n, scope)
+            if rewritten is None:
+                return None
+            new, lanes_used = rewritten
+            if lanes_used and id(n) in in_threads:
+                done[-1] += " for one-thread blocks"
+                return A.If(A.binop("==", A.name("xp_nt"), A.lit(1)), A.block(new), A.block(n))
+            return new
 
         before = len(done)
         new_fn = A.rewrite(fn, visit)

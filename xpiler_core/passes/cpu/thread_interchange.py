@@ -47,7 +47,9 @@ from xpiler_core.passes.support.ast_support import (
     has_jumps,
     leave,
     names_in,
+    side_effect_free,
     strip_int_casts,
+    subscript_root,
     target_function,
 )
 from xpiler_core.passes.support.independence import injective_index
@@ -149,7 +151,7 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
                 if target.id not in local and target.id not in expanded:
                     return f"threads share the scalar '{target.id}' they write", False
                 continue
-            root = _root(target) if isinstance(target, A.Index) else None
+            root = subscript_root(target) if isinstance(target, A.Index) else None
             if root in private:
                 continue
             if isinstance(target, A.Index) and root is not None and not isinstance(target.base, A.Name):
@@ -166,7 +168,7 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
         indices = [(part is loop.body, n.index) for part in parts for n in A.walk(part)
                    if isinstance(n, A.Index) and n.base == A.Name(base)]
         if any(isinstance(n, A.Index) and isinstance(n.base, A.Index) for part in parts for n in A.walk(part)
-               if isinstance(n, A.Index) and _root(n) == base):
+               if isinstance(n, A.Index) and subscript_root(n) == base):
             return f"'{base}' is subscripted more than once", False
         if all(_is_slot(ix) for _, ix in indices):
             continue
@@ -221,8 +223,8 @@ def _tail_guard(stmts: tuple[A.Stmt, ...], view: A.LoopView) -> tuple[int, A.Exp
             coef += sign * k
         else:
             return None
-    if any(isinstance(n, (A.Call, A.Assign, A.Opaque)) or (isinstance(n, A.Unary) and n.op in ("++", "--"))
-           for _, term in rest for n in A.walk(term)):
+    # the thread terms are evaluated once per thread, ahead of the loop: plain arithmetic only
+    if not all(side_effect_free(term) and not any(isinstance(n, A.Call) for n in A.walk(term)) for _, term in rest):
         return None
     wide = A.ctype("long long")
     r: A.Expr = A.lit(0)
@@ -266,12 +268,6 @@ def _split_at_guard(loop: A.For, view: A.LoopView, each: A.Stmt, split: tuple[in
                  A.Block((A.for_range(TX, A.lit(0), A.Name(BDX), A.Block(A.stmts_of(each))),)))
     return A.Block((A.decl(m, wide, A.lit(0)), scan, A.decl(x, wide, A.Unary("-", A.Name(m))),
                     A.decl(cut, wide, ceil_div), A.ExprStmt(A.assign(A.Name(cut), clamped)), first, rest))
-
-
-def _root(e: A.Expr) -> str | None:
-    while isinstance(e, A.Index):
-        e = e.base
-    return e.id if isinstance(e, A.Name) else None
 
 
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:

@@ -29,6 +29,7 @@ from xpiler_core.passes.support.ast_support import (
     int_param,
     is_serial_copy,
     leave,
+    names_in,
     parallel_or_serial,
     scalar_writes,
     strip_int_casts,
@@ -136,7 +137,7 @@ def _nondecreasing(e: A.Expr, var: str) -> bool:
     """``e`` never decreases when ``var`` grows (the others fixed): built from ``var`` by ``+``, ``-`` of what
     does not read it, products with non-negative constants, ``/`` and ``>>`` by positive constants."""
     e = strip_int_casts(e)
-    if var not in {n.id for n in A.walk(e) if isinstance(n, A.Name)}:
+    if var not in names_in(e):
         return True
     if e == A.Name(var):
         return True
@@ -144,8 +145,7 @@ def _nondecreasing(e: A.Expr, var: str) -> bool:
         if e.op == "+":
             return _nondecreasing(e.left, var) and _nondecreasing(e.right, var)
         if e.op == "-":
-            return _nondecreasing(e.left, var) and var not in {n.id for n in A.walk(e.right)
-                                                                 if isinstance(n, A.Name)}
+            return _nondecreasing(e.left, var) and var not in names_in(e.right)
         if e.op == "*":
             for a, b in ((e.left, e.right), (e.right, e.left)):
                 k = A.const_int(a)
@@ -172,10 +172,9 @@ def _last_thread_passes(cond: A.Expr, defs: dict[str, A.Expr], local: set[str]) 
     growing, fixed = (cond.left, cond.right) if cond.op in ("<", "<=") else (cond.right, cond.left)
     if not _invariant(fixed, local) or not _nondecreasing(growing, "xp_tx"):
         return None
-    others = {n.id for n in A.walk(growing) if isinstance(n, A.Name)} - {"xp_tx"}
-    if others & (local | {"xp_t"}) or any(isinstance(n, (A.Index, A.Call, A.Assign, A.Opaque)) for n in
-                                         A.walk(growing)) or "xp_tx" not in {n.id for n in A.walk(growing)
-                                                                             if isinstance(n, A.Name)}:
+    names = names_in(growing)
+    if "xp_tx" not in names or (names - {"xp_tx"}) & (local | {"xp_t"}) or any(
+            isinstance(n, (A.Index, A.Call, A.Assign, A.Opaque)) for n in A.walk(growing)):
         return None
     last = A.binop("-", A.Name("xp_bdx"), A.lit(1))
     return A.substitute(cond, {"xp_tx": last})

@@ -65,6 +65,25 @@ PURE_CALLS = frozenset({
 })
 
 
+def subscript_root(e: A.Expr) -> str | None:
+    """The array a subscript chain starts from: ``a[i][j]`` → ``a``, ``acc`` → ``acc`` (None otherwise)."""
+    while isinstance(e, A.Index):
+        e = e.base
+    return e.id if isinstance(e, A.Name) else None
+
+
+def side_effect_free(node: A.Node) -> bool:
+    """No assignment, increment, address-of, opaque text or call outside the pure math functions."""
+    for n in A.walk(node):
+        if isinstance(n, (A.Assign, A.Opaque)):
+            return False
+        if isinstance(n, A.Unary) and n.op in ("++", "--", "&"):
+            return False
+        if isinstance(n, A.Call) and (n.callee or "") not in PURE_CALLS:
+            return False
+    return True
+
+
 def scalar_writes(node: A.Node) -> set[str]:
     """Names assigned (``=``, compound, ``++``/``--``) or whose address is taken; declarations excluded."""
     out: set[str] = set()

@@ -24,7 +24,7 @@ Distinct pointer parameters are assumed not to alias, as ``#pragma omp parallel 
 from __future__ import annotations
 
 from xpiler_core import ast as A
-from xpiler_core.passes.support.ast_support import scalar_writes
+from xpiler_core.passes.support.ast_support import scalar_writes, subscript_root
 from xpiler_core.passes.support.bang_thread import Poly
 
 
@@ -62,7 +62,7 @@ def independence_problem(loop: A.For, consts: dict[str, int] | None = None) -> s
 
     for name in sorted(written):
         indices = [n.index for n in A.walk(loop.body) if isinstance(n, A.Index) and n.base == A.Name(name)]
-        if any(isinstance(n, A.Index) and isinstance(n.base, A.Index) and _root(n.base) == name
+        if any(isinstance(n, A.Index) and isinstance(n.base, A.Index) and subscript_root(n.base) == name
                for n in A.walk(loop.body)):
             return f"'{name}' is subscripted more than once"
         if any(isinstance(n, A.Name) and n.id == name for n in _unsubscripted_uses(loop.body, name)):
@@ -74,12 +74,6 @@ def independence_problem(loop: A.For, consts: dict[str, int] | None = None) -> s
                 loop, view.var, name, consts or {}):
             return f"the index of '{name}' is not provably distinct per iteration"
     return None
-
-
-def _root(e: A.Expr) -> str | None:
-    while isinstance(e, A.Index):
-        e = e.base
-    return e.id if isinstance(e, A.Name) else None
 
 
 def _inside_subscript(arg: A.Expr, name: A.Node) -> bool:
