@@ -19,8 +19,8 @@ from tests.conftest import loop_recovered
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes import get_pass
 from xpiler_core.passes.base import PassRefused
-from xpiler_core.passes.cpu.affine_index import _evaluate
 from xpiler_core.passes.support.ast_support import parse_expr
+from xpiler_core.passes.support.launch_points import evaluate as _evaluate
 from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
 
 RESHAPE = r"""
@@ -78,7 +78,7 @@ def test_runtime_launch_is_left_alone() -> None:
 def _random_expr(rng: random.Random, depth: int) -> str:
     if depth == 0 or rng.random() < 0.25:
         return rng.choice(["bx", "tx", str(rng.randint(-9, 40))])
-    op = rng.choice(["+", "-", "*", "/", "%", ">>", "&"])
+    op = rng.choice(["+", "-", "*", "/", "%", ">>", "&", "<", "=="])
     left = _random_expr(rng, depth - 1)
     if op in ("/", "%"):
         right = str(rng.choice([1, 2, 3, 5, 7, 10, -3, 16]))

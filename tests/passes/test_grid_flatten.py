@@ -12,7 +12,10 @@ import ctypes
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes import get_pass
@@ -117,3 +120,91 @@ __global__ void k(const float* x, float* y, int n) {
     with pytest.raises(PassRefused, match="grid size"):
         flatten.apply(module, flatten.INFO.defaults(), ctx)
 
+
+
+# TVM's spelling of a nearest-neighbour 2x upsample of (3, 5, 3, 5) → (3, 5, 6, 10) (900 outputs) on 4 blocks of
+# 256: w = i % 10, h = i / 10 % 6, nc = i / 60, each written in the block and thread indices separately.
+TVM_UPSAMPLE = r"""
+extern "C" __global__ void __launch_bounds__(256) upsample(float* __restrict__ in, float* __restrict__ out) {
+  if (((int)blockIdx.x) * 64 + (((int)threadIdx.x) >> 2) < 225) {
+    out[((int)blockIdx.x) * 256 + ((int)threadIdx.x)] =
+        in[((((int)blockIdx.x) * 64 + (((int)threadIdx.x) >> 2)) / 15) * 15
+           + (((((int)blockIdx.x) * 128 + (((int)threadIdx.x) >> 1)) / 5) % 6) / 2 * 5
+           + ((((int)blockIdx.x) * 6 + ((int)threadIdx.x)) % 10) / 2];
+  }
+}
+extern "C" __global__ void __launch_bounds__(64) transpose(float* __restrict__ a, float* __restrict__ t) {
+  t[((int)blockIdx.x) * 64 + ((int)threadIdx.x)] =
+      a[(((int)threadIdx.x) & 15) * 20 + (((int)blockIdx.x) % 5) * 4 + (((int)threadIdx.x) >> 4)];
+}
+extern "C" void run(float* in, float* out, float* a, float* t) {
+  upsample<<<4, 256>>>(in, out);
+  transpose<<<5, 64>>>(a, t);
+}
+"""
+
+
+def test_tvm_split_index_arithmetic_is_flattened_and_matches_numpy(cbuild) -> None:  # noqa: ANN001 - fixture
+    text, records, _ctx = translate_to_cpu(TVM_UPSAMPLE, "u.cu", None, {"loop_recovery": {"wrapper": False}},
+                                           ["detensorization", "loop_recovery", "grid_flatten", "loop_binding",
+                                            "delinearize"])
+    assert text is not None
+    record = next(r for r in records if r["name"] == "grid_flatten")
+    assert record["changed"], record
+    assert "xp_gdx <= 4" in text  # the flat forms hold within the checked launch
+    # the transpose's terms are of the block index alone or the thread index alone: its block nest stays
+    assert "xp_gdx <= 5" not in text
+    delinearized = next(r for r in records if r["name"] == "delinearize")
+    assert delinearized["changed"], delinearized  # split by the axis sizes the flat forms revealed
+    lib = cbuild(text)
+    rng = np.random.default_rng(3)
+    src = rng.standard_normal((3, 5, 3, 5)).astype(np.float32)
+    out = np.full(900 + 124, -7.0, dtype=np.float32)  # the launch covers 1024 threads: the rest stays untouched
+    a = rng.standard_normal(320).astype(np.float32)
+    t = np.zeros(320, dtype=np.float32)
+    ptr = ctypes.POINTER(ctypes.c_float)
+    lib.run(src.ctypes.data_as(ptr), out.ctypes.data_as(ptr), a.ctypes.data_as(ptr), t.ctypes.data_as(ptr))
+    np.testing.assert_array_equal(out[:900], src.repeat(2, axis=2).repeat(2, axis=3).reshape(-1))
+    assert np.all(out[900:] == -7.0)
+    i = np.arange(320)
+    np.testing.assert_array_equal(t, a[(i & 15) * 20 + (i // 64 % 5) * 4 + ((i % 64) >> 4)])
+
+
+def test_flat_forms_need_a_one_dimensional_constant_launch() -> None:
+    for launch in ("upsample<<<dim3(2, 2), 256>>>(in, out);", "upsample<<<g, 256>>>(in, out);"):
+        source = TVM_UPSAMPLE.replace("upsample<<<4, 256>>>(in, out);", launch).replace(
+            "transpose<<<5, 64>>>(a, t);", "").replace("float* t)", "float* t, int g)")
+        module = lower_text(source, "u.cu")
+        ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="u.cu")
+        recovery = get_pass("loop_recovery")
+        recovered = recovery.apply(module, {**recovery.INFO.defaults(), "wrapper": False}, ctx)
+        with pytest.raises(PassRefused):
+            get_pass("grid_flatten").apply(recovered, get_pass("grid_flatten").INFO.defaults(), ctx)
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=st.integers(1, 40), period=st.one_of(st.none(), st.integers(2, 12)), step=st.integers(-4, 4),
+       offset=st.integers(-9, 9), total=st.integers(2, 3000), noise=st.integers(-1, 2999))
+def test_flat_form_fit_reproduces_the_values_it_claims(a: int, period: int | None, step: int, offset: int,
+                                                       total: int, noise: int) -> None:
+    """Every form the fit returns evaluates (C semantics) to the values it was fitted to; values of the family
+    always get one; a disturbed sequence gets a form only if that form is exact."""
+    from xpiler_core.passes.support.flat_forms import _fit
+    from xpiler_core.passes.support.launch_points import evaluate
+
+    i = np.arange(total, dtype=np.int64)
+    q = i // a if period is None else (i // a) % period
+    values = offset + step * q
+    if noise >= 0:
+        values = values.copy()
+        values[noise % total] += 1
+    form = _fit(values, False, A.Name("xp_i"))
+    if noise < 0:
+        assert form is not None
+    if form is not None:
+        got = evaluate(form, {"xp_i": i})
+        assert got is not None
+        np.testing.assert_array_equal(np.broadcast_to(got, (total,)), values)
+    prefix = (i < noise).astype(np.int64)
+    guard = _fit(prefix, True, A.Name("xp_i"))
+    assert guard is not None and np.array_equal(np.broadcast_to(evaluate(guard, {"xp_i": i}), (total,)), prefix)

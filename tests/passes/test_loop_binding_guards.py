@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xpiler_core.dialect import Dialect
-from xpiler_core.passes.cpu.affine_index import _evaluate
 from xpiler_core.passes.method.loop_binding import _nondecreasing
 from xpiler_core.passes.support.ast_support import parse_expr
+from xpiler_core.passes.support.launch_points import evaluate as _evaluate
 from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
 
 KERNEL = r"""

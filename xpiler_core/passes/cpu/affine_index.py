@@ -20,7 +20,16 @@ import numpy as np
 
 from xpiler_core import ast as A
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
-from xpiler_core.passes.support.ast_support import enter, int_param, leave, strip_int_casts
+from xpiler_core.passes.support.ast_support import enter, int_param, leave
+from xpiler_core.passes.support.launch_points import (
+    INDEX_EXTENTS,
+    INDEX_NAMES,
+    Launch,
+    evaluate,
+    launch_of,
+    launch_points,
+    within_launch,
+)
 from xpiler_core.passes.support.per_function import is_bound_kernel
 
 INFO = PassInfo(
@@ -34,99 +43,23 @@ INFO = PassInfo(
     ),
 )
 
-# recovered names of the block and thread indices, and the launch extents that bound them
-_INDEX_EXTENTS = {"xp_bx": ("grid", 0), "xp_by": ("grid", 1), "xp_bz": ("grid", 2),
-                  "xp_tx": ("block", 0), "xp_ty": ("block", 1), "xp_tz": ("block", 2)}
-_EXTENT_NAMES = {("grid", 0): "xp_gdx", ("grid", 1): "xp_gdy", ("grid", 2): "xp_gdz",
-                 ("block", 0): "xp_bdx", ("block", 1): "xp_bdy", ("block", 2): "xp_bdz"}
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 _NONLINEAR = frozenset({"/", "%", ">>", "&"})
-
-Launch = tuple[tuple[int, int, int], tuple[int, int, int]]
-
-
-def _dim3(e: A.Expr) -> tuple[int, int, int] | None:
-    """``dim3(a, b, c)`` / ``dim3(a)`` / an integer literal with constant extents."""
-    e = strip_int_casts(e)
-    if isinstance(e, A.Call) and e.callee == "dim3" and 1 <= len(e.args) <= 3:
-        values = [A.const_int(a) for a in e.args]
-        if any(v is None for v in values):
-            return None
-        dims = [int(v) for v in values if v is not None] + [1] * (3 - len(e.args))
-        return dims[0], dims[1], dims[2]
-    value = A.const_int(e)
-    return (value, 1, 1) if value is not None else None
-
-
-def _launch_of(module: A.Module, name: str) -> Launch | None:
-    """The one constant launch of kernel ``name`` in the module (None: none, or several, or not constant)."""
-    seen: set[Launch] = set()
-    for fn in module.functions():
-        for n in A.walk(fn.body):
-            if isinstance(n, A.Call) and n.callee == name and len(n.args) >= 2:
-                grid, block = _dim3(n.args[0]), _dim3(n.args[1])
-                if grid is None or block is None:
-                    return None
-                seen.add((grid, block))
-    return next(iter(seen)) if len(seen) == 1 else None
-
-
-def _evaluate(e: A.Expr, env: dict[str, np.ndarray]) -> np.ndarray | None:
-    """``e`` with C ``int`` semantics at every point (None: unsupported, or a value leaves ``int``)."""
-    e = strip_int_casts(e)
-    out: np.ndarray | None
-    if isinstance(e, A.Literal):
-        v = e.int_value
-        return None if v is None else np.full(1, v, dtype=np.int64)
-    if isinstance(e, A.Name):
-        return env.get(e.id)
-    if isinstance(e, A.Unary) and e.op == "-":
-        inner = _evaluate(e.operand, env)
-        out = None if inner is None else -inner
-    elif isinstance(e, A.Binary) and e.op in ("+", "-", "*", "/", "%", ">>", "<<", "&"):
-        left, right = _evaluate(e.left, env), _evaluate(e.right, env)
-        if left is None or right is None:
-            return None
-        if e.op == "+":
-            out = left + right
-        elif e.op == "-":
-            out = left - right
-        elif e.op == "*":
-            out = left * right
-        elif e.op in ("/", "%"):
-            if np.any(right == 0):
-                return None
-            quotient = np.abs(left) // np.abs(right) * np.sign(left) * np.sign(right)  # C truncates
-            out = quotient if e.op == "/" else left - right * quotient
-        elif e.op in (">>", "<<"):
-            if np.any(right < 0) or np.any(right > 31) or (e.op == "<<" and np.any(left < 0)):
-                return None
-            out = left >> right if e.op == ">>" else left << right
-        else:
-            out = left & right
-    else:
-        return None
-    if out is None or np.any(out < _INT_MIN) or np.any(out > _INT_MAX):
-        return None
-    return out
 
 
 def _candidate(e: A.Expr) -> bool:
     names = {n.id for n in A.walk(e) if isinstance(n, A.Name)}
-    return bool(names) and names <= set(_INDEX_EXTENTS) | {"xp_t"} and any(
+    return bool(names) and names <= INDEX_NAMES and any(
         isinstance(n, A.Binary) and n.op in _NONLINEAR for n in A.walk(e))
 
 
 def _affine_fit(e: A.Expr, launch: Launch, max_points: int) -> A.Expr | None:
     grid, block = launch
-    extents = {v: (grid if kind == "grid" else block)[axis] for v, (kind, axis) in _INDEX_EXTENTS.items()}
-    total = int(np.prod([extents[v] for v in _INDEX_EXTENTS]))
-    if total <= 0 or total > max_points:
+    extents = {v: (grid if kind == "grid" else block)[axis] for v, (kind, axis) in INDEX_EXTENTS.items()}
+    points = launch_points(launch, max_points)
+    if points is None:
         return None
-    axes = np.meshgrid(*[np.arange(extents[v], dtype=np.int64) for v in _INDEX_EXTENTS], indexing="ij")
-    env = {v: a.reshape(-1) for v, a in zip(_INDEX_EXTENTS, axes, strict=True)}
-    env["xp_t"] = env["xp_tx"] + block[0] * (env["xp_ty"] + block[1] * env["xp_tz"])
-    values = _evaluate(e, env)
+    total, env = points
+    values = evaluate(e, env)
     if values is None:
         return None
     values = np.broadcast_to(values, (total,))
@@ -134,11 +67,11 @@ def _affine_fit(e: A.Expr, launch: Launch, max_points: int) -> A.Expr | None:
     fitted = np.full(total, base, dtype=np.int64)
     form: A.Expr = A.lit(base)
     terms: list[tuple[str, int]] = []
-    for v in _INDEX_EXTENTS:
+    for v in INDEX_EXTENTS:
         if extents[v] < 2:
             continue
         # the step along v from the origin
-        at = int(np.prod([extents[u] for u in list(_INDEX_EXTENTS)[list(_INDEX_EXTENTS).index(v) + 1:]]))
+        at = int(np.prod([extents[u] for u in list(INDEX_EXTENTS)[list(INDEX_EXTENTS).index(v) + 1:]]))
         step = int(values[at]) - base
         if step:
             terms.append((v, step))
@@ -163,7 +96,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         subscripts = [n.index for n in A.walk(fn.body) if isinstance(n, A.Index) and _candidate(n.index)]
         if not subscripts:
             continue
-        launch = _launch_of(module, fn.name)
+        launch = launch_of(module, fn.name)
         if launch is None:
             reasons.append(f"{fn.name}: no single constant launch in the module to check its indices over")
             continue
@@ -204,12 +137,5 @@ def _versioned(fn: A.Function, fits: dict[A.Expr, A.Expr], launch: Launch) -> A.
         return None
 
     fast = A.rewrite(rest, fitted)
-    grid, block = launch
-    cond: A.Expr | None = None
-    for (kind, axis), name in _EXTENT_NAMES.items():
-        bound = (grid if kind == "grid" else block)[axis]
-        check = A.binop("<=", A.Name(name), A.lit(bound))
-        cond = check if cond is None else A.binop("&&", cond, check)
-    assert cond is not None
-    versioned = A.If(cond, fast, rest)
+    versioned = A.If(within_launch(launch), fast, rest)
     return A.replace(fn, body=A.replace(fn.body, stmts=(*stmts[:index], versioned)))

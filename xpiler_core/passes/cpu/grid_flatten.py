@@ -18,6 +18,11 @@ locals) and uses no thread/block index except through ``i``. Otherwise the kerne
 pass refuses when no kernel qualifies). Distinct pointer parameters are taken not to overlap, as the CUDA
 threads that run the iterations concurrently already require.
 
+A kernel launched once, on one dimension, with constant extents whose thread body spells the element in the
+block and thread indices separately (TVM: ``((bx * 6 + (tx >> 2)) % 250) / 25``, guard
+``bx * 8 + (tx >> 7) < 375``) is flattened over the flat index when every such subexpression has a form in it
+checked at every launch point (``support/flat_forms``); that flat loop runs for launches within the checked one.
+
 Parameters: ``min_parallel`` (elements below which the flat loop runs on one thread), ``simd``.
 """
 
@@ -28,6 +33,8 @@ from typing import Any
 from xpiler_core import ast as A
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo
 from xpiler_core.passes.support.ast_support import bool_param, enter, int_param, leave, parallel_or_serial
+from xpiler_core.passes.support.flat_forms import over_flat_index
+from xpiler_core.passes.support.launch_points import Launch, launch_of, within_launch
 from xpiler_core.passes.support.per_function import rewrite_each
 
 INFO = PassInfo(
@@ -44,6 +51,7 @@ INFO = PassInfo(
 )
 
 _BLOCK_VARS = ("xp_bz", "xp_by", "xp_bx")
+_MAX_POINTS = 1 << 22  # largest launch whose index arithmetic is checked point by point
 _THREAD_VARS = ("xp_tz", "xp_ty", "xp_tx")
 _INDEX_NAMES = frozenset({*_BLOCK_VARS, *_THREAD_VARS, "xp_t"})
 # calls that have effects (or read per-thread state) beyond their return value
@@ -344,10 +352,50 @@ def _nest(loop: A.Stmt, names: tuple[str, ...]) -> A.Stmt | None:
     return cur
 
 
-def _flatten(fn: A.Function, pure: set[str], module_names: set[str], params: dict[str, Any]) -> A.Function | str:
+def _is_block_nest(s: A.Stmt) -> bool:
+    return isinstance(s, A.For) and (view := s.canonical()) is not None and view.var == "xp_bz"
+
+
+def _flatten(fn: A.Function, pure: set[str], module_names: set[str], params: dict[str, Any],
+             launch: Launch | None) -> A.Function | str:
     stmts = fn.body.stmts
-    index = next((i for i, s in enumerate(stmts) if isinstance(s, A.For) and s.canonical() is not None
-                  and s.canonical().var == "xp_bz"), None)  # type: ignore[union-attr]
+    if not any(_is_block_nest(s) for s in stmts):
+        # a nest versioned on the launch (affine_index): flattened inside the checked branch
+        for k, s in enumerate(stmts):
+            if isinstance(s, A.If) and isinstance(s.then, A.Block) and any(_is_block_nest(t) for t in s.then.stmts):
+                inner = _flatten_container(fn, s.then.stmts, pure, module_names, params, launch)
+                if isinstance(inner, str):
+                    return inner
+                version = A.replace(s, then=A.replace(s.then, stmts=inner))
+                return A.replace(fn, body=A.replace(fn.body, stmts=(*stmts[:k], version, *stmts[k + 1:])))
+    flat = _flatten_container(fn, stmts, pure, module_names, params, launch)
+    return flat if isinstance(flat, str) else A.replace(fn, body=A.replace(fn.body, stmts=flat))
+
+
+def _flatten_container(fn: A.Function, stmts: tuple[A.Stmt, ...], pure: set[str], module_names: set[str],
+                       params: dict[str, Any], launch: Launch | None) -> tuple[A.Stmt, ...] | str:
+    """``stmts`` with their block nest flattened as written, else over the flat index of the module's one
+    constant launch (TVM's split index arithmetic; that form runs only for launches within the checked one)."""
+    plain = _flatten_stmts(fn, stmts, pure, module_names, params)
+    if not isinstance(plain, str) or launch is None:
+        return plain
+    index = next((i for i, s in enumerate(stmts) if _is_block_nest(s)), None)
+    if index is None:
+        return plain
+    rewritten = over_flat_index(stmts[index], launch, _MAX_POINTS)
+    if isinstance(rewritten, str):
+        return f"{plain}; over the flat index: {rewritten}"
+    tail = stmts[index:]
+    flat = _flatten_stmts(fn, (rewritten, *tail[1:]), pure, module_names, params)
+    if isinstance(flat, str):
+        return f"{plain}; over the flat index: {flat}"
+    return (*stmts[:index], A.If(within_launch(launch), A.Block(flat), A.Block(tail)))
+
+
+def _flatten_stmts(fn: A.Function, stmts: tuple[A.Stmt, ...], pure: set[str], module_names: set[str],
+                   params: dict[str, Any]) -> tuple[A.Stmt, ...] | str:
+    """``stmts`` (holding one recovered block nest) with the nest flattened, or why not."""
+    index = next((i for i, s in enumerate(stmts) if _is_block_nest(s)), None)
     if index is None:
         return "no recovered block loop"
     nest = stmts[index]
@@ -381,8 +429,7 @@ def _flatten(fn: A.Function, pure: set[str], module_names: set[str], params: dic
         nonempty = A.binop(">", A.binop("*", A.binop("*", A.Name("xp_nt"), A.Name("xp_gdx")),
                                         A.binop("*", A.Name("xp_gdy"), A.Name("xp_gdz"))), A.lit(0))
         # the nest stays as the (empty-launch) else branch: the shape C → CUDA rebinds
-        return A.replace(fn, body=A.replace(fn.body, stmts=(*stmts[:index], A.If(
-            nonempty, once_block, A.Block((nest,))), *stmts[index + 1:])))
+        return (*stmts[:index], A.If(nonempty, once_block, A.Block((nest,))), *stmts[index + 1:])
     site = _thread_site(A.Block(tuple(tstmts)), env)
     if isinstance(site, str):
         return site
@@ -414,7 +461,7 @@ def _flatten(fn: A.Function, pure: set[str], module_names: set[str], params: dic
     if isinstance(before, A.Pragma) and before.text.startswith("omp"):
         first = index - 1  # the nest was already bound: its pragma goes with it
     versioned = A.If(one_dim, fast, A.Block(tuple(stmts[first:index + 1])))
-    return A.replace(fn, body=A.replace(fn.body, stmts=(*stmts[:first], versioned, *stmts[index + 1:])))
+    return (*stmts[:first], versioned, *stmts[index + 1:])
 
 
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
@@ -426,7 +473,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         return any(isinstance(n, A.For) and (view := n.canonical()) is not None and view.var == "xp_bz"
                    for n in A.walk(fn.body))
 
-    result = rewrite_each(module, recovered, lambda fn: _flatten(fn, pure, names, params),
+    result = rewrite_each(module, recovered, lambda fn: _flatten(fn, pure, names, params, launch_of(module, fn.name)),
                           nothing="no recovered kernel (run loop_recovery first)")
     ctx.notes.append(f"grid flatten: {', '.join(result.done)} as one flat loop over elements")
     return leave(unit, result.module, ctx)
