@@ -43,6 +43,14 @@ void fdiv(float* y, const float* x, int n, float d) {
 void plain(float* y, const float* x, int n) {
     for (int i = 0; i < n; ++i) y[i] = x[i] * 2.0f;
 }
+void levels(float* y, const float* x, const float* t, int s, int n) {
+    for (int i = s; i < n; ++i)
+        y[i] = x[i] + t[i / 100 % 7] * (float)(i / 10 % 10) + (float)(i % 100) - 0.25f * (float)(i % 1000 / 10)
+               + (float)(i >> 4);
+}
+void planes(float* y, const float* x, const float* t, int n, int h, int w) {
+    for (int i = 0; i < n; ++i) y[i] = x[i] * t[i / (h * w)] + (float)(i / w % h) - (float)(i % (h * w));
+}
 void moving(float* y, const float* x, int n, int d) {
     for (int i = 0; i < n; ++i) { y[i] = x[i / d]; d += 1; }
 }
@@ -67,8 +75,10 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ctypes.CDLL]:
     from tests.conftest import build_c
 
     out = {}
-    for fn in ("chan", "guarded", "quot", "bcast"):
-        out[fn] = build_c(run_pass({"function": fn}), tmp_path_factory.mktemp(fn), cplusplus=False)
+    for fn in ("chan", "guarded", "quot", "bcast", "levels", "planes"):
+        # every divisor split (the default leaves divisors below 8 to the flat loop)
+        out[fn] = build_c(run_pass({"function": fn, "min_divisor": 1, "short_loop": 0}), tmp_path_factory.mktemp(fn),
+                          cplusplus=False)
     return out
 
 
@@ -90,7 +100,7 @@ def test_split_by_divisor_matches_numpy(libs: dict[str, ctypes.CDLL], s: int, n:
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 100])
 def test_shift_and_mask_count_as_division_by_a_power_of_two(libs: dict[str, ctypes.CDLL], n: int) -> None:
-    text = run_pass({"function": "bcast"})
+    text = run_pass({"function": "bcast", "short_loop": 0})
     assert "& 7" not in text.split("else")[0]  # the split form indexes b contiguously
     x = np.linspace(-2, 2, max(n, 1)).astype(np.float32)
     b = np.arange(1, 9, dtype=np.float32)
@@ -137,18 +147,80 @@ def test_per_quotient_loads_are_hoisted_out_of_the_inner_loop() -> None:
     assert "/ d" not in inner.split("}")[0]
 
 
+@settings(max_examples=20, deadline=None)
+@given(s=st.integers(0, 250), n=st.integers(0, 2600))
+def test_multiples_of_the_divisor_move_to_the_quotient(libs: dict[str, ctypes.CDLL], s: int, n: int) -> None:
+    """TVM's nested axes: split by 10, ``i / 100`` and ``i % 1000`` become quotient math (numpy reference)."""
+    rng = np.random.default_rng(s * 7 + n)
+    size = max(n, 1)
+    x, t = rng.standard_normal(size).astype(np.float32), rng.standard_normal(7).astype(np.float32)
+    y = np.full(size, 3.0, dtype=np.float32)
+    bind(libs["levels"], "levels", [F32P, F32P, F32P, ctypes.c_int, ctypes.c_int])(y, x, t, s, n)
+    i = np.arange(s, n)
+    expected = np.full(size, 3.0, dtype=np.float32)
+    expected[s:n] = (x[s:n] + t[i // 100 % 7] * (i // 10 % 10).astype(np.float32) + (i % 100).astype(np.float32)
+                     - np.float32(0.25) * (i % 1000 // 10).astype(np.float32) + (i >> 4).astype(np.float32))
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(0, 400), h=st.integers(-3, 9), w=st.integers(1, 12))
+def test_symbolic_multiples_need_a_positive_factor(libs: dict[str, ctypes.CDLL], n: int, h: int, w: int) -> None:
+    """``i / (h * w)`` becomes ``q / h`` when split by ``w``: only where ``h > 0`` (else the flat loop, C
+    semantics); numpy reference with C's truncating division."""
+    if h * w == 0:
+        return  # the source itself divides by zero
+    if h < 0:
+        n = min(n, -h * w)  # keeps i / (h * w) == 0: t[0] is the only plane
+    size = max(n, 1)
+    rng = np.random.default_rng(n + 17 * abs(h) + w)
+    x = rng.standard_normal(size).astype(np.float32)
+    i = np.arange(n)
+    plane = np.trunc(i / (h * w)).astype(np.int64)
+    t = rng.standard_normal(int(np.abs(plane).max(initial=0)) + 1).astype(np.float32)
+    y = np.zeros(size, dtype=np.float32)
+    bind(libs["planes"], "planes", [F32P, F32P, F32P, ctypes.c_int, ctypes.c_int, ctypes.c_int])(y, x, t, n, h, w)
+    row = np.trunc(i / w).astype(np.int64)
+    expected = np.zeros(size, dtype=np.float32)
+    expected[:n] = (x[:n] * t[plane] + np.fmod(row, h).astype(np.float32)
+                    - np.fmod(i, h * w).astype(np.float32))
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_divisor_chosen_is_the_one_the_others_are_multiples_of() -> None:
+    text = run_pass({"function": "levels"})
+    split = text[text.index("levels"):]
+    assert "xp_dl_d = (long long)10;" in split
+    inner = split[split.index("for (int i = xp_dl_lo"):]
+    inner = inner[:inner.index("}")]
+    assert "/ 100" not in inner and "% 1000" not in inner, inner  # hoisted per quotient
+
+
+def test_small_divisors_are_left_to_the_flat_loop_by_default() -> None:
+    with pytest.raises(PassRefused, match="below min_divisor"):
+        run_pass({"function": "bcast", "min_divisor": 16})  # i & 7, i >> 3: a split into loops of 8
+    with pytest.raises(PassRefused, match="shorter than 16 that hoist no load or call"):
+        run_pass({"function": "bcast"})  # loops of 8 that would hoist only (float)(i >> 3)
+
+
 @pytest.mark.parametrize(("fn", "why"), [("plain", "divide"), ("moving", "divide"), ("fdiv", "divide")])
 def test_refuses_loops_it_cannot_split(fn: str, why: str) -> None:
     with pytest.raises(PassRefused, match=why):
         run_pass({"function": fn, "loop": "i"})
 
 
-def test_batchnorm_tuner_action_verifies_against_the_reference(tmp_path: Path) -> None:
-    """The flattened TVM-style batch norm: the tuner offers the pass, and the candidate passes the spec's numpy
-    reference on every case (per-channel loads and the sqrt hoisted per channel)."""
-    from tests.conftest import tuner_candidate
+def test_batchnorm_default_plan_hoists_and_verifies_against_the_reference(tmp_path: Path) -> None:
+    """The flattened TVM-style batch norm: the default plan splits it (delinearize is a default step), and the
+    translation passes the spec's numpy reference on every case (per-channel loads and the sqrt hoisted per
+    channel)."""
+    from xpiler_core.tune.config import Config
+    from xpiler_core.tune.cpu_problem import CpuTuningProblem
+    from xpiler_core.verify.spec import load_spec
 
-    problem, text = tuner_candidate(SUITE / "normalization" / "batchnorm" / "spec.toml", "delinearize", tmp_path)
+    spec = load_spec(SUITE / "normalization" / "batchnorm" / "spec.toml")
+    problem = CpuTuningProblem(spec.source.read_text(), str(spec.source), spec, tmp_path)
+    text = problem.render(Config((), problem.binding_defaults))
+    assert text is not None
     assert any("sqrtf(" in h for h in re.findall(r"xp_h\d+ = ([^;]*);", text))
     report = problem._verify(text, ())
     assert report.passed, report.summary()

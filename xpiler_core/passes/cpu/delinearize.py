@@ -21,8 +21,15 @@ arithmetic, reads of arrays the body does not write, and side-effect-free math c
 parameters are taken not to overlap, as the CUDA threads that ran the iterations concurrently require.
 
 An OpenMP ``parallel for`` on the flat loop moves to the quotient loop, ``simd`` to the inner loop.
-Every innermost loop that qualifies is split (``loop`` narrows that to loops over one variable).
-Parameters: ``loop``, ``hoist``, ``function``.
+Every innermost loop that qualifies is split (``loop`` narrows that to loops over one variable; loops over the
+recovered thread and block indices are left to the passes that bind them).
+The divisor chosen is the one most other divisors are multiples of (TVM's nests of flattened axes divide by
+``w``, ``h * w``, ``c * h * w``): with ``D = k * d``, ``i / D`` is ``q / k`` and ``i % D`` is
+``(q % k) * d + (i - q * d)``, so every level's index math moves out of the inner loop. A divisor below
+``min_divisor`` (constant, or checked at run time) leaves the loop as it is: its inner loops would be too short
+to pay for the per-quotient work; a constant divisor below ``short_loop`` is taken only when the split hoists a
+load or a call (a resize's source row), else the next larger divisor is tried.
+Parameters: ``loop``, ``hoist``, ``function`` (default: every function), ``min_divisor``, ``short_loop``.
 Shifts and masks of the index (``i >> k``, ``i & (2^k - 1)``) count as division and remainder by ``2^k``.
 Refuses when no unit-stride loop divides its index by an invariant, or the body jumps out.
 """
@@ -44,6 +51,7 @@ from xpiler_core.passes.support.ast_support import (
     enter,
     fresh_namer,
     has_jumps,
+    int_param,
     leave,
     map_loops_with_pragmas,
     names_in,
@@ -64,7 +72,11 @@ INFO = PassInfo(
         ParamSpec("loop", "str", "", "only loops over this variable (default: every loop whose index is divided)"),
         ParamSpec("hoist", "bool", True, "compute the parts that depend only on the quotient once per quotient",
                   (True, False)),
-        ParamSpec("function", "str", "", "function holding the loop (default: first with loops)"),
+        ParamSpec("function", "str", "", "function holding the loop (default: every function)"),
+        ParamSpec("min_divisor", "int", 8, "smallest divisor split (shorter inner loops do not pay for the "
+                  "per-quotient work)", (2, 8, 16, 32)),
+        ParamSpec("short_loop", "int", 16, "constant divisors below this are split only when the split hoists a "
+                  "load or a call", (0, 16, 32)),
     ),
 )
 
@@ -200,17 +212,66 @@ class _Hoister:
         return s
 
 
+_RECOVERED_INDICES = frozenset({"xp_bx", "xp_by", "xp_bz", "xp_tx", "xp_ty", "xp_tz", "xp_t"})
+
+
+def _preference(divisors: Counter[A.Expr], e: A.Expr) -> tuple[int, int, int]:
+    """How many occurrences are ``e`` or multiples of it (so become quotient math), then its own count, then
+    its size."""
+    covered = sum(c for f, c in divisors.items() if f == e or _multiple(f, e) is not None)
+    return covered, divisors[e], A.const_int(e) or 0
+
+
+def _expensive(e: A.Expr) -> bool:
+    return any(isinstance(n, (A.Index, A.Call)) for n in A.walk(e))
+
+
+def _multiple(candidate: A.Expr, divisor: A.Expr) -> A.Expr | None:
+    """``k`` when ``candidate`` is ``k * divisor``: both constants with ``k > 1``, or a product one of whose
+    factors is ``divisor`` (then ``k``, the other factor, must be positive at run time)."""
+    big, small = A.const_int(candidate), A.const_int(divisor)
+    if big is not None and small is not None:
+        if small <= 0 or big <= small or big % small:
+            return None
+        return A.lit(big // small)
+    bare = strip_int_casts(candidate)
+    if isinstance(bare, A.Binary) and bare.op == "*":
+        for factor, other in ((bare.left, bare.right), (bare.right, bare.left)):
+            if strip_int_casts(factor) == strip_int_casts(divisor):
+                return other
+    return None
+
+
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
-    fn = target_function(module, params)
+    functions = [target_function(module, params)] if params.get("function") else list(module.functions())
+    new_module = module
+    notes: list[str] = []
+    reason: str | None = None
+    for fn in functions:
+        new_fn, note, why = _split_function(fn, params)
+        reason = reason or why
+        if new_fn is not None:
+            new_module = new_module.replace_function(fn.name, new_fn)
+            notes.append(note)
+    if not notes:
+        raise PassRefused(reason or "no unit-stride loop divides its index by a loop-invariant value")
+    ctx.notes.append("delinearize: " + "; ".join(notes))
+    return leave(unit, new_module, ctx)
+
+
+def _split_function(fn: A.Function, params: dict[str, Any]) -> tuple[A.Function | None, str, str | None]:
+    """``fn`` with its qualifying loops split (None when none was), the note, and why a loop was left."""
     wanted = str(params.get("loop") or "")
     hoist = bool_param(params, "hoist", True)
+    min_divisor = int_param(params, "min_divisor", 8, 1, 1 << 20)
+    short_loop = int_param(params, "short_loop", 16, 0, 1 << 20)
     types = {**{p.name: p.type for p in fn.params if isinstance(p, A.Param) and p.name}, **A.declared_types(fn)}
     state: dict[str, Any] = {"done": 0, "reason": None, "hoisted": 0}
 
     def rewrite_loop(loop: A.For, pragma: A.Pragma | None) -> list[A.Stmt] | None:
         view = loop.canonical()
-        if view is None or (wanted and view.var != wanted):
+        if view is None or (wanted and view.var != wanted) or (not wanted and view.var in _RECOVERED_INDICES):
             return None
         if any(isinstance(n, (A.For, A.While, A.DoWhile)) for n in A.walk(loop.body)):
             return None  # innermost loops only (an outer split would rename inside an inner one's split)
@@ -231,12 +292,15 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         if has_jumps([body]) or any(isinstance(n, A.Opaque) for n in A.walk(body)):
             state["reason"] = f"loop '{view.var}' jumps out or holds code the AST does not model"
             return None
-        divisor = divisors.most_common(1)[0][0]
+        large = [e for e in divisors if (value := A.const_int(e)) is None or value >= min_divisor]
+        if not large:
+            state["reason"] = (f"loop '{view.var}': every divisor is below min_divisor {min_divisor} "
+                               "(inner loops that short do not pay for the per-quotient work)")
+            return None
         if view.var_type is None:
             state["reason"] = f"loop '{view.var}' does not declare its variable (its type is needed)"
             return None
         vtype = A.replace(view.var_type, quals=())
-        state["done"] += 1
         fresh = fresh_namer(fn)
         d_name, q_name, base_name, s_name, n_name, lo_name, hi_name, qend_name = (
             fresh(n) for n in ("xp_dl_d", "xp_dl_q", "xp_dl_base", "xp_dl_s", "xp_dl_n", "xp_dl_lo",
@@ -244,23 +308,49 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         d, q, qbase = A.Name(d_name), A.Name(q_name), A.Name(base_name)
         var = A.Name(view.var)
 
-        def substitute(n: A.Node) -> A.Node | None:
-            division = _as_division(n, view.var)
-            if division is None or division[1] != divisor:
-                return None
-            return A.Cast(vtype, q) if division[0] == "/" else A.binop("-", var, qbase)
+        factors: set[A.Expr] = set()
 
-        inner_body = A.rewrite(body, substitute)
-        hoisted_decls: list[A.Stmt] = []
-        if hoist:
-            written = set(A.read_write(body).mem_writes)
-            hoister = _Hoister(fresh, q_name, written, changing)
-            stmts = A.stmts_of(inner_body)
-            inner_body = A.Block(tuple(hoister.stmt(s) for s in stmts))
-            # __typeof__ (GNU C and C++): the hoisted value keeps exactly the type the expression had
-            hoisted_decls = [A.decl(name, A.ctype(f"__typeof__({print_expr(e, Dialect.C)})"), e)
-                             for name, e in hoister.order]
-            state["hoisted"] += len(hoister.order)
+        def split_body(divisor: A.Expr) -> tuple[A.Block, list[tuple[str, A.Expr]]]:
+            """The inner loop's body for ``divisor`` and the per-quotient values it reads."""
+            factors.clear()
+            def substitute(n: A.Node) -> A.Node | None:
+                division = _as_division(n, view.var)
+                if division is None:
+                    return None
+                op, by = division
+                if by == divisor:
+                    return A.Cast(vtype, q) if op == "/" else A.binop("-", var, qbase)
+                k = _multiple(by, divisor)
+                if k is None:
+                    return None
+                if A.const_int(k) is None:
+                    factors.add(k)  # checked positive at run time
+                # i >= 0 and d, k > 0 where the split runs: floor(floor(i / d) / k) = floor(i / (k * d))
+                if op == "/":
+                    return A.binop("/", A.Cast(vtype, q), k)
+                return A.binop("+", A.binop("*", A.binop("%", A.Cast(vtype, q), k),
+                                               A.Cast(vtype, divisor)), A.binop("-", var, qbase))
+
+            inner_body = A.Block(A.stmts_of(A.rewrite(body, substitute)))
+            if not hoist:
+                return inner_body, []
+            hoister = _Hoister(fresh, q_name, set(A.read_write(body).mem_writes), changing)
+            return A.Block(tuple(hoister.stmt(s) for s in inner_body.stmts)), hoister.order
+
+        ordered = sorted(large, key=lambda e: _preference(divisors, e), reverse=True)
+        for divisor in ordered:
+            inner_body, hoisted = split_body(divisor)
+            constant = A.const_int(divisor)
+            if constant is None or constant >= short_loop or any(_expensive(e) for _, e in hoisted):
+                break
+        else:
+            state["reason"] = (f"loop '{view.var}': its divisors give inner loops shorter than {short_loop} that "
+                               "hoist no load or call")
+            return None
+        state["done"] += 1
+        # __typeof__ (GNU C and C++): the hoisted value keeps exactly the type the expression had
+        hoisted_decls = [A.decl(name, A.ctype(f"__typeof__({print_expr(e, Dialect.C)})"), e) for name, e in hoisted]
+        state["hoisted"] += len(hoisted)
         outer_pragma, inner_pragma = split_loop_pragma(pragma)
         inner = A.for_range(view.var, A.Name(lo_name), A.Name(hi_name), inner_body, var_type=vtype)
         long_t = A.ctype("long long")
@@ -282,7 +372,9 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             outer,
         ))
         original = A.Block((*([pragma] if pragma else []), loop))
-        cond = A.binop("&&", A.binop(">", d, A.lit(0)), A.binop(">=", A.Name(s_name), A.lit(0)))
+        cond = A.binop("&&", A.binop(">=", d, A.lit(max(min_divisor, 1))), A.binop(">=", A.Name(s_name), A.lit(0)))
+        for k in sorted(factors, key=lambda e: print_expr(e, Dialect.C)):
+            cond = A.binop("&&", cond, A.binop(">", k, A.lit(0)))
         return [A.Block((
             A.decl(d_name, long_t, A.Cast(long_t, divisor)),
             A.decl(s_name, vtype, view.start),
@@ -293,8 +385,6 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     # an earlier split's else branch is the fallback flat loop: left alone
     new_fn = map_loops_with_pragmas(fn, rewrite_loop, skip=lambda stmt: declares_prefix(stmt.then, "xp_dl_qend"))
     if not state["done"]:
-        raise PassRefused(state["reason"] or f"no unit-stride loop of '{fn.name}' divides its index by a "
-                          "loop-invariant value")
-    ctx.notes.append(f"delinearize: {state['done']} loop(s) of {fn.name} split by their divisor, "
-                     f"{state['hoisted']} expression(s) hoisted")
-    return leave(unit, module.replace_function(fn.name, new_fn), ctx)
+        return None, "", state["reason"]
+    note = f"{state['done']} loop(s) of {fn.name} split by their divisor, {state['hoisted']} expression(s) hoisted"
+    return new_fn, note, state["reason"]
