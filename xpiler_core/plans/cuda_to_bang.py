@@ -143,15 +143,22 @@ def plan(
     options: TranslateOptions,
     progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
+    reference: ParsedUnit | None = None,
 ) -> TranslationResult:
+    """``reference``: the source the automatic tests run (default: ``unit`` itself); the HIP → BANG plan passes
+    the original HIP, which runs at its own warp size."""
     from xpiler_core.verify.targets import BangRunner
 
     started = time.perf_counter()
-    report(progress, 0.0, f"translating {Path(unit.path).name} (cuda->bang)")
-    project = ProjectFiles.of(unit, options, Dialect.BANG)
-    inlined_text, _ = project.inline_device_headers()
-    whole = project.with_units_inlined(inlined_text)
+    original = reference or unit
+    report(progress, 0.0, f"translating {Path(unit.path).name} ({original.dialect.value}->bang)")
+    project = ProjectFiles.of(original, options, Dialect.BANG)
+    own = ProjectFiles.of(unit, options, Dialect.BANG)
+    inlined_text, _ = own.inline_device_headers()
+    whole = own.with_units_inlined(inlined_text)
     work = unit if whole == unit.text else unit.with_text(whole)
+    source_warp = int(options.pass_params.get("loop_recovery", {}).get("warp_size") or
+                      (64 if original.dialect is Dialect.HIP else 32))
     evidence = Evidence(verify=options.verify)
     with tempfile.TemporaryDirectory(prefix="xpiler-bang-spec-") as tmp:
         # the tests come first: the launch they use seeds loop recovery of a bare kernel
@@ -160,7 +167,7 @@ def plan(
         spec = tests.specs[0] if tests.specs else None
         candidate, records, ctx = translate_unit(work, spec, options.pass_params, options.passes)
         if candidate is not None and options.verify:
-            runner = BangRunner(source_build=project.source_build())
+            runner = BangRunner(warp_size=source_warp, source_build=project.source_build())
             launch = launch_params_used(records)
             checked = tests
             if spec is not None and launch:
@@ -173,7 +180,7 @@ def plan(
             evidence.facts.update(runner.facts)
             evidence.facts.update({"intrinsics": intrinsics_used(candidate), "tasks": TASKS, "task_type": "union1"})
     result = finish_translation(
-        text=unit.text, path=unit.path, source=Dialect.CUDA, target=Dialect.BANG, options=options,
+        text=original.text, path=unit.path, source=original.dialect, target=Dialect.BANG, options=options,
         candidate=candidate, records=records, evidence=evidence, unresolved=ctx.unresolved,
         diagnostics=[*project.missing_includes(), *ctx.diagnostics], notes=ctx.notes, started=started,
         warp_size=None, includes=project.headers, project=project.config)
