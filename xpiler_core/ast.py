@@ -128,6 +128,11 @@ class Opaque(Expr, Stmt):
     reason: str = field(default="", compare=False)
 
 
+# the reason of an Opaque local type alias (``using T = ...;``, ``typedef``): compile-time only, it reads and
+# writes no variable, so :func:`read_write` does not count it as unmodeled code
+TYPE_ALIAS = "type alias"
+
+
 @dataclass(frozen=True)
 class Type(Node):
     """A C type as written: ``const float* __restrict__`` is ``Type("float", ("const",), (("__restrict__",),))``.
@@ -711,7 +716,7 @@ def read_write(node: Node) -> ReadWrite:
         elif isinstance(n, Name):
             reads.add(n.id)
         elif isinstance(n, Opaque):
-            opaque = True
+            opaque = opaque or n.reason != TYPE_ALIAS
         else:
             stack.extend(children(n))
     return ReadWrite(

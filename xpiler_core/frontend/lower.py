@@ -622,6 +622,10 @@ class _Lowerer:
             # compile-time only: passes treat it like a comment (no run-time meaning) and print it verbatim, so
             # the translation is still checked against the assertion the author wrote
             return A.Comment(" ".join(self.text(node).split()), span=span)
+        if kind in ("alias_declaration", "type_definition"):
+            # a local type alias (``using float4 = __attribute__((vector_size(16))) float;``) stays text that
+            # moves like a declaration, but reads and writes no variable (its loop stays analysable)
+            return self.opaque(node, A.TYPE_ALIAS)
         if self.has_foreign_child(node):
             raise _Unsupported("preprocessor inside a statement")
         if kind == "expression_statement":
