@@ -51,6 +51,35 @@ def mask_bang_keywords(data: bytes) -> bytes:
     return _BANG_KEYWORDS.sub(lambda m: b" " * len(m.group(0)), data)
 
 
+_ALIAS_ATTRIBUTE = re.compile(rb"\busing\s+\w+\s*=\s*(__attribute__)\s*\(")
+
+
+def mask_alias_attributes(data: bytes) -> bytes:
+    """Blank (equal length, newlines kept) a GNU attribute that opens a type alias's type,
+    ``using float4 = __attribute__((__vector_size__(16))) float;`` (valid GNU C++ and HIP, beyond the grammar):
+    the alias then parses as ``using float4 = float;``, and its text is still read from the original bytes."""
+    out = bytearray(data)
+    for match in _ALIAS_ATTRIBUTE.finditer(data):
+        start, depth, end = match.start(1), 0, None
+        for k in range(match.end(0) - 1, len(data)):
+            if data[k] == ord("("):
+                depth += 1
+            elif data[k] == ord(")"):
+                depth -= 1
+                if depth == 0:
+                    end = k + 1
+                    break
+        if end is not None:
+            out[start:end] = bytes(b if b == ord("\n") else ord(" ") for b in data[start:end])
+    return bytes(out)
+
+
+def parse_input(data: bytes, dialect: Dialect) -> bytes:
+    """The bytes the grammar reads: the source with the constructs it cannot parse blanked (same offsets)."""
+    masked = mask_bang_keywords(data) if dialect is Dialect.BANG else data
+    return mask_alias_attributes(masked) if b"__attribute__" in masked else masked
+
+
 @dataclass
 class ParsedSource:
     """A parsed file: the text, the tree and the syntax diagnostics of this version."""
@@ -85,8 +114,7 @@ class ParsedSource:
             old_end_point=_point_at(self.data, old_end_byte),
             new_end_point=_point_at(data, new_end_byte),
         )
-        parse_input = mask_bang_keywords(data) if self.dialect is Dialect.BANG else data
-        tree = new_parser().parse(parse_input, old_tree)
+        tree = new_parser().parse(parse_input(data, self.dialect), old_tree)
         text = data.decode("utf-8", errors="replace")
         return ParsedSource(self.path, text, data, self.dialect, tree, syntax_diagnostics(tree, self.path))
 
@@ -165,8 +193,7 @@ def _parse(text: str, path: str, dialect: Dialect) -> ParsedSource:
         message = f"file is {len(data)} bytes; the limit is {MAX_SOURCE_BYTES} bytes: not parsed"
         too_large = Diagnostic(Severity.ERROR, "input.too-large", message, Span.empty(), path)
         return ParsedSource(path, text, data, dialect, new_parser().parse(b""), [too_large])
-    parse_input = mask_bang_keywords(data) if dialect is Dialect.BANG else data
-    tree = new_parser().parse(parse_input)
+    tree = new_parser().parse(parse_input(data, dialect))
     return ParsedSource(path, text, data, dialect, tree, syntax_diagnostics(tree, path))
 
 
