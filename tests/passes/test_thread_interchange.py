@@ -61,6 +61,26 @@ void tvm_sum(float* out, const float* x, int n, int outer, int bdx, int bdy, int
             }
     for (int t = 0; t < xp_bdx * xp_bdy; ++t) out[t] = red[t][0];
 }
+void tvm_pool(float* out, const float* x, int w, int bdx, int base) {
+    const int xp_bdx = bdx, xp_bdy = 1, xp_bdz = 1;
+    for (int xp_tz = 0; xp_tz < xp_bdz; ++xp_tz)
+        for (int xp_ty = 0; xp_ty < xp_bdy; ++xp_ty)
+            for (int xp_tx = 0; xp_tx < xp_bdx; ++xp_tx) {
+                const int xp_t = xp_tx + xp_bdx * (xp_ty + xp_bdy * xp_tz);
+                out[base + xp_tx] = -3.0e38f;
+                for (int r0 = 0; r0 < 3; ++r0)
+                    for (int r1 = 0; r1 < 2; ++r1)
+                        out[base + xp_tx] = fmaxf(out[base + xp_tx],
+                            (1 <= xp_tx * 2 + r1 && xp_tx * 2 + r1 <= w) ? x[r0 * (w + 2) + xp_tx * 2 + r1 - 1] : -3.0e38f);
+            }
+}
+void shifted(float* out, const float* x, int bdx) {
+    const int xp_bdx = bdx, xp_bdy = 1, xp_bdz = 1;
+    for (int xp_tz = 0; xp_tz < xp_bdz; ++xp_tz)
+        for (int xp_ty = 0; xp_ty < xp_bdy; ++xp_ty)
+            for (int xp_tx = 0; xp_tx < xp_bdx; ++xp_tx)
+                for (int r = 0; r < 3; ++r) out[xp_tx + r] = out[xp_tx + r] + x[xp_tx];
+}
 void shared_total(float* out, const float* x, int cols, int bdx) {
     const int xp_bdx = bdx, xp_bdy = 1, xp_bdz = 1;
     float total = 0.0f;
@@ -86,7 +106,7 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ctypes.CDLL]:
     from tests.conftest import build_c
 
     return {fn: build_c(run_pass({"function": fn, "form": "any"}), tmp_path_factory.mktemp(fn), cplusplus=False)
-            for fn in ("rowsum", "tag", "tvm_sum")}
+            for fn in ("rowsum", "tag", "tvm_sum", "tvm_pool")}
 
 
 def threads_model_rowsum(x: np.ndarray, cols: int, bdx: int, bdy: int, stride: int) -> np.ndarray:
@@ -185,3 +205,34 @@ def test_uniform_loop_goes_outside_and_splits_its_guard() -> None:
     assert "xp_ti_cut" in text and "acc_x" in text  # the guard-free range, the private array expanded per thread
     with pytest.raises(PassRefused):
         run_pass({"function": "rowsum", "form": "uniform"})  # block-strided: not a uniform loop
+
+
+@settings(max_examples=25, deadline=None)
+@given(w=st.integers(1, 70), base=st.integers(0, 5))
+def test_pool_nest_goes_outside_the_threads_and_matches_numpy(libs: dict[str, ctypes.CDLL], w: int,
+                                                               base: int) -> None:
+    """TVM's pools write ``out[base + tx]``: one location per thread, so the whole window nest goes outside
+    and the threads become the vector loop (a padded max pool, numpy reference)."""
+    text = run_pass({"function": "tvm_pool", "form": "uniform"})
+    pool = text[text.index("void tvm_pool"):text.index("void shifted")]
+    assert pool.index("for (int r1") < pool.index("for (int xp_tx = 0; xp_tx < xp_bdx; ++xp_tx) {\n", pool.index(
+        "for (int r0")), pool  # r0 and r1 both outside the thread loop
+    bdx = (w + 1) // 2
+    rng = np.random.default_rng(w * 10 + base)
+    x = rng.standard_normal(3 * (w + 2)).astype(np.float32)
+    out = np.full(base + bdx + 2, 7.0, dtype=np.float32)
+    fn = libs["tvm_pool"].tvm_pool
+    fn.argtypes = [F32P, F32P] + [ctypes.c_int] * 3
+    fn.restype = None
+    fn(out, x, w, bdx, base)
+    padded = np.full((3, 2 * bdx + 2), -3.0e38, dtype=np.float32)
+    rows = x.reshape(3, w + 2)
+    padded[:, 1:w + 1] = rows[:, :w]
+    windows = np.stack([padded[:, 2 * t:2 * t + 2].max() for t in range(bdx)])
+    np.testing.assert_array_equal(out[base:base + bdx], windows)
+    assert np.all(out[:base] == 7.0) and np.all(out[base + bdx:] == 7.0)
+
+
+def test_an_index_that_moves_with_the_loop_is_not_the_threads_own() -> None:
+    with pytest.raises(PassRefused, match="not its own"):
+        run_pass({"function": "shifted", "form": "uniform"})

@@ -24,8 +24,9 @@ A **uniform** loop (``form`` ``uniform``, the plan's default; the bounds are the
 cross-thread reductions ``for (o = 0; o < N; ++o) if (o * 16 + (tx >> 1) < n) acc[0] += x[o * 32 + tx]``)
 goes outside the threads: ``for (o ...) for (tx ...) L(tx, o)``, each thread still visiting its ``o`` in
 order. It may write only what is private to a thread: locals, arrays the thread body declares with constant
-extents (expanded to a row per thread, ``acc_x[tx][0]``) and arrays at the thread's own slot (``a[t]``,
-``a[t][k]``). When its body is ``if (G) S`` with ``G`` equivalent to ``a * o + R(thread) < 0`` (``a > 0``), the
+extents (expanded to a row per thread, ``acc_x[tx][0]``), arrays at the thread's own slot (``a[t]``,
+``a[t][k]``) and arrays every access of which uses one index ``X + t`` with ``X`` free of thread indices and of
+what the loop varies (TVM's pools: ``pool[bx * 64 + tx] = max(pool[bx * 64 + tx], ...)``). When its body is ``if (G) S`` with ``G`` equivalent to ``a * o + R(thread) < 0`` (``a > 0``), the
 iterations where every thread passes (``o`` below a cut computed once from the largest ``R``) run ``S``
 unguarded and only the tail keeps the guard.
 
@@ -47,6 +48,7 @@ from xpiler_core.passes.support.ast_support import (
     has_jumps,
     leave,
     names_in,
+    scalar_writes,
     side_effect_free,
     strip_int_casts,
     subscript_root,
@@ -71,6 +73,7 @@ INFO = PassInfo(
 TX, TY, TZ, T = "xp_tx", "xp_ty", "xp_tz", "xp_t"
 BDX, BDY, BDZ = "xp_bdx", "xp_bdy", "xp_bdz"
 _THREAD_NAMES = frozenset({TX, TY, TZ, T})
+_MIN_OWN_THREADS = 16  # one AVX-512 vector of floats
 _UNIFORM_MARK = "// the loop every thread runs alike, outside; the block's threads inside it"
 _LINEAR = A.binop("+", A.Name(TX), A.binop("*", A.Name(BDX), A.binop("+", A.Name(TY),
                                                                        A.binop("*", A.Name(BDY), A.Name(TZ)))))
@@ -78,6 +81,35 @@ def _is_slot(e: A.Expr) -> bool:
     """The thread's own linear index (in a one-dimensional block all of these are ``tx``)."""
     e = strip_int_casts(e)
     return e in (A.Name(TX), A.Name(T), _LINEAR)
+
+
+def _own_index(e: A.Expr, varying: set[str]) -> bool:
+    """``X + slot``: the thread's own slot plus terms free of thread indices and of what varies in the body
+    (``bx * 64 + tx``), so distinct threads never meet at one index."""
+    terms: list[tuple[int, A.Expr]] = []
+    _terms(e, 1, terms)
+    slots = [sign for sign, t in terms if _is_slot(t)]
+    rest = [t for _, t in terms if not _is_slot(t)]
+    return slots == [1] and all(not (names_in(t) & (_THREAD_NAMES | varying)) for t in rest)
+
+
+def _alike_nest(stmts: tuple[A.Stmt, ...], varying: frozenset[str] | set[str]) -> tuple[list[A.For], tuple[A.Stmt, ...]]:
+    """The perfect nest of counted loops opening ``stmts`` whose bounds are the same in every thread and
+    iteration (free of ``varying`` names, calls, loads and assignments), and the statements inside it."""
+    chain: list[A.For] = []
+    while len(stmts) == 1 and isinstance(stmts[0], A.For):
+        loop = stmts[0]
+        view = loop.canonical()
+        if view is None or view.var_type is None:
+            break
+        bounds = (view.start, view.stop, view.step)
+        if any(names_in(e) & varying or any(isinstance(n, (A.Call, A.Assign, A.Index)) for n in A.walk(e))
+               for e in bounds):
+            break
+        chain.append(loop)
+        varying = varying | {view.var}
+        stmts = A.stmts_of(loop.body)
+    return chain, stmts
 
 
 def _thread_nest(loop: A.For) -> tuple[list[A.For], tuple[A.Stmt, ...]] | None:
@@ -122,8 +154,9 @@ def _private_arrays(prefix: tuple[A.Stmt, ...]) -> dict[str, A.VarDecl]:
 
 
 def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...], var: str,
-             expanded: set[str], uniform: bool = False) -> tuple[str | None, bool]:
-    """Why the interchange would be wrong (None: legal) and whether L writes memory indexed by ``c``.
+             expanded: set[str], uniform: bool = False) -> tuple[str | None, bool, bool]:
+    """Why the interchange would be wrong (None: legal), whether L writes memory indexed by ``c``, and whether
+    a thread writes memory at its own index ``X + t`` (not a slot).
 
     A uniform loop (the same iterations in every thread) may write only what is private to a thread: locals,
     arrays the thread body declares, and arrays at the thread's own slot."""
@@ -132,24 +165,24 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
     for part in parts:
         for n in A.walk(part):
             if isinstance(n, A.Opaque) or A.is_barrier(n):
-                return "the thread body holds a barrier or code the AST does not model", False
+                return "the thread body holds a barrier or code the AST does not model", False, False
             if isinstance(n, A.Unary) and n.op == "&":
-                return "an address is taken in the thread body", False
+                return "an address is taken in the thread body", False, False
             if isinstance(n, A.Call) and (n.callee is None or n.callee not in PURE_CALLS):
-                return f"the thread body calls '{n.callee or 'a function'}' (effects unknown)", False
+                return f"the thread body calls '{n.callee or 'a function'}' (effects unknown)", False, False
             if isinstance(n, A.VarDecl) and n.dims and part is not loop.body and n.name not in private:
-                return f"the thread body declares the array '{n.name}'", False
+                return f"the thread body declares the array '{n.name}'", False, False
     if has_jumps(parts):
-        return "the thread body jumps (break/continue/return)", False
+        return "the thread body jumps (break/continue/return)", False, False
     local = {d.name for part in parts for d in A.walk(part) if isinstance(d, A.VarDecl)}
-    by_c = False
+    by_c = own = False
     written: dict[str, list[A.Expr]] = {}
     for part in parts:
         for target in _writes(part):
             target = strip_int_casts(target)
             if isinstance(target, A.Name):
                 if target.id not in local and target.id not in expanded:
-                    return f"threads share the scalar '{target.id}' they write", False
+                    return f"threads share the scalar '{target.id}' they write", False, False
                 continue
             root = subscript_root(target) if isinstance(target, A.Index) else None
             if root in private:
@@ -159,9 +192,9 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
                           and isinstance(n.base, A.Name) and n.base.id == root]
                 if all(_is_slot(c.index) for c in chains):
                     continue  # a[slot][k]: a row per thread
-                return f"'{root}' is subscripted more than once at an index that is not the thread's", False
+                return f"'{root}' is subscripted more than once at an index that is not the thread's", False, False
             if not (isinstance(target, A.Index) and isinstance(target.base, A.Name)):
-                return "a memory write that is not a one-dimensional subscript of a named array", False
+                return "a memory write that is not a one-dimensional subscript of a named array", False, False
             written.setdefault(target.base.id, []).append(target.index)
     varying = local | {var}
     for base, _ in written.items():
@@ -169,18 +202,22 @@ def _problem(prefix: tuple[A.Stmt, ...], loop: A.For, suffix: tuple[A.Stmt, ...]
                    if isinstance(n, A.Index) and n.base == A.Name(base)]
         if any(isinstance(n, A.Index) and isinstance(n.base, A.Index) for part in parts for n in A.walk(part)
                if isinstance(n, A.Index) and subscript_root(n) == base):
-            return f"'{base}' is subscripted more than once", False
+            return f"'{base}' is subscripted more than once", False, False
         if all(_is_slot(ix) for _, ix in indices):
             continue
         if uniform:
-            return f"every thread's iterations write '{base}' at indices that are not its own", False
+            first = strip_int_casts(indices[0][1])
+            if all(strip_int_casts(ix) == first for _, ix in indices) and _own_index(first, varying):
+                own = True
+                continue  # out[bx * B + tx]: one location per thread, the same in every iteration
+            return f"every thread's iterations write '{base}' at indices that are not its own", False, False
         first = indices[0][1]
         if not all(in_loop and ix == first for in_loop, ix in indices):
-            return f"'{base}' is accessed at different indices by different threads", False
+            return f"'{base}' is accessed at different indices by different threads", False, False
         if not injective_index(first, var, varying - {var}, {}):
-            return f"the index of '{base}' is not provably distinct per iteration", False
+            return f"the index of '{base}' is not provably distinct per iteration", False, False
         by_c = True
-    return None, by_c
+    return None, by_c, own
 
 
 def _terms(e: A.Expr, sign: int, out: list[tuple[int, A.Expr]]) -> None:
@@ -315,7 +352,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                     and d.name not in private]
         used_later = names_in(strided.body) | {n for s in suffix for n in names_in(s)}
         expanded = {d.name: d for d in declared if d.name in used_later}
-        reason, by_c = _problem(prefix, strided, suffix, view.var, set(expanded), uniform)
+        reason, by_c, own = _problem(prefix, strided, suffix, view.var, set(expanded), uniform)
         if reason is not None:
             state["reason"] = reason
             return None
@@ -361,8 +398,12 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             out.append(A.Comment(_UNIFORM_MARK))
             split = _tail_guard(A.stmts_of(each), view)
             if split is None:
-                out.append(A.replace(strided, body=A.Block((
-                    A.for_range(TX, A.lit(0), A.Name(BDX), A.Block(A.stmts_of(each))),))))
+                # a perfect nest of loops alike in every thread goes outside whole: the threads innermost
+                chain, innermost = _alike_nest(A.stmts_of(each), thread_names | scalar_writes(each))
+                inner_loop: A.Stmt = A.for_range(TX, A.lit(0), A.Name(BDX), A.Block(innermost))
+                for alike in reversed(chain):
+                    inner_loop = A.replace(alike, body=A.Block((inner_loop,)))
+                out.append(A.replace(strided, body=A.Block((inner_loop,))))
             else:
                 out.append(_split_at_guard(strided, view, each, split, fresh))
         else:
@@ -385,6 +426,10 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                        A.binop(">", view.step, A.lit(0)))
         if by_c:
             cond = A.binop("&&", cond, A.binop(">=", view.step, A.Name(BDX)))
+        if own:
+            # threads writing their own outputs vectorize only over enough of them (a 6-thread TVM pool block
+            # measured 1.5x slower interchanged: the window loops then wrap a 6-iteration loop)
+            cond = A.binop("&&", cond, A.binop(">=", A.Name(BDX), A.lit(_MIN_OWN_THREADS)))
         return A.If(cond, A.Block(tuple(out)), outer)
 
     class _Nests(A.Transformer):
