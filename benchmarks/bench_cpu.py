@@ -44,11 +44,13 @@ from xpiler_core.verify.harness import _load_reference, reference_outputs  # noq
 from xpiler_core.verify.inputs import case_inputs  # noqa: E402
 from xpiler_core.verify.spec import load_spec  # noqa: E402
 
+torch: Any  # the module, or None where it is not installed
 try:
-    import torch
+    import torch as _torch
     import torch.nn.functional as F  # noqa: N812
 
-    torch.set_num_threads(2)
+    _torch.set_num_threads(2)
+    torch = _torch
 except ImportError:  # the torch column becomes n/a
     torch = None
 
