@@ -111,3 +111,22 @@ def test_evaluator_matches_gcc_integer_arithmetic(tmp_path: Path) -> None:
         np.testing.assert_array_equal(np.broadcast_to(values, printed[k].shape), printed[k], err_msg=text)
         checked += 1
     assert checked >= 20
+
+
+def test_evaluator_declines_unsigned_wraparound(tmp_path: Path) -> None:
+    """``(unsigned)(tx - 5) / 2`` wraps for tx < 5 in C: the signed model would be wrong there, so it declines;
+    where every intermediate is non-negative it agrees with gcc's unsigned arithmetic."""
+    tx = np.arange(0, 20, dtype=np.int64)
+    wraps = parse_expr("(unsigned int)(xp_tx - 5) / 2u", Dialect.CUDA)
+    assert _evaluate(wraps, {"xp_tx": tx}) is None
+    safe = parse_expr("(unsigned int)(xp_tx + 5) / 2u", Dialect.CUDA)
+    got = _evaluate(safe, {"xp_tx": tx})
+    src = tmp_path / "u.c"
+    src.write_text('#include <stdio.h>\nint main(void) { for (int t = 0; t < 20; ++t) '
+                   'printf("%u\\n", (unsigned int)(t + 5) / 2u); return 0; }\n')
+    exe = tmp_path / "u"
+    subprocess.run(["gcc", str(src), "-o", str(exe)], check=True, capture_output=True, timeout=120)
+    printed = np.array(subprocess.run([str(exe)], check=True, capture_output=True, text=True,
+                                      timeout=60).stdout.split(), dtype=np.int64)
+    assert got is not None
+    np.testing.assert_array_equal(np.broadcast_to(got, printed.shape), printed)

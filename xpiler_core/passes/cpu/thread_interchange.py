@@ -84,13 +84,14 @@ def _is_slot(e: A.Expr) -> bool:
 
 
 def _own_index(e: A.Expr, varying: set[str]) -> bool:
-    """``X + slot``: the thread's own slot plus terms free of thread indices and of what varies in the body
-    (``bx * 64 + tx``), so distinct threads never meet at one index."""
+    """``X + slot``: the thread's own slot plus terms free of thread indices, of what varies in the body and of
+    loads and calls (``bx * 64 + tx``), so distinct threads never meet at one index."""
     terms: list[tuple[int, A.Expr]] = []
     _terms(e, 1, terms)
     slots = [sign for sign, t in terms if _is_slot(t)]
     rest = [t for _, t in terms if not _is_slot(t)]
-    return slots == [1] and all(not (names_in(t) & (_THREAD_NAMES | varying)) for t in rest)
+    return slots == [1] and all(not (names_in(t) & (_THREAD_NAMES | varying)) and not any(
+        isinstance(n, (A.Index, A.Call, A.Assign)) for n in A.walk(t)) for t in rest)
 
 
 def _alike_nest(stmts: tuple[A.Stmt, ...], varying: frozenset[str] | set[str]) -> tuple[list[A.For], tuple[A.Stmt, ...]]:

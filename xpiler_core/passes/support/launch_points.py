@@ -67,9 +67,31 @@ def launch_points(launch: Launch, max_points: int) -> tuple[int, dict[str, np.nd
     return total, env
 
 
+_UNSIGNED_TYPES = frozenset({"unsigned int", "unsigned", "unsigned long", "unsigned long long", "size_t",
+                             "uint32_t", "uint64_t"})
+
+
+def _has_unsigned(e: A.Expr) -> bool:
+    return any((isinstance(n, A.Cast) and not n.type.pointers and n.type.base in _UNSIGNED_TYPES)
+               or (isinstance(n, A.Literal) and n.kind == "number" and "u" in n.text.lower())
+               for n in A.walk(e))
+
+
 def evaluate(e: A.Expr, env: dict[str, np.ndarray]) -> np.ndarray | None:
     """``e`` with C ``int`` semantics at every point (None: unsupported, or a value leaves ``int``);
-    comparisons give 0/1."""
+    comparisons give 0/1. With an unsigned cast or literal inside, every intermediate value must be
+    non-negative (there signed and unsigned arithmetic agree); else None."""
+    return _evaluate(e, env, non_negative=_has_unsigned(e))
+
+
+def _evaluate(e: A.Expr, env: dict[str, np.ndarray], non_negative: bool) -> np.ndarray | None:
+    out = _evaluate_node(e, env, non_negative)
+    if out is not None and non_negative and np.any(out < 0):
+        return None
+    return out
+
+
+def _evaluate_node(e: A.Expr, env: dict[str, np.ndarray], non_negative: bool) -> np.ndarray | None:
     e = strip_int_casts(e)
     out: np.ndarray | None
     if isinstance(e, A.Literal):
@@ -78,15 +100,15 @@ def evaluate(e: A.Expr, env: dict[str, np.ndarray]) -> np.ndarray | None:
     if isinstance(e, A.Name):
         return env.get(e.id)
     if isinstance(e, A.Unary) and e.op == "-":
-        inner = evaluate(e.operand, env)
+        inner = _evaluate(e.operand, env, non_negative)
         out = None if inner is None else -inner
     elif isinstance(e, A.Binary) and e.op in _COMPARISONS:
-        left, right = evaluate(e.left, env), evaluate(e.right, env)
+        left, right = _evaluate(e.left, env, non_negative), _evaluate(e.right, env, non_negative)
         if left is None or right is None:
             return None
         return _COMPARISONS[e.op](left, right).astype(np.int64)
     elif isinstance(e, A.Binary) and e.op in ("+", "-", "*", "/", "%", ">>", "<<", "&"):
-        left, right = evaluate(e.left, env), evaluate(e.right, env)
+        left, right = _evaluate(e.left, env, non_negative), _evaluate(e.right, env, non_negative)
         if left is None or right is None:
             return None
         if e.op == "+":
