@@ -38,6 +38,7 @@ from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
 from xpiler_core.passes.support.bang_prelude import TASKS, bang_prelude
 from xpiler_core.passes.support.cpu_prelude import PRELUDE
+from xpiler_core.plans._hip import source_warp as source_warp_of
 from xpiler_core.plans._project import ProjectFiles
 from xpiler_core.plans.cuda_to_cpu import recovery_params_from_spec, run_ast_passes, spec_with_launch_args
 from xpiler_core.printer import print_module
@@ -153,12 +154,11 @@ def plan(
     original = reference or unit
     report(progress, 0.0, f"translating {Path(unit.path).name} ({original.dialect.value}->bang)")
     project = ProjectFiles.of(original, options, Dialect.BANG)
-    own = ProjectFiles.of(unit, options, Dialect.BANG)
+    own = project if original is unit else ProjectFiles.of(unit, options, Dialect.BANG)
     inlined_text, _ = own.inline_device_headers()
     whole = own.with_units_inlined(inlined_text)
     work = unit if whole == unit.text else unit.with_text(whole)
-    source_warp = int(options.pass_params.get("loop_recovery", {}).get("warp_size") or
-                      (64 if original.dialect is Dialect.HIP else 32))
+    source_warp = source_warp_of(options, original.dialect)
     evidence = Evidence(verify=options.verify)
     with tempfile.TemporaryDirectory(prefix="xpiler-bang-spec-") as tmp:
         # the tests come first: the launch they use seeds loop recovery of a bare kernel

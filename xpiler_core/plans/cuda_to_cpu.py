@@ -30,6 +30,7 @@ from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
 from xpiler_core.passes.driver import run_passes
 from xpiler_core.passes.support.build_macros import as_source_build_saw
+from xpiler_core.plans._hip import source_warp as source_warp_of
 from xpiler_core.plans._portable import launcher, portable_candidate, simt_headers
 from xpiler_core.plans._project import ProjectFiles
 from xpiler_core.printer import print_module
@@ -208,7 +209,7 @@ def plan(
     original = reference or unit
     report(progress, 0.0, f"translating {Path(unit.path).name} ({direction_label(original.dialect, Dialect.C)})")
     project = ProjectFiles.of(original, options, Dialect.C)
-    own = ProjectFiles.of(unit, options, Dialect.C)
+    own = project if original is unit else ProjectFiles.of(unit, options, Dialect.C)
     inlined_text, inlined = own.inline_device_headers()
     # the program's other units too (one module, every kernel), conditions read as the GPU build read them
     whole = as_source_build_saw(own.with_units_inlined(inlined_text))
@@ -227,8 +228,7 @@ def plan(
         ctx.notes.append("headers with device code inlined into the translation: "
                          + ", ".join(Path(h).name for h in inlined))
     evidence = Evidence(verify=options.verify)
-    source_warp = int(options.pass_params.get("loop_recovery", {}).get("warp_size") or
-                      (64 if original.dialect is Dialect.HIP else 32))
+    source_warp = source_warp_of(options, original.dialect)
     with tempfile.TemporaryDirectory(prefix="xpiler-cpu-") as tmp:
         if candidate is not None and options.verify:
             tests = project.test_set(options, Path(tmp) / "auto")

@@ -60,6 +60,7 @@ from xpiler_core.passes.support.ast_support import (
     strip_int_casts,
     target_function,
 )
+from xpiler_core.passes.support.launch_points import INDEX_NAMES
 from xpiler_core.printer import print_expr
 
 INFO = PassInfo(
@@ -212,9 +213,6 @@ class _Hoister:
         return s
 
 
-_RECOVERED_INDICES = frozenset({"xp_bx", "xp_by", "xp_bz", "xp_tx", "xp_ty", "xp_tz", "xp_t"})
-
-
 def _preference(divisors: Counter[A.Expr], e: A.Expr) -> tuple[int, int, int]:
     """How many occurrences are ``e`` or multiples of it (so become quotient math), then its own count, then
     its size."""
@@ -271,7 +269,7 @@ def _split_function(fn: A.Function, params: dict[str, Any]) -> tuple[A.Function 
 
     def rewrite_loop(loop: A.For, pragma: A.Pragma | None) -> list[A.Stmt] | None:
         view = loop.canonical()
-        if view is None or (wanted and view.var != wanted) or (not wanted and view.var in _RECOVERED_INDICES):
+        if view is None or (wanted and view.var != wanted) or (not wanted and view.var in INDEX_NAMES):
             return None
         if any(isinstance(n, (A.For, A.While, A.DoWhile)) for n in A.walk(loop.body)):
             return None  # innermost loops only (an outer split would rename inside an inner one's split)

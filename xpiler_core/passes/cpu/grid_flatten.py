@@ -34,7 +34,7 @@ from xpiler_core import ast as A
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo
 from xpiler_core.passes.support.ast_support import bool_param, enter, int_param, leave, parallel_or_serial
 from xpiler_core.passes.support.flat_forms import over_flat_index
-from xpiler_core.passes.support.launch_points import Launch, launch_of, within_launch
+from xpiler_core.passes.support.launch_points import INDEX_NAMES, Launch, launch_of, within_launch
 from xpiler_core.passes.support.per_function import rewrite_each
 
 INFO = PassInfo(
@@ -53,7 +53,6 @@ INFO = PassInfo(
 _BLOCK_VARS = ("xp_bz", "xp_by", "xp_bx")
 _MAX_POINTS = 1 << 22  # largest launch whose index arithmetic is checked point by point
 _THREAD_VARS = ("xp_tz", "xp_ty", "xp_tx")
-_INDEX_NAMES = frozenset({*_BLOCK_VARS, *_THREAD_VARS, "xp_t"})
 # calls that have effects (or read per-thread state) beyond their return value
 _EFFECT_PREFIXES = ("atomic", "xp_", "printf", "fprintf", "puts", "mem", "malloc", "calloc", "free", "cuda",
                     "__sync", "__threadfence", "rand", "srand", "exit", "abort", "assert", "__assert", "std::")
@@ -106,7 +105,7 @@ def _block_offset_factor(e: A.Expr, env: dict[str, A.Expr]) -> A.Expr | None:
     factor = other[0] if other[1] == "xp_bx" else other[1]
     if factor.startswith("#"):
         return A.lit(int(factor[1:]))
-    if factor in _INDEX_NAMES or factor in env:
+    if factor in INDEX_NAMES or factor in env:
         return A.Name("xp_bdx") if factor == "xp_bdx" else None
     return A.Name(factor)
 
@@ -192,7 +191,7 @@ def _independent(site: _Site, pure: set[str], module_names: set[str], outer: set
     if carried:
         return f"scalar(s) {', '.join(sorted(carried))} written across iterations"
     used = A.free_names(body)
-    if used & (_INDEX_NAMES | outer):
+    if used & (INDEX_NAMES | outer):
         return "the body uses thread or block indices besides the element index"
     if not _effect_free(body, pure, module_names, allow_local_memory=False):
         return "the body calls a function with effects"
@@ -255,7 +254,7 @@ def _thread_site(tbody: A.Block, env: dict[str, A.Expr]) -> _Site | str:
             return "the per-thread loop reassigns its index"
         if not _same_sum(view.step, local_env, _GRID_STRIDE):
             return "the per-thread loop does not step by the grid size"
-        if A.free_names(view.stop) & (_INDEX_NAMES | set(local_env) - set(env)):
+        if A.free_names(view.stop) & (INDEX_NAMES | set(local_env) - set(env)):
             return "the loop bound depends on the thread"
         stop = A.substitute(view.stop, {k: v for k, v in local_env.items() if k not in env})
         return _Site(view.var, view.var_type, stop, loop.body, A.Name("xp_bdx"))
@@ -269,7 +268,7 @@ def _thread_site(tbody: A.Block, env: dict[str, A.Expr]) -> _Site | str:
     factor = _block_offset_factor(d.init, local_env)
     if factor is None:
         return "the element index is not the global thread index"
-    if A.free_names(bound) & (_INDEX_NAMES | {d.name} | (set(local_env) - set(env))):
+    if A.free_names(bound) & (INDEX_NAMES | {d.name} | (set(local_env) - set(env))):
         return "the guard bound depends on the thread"
     if d.name in A.read_write(then).writes | A.read_write(then).address_taken:
         return "the element index is reassigned"
@@ -332,7 +331,7 @@ def _single_thread(tstmts: list[A.Stmt]) -> A.Stmt | None:
             zero.add(c.left.id)
         else:
             return None
-    if zero != {*_BLOCK_VARS, *_THREAD_VARS} or A.free_names(guard.then) & _INDEX_NAMES:
+    if zero != {*_BLOCK_VARS, *_THREAD_VARS} or A.free_names(guard.then) & INDEX_NAMES:
         return None
     return guard.then
 
@@ -412,7 +411,7 @@ def _flatten_stmts(fn: A.Function, stmts: tuple[A.Stmt, ...], pure: set[str], mo
     if decls is None:
         return "the block body holds more than constant declarations before its thread loops"
     env, prefix_stmts = decls, list(prefix)
-    if any(A.free_names(v) & _INDEX_NAMES for v in env.values()):
+    if any(A.free_names(v) & INDEX_NAMES for v in env.values()):
         return "a block-level value depends on the block index"
     tbody = _nest(bstmts[-1], _THREAD_VARS)
     if tbody is None:
@@ -473,7 +472,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         return any(isinstance(n, A.For) and (view := n.canonical()) is not None and view.var == "xp_bz"
                    for n in A.walk(fn.body))
 
-    result = rewrite_each(module, recovered, lambda fn: _flatten(fn, pure, names, params, launch_of(module, fn.name)),
+    result = rewrite_each(module, recovered,
+                          lambda fn: _flatten(fn, pure, names, params, launch_of(module, fn.name)),
                           nothing="no recovered kernel (run loop_recovery first)")
     ctx.notes.append(f"grid flatten: {', '.join(result.done)} as one flat loop over elements")
     return leave(unit, result.module, ctx)

@@ -26,9 +26,10 @@ goes outside the threads: ``for (o ...) for (tx ...) L(tx, o)``, each thread sti
 order. It may write only what is private to a thread: locals, arrays the thread body declares with constant
 extents (expanded to a row per thread, ``acc_x[tx][0]``), arrays at the thread's own slot (``a[t]``,
 ``a[t][k]``) and arrays every access of which uses one index ``X + t`` with ``X`` free of thread indices and of
-what the loop varies (TVM's pools: ``pool[bx * 64 + tx] = max(pool[bx * 64 + tx], ...)``). When its body is ``if (G) S`` with ``G`` equivalent to ``a * o + R(thread) < 0`` (``a > 0``), the
-iterations where every thread passes (``o`` below a cut computed once from the largest ``R``) run ``S``
-unguarded and only the tail keeps the guard.
+what the loop varies (TVM's pools: ``pool[bx * 64 + tx] = max(pool[bx * 64 + tx], ...)``; then only for blocks
+of 16 threads or more). A perfect nest of such loops goes outside whole. When its body is ``if (G) S`` with
+``G`` equivalent to ``a * o + R(thread) < 0`` (``a > 0``), the iterations where every thread passes (``o``
+below a cut computed once from the largest ``R``) run ``S`` unguarded and only the tail keeps the guard.
 
 Every qualifying nest is rewritten (``loop`` narrows that to loops over one variable; ``form`` picks uniform,
 strided or any). Parameters: ``loop``, ``form``, ``function``.
@@ -94,7 +95,8 @@ def _own_index(e: A.Expr, varying: set[str]) -> bool:
         isinstance(n, (A.Index, A.Call, A.Assign)) for n in A.walk(t)) for t in rest)
 
 
-def _alike_nest(stmts: tuple[A.Stmt, ...], varying: frozenset[str] | set[str]) -> tuple[list[A.For], tuple[A.Stmt, ...]]:
+def _alike_nest(stmts: tuple[A.Stmt, ...], varying: frozenset[str] | set[str]
+                ) -> tuple[list[A.For], tuple[A.Stmt, ...]]:
     """The perfect nest of counted loops opening ``stmts`` whose bounds are the same in every thread and
     iteration (free of ``varying`` names, calls, loads and assignments), and the statements inside it."""
     chain: list[A.For] = []
