@@ -64,6 +64,30 @@ __global__ void __launch_bounds__(128) conv_nchw(float* __restrict__ out, const 
   }
 }
 
+// NCHW, 5x5 taps, stride 2 and padding 2 on the rows, columns read mirrored: the zero-padding guards have
+// coefficients 2 and -2 in the output column (the gather copies the interval where they hold)
+__global__ void conv_s2_mirror(float* out, const float* data, const float* kern, int n, int c, int h, int w, int k,
+                               int oh_n, int ow_n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < n * k * oh_n * ow_n) {
+    int ow = t % ow_n, oh = t / ow_n % oh_n, ok = t / (ow_n * oh_n) % k, on = t / (ow_n * oh_n * k);
+    float acc = 0.0f;
+    for (int rc = 0; rc < c; ++rc)
+      for (int ry = 0; ry < 5; ++ry)
+        for (int rx = 0; rx < 5; ++rx) {
+          int ih = oh * 2 + ry - 2, iw = w + 1 - ow * 2 - rx;
+          acc += (ih >= 0 && ih < h && iw >= 0 && iw < w)
+                     ? data[((on * c + rc) * h + ih) * w + iw] * kern[((ok * c + rc) * 5 + ry) * 5 + rx] : 0.0f;
+        }
+    out[t] = acc;
+  }
+}
+
+extern "C" void run_s2_mirror(const float* x, const float* wt, float* y, int n, int c, int h, int w, int k, int oh_n,
+                              int ow_n) {
+  conv_s2_mirror<<<(n * k * oh_n * ow_n + 63) / 64, 64>>>(y, x, wt, n, c, h, w, k, oh_n, ow_n);
+}
+
 // a matrix product over a flat thread index, with a ReLU epilogue
 __global__ void flat_gemm_relu(const float* A, const float* B, float* C, int M, int N, int K) {
   int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -116,7 +140,7 @@ def conv_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     assert text is not None
     record = next(r for r in records if r["name"] == "cpu_gemm")
     assert record["changed"], record
-    assert text.count("xp_sgemm(xp_gemm_m") == 4, ctx.notes
+    assert text.count("xp_sgemm(xp_gemm_m") == 5, ctx.notes
     marker = "  if (M <= 0 || N <= 0) return;"
     text = text.replace("static void xp_sgemm(", 'extern "C" { int xp_gemm_calls = 0; }\nstatic void xp_sgemm(', 1)
     text = text.replace(marker, "  ++xp_gemm_calls;\n" + marker, 1)
@@ -169,6 +193,28 @@ def test_padded_nchw_convolution_matches_numpy(conv_lib, n: int, c: int, h: int,
     y = np.full(ref.shape, np.nan, np.float32)
     assert _run(conv_lib, "run_nchw", (x, wt, y), (n, c, h, w, k)) == 1
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))
+
+
+@pytest.mark.parametrize(("n", "c", "h", "w", "k", "oh_n", "ow_n"),
+                         [(1, 1, 1, 1, 1, 1, 1), (2, 3, 7, 5, 4, 4, 3), (1, 5, 13, 11, 9, 7, 9), (1, 2, 4, 3, 3, 6, 11)])
+def test_strided_mirrored_padding_matches_numpy(conv_lib, n: int, c: int, h: int, w: int, k: int, oh_n: int,  # noqa: ANN001
+                                                ow_n: int) -> None:
+    """Guards with coefficients 2 and -2 in the column, rows wholly in the padding, columns running past both
+    edges (the last case has more outputs than inputs): element by element as numpy reads the source."""
+    rng = np.random.default_rng(n * c + h * w + k)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = rng.standard_normal((k, c, 5, 5)).astype(np.float32)
+    ref = np.zeros((n, k, oh_n, ow_n))
+    for oh in range(oh_n):
+        for ow in range(ow_n):
+            for ry in range(5):
+                for rx in range(5):
+                    ih, iw = oh * 2 + ry - 2, w + 1 - ow * 2 - rx
+                    if 0 <= ih < h and 0 <= iw < w:
+                        ref[:, :, oh, ow] += x[:, :, ih, iw].astype(np.float64) @ wt[:, :, ry, rx].T.astype(np.float64)
+    y = np.full(ref.shape, np.nan, np.float32)
+    assert _run(conv_lib, "run_s2_mirror", (x, wt, y), (n, c, h, w, k, oh_n, ow_n)) == 1
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4 * np.sqrt(c * 25))
 
 
 @pytest.mark.parametrize(("N", "H", "W", "C", "K"), [(1, 3, 3, 1, 1), (2, 9, 12, 5, 33), (3, 14, 11, 19, 7)])

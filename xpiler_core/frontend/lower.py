@@ -795,6 +795,8 @@ class _Lowerer:
             else:
                 op_node = node.child_by_field_name("operator")
                 op = op_node.type if op_node is not None else ""
+                if op == ">" and op_node is not None and self.text(op_node) == "<":
+                    op = "<"  # a comparison the grammar misread as template arguments (source.parse_bytes)
                 if op not in _BINARY_OPS:
                     raise _Unsupported(f"operator {op}")
                 if self.template_like(node):

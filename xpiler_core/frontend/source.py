@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import tree_sitter_cuda
-from tree_sitter import Language, Node, Parser, Point, Tree
+from tree_sitter import Language, Node, Parser, Point, Query, QueryCursor, Tree
 
 from xpiler_core.diagnostics import Diagnostic, Severity, Span, XpilerError
 from xpiler_core.dialect import Dialect, detect_dialect
@@ -80,6 +80,59 @@ def parse_input(data: bytes, dialect: Dialect) -> bytes:
     return mask_alias_attributes(masked) if b"__attribute__" in masked else masked
 
 
+# ``(ih >= 0 && ih < h && iw >= 0)``: the grammar may read ``ih < h && iw >`` as template arguments of ``ih``
+# (and the rest as an assignment). A compiler decides by name lookup; here a name declared as a variable or a
+# parameter in the file, and never as a function, is not a template.
+_MISREAD_TEMPLATE = "(template_function name: (identifier) @name arguments: (template_argument_list) @args)"
+_DECLARED = """
+[(parameter_declaration declarator: (identifier) @variable)
+ (parameter_declaration declarator: (pointer_declarator declarator: (identifier) @variable))
+ (parameter_declaration declarator: (reference_declarator (identifier) @variable))
+ (init_declarator declarator: (identifier) @variable)
+ (init_declarator declarator: (pointer_declarator declarator: (identifier) @variable))
+ (declaration declarator: (identifier) @variable)
+ (function_declarator declarator: (identifier) @function)]
+"""
+MAX_COMPARISON_PASSES = 4
+
+
+@lru_cache(maxsize=1)
+def _comparison_queries() -> tuple[Query, Query]:
+    return Query(cuda_language(), _MISREAD_TEMPLATE), Query(cuda_language(), _DECLARED)
+
+
+def mask_misread_comparisons(tree: Tree, grammar_input: bytes) -> bytes:
+    """``grammar_input`` with the ``<`` of each misread template argument list turned into ``>`` (the same
+    precedence, and never a template opener), or the same object when there is none. The lowering reads the
+    operator back from the original bytes."""
+    misread, declared = _comparison_queries()
+    found = QueryCursor(misread).captures(tree.root_node)
+    if not found.get("args"):
+        return grammar_input
+    names = QueryCursor(declared).captures(tree.root_node)
+    variables = {n.text for n in names.get("variable", [])} - {n.text for n in names.get("function", [])}
+    out = bytearray(grammar_input)
+    for name, args in zip(found.get("name", []), found.get("args", []), strict=False):
+        if name.text in variables and out[args.start_byte] == ord("<"):
+            out[args.start_byte] = ord(">")
+    return bytes(out) if out != grammar_input else grammar_input
+
+
+def parse_bytes(data: bytes, dialect: Dialect, old_tree: Tree | None = None) -> Tree:
+    """The tree of ``data``: the grammar reads :func:`parse_input`, re-read with misread comparisons masked."""
+    grammar_input = parse_input(data, dialect)
+    tree = new_parser().parse(grammar_input, old_tree) if old_tree is not None else new_parser().parse(grammar_input)
+    for _ in range(MAX_COMPARISON_PASSES):
+        if b"<" not in data:
+            break
+        masked = mask_misread_comparisons(tree, grammar_input)
+        if masked is grammar_input:
+            break
+        grammar_input = masked
+        tree = new_parser().parse(grammar_input)
+    return tree
+
+
 @dataclass
 class ParsedSource:
     """A parsed file: the text, the tree and the syntax diagnostics of this version."""
@@ -114,7 +167,7 @@ class ParsedSource:
             old_end_point=_point_at(self.data, old_end_byte),
             new_end_point=_point_at(data, new_end_byte),
         )
-        tree = new_parser().parse(parse_input(data, self.dialect), old_tree)
+        tree = parse_bytes(data, self.dialect, old_tree)
         text = data.decode("utf-8", errors="replace")
         return ParsedSource(self.path, text, data, self.dialect, tree, syntax_diagnostics(tree, self.path))
 
@@ -193,7 +246,7 @@ def _parse(text: str, path: str, dialect: Dialect) -> ParsedSource:
         message = f"file is {len(data)} bytes; the limit is {MAX_SOURCE_BYTES} bytes: not parsed"
         too_large = Diagnostic(Severity.ERROR, "input.too-large", message, Span.empty(), path)
         return ParsedSource(path, text, data, dialect, new_parser().parse(b""), [too_large])
-    tree = new_parser().parse(parse_input(data, dialect))
+    tree = parse_bytes(data, dialect)
     return ParsedSource(path, text, data, dialect, tree, syntax_diagnostics(tree, path))
 
 

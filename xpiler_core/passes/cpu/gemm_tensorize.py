@@ -31,7 +31,7 @@ from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefuse
 from xpiler_core.passes.support.ast_support import enter, guarded_fast_path, int_param, leave
 from xpiler_core.passes.support.bang_thread import Poly, ThreadEvaluator, module_int_constants, stmts_of
 from xpiler_core.passes.support.cpu_prelude import GEMM_MARK
-from xpiler_core.passes.support.implicit_gemm import Coord, ImplicitGemm
+from xpiler_core.passes.support.implicit_gemm import Coord, Gathered, ImplicitGemm
 from xpiler_core.passes.support.implicit_gemm import recognize as recognize_implicit
 from xpiler_core.passes.support.matmul_shape import MatmulShape, Operand, recognize
 from xpiler_core.passes.support.per_function import is_bound_kernel, rewrite_each
@@ -124,18 +124,19 @@ static void *xp_gemm_alloc(long floats) {
   if (!p) { fprintf(stderr, "xp_sgemm: out of memory\n"); abort(); }
   return p;
 }
-/* row blocks part, part + parts, ... of one (jc, pc) panel (no worksharing construct: callable on its own, from
-   a team it splits, or inside someone else's parallel loop) */
-static void xp_gemm_row_blocks(long M, long MC, long blocks, long kc, long nc, long pc, long jc, const float *A,
-                               long ars, long acs, const float *bp, float *C, long ldc, int part, int parts) {
+/* row blocks part, part + parts, ... of one (jc, pc) panel over its columns [jlo, jhi) (no worksharing
+   construct: callable on its own or from a team it splits) */
+static void xp_gemm_row_blocks(long M, long MC, long blocks, long kc, long jlo, long jhi, long pc, long jc,
+                               const float *A, long ars, long acs, const float *bp, float *C, long ldc, int part,
+                               int parts) {
   float *ap = (float *)xp_gemm_alloc(MC * kc);
   for (long ib = part; ib < blocks; ib += parts) {
     const long ic = ib * MC, mc = M - ic < MC ? M - ic : MC;
     xp_gemm_pack_a(mc, kc, A + ic * ars + pc * acs, ars, acs, ap);
-    for (long jr = 0; jr < nc; jr += 16)
+    for (long jr = jlo; jr < jhi; jr += 16)
       for (long ir = 0; ir < mc; ir += 6)
         xp_gemm_micro(kc, ap + ir * kc, bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-                      (int)(mc - ir < 6 ? mc - ir : 6), (int)(nc - jr < 16 ? nc - jr : 16), pc == 0);
+                      (int)(mc - ir < 6 ? mc - ir : 6), (int)(jhi - jr < 16 ? jhi - jr : 16), pc == 0);
   }
   free(ap);
 }
@@ -154,18 +155,31 @@ static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs,
     const long nc = N - jc < NC ? N - jc : NC;
     for (long pc = 0; pc < K; pc += KC) {
       const long kc = K - pc < KC ? K - pc : KC;
-      xp_gemm_pack_b(kc, nc, B + pc * brs + jc * bcs, brs, bcs, bp);
-      const long blocks = (M + MC - 1) / MC;
+      const long blocks = (M + MC - 1) / MC, panels = (nc + 15) / 16;
       /* a team only when the work pays for it: an OpenMP `if` clause would still enter the runtime */
 #ifdef _OPENMP
-      if (blocks > 1 && (double)M * nc * kc >= XP_GEMM_PARALLEL_WORK && !omp_in_parallel()) {
+      if ((double)M * nc * kc >= XP_GEMM_PARALLEL_WORK && !omp_in_parallel()) {
 #pragma omp parallel
-        xp_gemm_row_blocks(M, MC, blocks, kc, nc, pc, jc, A, ars, acs, bp, C, ldc, omp_get_thread_num(),
-                           omp_get_num_threads());
+        {
+          const int part = omp_get_thread_num(), parts = omp_get_num_threads();
+          /* each thread packs its share of B's column panels */
+          const long p0 = panels * part / parts, p1 = panels * (part + 1) / parts;
+          const long jlo = p0 * 16, jhi = p1 * 16 < nc ? p1 * 16 : nc;
+          if (jhi > jlo) xp_gemm_pack_b(kc, jhi - jlo, B + pc * brs + (jc + jlo) * bcs, brs, bcs, bp + jlo * kc);
+          if (blocks % parts == 0 || panels < 2 * parts) {
+            /* row blocks split evenly (or too few columns to split): every thread reads all of B */
+#pragma omp barrier
+            xp_gemm_row_blocks(M, MC, blocks, kc, 0, nc, pc, jc, A, ars, acs, bp, C, ldc, part, parts);
+          } else {
+            /* fewer or uneven row blocks: each thread multiplies every row block into its own columns */
+            if (jhi > jlo) xp_gemm_row_blocks(M, MC, blocks, kc, jlo, jhi, pc, jc, A, ars, acs, bp, C, ldc, 0, 1);
+          }
+        }
         continue;
       }
 #endif
-      xp_gemm_row_blocks(M, MC, blocks, kc, nc, pc, jc, A, ars, acs, bp, C, ldc, 0, 1);
+      xp_gemm_pack_b(kc, nc, B + pc * brs + jc * bcs, brs, bcs, bp);
+      xp_gemm_row_blocks(M, MC, blocks, kc, 0, nc, pc, jc, A, ars, acs, bp, C, ldc, 0, 1);
     }
   }
   free(bp);
@@ -273,6 +287,57 @@ def _loops(coords: tuple[Coord, ...]) -> list[str]:
     return [f"for (long {c.atom} = 0; {c.atom} < xp_ig_e_{c.atom}; ++{c.atom})" for c in coords]
 
 
+def gather_run(operand: Gathered, var: str, lo: str, hi: str) -> list[str]:
+    """Statements writing ``operand`` at ``var`` = lo..hi-1 to ``*xp_ig_dst++``. Zero padding guards linear in
+    ``var`` with a constant coefficient become the interval where they hold (zeros before and after it, the
+    loads between without a test, so the copy vectorizes); guards free of ``var`` are tested once; any other
+    guard keeps the per-element test."""
+    run_lo, run_hi, whole, kept = [], [], [], []
+    for g in operand.guards:
+        try:
+            coeff, rest = (g.index - g.bound).split(var)  # the guard holds where coeff * var + rest < 0
+        except PassRefused:
+            kept.append(g)
+            continue
+        if coeff == Poly():
+            whole.append(f"{g.index.c_text()} < {g.bound.c_text()}")
+        elif coeff.atoms() or not coeff.terms:
+            kept.append(g)
+        else:
+            a = coeff.terms[0][1]
+            if a > 0:  # var < -rest / a, i.e. var <= ceil(-rest / a) - 1
+                run_hi.append(f"-xp_gemm_floordiv({rest.c_text()}, {a}L)")
+            else:  # var > rest / -a
+                run_lo.append(f"xp_gemm_floordiv({rest.c_text()}, {-a}L) + 1L")
+    load = Gathered(operand.base, operand.offset, tuple(kept)).c_value()
+    if not (run_lo or run_hi or whole):
+        return [f"for (long {var} = {lo}; {var} < {hi}; ++{var})", f"*xp_ig_dst++ = {load};"]
+    first = _max([lo, *run_lo]) if run_lo else lo
+    last = _min_text([hi, *run_hi]) if run_hi else hi
+    lines = ["{", f"long xp_run_lo = {first}, xp_run_hi = {last};"]
+    test = " && ".join(whole)
+    lines.append(f"if (xp_run_hi < xp_run_lo{' || !(' + test + ')' if whole else ''}) "
+                 f"xp_run_lo = xp_run_hi = {hi};")
+    lines += [f"for (long {var} = {lo}; {var} < xp_run_lo; ++{var}) *xp_ig_dst++ = 0.0f;",
+              f"for (long {var} = xp_run_lo; {var} < xp_run_hi; ++{var}) *xp_ig_dst++ = {load};",
+              f"for (long {var} = xp_run_hi; {var} < {hi}; ++{var}) *xp_ig_dst++ = 0.0f;", "}"]
+    return lines
+
+
+def _max(values: list[str]) -> str:
+    out = values[0]
+    for v in values[1:]:
+        out = f"xp_gemm_max({out}, {v})"
+    return out
+
+
+def _min_text(values: list[str]) -> str:
+    out = values[0]
+    for v in values[1:]:
+        out = f"xp_gemm_min({out}, {v})"
+    return out
+
+
 def emit_implicit(shape: ImplicitGemm, mc: int, kc: int, nc: int) -> tuple[list[str], list[str]]:
     """(preconditions, statements): gather the two operands into float matrices, multiply, scatter."""
     coords = (*shape.rows, *shape.cols)
@@ -295,13 +360,15 @@ def emit_implicit(shape: ImplicitGemm, mc: int, kc: int, nc: int) -> tuple[list[
     sum_index = _horner([(v if lo == Poly() else f"({v} - {lo.c_text()})", f"({hi.c_text()} - {lo.c_text()})")
                          for v, lo, hi in shape.sums])
     # A: one row of summation terms per row coordinate tuple (an im2col matrix for a convolution)
+    last_sum = shape.sums[-1]
     lines += parallel_lines(f"omp parallel for collapse({len(shape.rows)})", "xp_gemm_m * xp_gemm_k >= 65536", [
         *_loops(shape.rows), "{", f"float *xp_ig_dst = xp_ig_a + {_horner(shape.rows)} * xp_gemm_k;",
-        *sum_loops, f"*xp_ig_dst++ = {shape.lhs.c_value()};", "}"])
+        *sum_loops[:-1], *gather_run(shape.lhs, last_sum[0], last_sum[1].c_text(), last_sum[2].c_text()), "}"])
     # B: one row of column values per summation term
+    last_col = shape.cols[-1].atom
     lines += parallel_lines(f"omp parallel for collapse({len(shape.sums)})", "xp_gemm_k * xp_gemm_n >= 65536", [
         *sum_loops, "{", f"float *xp_ig_dst = xp_ig_b + {sum_index} * xp_gemm_n;",
-        *_loops(shape.cols), f"*xp_ig_dst++ = {shape.rhs.c_value()};", "}"])
+        *_loops(shape.cols)[:-1], *gather_run(shape.rhs, last_col, "0L", f"xp_ig_e_{last_col}"), "}"])
     lines.append(f"xp_sgemm(xp_gemm_m, xp_gemm_n, xp_gemm_k, xp_ig_a, xp_gemm_k, 1L, xp_ig_b, xp_gemm_n, 1L, "
                  f"xp_mm_acc0, xp_gemm_n, {mc}, {kc}, {nc});")
     value = "xp_mm_acc0[xp_e]" if shape.epilogue is None else print_expr(shape.epilogue, Dialect.C)
@@ -358,7 +425,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     if not any(isinstance(it, A.Opaque) and it.text.startswith(GEMM_MARK) for it in items):
         helper = (f"#define XP_GEMM_PARALLEL_WORK {PARALLEL_WORK}\n"
                   "static inline long xp_gemm_min(long a, long b) { return a < b ? a : b; }\n"
-                  "static inline long xp_gemm_max(long a, long b) { return a > b ? a : b; }\n")
+                  "static inline long xp_gemm_max(long a, long b) { return a > b ? a : b; }\n"
+                  "static inline long xp_gemm_floordiv(long a, long b) { return a / b - (a % b != 0 && a < 0); }\n")
         first_fn = next(k for k, it in enumerate(items) if isinstance(it, A.Function))
         items.insert(first_fn, A.Opaque(HELPER.replace(GEMM_MARK, GEMM_MARK + "\n" + helper, 1)))
     return leave(unit, A.replace(module, items=tuple(items)), ctx, Dialect.C)
