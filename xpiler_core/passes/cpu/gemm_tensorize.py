@@ -166,12 +166,20 @@ static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs,
           const long p0 = panels * part / parts, p1 = panels * (part + 1) / parts;
           const long jlo = p0 * 16, jhi = p1 * 16 < nc ? p1 * 16 : nc;
           if (jhi > jlo) xp_gemm_pack_b(kc, jhi - jlo, B + pc * brs + (jc + jlo) * bcs, brs, bcs, bp + jlo * kc);
-          if (blocks % parts == 0 || panels < 2 * parts) {
-            /* row blocks split evenly (or too few columns to split): every thread reads all of B */
+          if (blocks >= parts || panels < 2 * parts) {
+            /* row blocks shared out (a few blocks resized so that every thread gets as many): every thread
+               reads all of B and packs only its own rows of A */
+            long mcb = MC, nb = blocks;
+            if (blocks % parts != 0 && blocks < 4 * parts) {
+              nb = (blocks + parts - 1) / parts * parts;
+              mcb = ((M + nb - 1) / nb + 5) / 6 * 6;
+              nb = (M + mcb - 1) / mcb;
+            }
 #pragma omp barrier
-            xp_gemm_row_blocks(M, MC, blocks, kc, 0, nc, pc, jc, A, ars, acs, bp, C, ldc, part, parts);
+            xp_gemm_row_blocks(M, mcb, nb, kc, 0, nc, pc, jc, A, ars, acs, bp, C, ldc, part, parts);
           } else {
-            /* fewer or uneven row blocks: each thread multiplies every row block into its own columns */
+            /* fewer row blocks than threads: each thread multiplies every row block into its own columns
+               (A is packed by every thread; it pays only where the rows are too few to share) */
             if (jhi > jlo) xp_gemm_row_blocks(M, MC, blocks, kc, jlo, jhi, pc, jc, A, ars, acs, bp, C, ldc, 0, 1);
           }
         }
