@@ -145,7 +145,10 @@ def _micro_kernel_calls(lib: ctypes.CDLL, entry: str, arrays: tuple[np.ndarray, 
 
 
 @pytest.mark.parametrize(("batch", "M", "N", "K"), [(1, 1, 1, 1), (2, 7, 37, 5), (3, 37, 19, 131),
-                                                    (1, 100, 130, 300), (2, 13, 200, 0), (6, 61, 70, 93)])
+                                                    (1, 100, 130, 300), (2, 13, 200, 0), (6, 61, 70, 93),
+                                                    # above the parallel threshold: fewer row blocks than threads
+                                                    # (columns shared out), three blocks resized to four
+                                                    (1, 7, 1100, 300), (1, 200, 90, 130)])
 def test_tensorized_products_match_numpy(gemm_lib, batch: int, M: int, N: int, K: int) -> None:  # noqa: ANN001
     rng = np.random.default_rng(M * 1000 + N * 10 + K)
     a = rng.standard_normal((batch, M, K)).astype(np.float32)

@@ -14,8 +14,8 @@ time, from each check's coefficient and the extremes of its inner terms (an empt
 iteration through the original body). Head and tail run the original body; the interior runs a copy whose
 proven checks are constants, calling a copy of each device function specialized the same way.
 
-Taken for loops that declare a signed integer variable, step by one and carry no pragma but ``omp simd`` and
-GCC's loop pragmas (a parallel-for pragma would become three parallel regions), and only when a proven check is
+Taken for loops that declare a signed integer variable, step by one, do not have constant bounds (filter loops
+are unrolled instead) and carry no pragma but ``omp simd`` and GCC's loop pragmas (a parallel-for pragma would become three parallel regions), and only when a proven check is
 inside an inner loop or a called function (checked many times per iteration); an enclosing loop of a split
 loop is not split again (the code grows at most threefold). Refuses when no loop qualifies.
 """
@@ -23,6 +23,7 @@ loop is not split again (the code grows at most threefold). Refuses when no loop
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +69,7 @@ class Scope:
     env: dict[str, Poly | None]
     box: dict[str, tuple[int, int]]  # inner loop variable → (lowest, highest) value
     consts: dict[str, int]
-    atom_ok: Any  # Callable[[str], bool]: a free name usable as an atom here
+    atom_ok: Callable[[str], bool]  # a free name usable as an atom here
     depth: int = 0  # calls entered
     inner: int = 0  # enclosing inner loops within the split loop
 
@@ -404,6 +405,8 @@ def _prove_loop(loop: A.For, module: A.Module, signed: set[str]) -> Proofs | Non
         return None
     if any(isinstance(n, A.Call) for e in (view.start, view.stop) for n in A.walk(e)):
         return None
+    if A.const_int(view.start) is not None and A.const_int(view.stop) is not None:
+        return None  # a filter loop of constant length: the element loop around it is the one to split
     changed = _changed_names(loop.body)
     declared = _declared(loop.body)
     proofs = Proofs(view.var)

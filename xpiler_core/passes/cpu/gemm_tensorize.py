@@ -52,8 +52,12 @@ INFO = PassInfo(
 )
 
 MR, NR = 6, 16
-# work (multiply-adds) below which a cache block runs on one thread: a parallel region costs microseconds
-PARALLEL_WORK = 1 << 18
+# work (multiply-adds) below which a cache block runs on one thread, and elements below which a gather or a
+# scatter does: entering a parallel region whose threads have gone to sleep costs ~50 µs (measured with
+# OMP_WAIT_POLICY=passive, which libgomp falls into when threads outnumber cores: a 0.9 MFLOP implicit GEMM took
+# 72 µs in two threads against 25 µs in one)
+PARALLEL_WORK = 1 << 21
+PARALLEL_ELEMENTS = 1 << 18
 # floats the gathered operands and the product of an implicit GEMM may take (1 GiB); larger runs the loops
 GATHER_FLOATS = 1 << 28
 
@@ -263,7 +267,7 @@ def emit(shape: MatmulShape, mc: int, kc: int, nc: int) -> tuple[list[str], list
     if direct:
         return pre, [*lines, "}"]
     value = accs[0] + "[xp_e]" if shape.epilogue is None else print_expr(shape.epilogue, Dialect.C)
-    lines += parallel_lines("omp parallel for", "xp_gemm_m * xp_gemm_n >= 65536", [
+    lines += parallel_lines("omp parallel for", "xp_gemm_m * xp_gemm_n >= XP_GEMM_PARALLEL_ELEMENTS", [
         "for (long xp_er = 0; xp_er < xp_gemm_m; ++xp_er)",
         "for (long xp_ec = 0; xp_ec < xp_gemm_n; ++xp_ec) {",
         "const long xp_e = xp_er * xp_gemm_n + xp_ec;",
@@ -369,18 +373,18 @@ def emit_implicit(shape: ImplicitGemm, mc: int, kc: int, nc: int) -> tuple[list[
                          for v, lo, hi in shape.sums])
     # A: one row of summation terms per row coordinate tuple (an im2col matrix for a convolution)
     last_sum = shape.sums[-1]
-    lines += parallel_lines(f"omp parallel for collapse({len(shape.rows)})", "xp_gemm_m * xp_gemm_k >= 65536", [
+    lines += parallel_lines(f"omp parallel for collapse({len(shape.rows)})", "xp_gemm_m * xp_gemm_k >= XP_GEMM_PARALLEL_ELEMENTS", [
         *_loops(shape.rows), "{", f"float *xp_ig_dst = xp_ig_a + {_horner(shape.rows)} * xp_gemm_k;",
         *sum_loops[:-1], *gather_run(shape.lhs, last_sum[0], last_sum[1].c_text(), last_sum[2].c_text()), "}"])
     # B: one row of column values per summation term
     last_col = shape.cols[-1].atom
-    lines += parallel_lines(f"omp parallel for collapse({len(shape.sums)})", "xp_gemm_k * xp_gemm_n >= 65536", [
+    lines += parallel_lines(f"omp parallel for collapse({len(shape.sums)})", "xp_gemm_k * xp_gemm_n >= XP_GEMM_PARALLEL_ELEMENTS", [
         *sum_loops, "{", f"float *xp_ig_dst = xp_ig_b + {sum_index} * xp_gemm_n;",
         *_loops(shape.cols)[:-1], *gather_run(shape.rhs, last_col, "0L", f"xp_ig_e_{last_col}"), "}"])
     lines.append(f"xp_sgemm(xp_gemm_m, xp_gemm_n, xp_gemm_k, xp_ig_a, xp_gemm_k, 1L, xp_ig_b, xp_gemm_n, 1L, "
                  f"xp_mm_acc0, xp_gemm_n, {mc}, {kc}, {nc});")
     value = "xp_mm_acc0[xp_e]" if shape.epilogue is None else print_expr(shape.epilogue, Dialect.C)
-    lines += parallel_lines(f"omp parallel for collapse({len(shape.rows)})", "xp_gemm_m * xp_gemm_n >= 65536", [
+    lines += parallel_lines(f"omp parallel for collapse({len(shape.rows)})", "xp_gemm_m * xp_gemm_n >= XP_GEMM_PARALLEL_ELEMENTS", [
         *_loops(shape.rows), "{", f"long xp_e = {_horner(shape.rows)} * xp_gemm_n;", *_loops(shape.cols), "{",
         f"{shape.out_base}[{shape.out_offset.c_text()}] = (float)({value});", "++xp_e;", "}", "}"])
     lines += ["free(xp_ig_a);", "free(xp_ig_b);", "free(xp_mm_acc0);"]
@@ -431,7 +435,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                      f"(mc={mc}, kc={kc}, nc={nc})" for name in result.done)
     items = list(result.module.items)
     if not any(isinstance(it, A.Opaque) and it.text.startswith(GEMM_MARK) for it in items):
-        helper = (f"#define XP_GEMM_PARALLEL_WORK {PARALLEL_WORK}\n"
+        helper = (f"#define XP_GEMM_PARALLEL_WORK {PARALLEL_WORK}\n#define XP_GEMM_PARALLEL_ELEMENTS {PARALLEL_ELEMENTS}\n"
                   "static inline long xp_gemm_min(long a, long b) { return a < b ? a : b; }\n"
                   "static inline long xp_gemm_max(long a, long b) { return a > b ? a : b; }\n"
                   "static inline long xp_gemm_floordiv(long a, long b) { return a / b - (a % b != 0 && a < 0); }\n")
