@@ -129,23 +129,26 @@ static void *xp_gemm_alloc(long floats) {
   return p;
 }
 /* row blocks part, part + parts, ... of one (jc, pc) panel over its columns [jlo, jhi) (no worksharing
-   construct: callable on its own or from a team it splits) */
+   construct: callable on its own or from a team it splits). A packed beforehand (``apk``: 6-row panels of all
+   K columns, [ceil(M/6)][K][6], zero padded) is read in place; else each row block is packed here. */
 static void xp_gemm_row_blocks(long M, long MC, long blocks, long kc, long jlo, long jhi, long pc, long jc,
-                               const float *A, long ars, long acs, const float *bp, float *C, long ldc, int part,
-                               int parts) {
-  float *ap = (float *)xp_gemm_alloc(MC * kc);
+                               const float *A, long ars, long acs, const float *apk, long K, const float *bp,
+                               float *C, long ldc, int part, int parts) {
+  float *ap = apk ? NULL : (float *)xp_gemm_alloc(MC * kc);
   for (long ib = part; ib < blocks; ib += parts) {
     const long ic = ib * MC, mc = M - ic < MC ? M - ic : MC;
-    xp_gemm_pack_a(mc, kc, A + ic * ars + pc * acs, ars, acs, ap);
+    if (!apk) xp_gemm_pack_a(mc, kc, A + ic * ars + pc * acs, ars, acs, ap);
     for (long jr = jlo; jr < jhi; jr += 16)
       for (long ir = 0; ir < mc; ir += 6)
-        xp_gemm_micro(kc, ap + ir * kc, bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-                      (int)(mc - ir < 6 ? mc - ir : 6), (int)(jhi - jr < 16 ? jhi - jr : 16), pc == 0);
+        xp_gemm_micro(kc, apk ? apk + (ic + ir) * K + pc * 6 : ap + ir * kc, bp + jr * kc,
+                      C + (ic + ir) * ldc + jc + jr, ldc, (int)(mc - ir < 6 ? mc - ir : 6),
+                      (int)(jhi - jr < 16 ? jhi - jr : 16), pc == 0);
   }
   free(ap);
 }
 static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs, const float *B, long brs, long bcs,
-                     float *C, long ldc, long MC, long KC, long NC) {
+                     float *C, long ldc, long MC, long KC, long NC, int a_packed) {
+  const float *apk = a_packed ? A : NULL; /* [ceil(M/6)][K][6]: ars and acs unused */
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
     for (long i = 0; i < M; ++i)
@@ -180,18 +183,19 @@ static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs,
               nb = (M + mcb - 1) / mcb;
             }
 #pragma omp barrier
-            xp_gemm_row_blocks(M, mcb, nb, kc, 0, nc, pc, jc, A, ars, acs, bp, C, ldc, part, parts);
+            xp_gemm_row_blocks(M, mcb, nb, kc, 0, nc, pc, jc, A, ars, acs, apk, K, bp, C, ldc, part, parts);
           } else {
             /* fewer row blocks than threads: each thread multiplies every row block into its own columns
                (A is packed by every thread; it pays only where the rows are too few to share) */
-            if (jhi > jlo) xp_gemm_row_blocks(M, MC, blocks, kc, jlo, jhi, pc, jc, A, ars, acs, bp, C, ldc, 0, 1);
+            if (jhi > jlo)
+              xp_gemm_row_blocks(M, MC, blocks, kc, jlo, jhi, pc, jc, A, ars, acs, apk, K, bp, C, ldc, 0, 1);
           }
         }
         continue;
       }
 #endif
       xp_gemm_pack_b(kc, nc, B + pc * brs + jc * bcs, brs, bcs, bp);
-      xp_gemm_row_blocks(M, MC, blocks, kc, 0, nc, pc, jc, A, ars, acs, bp, C, ldc, 0, 1);
+      xp_gemm_row_blocks(M, MC, blocks, kc, 0, nc, pc, jc, A, ars, acs, apk, K, bp, C, ldc, 0, 1);
     }
   }
   free(bp);
@@ -253,7 +257,7 @@ def emit(shape: MatmulShape, mc: int, kc: int, nc: int) -> tuple[list[str], list
             b_ptr, brs, bcs = base(b, f" + {k0} * {b.lead.c_text()}"), b.lead.c_text(), "1L"
         out_ptr, ldc = (base(shape.out, ""), shape.out.lead.c_text()) if direct else (acc, "xp_gemm_n")
         batch_loop.append(f"xp_sgemm(xp_gemm_m, xp_gemm_n, xp_gemm_k, {a_ptr}, {a.lead.c_text()}, 1L, {b_ptr}, "
-                          f"{brs}, {bcs}, {out_ptr}, {ldc}, {mc}, {kc}, {nc});")
+                          f"{brs}, {bcs}, {out_ptr}, {ldc}, {mc}, {kc}, {nc}, 0);")
     if direct and shape.batched:
         # batches write disjoint outputs: share them out when they offer more parallelism than one batch's row
         # blocks (each product then runs on its thread; the inner team is nested, hence one thread)
@@ -299,8 +303,8 @@ def _loops(coords: tuple[Coord, ...]) -> list[str]:
     return [f"for (long {c.atom} = 0; {c.atom} < xp_ig_e_{c.atom}; ++{c.atom})" for c in coords]
 
 
-def gather_run(operand: Gathered, var: str, lo: str, hi: str) -> list[str]:
-    """Statements writing ``operand`` at ``var`` = lo..hi-1 to ``*xp_ig_dst++``. Zero padding guards linear in
+def gather_run(operand: Gathered, var: str, lo: str, hi: str, step: int = 1) -> list[str]:
+    """Statements writing ``operand`` at ``var`` = lo..hi-1 to ``xp_ig_dst``, advanced by ``step`` floats. Zero padding guards linear in
     ``var`` with a constant coefficient become the interval where they hold (zeros before and after it, the
     loads between without a test, so the copy vectorizes); guards free of ``var`` are tested once; any other
     guard keeps the per-element test."""
@@ -322,17 +326,21 @@ def gather_run(operand: Gathered, var: str, lo: str, hi: str) -> list[str]:
             else:  # var > rest / -a
                 run_lo.append(f"xp_gemm_floordiv({rest.c_text()}, {-a}L) + 1L")
     load = Gathered(operand.base, operand.offset, tuple(kept)).c_value()
+
+    def put(value: str) -> str:
+        return f"*xp_ig_dst++ = {value};" if step == 1 else f"{{ *xp_ig_dst = {value}; xp_ig_dst += {step}; }}"
+
     if not (run_lo or run_hi or whole):
-        return [f"for (long {var} = {lo}; {var} < {hi}; ++{var})", f"*xp_ig_dst++ = {load};"]
+        return [f"for (long {var} = {lo}; {var} < {hi}; ++{var})", put(load)]
     first = _max([lo, *run_lo]) if run_lo else lo
     last = _min_text([hi, *run_hi]) if run_hi else hi
     lines = ["{", f"long xp_run_lo = {first}, xp_run_hi = {last};"]
     test = " && ".join(whole)
     lines.append(f"if (xp_run_hi < xp_run_lo{' || !(' + test + ')' if whole else ''}) "
                  f"xp_run_lo = xp_run_hi = {hi};")
-    lines += [f"for (long {var} = {lo}; {var} < xp_run_lo; ++{var}) *xp_ig_dst++ = 0.0f;",
-              f"for (long {var} = xp_run_lo; {var} < xp_run_hi; ++{var}) *xp_ig_dst++ = {load};",
-              f"for (long {var} = xp_run_hi; {var} < {hi}; ++{var}) *xp_ig_dst++ = 0.0f;", "}"]
+    lines += [f"for (long {var} = {lo}; {var} < xp_run_lo; ++{var}) {put('0.0f')}",
+              f"for (long {var} = xp_run_lo; {var} < xp_run_hi; ++{var}) {put(load)}",
+              f"for (long {var} = xp_run_hi; {var} < {hi}; ++{var}) {put('0.0f')}", "}"]
     return lines
 
 
@@ -364,25 +372,34 @@ def emit_implicit(shape: ImplicitGemm, mc: int, kc: int, nc: int) -> tuple[list[
         f"const long xp_gemm_m = {' * '.join(f'xp_ig_e_{c.atom}' for c in shape.rows)};",
         f"const long xp_gemm_n = {' * '.join(f'xp_ig_e_{c.atom}' for c in shape.cols)};",
         f"const long xp_gemm_k = {sizes['k']};",
-        "float *xp_ig_a = (float *)xp_gemm_alloc(xp_gemm_m * xp_gemm_k);",
+        "const long xp_gemm_mp = (xp_gemm_m + 5) / 6 * 6;",
+        "float *xp_ig_a = (float *)xp_gemm_alloc(xp_gemm_mp * xp_gemm_k);",
         "float *xp_ig_b = (float *)xp_gemm_alloc(xp_gemm_k * xp_gemm_n);",
         "float *xp_mm_acc0 = (float *)xp_gemm_alloc(xp_gemm_m * xp_gemm_n);",
     ]
     sum_loops = [f"for (long {v} = {lo.c_text()}; {v} < {hi.c_text()}; ++{v})" for v, lo, hi in shape.sums]
     sum_index = _horner([(v if lo == Poly() else f"({v} - {lo.c_text()})", f"({hi.c_text()} - {lo.c_text()})")
                          for v, lo, hi in shape.sums])
-    # A: one row of summation terms per row coordinate tuple (an im2col matrix for a convolution)
+    # A: one row of summation terms per row coordinate tuple (an im2col matrix for a convolution), written
+    # straight into the micro-kernel's 6-row panels (no second packing pass); rows past M are zero
     last_sum = shape.sums[-1]
-    lines += parallel_lines(f"omp parallel for collapse({len(shape.rows)})", "xp_gemm_m * xp_gemm_k >= XP_GEMM_PARALLEL_ELEMENTS", [
-        *_loops(shape.rows), "{", f"float *xp_ig_dst = xp_ig_a + {_horner(shape.rows)} * xp_gemm_k;",
-        *sum_loops[:-1], *gather_run(shape.lhs, last_sum[0], last_sum[1].c_text(), last_sum[2].c_text()), "}"])
+    row = _horner(shape.rows)
+    lines += parallel_lines(f"omp parallel for collapse({len(shape.rows)})",
+                            "xp_gemm_m * xp_gemm_k >= XP_GEMM_PARALLEL_ELEMENTS", [
+        *_loops(shape.rows), "{", f"const long xp_row = {row};",
+        "float *xp_ig_dst = xp_ig_a + xp_row / 6 * 6 * xp_gemm_k + xp_row % 6;",
+        *sum_loops[:-1], *gather_run(shape.lhs, last_sum[0], last_sum[1].c_text(), last_sum[2].c_text(), step=6),
+        "}"])
+    lines += ["for (long xp_row = xp_gemm_m; xp_row < xp_gemm_mp; ++xp_row)",
+              "for (long xp_p = 0; xp_p < xp_gemm_k; ++xp_p)",
+              "xp_ig_a[xp_row / 6 * 6 * xp_gemm_k + xp_p * 6 + xp_row % 6] = 0.0f;"]
     # B: one row of column values per summation term
     last_col = shape.cols[-1].atom
     lines += parallel_lines(f"omp parallel for collapse({len(shape.sums)})", "xp_gemm_k * xp_gemm_n >= XP_GEMM_PARALLEL_ELEMENTS", [
         *sum_loops, "{", f"float *xp_ig_dst = xp_ig_b + {sum_index} * xp_gemm_n;",
         *_loops(shape.cols)[:-1], *gather_run(shape.rhs, last_col, "0L", f"xp_ig_e_{last_col}"), "}"])
     lines.append(f"xp_sgemm(xp_gemm_m, xp_gemm_n, xp_gemm_k, xp_ig_a, xp_gemm_k, 1L, xp_ig_b, xp_gemm_n, 1L, "
-                 f"xp_mm_acc0, xp_gemm_n, {mc}, {kc}, {nc});")
+                 f"xp_mm_acc0, xp_gemm_n, {mc}, {kc}, {nc}, 1);")
     value = "xp_mm_acc0[xp_e]" if shape.epilogue is None else print_expr(shape.epilogue, Dialect.C)
     lines += parallel_lines(f"omp parallel for collapse({len(shape.rows)})", "xp_gemm_m * xp_gemm_n >= XP_GEMM_PARALLEL_ELEMENTS", [
         *_loops(shape.rows), "{", f"long xp_e = {_horner(shape.rows)} * xp_gemm_n;", *_loops(shape.cols), "{",
