@@ -128,13 +128,29 @@ static void *xp_gemm_alloc(long floats) {
   if (!p) { fprintf(stderr, "xp_sgemm: out of memory\n"); abort(); }
   return p;
 }
+/* a packing buffer kept by the calling thread between calls (slot 0: B panels, 1: A panels): allocating and
+   freeing them on every call cost as much as the multiply on small products */
+struct xp_gemm_buffers {
+  float *data[2] = {nullptr, nullptr};
+  long capacity[2] = {0, 0};
+  ~xp_gemm_buffers() { free(data[0]); free(data[1]); } /* freed when the thread ends */
+};
+static float *xp_gemm_scratch(int slot, long floats) {
+  static thread_local xp_gemm_buffers kept;
+  if (floats > kept.capacity[slot]) {
+    free(kept.data[slot]);
+    kept.data[slot] = (float *)xp_gemm_alloc(floats);
+    kept.capacity[slot] = floats;
+  }
+  return kept.data[slot];
+}
 /* row blocks part, part + parts, ... of one (jc, pc) panel over its columns [jlo, jhi) (no worksharing
    construct: callable on its own or from a team it splits). A packed beforehand (``apk``: 6-row panels of all
    K columns, [ceil(M/6)][K][6], zero padded) is read in place; else each row block is packed here. */
 static void xp_gemm_row_blocks(long M, long MC, long blocks, long kc, long jlo, long jhi, long pc, long jc,
                                const float *A, long ars, long acs, const float *apk, long K, const float *bp,
                                float *C, long ldc, int part, int parts) {
-  float *ap = apk ? NULL : (float *)xp_gemm_alloc(MC * kc);
+  float *ap = apk ? NULL : xp_gemm_scratch(1, (M < MC ? (M + 5) / 6 * 6 : MC) * kc);
   for (long ib = part; ib < blocks; ib += parts) {
     const long ic = ib * MC, mc = M - ic < MC ? M - ic : MC;
     if (!apk) xp_gemm_pack_a(mc, kc, A + ic * ars + pc * acs, ars, acs, ap);
@@ -144,7 +160,6 @@ static void xp_gemm_row_blocks(long M, long MC, long blocks, long kc, long jlo, 
                       C + (ic + ir) * ldc + jc + jr, ldc, (int)(mc - ir < 6 ? mc - ir : 6),
                       (int)(jhi - jr < 16 ? jhi - jr : 16), pc == 0);
   }
-  free(ap);
 }
 static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs, const float *B, long brs, long bcs,
                      float *C, long ldc, long MC, long KC, long NC, int a_packed) {
@@ -157,7 +172,8 @@ static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs,
   }
   MC = (MC + 5) / 6 * 6;
   NC = (NC + 15) / 16 * 16;
-  float *bp = (float *)xp_gemm_alloc(KC * NC);
+  /* as large as the biggest panel this product packs, not the cache block: small products stay small */
+  float *bp = xp_gemm_scratch(0, (K < KC ? K : KC) * (N < NC ? (N + 15) / 16 * 16 : NC));
   for (long jc = 0; jc < N; jc += NC) {
     const long nc = N - jc < NC ? N - jc : NC;
     for (long pc = 0; pc < K; pc += KC) {
@@ -198,7 +214,6 @@ static void xp_sgemm(long M, long N, long K, const float *A, long ars, long acs,
       xp_gemm_row_blocks(M, MC, blocks, kc, 0, nc, pc, jc, A, ars, acs, apk, K, bp, C, ldc, 0, 1);
     }
   }
-  free(bp);
 }
 """
 
