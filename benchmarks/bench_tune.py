@@ -1,4 +1,4 @@
-"""Auto-tuning on the CPU suite: untuned vs tuned latency per operator, and tuned vs PyTorch CPU.
+"""Auto-tuning on the CPU suite: untuned vs tuned latency per operator, and tuned vs PyTorch CPU and numpy.
 
 For every selected suite operator: ``xpiler_core.tune.tune`` (default budget 60 s / 48 trials; every
 candidate verified against the spec's numpy reference on all cases before its time counts), on the
@@ -7,7 +7,8 @@ time) come from its timing child. Then the untuned and tuned libraries (timed ro
 child) and the PyTorch CPU formulation of the operator (``benchmarks/bench_cpu.py``; in a child process of
 its own, at its default thread count and at one thread, the faster kept) are timed alternately: ours,
 torch, torch, ours (medians), so a change of machine load shows up on both sides and no thread pool spins
-against another in the same process. Ratios: > 1 means the tuned translation is faster.
+against another in the same process; the spec's numpy reference (numpy's BLAS for the matrix operators) is timed
+the same way in a child of its own. Ratios: > 1 means the tuned translation is faster.
 
     python benchmarks/bench_tune.py [--group G ...] [--op NAME ...] [--budget 60] [--trials 48] [--json OUT]
 
@@ -17,6 +18,7 @@ PyTorch is a benchmark-only dependency (``pip install torch==2.13.0``).
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import inspect
 import json
@@ -41,6 +43,7 @@ from xpiler_core.dialect import Dialect  # noqa: E402
 from xpiler_core.runtime.build import build_library  # noqa: E402
 from xpiler_core.tune import TuneOptions, tune  # noqa: E402
 from xpiler_core.tune.measure import MeasureSettings, measure_libraries  # noqa: E402
+from xpiler_core.verify.harness import _load_reference, reference_outputs  # noqa: E402
 from xpiler_core.verify.inputs import case_inputs  # noqa: E402
 from xpiler_core.verify.spec import load_spec  # noqa: E402
 
@@ -66,9 +69,32 @@ def torch_child(spec_path: str, case_index: int, threads: int, rounds: int = 15)
     return float(value) if value is not None else None
 
 
+def _burst_median(call: Any, rounds: int, bursts: int) -> float:
+    """Median per-call seconds of ``call`` timed as the timing child times ours: warm-up, then per round the
+    fastest of ``bursts`` bursts of calls (preempted bursts dropped)."""
+    for _ in range(3):
+        call()
+    t0 = time.perf_counter()
+    calls = 0
+    while calls < 3 or time.perf_counter() - t0 < 0.02:
+        call()
+        calls += 1
+    single = (time.perf_counter() - t0) / calls
+    inner = max(1, min(20000, int(0.002 / bursts / max(single, 1e-9))))
+    samples = []
+    for _ in range(rounds):
+        fastest = math.inf
+        for _ in range(bursts):
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                call()
+            fastest = min(fastest, time.perf_counter() - t0)
+        samples.append(fastest / inner)
+    return statistics.median(samples)
+
+
 def torch_worker(spec_path: str, case_index: int, threads: int, rounds: int, bursts: int = 4) -> None:
-    """Times the PyTorch formulation exactly as the timing child times ours: warm-up, then per round the
-    fastest of ``bursts`` bursts of calls (preempted bursts dropped), median over rounds."""
+    """Times the PyTorch formulation at ``threads`` intra-op threads."""
     spec = load_spec(spec_path)
     fn = _torch_impls().get(spec.name)
     if fn is None:
@@ -79,25 +105,27 @@ def torch_worker(spec_path: str, case_index: int, threads: int, rounds: int, bur
     accepted = inspect.signature(fn).parameters
     tensors = {a.name: _to_torch(a.name, inputs[a.name]) for a in spec.args if a.name in accepted}
     with torch.inference_mode():
-        for _ in range(3):
-            fn(**tensors)
-        t0 = time.perf_counter()
-        calls = 0
-        while calls < 3 or time.perf_counter() - t0 < 0.02:
-            fn(**tensors)
-            calls += 1
-        single = (time.perf_counter() - t0) / calls
-        inner = max(1, min(20000, int(0.002 / bursts / max(single, 1e-9))))
-        samples = []
-        for _ in range(rounds):
-            fastest = math.inf
-            for _ in range(bursts):
-                t0 = time.perf_counter()
-                for _ in range(inner):
-                    fn(**tensors)
-                fastest = min(fastest, time.perf_counter() - t0)
-            samples.append(fastest / inner)
-    print(json.dumps(statistics.median(samples)))
+        print(json.dumps(_burst_median(functools.partial(fn, **tensors), rounds, bursts)))
+
+
+def numpy_worker(spec_path: str, case_index: int, rounds: int, bursts: int = 4) -> None:
+    """Times the spec's numpy reference (numpy's BLAS at its default threads for the matrix operators)."""
+    spec = load_spec(spec_path)
+    if not spec.reference:
+        print(json.dumps(None))
+        return
+    reference = _load_reference(spec)
+    inputs = case_inputs(spec, spec.cases[case_index], case_index, 0)
+    print(json.dumps(_burst_median(functools.partial(reference_outputs, reference, spec, inputs), rounds, bursts)))
+
+
+def numpy_child(spec_path: str, case_index: int, rounds: int = 15) -> float | None:
+    proc = subprocess.run([sys.executable, __file__, "--numpy-worker", spec_path, str(case_index), str(rounds)],
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        return None
+    value = json.loads(proc.stdout.strip().splitlines()[-1])
+    return float(value) if value is not None else None
 
 
 def bench_one(spec_path: str, options: TuneOptions, workdir: Path) -> dict[str, Any]:
@@ -130,6 +158,7 @@ def bench_one(spec_path: str, options: TuneOptions, workdir: Path) -> dict[str, 
     ours: list[tuple[float, float]] = []
     torch_times: dict[int, float | None] = {}
     settings = MeasureSettings(rounds=15, max_s=3.0)
+    numpy_s = numpy_child(spec_path, result.case_index)
     for step in ("ours", TORCH_THREADS, 1, "ours"):
         if step == "ours":
             untuned, tuned = measure_libraries(libs, result.measured_spec, spec.entry, result.case_index,
@@ -145,6 +174,9 @@ def bench_one(spec_path: str, options: TuneOptions, workdir: Path) -> dict[str, 
     row["torch_s"] = best_torch
     if best_torch:
         row["vs_torch"] = best_torch / row["tuned_s"]
+    row["numpy_s"] = numpy_s
+    if numpy_s:
+        row["vs_numpy"] = numpy_s / row["tuned_s"]
     return row
 
 
@@ -152,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--torch-worker"]:
         torch_worker(argv[1], int(argv[2]), int(argv[3]), int(argv[4]))
+        return 0
+    if argv[:1] == ["--numpy-worker"]:
+        numpy_worker(argv[1], int(argv[2]), int(argv[3]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--group", action="append", default=[])
@@ -166,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; torch "
           f"{torch.__version__ if torch is not None else 'absent'} with {torch.get_num_threads() if torch else 0} threads")
     print(f"{'group':13s} {'op':18s} {'untuned':>10s} {'tuned':>10s} {'speedup':>8s} {'torch':>10s} {'vs torch':>8s} "
-          f"{'tune s':>7s} {'trials':>6s} {'noise':>6s} {'load':>5s}  best config")
+          f"{'numpy':>10s} {'vs numpy':>8s} {'tune s':>7s} {'trials':>6s} {'noise':>6s} {'load':>5s}  best config")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="xpiler-bench-tune-") as tmp:
         for spec_path in sorted(glob.glob(str(ROOT / "suite" / "*" / "*" / "spec.toml"))):
@@ -181,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{group:13s} {op:18s} error: {row['error']}", flush=True)
                 continue
             print(f"{group:13s} {op:18s} {us(row['untuned_s'])} {us(row['tuned_s'])} "
-                  f"{x(row['speedup'])} {us(row.get('torch_s'))} {x(row.get('vs_torch'))} {row['tune_s']:7.1f} "
+                  f"{x(row['speedup'])} {us(row.get('torch_s'))} {x(row.get('vs_torch'))} {us(row.get('numpy_s'))} "
+                  f"{x(row.get('vs_numpy'))} {row['tune_s']:7.1f} "
                   f"{row['trials']:6d} {row['noise'] * 100:5.0f}% {row['load']:5.1f}  {row['changes'][:150]}", flush=True)
             if row.get("busy"):
                 print(f"{'':32s} flagged: the tuner found the machine busy ({row['load_detail']}); "
@@ -195,10 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         g_speed = geomean([r["speedup"] for r in members])
         g_inproc = geomean([r["untuned_s"] / r["tuned_s"] for r in members if r.get("tuned_s")])
         g_torch = geomean([r["vs_torch"] for r in members if r.get("vs_torch")])
-        summary[group] = {"speedup": g_speed, "remeasured_speedup": g_inproc, "vs_torch": g_torch, "ops": len(members),
+        g_numpy = geomean([r["vs_numpy"] for r in members if r.get("vs_numpy")])
+        summary[group] = {"speedup": g_speed, "remeasured_speedup": g_inproc, "vs_torch": g_torch,
+                          "vs_numpy": g_numpy, "ops": len(members),
                           "max_tune_s": max(r["tune_s"] for r in members)}
         print(f"  {group:13s} ops {len(members):2d}  tuned/untuned {g_speed or float('nan'):6.2f}x (re-measured "
               f"{g_inproc or float('nan'):6.2f}x)  vs torch {g_torch or float('nan'):6.2f}x  "
+              f"vs numpy {g_numpy or float('nan'):6.2f}x  "
               f"max tuning time {summary[group]['max_tune_s']:.1f} s")
     noises = sorted(r["noise"] for r in rows if not r.get("error"))
     if noises:
