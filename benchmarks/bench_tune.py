@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ def torch_child(spec_path: str, case_index: int, threads: int, rounds: int = 15)
     return float(value) if value is not None else None
 
 
-def _burst_median(call: Any, rounds: int, bursts: int) -> float:
+def _burst_median(call: Callable[[], object], rounds: int, bursts: int) -> float:
     """Median per-call seconds of ``call`` timed as the timing child times ours: warm-up, then per round the
     fastest of ``bursts`` bursts of calls (preempted bursts dropped)."""
     for _ in range(3):

@@ -854,6 +854,13 @@ _FOLD: dict[str, Callable[[int, int], int | None]] = {
 }
 
 
+def fold_int(op: str, a: int, b: int) -> int | None:
+    """``a op b`` as C computes it on integers (truncating ``/`` and ``%``); ``None`` for a zero divisor, a shift
+    out of range or an operator it does not fold. Overflow is not modeled."""
+    fold = _FOLD.get(op)
+    return None if fold is None else fold(a, b)
+
+
 def const_int(expr: Expr, env: Mapping[str, int] | None = None) -> int | None:
     """The integer value of a constant expression (literals, ``+ - * / % << >> & | ^``, unary ``-``, names
     bound in ``env``), with C's truncating division; ``None`` when not constant. Overflow is not modeled."""

@@ -106,13 +106,13 @@ def mask_misread_comparisons(tree: Tree, grammar_input: bytes) -> bytes:
     precedence, and never a template opener), or the same object when there is none. The lowering reads the
     operator back from the original bytes."""
     misread, declared = _comparison_queries()
-    found = QueryCursor(misread).captures(tree.root_node)
-    if not found.get("args"):
+    found = [(m["name"][0], m["args"][0]) for _, m in QueryCursor(misread).matches(tree.root_node)]
+    if not found:
         return grammar_input
     names = QueryCursor(declared).captures(tree.root_node)
     variables = {n.text for n in names.get("variable", [])} - {n.text for n in names.get("function", [])}
     out = bytearray(grammar_input)
-    for name, args in zip(found.get("name", []), found.get("args", []), strict=False):
+    for name, args in found:
         if name.text in variables and out[args.start_byte] == ord("<"):
             out[args.start_byte] = ord(">")
     return bytes(out) if out != grammar_input else grammar_input
@@ -122,9 +122,7 @@ def parse_bytes(data: bytes, dialect: Dialect, old_tree: Tree | None = None) -> 
     """The tree of ``data``: the grammar reads :func:`parse_input`, re-read with misread comparisons masked."""
     grammar_input = parse_input(data, dialect)
     tree = new_parser().parse(grammar_input, old_tree) if old_tree is not None else new_parser().parse(grammar_input)
-    for _ in range(MAX_COMPARISON_PASSES):
-        if b"<" not in data:
-            break
+    for _ in range(MAX_COMPARISON_PASSES if b"<" in data else 0):
         masked = mask_misread_comparisons(tree, grammar_input)
         if masked is grammar_input:
             break

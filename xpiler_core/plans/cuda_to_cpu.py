@@ -52,9 +52,7 @@ DEFAULT_PASSES = ["detensorization", "grid_reduce", "block_reduce", "loop_recove
                   "grid_flatten", "loop_binding", "delinearize", "unroll_pragmas", "boundary_split"]
 # Optional steps that reassociate floating point or restructure code: dropped first when a candidate fails.
 _DROP_FIRST = ("boundary_split", "grid_reduce", "block_reduce", "cpu_gemm", "device_mirrors", "affine_index",
-               "delinearize",
-               "reduction_idiom",
-               "thread_interchange", "partial_accumulators", "grid_flatten")
+               "delinearize", "reduction_idiom", "thread_interchange", "partial_accumulators", "grid_flatten")
 
 
 def recovery_params_from_spec(

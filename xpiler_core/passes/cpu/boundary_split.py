@@ -30,7 +30,14 @@ from typing import Any
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import PassContext, PassInfo, PassRefused
-from xpiler_core.passes.support.ast_support import enter, leave
+from xpiler_core.passes.support.ast_support import (
+    declares_prefix,
+    enter,
+    fresh_namer,
+    leave,
+    map_loops_with_pragmas,
+    value_template_arguments,
+)
 from xpiler_core.passes.support.bang_thread import Poly
 from xpiler_core.printer import print_expr
 
@@ -45,8 +52,6 @@ INFO = PassInfo(
 _SIGNED = frozenset({"int", "long", "long int", "long long", "long long int", "signed", "signed int", "int32_t",
                      "int64_t", "ptrdiff_t"})
 _LOOP_PRAGMAS = re.compile(r"^(omp simd\b.*|GCC (unroll|ivdep|novector)\b.*)$")
-_TEMPLATE_INT = re.compile(r"(?:const\s+)?(?:int|long|long long|unsigned|unsigned int|size_t|short|char|bool)\s+(\w+)"
-                           r"\s*(?:=.*)?")
 _CMP = ("<", "<=", ">", ">=")
 _MAX_CALL_DEPTH = 2
 
@@ -54,11 +59,6 @@ _MAX_CALL_DEPTH = 2
 def _signed_scalar(t: A.Type) -> bool:
     base = " ".join(q for q in t.base.split() if q not in ("const", "constexpr", "volatile", "static"))
     return not t.pointers and not t.reference and base in _SIGNED
-
-
-def _c_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
 
 
 @dataclass
@@ -117,10 +117,8 @@ def _affine(e: A.Expr, scope: Scope) -> Poly | None:
         if e.op == "*":
             return a * b
         ca, cb = _constant(a), _constant(b)
-        if ca is None or cb is None or cb == 0:
-            return None
-        q = _c_div(ca, cb)
-        return Poly.const(q if e.op == "/" else ca - q * cb)
+        folded = A.fold_int(e.op, ca, cb) if ca is not None and cb is not None else None
+        return None if folded is None else Poly.const(folded)
     return None
 
 
@@ -212,24 +210,21 @@ class _Analysis:
                 self.call(n, scope)
 
     def call(self, call: A.Call, scope: Scope) -> None:
-        if not isinstance(call.func, A.Name) or scope.depth >= _MAX_CALL_DEPTH or id(call) in self.proofs.calls:
+        if call.callee is None or scope.depth >= _MAX_CALL_DEPTH or id(call) in self.proofs.calls:
             return
-        name, _, targs = call.func.id.partition("<")
-        fn = self.functions.get(name.strip())
+        fn = self.functions.get(call.callee.split("<")[0].strip())
         if fn is None or any(isinstance(p, A.Opaque) for p in fn.params):
             return
         params = [p for p in fn.params if isinstance(p, A.Param)]
         if len(params) != len(call.args) or any(p.name is None for p in params):
             return
         consts: dict[str, int] = {}
-        if fn.template and targs:
-            declared = [t.strip() for t in fn.template.strip().removeprefix("<").removesuffix(">").split(",")]
-            values = [v.strip() for v in targs.strip().removesuffix(">").split(",")]
-            if len(values) <= len(declared):  # positional; a nested comma would break the pairing
-                for decl, text in zip(declared, values, strict=False):
-                    match = _TEMPLATE_INT.fullmatch(decl)
-                    if match and re.fullmatch(r"-?\d+", text):
-                        consts[match.group(1)] = int(text)
+        if fn.template:
+            try:
+                actuals = value_template_arguments(fn.template, call.callee)
+            except ValueError:
+                actuals = {}  # its template constants stay unknown: checks using them are not proven
+            consts = {name: int(text) for name, text in actuals.items() if re.fullmatch(r"-?\d+", text)}
         changed = _changed_names(fn.body)
         env: dict[str, Poly | None] = {}
         for p, arg in zip(params, call.args, strict=True):
@@ -420,8 +415,8 @@ def _prove_loop(loop: A.For, module: A.Module, signed: set[str]) -> Proofs | Non
     return proofs
 
 
-def _split(loop: A.For, pragmas: list[A.Pragma], proofs: Proofs, module: A.Module,
-           names: set[str], clones: list[tuple[str, A.Function]]) -> A.Block:
+def _split(loop: A.For, pragma: A.Pragma | None, proofs: Proofs, fresh: Callable[[str], str],
+           clones: list[tuple[str, A.Function]]) -> A.Block:
     view = loop.canonical()
     var_type = _loop_type(loop)
     assert view is not None and var_type is not None
@@ -429,12 +424,7 @@ def _split(loop: A.For, pragmas: list[A.Pragma], proofs: Proofs, module: A.Modul
     # the interior body: proven checks are constants, calls go to specialized copies
     renamed: dict[int, A.Expr] = dict(proofs.replace)
     for call_id, (fn, into) in proofs.calls.items():
-        base = A.fresh_name(module, f"{fn.name}_xp_interior")
-        clone_name, k = base, 0
-        while clone_name in names:
-            k += 1
-            clone_name = f"{base}_{k}"
-        names.add(clone_name)
+        clone_name = fresh(f"{fn.name}_xp_interior")
         clone_body = A.rewrite(fn.body, lambda n, table=into: table.get(id(n)))  # type: ignore[misc]
         clones.append((fn.name, A.replace(fn, name=clone_name, body=clone_body)))
         renamed[call_id] = _renamed_call(body, call_id, fn.name, clone_name, proofs.replace)
@@ -461,78 +451,58 @@ def _split(loop: A.For, pragmas: list[A.Pragma], proofs: Proofs, module: A.Modul
              (A.Name(hi_name), view.stop, body))
     for first, last, part_body in parts:
         init = A.DeclStmt((A.VarDecl(view.var, var_type, init=first),))
-        stmts += [*pragmas, A.replace(loop, init=init, cond=A.Binary("<", A.Name(view.var), last), body=part_body)]
+        stmts += [*([pragma] if pragma else []),
+                  A.replace(loop, init=init, cond=A.Binary("<", A.Name(view.var), last), body=part_body)]
     return A.Block(tuple(stmts))
 
 
 def _renamed_call(body: A.Stmt, call_id: int, old: str, new: str, replace: dict[int, A.Expr]) -> A.Expr:
     call = next(n for n in A.walk(body) if id(n) == call_id)
-    assert isinstance(call, A.Call) and isinstance(call.func, A.Name)
+    assert isinstance(call, A.Call) and call.callee is not None
     args = tuple(A.rewrite(a, lambda n: replace.get(id(n))) for a in call.args)
-    return A.replace(call, func=A.Name(new + call.func.id[len(old):].lstrip()), args=args)
+    return A.replace(call, func=A.Name(new + call.callee[len(old):].lstrip()), args=args)
+
+
+def _stacked_pragmas(fn: A.Function) -> bool:
+    """Two pragmas in a row: the loop traversal sees only the one next to the loop."""
+    return any(isinstance(a, A.Pragma) and isinstance(b, A.Pragma)
+               for n in A.walk(fn) if isinstance(n, A.Block) for a, b in zip(n.stmts, n.stmts[1:], strict=False))
 
 
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
-    names = {f.name for f in module.functions()}
+    fresh = fresh_namer(module)
     clones: list[tuple[str, A.Function]] = []
-    split_count = 0
-
-    def rewrite_block(block: A.Block) -> tuple[A.Block, bool]:
-        """Split qualifying loops innermost first; True when something inside was split."""
-        nonlocal split_count
-        out: list[A.Stmt] = []
-        any_split = False
-        stmts = list(block.stmts)
-        k = 0
-        while k < len(stmts):
-            pragmas: list[A.Pragma] = []
-            j = k
-            while isinstance(stmts[j], A.Pragma) and j + 1 < len(stmts):
-                pragmas.append(stmts[j])  # type: ignore[arg-type]
-                j += 1
-            target = stmts[j]
-            new, inner_split = rewrite_stmt(target)
-            if isinstance(target, A.For) and not inner_split and all(
-                    _LOOP_PRAGMAS.match(p.text.strip()) for p in pragmas):
-                proofs = _prove_loop(target, module, signed)
-                if proofs is not None:
-                    out.append(_split(target, pragmas, proofs, module, names, clones))
-                    split_count += 1
-                    any_split = True
-                    k = j + 1
-                    continue
-            out += [*pragmas, new]
-            any_split = any_split or inner_split
-            k = j + 1
-        return A.replace(block, stmts=tuple(out)), any_split
-
-    def rewrite_stmt(s: A.Stmt) -> tuple[A.Stmt, bool]:
-        if isinstance(s, A.Block):
-            return rewrite_block(s)
-        if isinstance(s, (A.For, A.While, A.DoWhile)):
-            body, inner = rewrite_stmt(s.body if isinstance(s.body, A.Block) else A.Block((s.body,)))
-            return (A.replace(s, body=body) if inner else s), inner
-        if isinstance(s, A.If):
-            then, a = rewrite_stmt(s.then if isinstance(s.then, A.Block) else A.Block((s.then,)))
-            else_, b = (rewrite_stmt(s.else_ if isinstance(s.else_, A.Block) else A.Block((s.else_,)))
-                        if s.else_ is not None else (None, False))
-            return (A.replace(s, then=then if a else s.then, else_=else_ if b else s.else_) if a or b else s), a or b
-        return s, False
-
+    splits: list[str] = []  # the split loops' variables
     new_module = module
-    signed: set[str] = set()
     for fn in module.functions():
+        if _stacked_pragmas(fn):
+            continue
         signed = _signed_names(fn)
-        body, changed = rewrite_block(fn.body)
-        if changed:
+
+        def split(loop: A.For, pragma: A.Pragma | None, signed: set[str] = signed) -> list[A.Stmt] | None:
+            if declares_prefix(loop.body, "xp_bs_"):
+                return None  # a loop inside was split: this one is not split again (the code grows at most 3x)
+            view = loop.canonical()
+            if view is None or any(n.startswith("xp_bs_") for e in (view.start, view.stop) for n in A.free_names(e)):
+                return None  # not canonical, or a part of a split loop offered again by the traversal
+            if pragma is not None and not _LOOP_PRAGMAS.match(pragma.text.strip()):
+                return None
+            proofs = _prove_loop(loop, module, signed)
+            if proofs is None:
+                return None
+            splits.append(proofs.var)
+            return [_split(loop, pragma, proofs, fresh, clones)]
+
+        body = map_loops_with_pragmas(fn.body, split)
+        if body is not fn.body:
             new_module = new_module.replace_function(fn.name, A.replace(fn, body=body))
-    if not split_count:
+    if not splits:
         raise PassRefused("no element loop with bounds checks proven constant in an interior")
     items = list(new_module.items)
     for original, clone in clones:
         at = next(k for k, it in enumerate(items) if isinstance(it, A.Function) and it.name == original)
         items.insert(at + 1, clone)
-    ctx.notes.append(f"boundary split: {split_count} loop(s) as head, check-free interior and tail"
+    ctx.notes.append(f"boundary split: {len(splits)} loop(s) as head, check-free interior and tail"
                      + (f"; {len(clones)} device function copies for the interior" if clones else ""))
     return leave(unit, A.replace(new_module, items=tuple(items)), ctx)

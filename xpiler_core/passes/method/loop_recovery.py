@@ -46,6 +46,7 @@ from xpiler_core.passes.support.ast_support import (
     leave,
     names_in,
     scalar_writes,
+    value_template_arguments,
 )
 from xpiler_core.passes.support.coop_groups import lower_cooperative_groups, uses_cooperative_groups
 from xpiler_core.passes.support.cpu_prelude import PRELUDE, PRELUDE_MARK
@@ -205,21 +206,14 @@ class _Inliner:
         """``f<256>`` against ``template <int BLOCK>`` → {BLOCK: 256} (value parameters only)."""
         if fn.template is None:
             return {}
-        if "<" not in callee:
-            raise PassRefused(f"cannot inline template device function '{fn.name}' without explicit arguments",
-                              at.span)
-        formals = [p.strip() for p in fn.template.strip().strip("<>").split(",")]
-        actuals = [a.strip() for a in callee[callee.index("<") + 1 : callee.rindex(">")].split(",")]
-        if len(formals) != len(actuals):
-            raise PassRefused(f"cannot inline '{callee}': template arguments not understood", at.span)
-        out: dict[str, A.Expr] = {}
-        for formal, actual in zip(formals, actuals, strict=True):
-            words = formal.split()
-            if len(words) != 2 or words[0] in ("typename", "class"):
-                raise PassRefused(f"cannot inline '{callee}': only value template parameters are supported",
-                                  at.span)
-            out[words[1]] = A.Literal(actual) if re.fullmatch(r"-?\w+", actual) else A.Name(f"({actual})")
-        return out
+        try:
+            actuals = value_template_arguments(fn.template, callee)
+        except ValueError as why:
+            if "<" not in callee:
+                raise PassRefused(f"cannot inline template device function '{fn.name}' {why}", at.span) from None
+            raise PassRefused(f"cannot inline '{callee}': {why}", at.span) from None
+        return {name: A.Literal(actual) if re.fullmatch(r"-?\w+", actual) else A.Name(f"({actual})")
+                for name, actual in actuals.items()}
 
     def _expand(self, call: A.Call, depth: int, at: A.Stmt) -> tuple[list[A.Stmt], A.Expr]:
         assert call.callee is not None

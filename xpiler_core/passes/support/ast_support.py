@@ -95,6 +95,24 @@ def scalar_writes(node: A.Node) -> set[str]:
     return out
 
 
+def value_template_arguments(template: str, callee: str) -> dict[str, str]:
+    """``f<256>`` against ``template <int BLOCK>`` → ``{"BLOCK": "256"}``: the text of each value argument.
+    ``ValueError`` says what is not understood: no explicit arguments, another count, a type parameter."""
+    if "<" not in callee:
+        raise ValueError("without explicit arguments")
+    formals = [p.strip() for p in template.strip().strip("<>").split(",")]
+    actuals = [a.strip() for a in callee[callee.index("<") + 1 : callee.rindex(">")].split(",")]
+    if len(formals) != len(actuals):
+        raise ValueError("template arguments not understood")
+    out: dict[str, str] = {}
+    for formal, actual in zip(formals, actuals, strict=True):
+        words = formal.split()
+        if len(words) != 2 or words[0] in ("typename", "class"):
+            raise ValueError("only value template parameters are supported")
+        out[words[1]] = actual
+    return out
+
+
 def names_in(node: A.Node) -> set[str]:
     return {n.id for n in A.walk(node) if isinstance(n, A.Name)}
 
@@ -217,8 +235,10 @@ def map_loops_with_pragmas(node: A.Node, rewrite: Any, skip: Any = None) -> Any:
                     if replaced is not None:
                         out.extend(replaced)
                         changed = True
-                        i += 2 if pragma is not None else 1
-                        continue
+                    else:  # kept with its pragma: the loop is not offered again as if it had none
+                        out.extend([s, loop] if pragma is not None else [s])
+                    i += 2 if pragma is not None else 1
+                    continue
                 out.append(s)
                 i += 1
             return A.replace(new, stmts=tuple(out)) if changed else new
