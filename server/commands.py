@@ -6,14 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import from_fs_path
 from xpiler_server import results
 from xpiler_server.config import TARGET_NAMES, target_name
+from xpiler_server.confinement import Source, accepted_source, output_problem
 from xpiler_server.documents import MAX_LIVE_ANALYSIS_BYTES, Document
 from xpiler_server.jobs import Job
 from xpiler_server.lsp_diagnostics import to_lsp
@@ -23,6 +25,7 @@ from xpiler_server.server import XpilerServer, guarded
 from xpiler_core import api as core_api
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.dialect import Dialect
+from xpiler_core.safe_io import UnsafePath, write_confined
 
 log = logging.getLogger(__name__)
 
@@ -45,16 +48,17 @@ def _str(values: dict[str, Any], name: str, required: bool = False) -> str | Non
     return value
 
 
-def _snapshot(server: XpilerServer, uri: str) -> tuple[str, str, int]:
-    """(path, text, version) of an open document, or of the file on disk (version -1)."""
+def _snapshot(server: XpilerServer, uri: str) -> tuple[Source, str, int]:
+    """(source, text, version) of an open document, or of a workspace file on disk (version -1); any other
+    file is refused before it is read (see confinement.py)."""
+    source = accepted_source(server, uri)
     doc = server.documents.get(uri)
-    path = to_fs_path(uri) or uri
     if doc is not None:
-        return doc.path, doc.text, doc.version
+        return source, doc.text, doc.version
     try:
-        return path, Path(path).read_text(encoding="utf-8"), -1
+        return source, Path(source.path).read_text(encoding="utf-8"), -1
     except (OSError, UnicodeDecodeError) as exc:
-        raise JsonRpcInvalidParams(f"cannot read {uri}: {exc}") from None
+        raise JsonRpcInvalidParams(f"cannot read {source.path}: {exc}") from None
 
 
 def _check_size(text: str, path: str) -> None:
@@ -132,7 +136,9 @@ def register(server: XpilerServer) -> None:
 
 
 async def start_translation(server: XpilerServer, uri: str, target_arg: str | None) -> dict[str, Any]:
-    path, text, version = _snapshot(server, uri)
+    source_file, text, version = _snapshot(server, uri)
+    path = source_file.path
+    root = source_file.write_root()  # before the work: its result could not land
     _check_size(text, path)
     source = core_api.detect_dialect(text, path)
     if target_arg is not None and target_arg.lower() not in TARGET_NAMES:
@@ -174,16 +180,16 @@ async def start_translation(server: XpilerServer, uri: str, target_arg: str | No
         if current is not None and current.version != version:
             job.stale = True
             job.message = f"stale: the document changed (v{version} → v{current.version}); not applied"
-            asyncio.ensure_future(_offer_stale(server, job, uri, target_arg, lambda: _land(server, job, path)))
+            asyncio.ensure_future(_offer_stale(server, job, uri, target_arg, lambda: _land(server, job, path, root)))
             return
-        await _land(server, job, path)
+        await _land(server, job, path, root)
 
     title = f"Translate {Path(path).name} to {target_name(target).upper()}"
     job = await server.jobs.start("translate", uri, version, title, work, done)
     return {"jobId": job.id}
 
 
-async def _land(server: XpilerServer, job: Job, source_path: str) -> None:
+async def _land(server: XpilerServer, job: Job, source_path: str, root: Path) -> None:
     result = job.result
     output = getattr(result, "output_text", None)
     status = getattr(result, "status", "error")
@@ -203,17 +209,20 @@ async def _land(server: XpilerServer, job: Job, source_path: str) -> None:
     files = {out_path: output}
     for name, text in (getattr(result, "companions", None) or {}).items():
         # headers translated with the file keep their names (the translation includes them by name): one that
-        # exists with other content is never overwritten
-        companion = (out_path.parent / name).resolve()
-        if companion.exists():
+        # exists with other content is never overwritten. Spelled out, not resolved: a link is refused, not followed.
+        companion = Path(os.path.normpath(out_path.parent / name))
+        problem = output_problem(companion, root)
+        if problem is None and companion.exists():
             if companion.read_text(encoding="utf-8", errors="replace") != text:
-                job.error = f"{companion} exists with other content; translation not applied"
-                server.window_show_message(types.ShowMessageParams(
-                    type=types.MessageType.Error, message=f"xpiler: {job.error}"))
-                return
-            continue
+                problem = f"{companion} exists with other content"
+            else:
+                continue
+        if problem is not None:
+            job.error = f"{problem}; translation not applied"
+            server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"xpiler: {job.error}"))
+            return
         files[companion] = text
-    applied, reason = await results.create_files(server, files)
+    applied, reason = await results.create_files(server, files, root)
     if not applied:
         job.error = reason
         server.window_show_message(
@@ -251,7 +260,8 @@ async def _offer_stale(server: XpilerServer, job: Job, uri: str, target_arg: str
 
 
 async def start_verification(server: XpilerServer, uri: str) -> dict[str, Any]:
-    path, text, version = _snapshot(server, uri)
+    source_file, text, version = _snapshot(server, uri)
+    path = source_file.path
     _check_size(text, path)
     spec_path = core_api.find_spec(path)
     if spec_path is None:
@@ -373,6 +383,7 @@ def _verification_diagnostics(
 async def start_pass(
     server: XpilerServer, uri: str, name: str, kernel: str | None, params: dict[str, Any]
 ) -> dict[str, Any]:
+    accepted_source(server, uri)  # a file outside the workspace is refused as such, whether open or not
     doc = server.documents.get(uri)
     if doc is None:
         raise JsonRpcInvalidParams(f"{uri} is not open")
@@ -471,16 +482,16 @@ def _index_of(text: str) -> Any:
 
 async def create_spec_of(server: XpilerServer, uri: str, kernel: str | None) -> dict[str, Any]:
     """Draft a test spec for a kernel beside its file (one undoable edit, never over an existing file)."""
-    path, text, _version = _snapshot(server, uri)
+    source, text, _version = _snapshot(server, uri)
+    path = source.path
+    root = source.write_root()
     _check_size(text, path)
     try:
         draft = await asyncio.to_thread(core_api.draft_spec, text, path, kernel)
     except core_api.XpilerError as exc:
         raise JsonRpcInvalidParams(exc.message) from None
-    spec_path = Path(draft.path)
-    if spec_path.exists():
-        spec_path = results.fresh_path(spec_path, set())
-    applied, reason = await results.create_files(server, {spec_path: draft.text})
+    spec_path = results.fresh_path(Path(draft.path), set())
+    applied, reason = await results.create_files(server, {spec_path: draft.text}, root)
     if not applied:
         server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
                                                            message=f"xpiler: spec not created: {reason}"))
@@ -493,18 +504,20 @@ async def create_spec_of(server: XpilerServer, uri: str, kernel: str | None) -> 
 
 
 async def show_manifest_of(server: XpilerServer, uri: str) -> dict[str, Any]:
+    source = accepted_source(server, uri)
     entry = server.translations.get(uri)
     if entry is None:
         raise JsonRpcInvalidParams("no translation of this file yet: run Translate first")
     version, result = entry
     manifest = getattr(result, "manifest", None) or {}
-    path = Path(to_fs_path(uri) or uri)
+    path = Path(source.path)
     target = getattr(result, "target", None)
     suffix = target_name(target) if isinstance(target, Dialect) else "out"
     manifest_path = path.parent / ".xpiler" / f"{path.stem}.{suffix}.manifest.json"
     try:
-        manifest_path.parent.mkdir(parents=True, exist_ok=True)
-        manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str), encoding="utf-8")
+        write_confined(manifest_path, json.dumps(manifest, indent=2, sort_keys=True, default=str), source.write_root())
+    except UnsafePath as exc:
+        raise JsonRpcInvalidParams(exc.message) from None
     except OSError as exc:
         raise JsonRpcInvalidParams(f"cannot write {manifest_path}: {exc.strerror}") from None
     await results.show_file(server, manifest_path)
@@ -515,7 +528,9 @@ async def show_manifest_of(server: XpilerServer, uri: str) -> dict[str, Any]:
 
 
 async def start_tuning(server: XpilerServer, uri: str, target_arg: str | None) -> dict[str, Any]:
-    path, text, version = _snapshot(server, uri)
+    source_file, text, version = _snapshot(server, uri)
+    path = source_file.path
+    root = source_file.write_root()
     _check_size(text, path)
     if target_arg is not None and target_arg.lower() not in TARGET_NAMES:
         raise JsonRpcInvalidParams(f"unknown target '{target_arg}' (hip, cpu, cuda, bang)")
@@ -571,7 +586,7 @@ async def start_tuning(server: XpilerServer, uri: str, target_arg: str | None) -
         out_path = results.fresh_path(
             Path(path).with_name(f"{Path(path).stem}.tuned{core_api.output_suffix(target)}"), {doc.path for doc in server.documents}
         )
-        applied, reason = await results.create_file(server, out_path, result.best_text)
+        applied, reason = await results.create_file(server, out_path, result.best_text, root)
         if not applied:
             job.error = reason
             return

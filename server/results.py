@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
+from xpiler_server.confinement import output_problem
+
+from xpiler_core.safe_io import UnsafePath, write_confined
 
 log = logging.getLogger(__name__)
 APPLY_EDIT_TIMEOUT_S = 60
@@ -19,7 +23,7 @@ def fresh_path(suggested: Path, taken: set[str]) -> Path:
     """``suggested`` if no file or open document has that name, else ``stem-2.ext``, ``stem-3.ext``…"""
     candidate = suggested
     counter = 2
-    while candidate.exists() or str(candidate) in taken:
+    while os.path.lexists(candidate) or str(candidate) in taken:  # a dangling link is taken too
         candidate = suggested.with_name(f"{suggested.stem}-{counter}{suggested.suffix}")
         counter += 1
     return candidate
@@ -40,21 +44,28 @@ def client_can_show_documents(caps: types.ClientCapabilities | None) -> bool:
     return bool(getattr(show, "support", False))
 
 
-async def create_file(server: Any, path: Path, content: str) -> tuple[bool, str]:
-    """Create ``path`` with ``content`` in the client; (applied, failure reason)."""
-    return await create_files(server, {path: content})
+async def create_file(server: Any, path: Path, content: str, root: Path) -> tuple[bool, str]:
+    """Create ``path`` (below ``root``) with ``content`` in the client; (applied, failure reason)."""
+    return await create_files(server, {path: content}, root)
 
 
-async def create_files(server: Any, files: dict[Path, str]) -> tuple[bool, str]:
+async def create_files(server: Any, files: dict[Path, str], root: Path) -> tuple[bool, str]:
     """Create every file (a translation and the headers translated with it) in one undoable edit, never over
-    an existing file; (applied, failure reason)."""
+    an existing file, never outside ``root`` (the source's workspace folder) and never through a link;
+    (applied, failure reason)."""
+    for path in files:
+        problem = output_problem(path, root)
+        if problem is not None:
+            return False, problem
     if not client_can_create_files(server.client_capabilities):
-        # The client cannot create files through an edit: create them here, exclusively (never overwrite).
+        # The client cannot create files through an edit: create them here, never over an existing file.
         for path, content in files.items():
+            if os.path.lexists(path):
+                return False, f"cannot create {path}: it exists"
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with open(path, "x", encoding="utf-8") as handle:
-                    handle.write(content)
+                write_confined(path, content, root)
+            except UnsafePath as exc:
+                return False, exc.message
             except OSError as exc:
                 return False, f"cannot create {path}: {exc.strerror}"
         return True, ""

@@ -10,16 +10,20 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+import sys
+import threading
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import attrs
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInternalError
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from xpiler_server.config import SECTION, XpilerConfig
 from xpiler_server.documents import Analysis, Document, DocumentStore
+from xpiler_server.framing import READ_CHUNK, Event, ThreadedReader, read_frames
 from xpiler_server.jobs import JobManager
 from xpiler_server.lsp_diagnostics import to_lsp
 from xpiler_server.positions import shift_range
@@ -30,6 +34,14 @@ from xpiler_core import api as core_api
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
+
+TCP_WARNING = (
+    "xpiler serve --tcp: the port has no authentication. Any process on this machine can connect and run "
+    "translations, verifications and tuning (which compile and run code) as you. Use it for debugging only; "
+    "editors should start the server over stdio."
+)
+# Tasks still pending when the server stops get this long to finish their cancellation.
+STOP_GRACE_S = 0.5
 
 # Edits must pause this long before target diagnostics (a pass run) are recomputed.
 TARGET_DIAGNOSTICS_IDLE_S = 0.3
@@ -104,6 +116,87 @@ class XpilerServer(LanguageServer):
         self.translations: dict[str, Any] = {}
         # Quick-fix providers (the SMT repair room plugs in here): (document, lsp diagnostic) → actions.
         self.quick_fix_providers: list[Callable[[Document, types.Diagnostic], list[types.CodeAction]]] = []
+        # The process's exit code: 0 after shutdown + exit (or when the input closes), 1 for exit alone (LSP).
+        self.exit_code = 0
+
+    # ------------------------------------------------------------------ transports
+    # pygls' own read loop hangs forever on one frame with a wrong Content-Length (see framing.py); these
+    # replace it for stdio and TCP.
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve over stdin/stdout until ``exit`` or the end of the input."""
+        log.info("Starting IO server")
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        reader = ThreadedReader(stdin or sys.stdin.buffer)
+        self._run(read_frames(reader.read, self.receive_event, self._stop_event))
+
+    def start_tcp(self, host: str, port: int) -> None:
+        """Serve one client on ``host:port`` (serve() keeps it on 127.0.0.1); there is no authentication."""
+        print(f"WARNING: {TCP_WARNING}", file=sys.stderr, flush=True)
+        log.info("Starting TCP server on %s:%s", host, port)
+        stop = self._stop_event = threading.Event()
+
+        async def serve_one_client() -> str:
+            finished: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+            async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                if finished.done() or getattr(self.protocol, "writer", None) is not None:
+                    log.warning("refused a second connection from %s", writer.get_extra_info("peername"))
+                    writer.close()
+                    return
+                log.info("client connected from %s", writer.get_extra_info("peername"))
+                self.protocol.set_writer(writer)
+                try:
+                    reason = await read_frames(lambda: reader.read(READ_CHUNK), self.receive_event, stop)
+                finally:
+                    if not finished.done():
+                        finished.set_result("the client disconnected")
+                log.info("connection ended: %s", reason)
+
+            server = await asyncio.start_server(connection, host, port)
+            addresses = ", ".join(str(sock.getsockname()) for sock in server.sockets)
+            log.info("Serving on %s", addresses)
+            async with server:
+                return await finished
+
+        self._run(serve_one_client())
+
+    def receive_event(self, event: Event) -> None:
+        """One event of the frame decoder. ``exit`` raises SystemExit through here, which ends the loop."""
+        try:
+            self.protocol.receive(event)  # type: ignore[attr-defined]  # GuardedProtocol
+        except Exception as exc:
+            log.exception("handling a message failed")
+            self._report_server_error(exc, JsonRpcInternalError)
+
+    def _run(self, main: Coroutine[Any, Any, str]) -> None:
+        """Run the read loop to its end (input closed, ``exit``), then stop everything without waiting for
+        worker threads: a job blocked in a compiler must not keep the process alive after ``exit``."""
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            reason = loop.run_until_complete(main)
+            log.info("Stopping: %s", reason)
+        except SystemExit as exc:
+            self.exit_code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
+            log.info("Stopping: exit (code %s)", self.exit_code)
+        except BrokenPipeError:
+            log.error("Connection to the client is lost! Shutting down the server.")
+        except KeyboardInterrupt:
+            log.info("Stopping: interrupted")
+        finally:
+            self.shutdown()
+            try:
+                pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    loop.run_until_complete(asyncio.wait(pending, timeout=STOP_GRACE_S))
+            except BaseException:
+                log.debug("cancelling pending tasks failed", exc_info=True)
+            finally:
+                loop.close()  # does not wait for the default executor's threads
 
     # ------------------------------------------------------------------ helpers
 
@@ -112,6 +205,10 @@ class XpilerServer(LanguageServer):
         self.jobs.cancel()
         self.jobs.executor.shutdown(wait=False, cancel_futures=True)
         self.analysis_executor.shutdown(wait=False, cancel_futures=True)
+        if self._thread_pool is not None:
+            # pygls would wait for its handler threads; nothing they do is worth keeping the process alive
+            self._thread_pool.shutdown(wait=False, cancel_futures=True)
+            self._thread_pool = None
         super().shutdown()
 
     def workspace_root(self, path: str) -> str | None:

@@ -1,5 +1,3 @@
-import sys
+from xpiler_core._console import run
 
-from xpiler_core.cli import main
-
-sys.exit(main())
+run()

@@ -7,6 +7,7 @@ prints it as ``file:line:col: severity: message``. Lines and columns are 0-based
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -98,3 +99,19 @@ class XpilerError(Exception):
 
     def format(self) -> str:
         return f"{self.file}:{self.line + 1}:{self.col + 1}: error: {self.message}"
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def toml_error(exc: Exception, path: str, what: str) -> XpilerError:
+    """A ``tomllib.TOMLDecodeError`` as an error at the line and column the parser names (Python 3.11's
+    exception carries them only in its message)."""
+    text = str(exc)
+    line = getattr(exc, "lineno", None)
+    col = getattr(exc, "colno", None)
+    match = _TOML_AT.search(text)
+    if (line is None or col is None) and match:
+        line, col = int(match.group(1)), int(match.group(2))
+    message = _TOML_AT.sub("", text).strip()
+    return XpilerError(f"{what}: {message}", path, max((line or 1) - 1, 0), max((col or 1) - 1, 0))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from xpiler_core.diagnostics import XpilerError
+from xpiler_core.diagnostics import XpilerError, toml_error
 
 PROJECT_FILE = "xpiler.toml"
 COMPILE_COMMANDS = "compile_commands.json"
@@ -203,7 +203,7 @@ def from_project_file(project_file: Path) -> ProjectConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise XpilerError(f"cannot read project file: {exc}", str(project_file)) from None
     except tomllib.TOMLDecodeError as exc:
-        raise XpilerError(f"invalid project file: {exc}", str(project_file)) from None
+        raise toml_error(exc, str(project_file), "invalid project file") from None
     base = project_file.parent
     build = data.get("build") or {}
     run = data.get("run") or {}

@@ -10,6 +10,7 @@ the tuner read back with :func:`read_manifest`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import platform
@@ -71,6 +72,12 @@ class TranslateOptions:
     project: ProjectConfig | None = None  # include dirs, defines, program arguments (xpiler_core/project.py)
     output_path: str | None = None  # where the translation is written (compiler messages name that file)
     cpu_tier: str = "auto"  # CPU targets: "auto" (structural, the portable tier under it) or "portable" only
+    keep_going: bool = False  # translate a source whose syntax errors its compiler confirms (what parses)
+
+    @property
+    def run_time_limit_s(self) -> float | None:
+        """The user's bound on each program or test run (``--timeout``, ``[run] timeout_s``), or None."""
+        return self.project.timeout_s if self.project is not None and self.project.timeout_s else None
 
 
 @dataclass
@@ -132,9 +139,14 @@ def gather_evidence(
     progress: ProgressFn | None = None,
     shrink: bool = True,
     program_check: Callable[[str], ProgramReport] | None = None,
+    time_limit_s: float | None = None,
 ) -> Evidence:
     """Compile ``candidate`` with the target's compiler and run it on ``tests``; never raises for a failing
-    candidate (a harness fault becomes ``harness_error``)."""
+    candidate (a harness fault becomes ``harness_error``). ``time_limit_s`` (the user's ``--timeout``) bounds
+    every case run, whatever the spec says."""
+    if time_limit_s:
+        tests = dataclasses.replace(tests, specs=[
+            dataclasses.replace(s, timeout_s=min(s.timeout_s, time_limit_s)) for s in tests.specs])
     evidence = Evidence(untested=list(tests.untested), harness_error=tests.error)
     evidence.spec_info = _spec_info(tests)
     started = time.perf_counter()
@@ -459,6 +471,7 @@ class OptionsRecord(TypedDict):
     repair: bool
     project: NotRequired[dict[str, Any]]
     cpu_tier: NotRequired[str]
+    keep_going: NotRequired[bool]
 
 
 class OutcomeRecord(TypedDict):
@@ -643,6 +656,8 @@ def build_manifest(
     }
     if options.cpu_tier != "auto":
         options_record["cpu_tier"] = options.cpu_tier
+    if options.keep_going:
+        options_record["keep_going"] = True
     if options.project is not None:
         options_record["project"] = options.project.to_dict()
     outcome: OutcomeRecord = {
@@ -687,9 +702,37 @@ def read_manifest(data: object, path: str) -> Manifest:
     if data["schema"] != MANIFEST_SCHEMA:
         raise XpilerError(f"manifest schema {data['schema']!r} is not supported by xpiler {__version__} "
                           f"(it reads schema {MANIFEST_SCHEMA})", path)
+    options = data["options"]
+    if not isinstance(options, dict):
+        raise XpilerError("not a manifest: 'options' is not an object", path)
     for key in ("target", "source_dialect", "verify", "seed", "passes", "pass_params"):
-        if key not in data["options"]:
+        if key not in options:
             raise XpilerError(f"not a manifest: options has no '{key}'", path)
+    dialects = {d.value for d in Dialect}
+    for key in ("target", "source_dialect"):
+        if options[key] not in dialects:
+            raise XpilerError(f"not a manifest: options.{key} is {options[key]!r}, not one of "
+                              f"{', '.join(sorted(dialects))}", path)
+    checks: list[tuple[str, type | tuple[type, ...]]] = [
+        ("seed", int), ("verify", bool), ("passes", list), ("pass_params", dict)]
+    for key, kind in checks:
+        if not isinstance(options[key], kind) or (kind is int and isinstance(options[key], bool)):
+            raise XpilerError(f"not a manifest: options.{key} is {options[key]!r}", path)
+    if not all(isinstance(p, str) for p in options["passes"]) or not all(
+            isinstance(k, str) and isinstance(v, dict) for k, v in options["pass_params"].items()):
+        raise XpilerError("not a manifest: options.passes / pass_params are malformed", path)
+    if options.get("proposer", "rules") not in ("rules", "llm", "rules-then-llm"):
+        raise XpilerError(f"not a manifest: options.proposer is {options.get('proposer')!r}", path)
+    warp = options.get("warp_size")
+    if warp is not None and (not isinstance(warp, int) or isinstance(warp, bool) or warp not in (32, 64)):
+        raise XpilerError(f"not a manifest: options.warp_size is {warp!r}", path)
+    source = data["source"]
+    if not isinstance(source, dict) or not isinstance(source.get("path"), str) or not isinstance(
+            source.get("sha256"), str):
+        raise XpilerError("not a manifest: 'source' needs a path and a sha256", path)
+    for key in ("outcome",):
+        if not isinstance(data.get(key), dict) or not isinstance(data[key].get("status"), str):
+            raise XpilerError(f"not a manifest: '{key}' has no status", path)
     manifest: Manifest = data  # type: ignore[assignment]  # checked above
     return manifest
 
@@ -713,6 +756,7 @@ def options_from_manifest(manifest: Manifest) -> TranslateOptions:
         source_dialect=Dialect(opts["source_dialect"]),
         project=ProjectConfig.from_dict(project) if isinstance(project, dict) else None,
         cpu_tier=str(opts.get("cpu_tier", "auto")),
+        keep_going=bool(opts.get("keep_going", False)),
     )
 
 

@@ -103,8 +103,8 @@ def test_the_cli_offers_exactly_the_pipelines_proposers() -> None:
 
 
 @needs_hipcc
-def test_replay_of_an_llm_run_uses_the_recorded_settings(openai_server: ScriptedOpenAI, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replay_of_an_llm_run_needs_the_users_consent_and_endpoint(openai_server: ScriptedOpenAI, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("XPILER_NO_CACHE", raising=False)
     for name in ("XPILER_LLM_BASE_URL", "XPILER_LLM_MODEL", "XPILER_LLM_API_KEY_ENV"):
         monkeypatch.delenv(name, raising=False)
@@ -118,6 +118,10 @@ def test_replay_of_an_llm_run_uses_the_recorded_settings(openai_server: Scripted
                           "--llm-model", f"scripted-{uuid.uuid4().hex[:12]}")
     assert main(argv) == 0
     assert (tmp_path / "add.hip").read_text() == reply
-    # nothing in the environment names the endpoint or the model: only the manifest does
-    assert main(["replay", str(tmp_path / "manifest.json")]) == 0
+    # the manifest alone never sends the source anywhere (SECURITY.md)
+    assert main(["replay", str(tmp_path / "manifest.json")]) == 1
+    assert len(openai_server.requests) == 1
+    # the user allows it and names the endpoint; the model is the recorded one
+    assert main(["replay", str(tmp_path / "manifest.json"), "--allow-llm",
+                 "--llm-base-url", openai_server.base_url]) == 0
     assert len(openai_server.requests) == 1  # the replay's reply came from the cache

@@ -12,6 +12,8 @@ import time
 import uuid
 from pathlib import Path
 
+from process_marks import marked
+
 SPINNING_PROGRAM = """#include <cstdio>
 __global__ void spin(volatile int* flag) { while (*flag == 0) { } }
 int main() {
@@ -24,23 +26,9 @@ int main() {
 """
 
 
-def _marked(token: str) -> list[int]:
-    """Processes whose environment carries ``token`` (every process the translation started inherits it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if token.encode() in (entry / "environ").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 def _running_program(token: str, exclude: int) -> bool:
     """Whether the spinning source program itself (not a compiler) is running under the translation."""
-    for pid in _marked(token):
+    for pid in marked(token):
         try:
             name = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0]
         except OSError:
@@ -70,10 +58,10 @@ def test_a_killed_translation_leaves_no_process(tmp_path: Path) -> None:
         translation.send_signal(signal.SIGKILL)
         translation.wait(timeout=30)
         deadline = time.monotonic() + 10
-        while _marked(token) and time.monotonic() < deadline:
+        while marked(token) and time.monotonic() < deadline:
             time.sleep(0.2)
-        left = _marked(token)
+        left = marked(token)
         assert not left, f"processes left behind: {left}"
     finally:
-        for pid in _marked(token):
+        for pid in marked(token):
             os.kill(pid, signal.SIGKILL)

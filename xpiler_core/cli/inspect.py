@@ -11,11 +11,13 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from xpiler_core.diagnostics import Severity, Span, XpilerError
 from xpiler_core.dialect import Dialect
-from xpiler_core.frontend.model import Buffer, Function, KernelModel, LaunchSite, Use, build_model
-from xpiler_core.frontend.source import parse_file
+
+if TYPE_CHECKING:
+    from xpiler_core.frontend.model import Buffer, Function, KernelModel, LaunchSite, Use
 
 _KIND_TITLES = {
     "kernel": "kernel",
@@ -41,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from xpiler_core.frontend.model import build_model
+    from xpiler_core.frontend.source import parse_file
+
     dialect = Dialect(args.dialect) if args.dialect else None
     parsed = parse_file(args.file, dialect)
     if not parsed.data.strip():

@@ -13,10 +13,6 @@ from pathlib import Path
 
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect, detect_dialect
-from xpiler_core.passes import all_passes, get_pass
-from xpiler_core.passes.base import PassContext, SourceUnit
-from xpiler_core.passes.driver import DumpIntermediates, run_passes
-from xpiler_core.printer import print_module
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,6 +28,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from xpiler_core.passes import all_passes, get_pass
+    from xpiler_core.passes.base import PassContext, SourceUnit
+    from xpiler_core.passes.driver import DumpIntermediates, run_passes
+    from xpiler_core.printer import print_module
+    from xpiler_core.safe_io import write_confined
+
     if args.list:
         for name, module in all_passes().items():
             info = module.INFO
@@ -75,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         dest = Path(args.output)
         if dest.resolve() == path.resolve():
             raise XpilerError("refusing to write over the source file", str(dest))
-        dest.write_text(new_text, encoding="utf-8")
+        write_confined(dest, new_text)
     else:
         sys.stdout.write(new_text)
     return 0

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect
-from xpiler_core.frontend.source import decode_source
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from xpiler_core.frontend.source import decode_source
     from xpiler_core.repair.engine import repair_candidate, summarize
+    from xpiler_core.safe_io import write_confined
     from xpiler_core.verify.spec import load_spec
 
     path = Path(args.candidate)
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             out = Path(args.output)
             if out.resolve() == path.resolve() and not args.write:
                 raise XpilerError("refusing to overwrite the candidate without --write", str(out))
-            out.write_text(result.text, encoding="utf-8")
+            write_confined(out, result.text)
         if args.write:
-            path.write_text(result.text, encoding="utf-8")
+            write_confined(path, result.text)
     return 0 if result.status in ("repaired", "not-needed") else 1

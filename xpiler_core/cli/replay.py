@@ -4,9 +4,17 @@ Works for every direction (one manifest schema, ``translation.MANIFEST_SCHEMA``)
 to the recorded value (and so must every local header it read). The run is repeated with the recorded
 direction, passes and parameters, spec, seed, warp size and project settings; reproduced means the same
 translation text (hash), the same status and the same test outcome per case (pass/fail and max abs error
-within 1e-12 relative) or the same whole-program verdict. Exit 0 when reproduced, 1 when not. A run with
-an LLM proposer is repeated with the recorded endpoint, model and key variable (over ``XPILER_LLM_*``);
-replies are cached by model and prompt, so a replay on the machine that made the run asks nobody.
+within 1e-12 relative) or the same whole-program verdict.
+
+Exit status: 0 reproduced, 3 not reproduced (the differences are printed), 1 the manifest cannot be replayed
+(unreadable or malformed, the source or a header changed, an LLM run without ``--allow-llm``), 2 a usage
+error, 5 a bug in xpiler.
+
+A manifest is a file from the workspace, and workspaces are shared: it never decides where anything is sent.
+A run recorded with an LLM proposer is replayed only with ``--allow-llm``, and then with the endpoint and key
+variable the user gives (``--llm-base-url``/``--llm-api-key-env`` or ``XPILER_LLM_*``), never the recorded
+ones; the endpoint is printed before any call. The recorded model is used unless the user names one. Replies
+are cached by model and prompt, so a replay on the machine that made the run asks nobody.
 """
 
 from __future__ import annotations
@@ -18,22 +26,35 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xpiler_core.cli.translate import llm_config, read_source
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.pipeline import translate
-from xpiler_core.translation import Manifest, options_from_manifest, read_manifest, sha256_text
+
+if TYPE_CHECKING:
+    from xpiler_core.llm.client import LLMConfig
+    from xpiler_core.translation import Manifest
+
+EXIT_NOT_REPRODUCED = 3
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("replay", help="redo a recorded translation run and check it reproduces",
                                    description="Redo the run recorded in MANIFEST and compare the outcome.")
     parser.add_argument("manifest", metavar="MANIFEST", help="manifest JSON written by `xpiler translate`")
+    llm = parser.add_argument_group("LLM runs", "a run recorded with an LLM proposer replays only when you allow it")
+    llm.add_argument("--allow-llm", action="store_true",
+                     help="replay an LLM run, sending the source to YOUR endpoint (never the manifest's)")
+    llm.add_argument("--llm-base-url", metavar="URL", help="your endpoint (default: $XPILER_LLM_BASE_URL)")
+    llm.add_argument("--llm-model", metavar="NAME", help="model (default: the recorded one, else $XPILER_LLM_MODEL)")
+    llm.add_argument("--llm-api-key-env", metavar="VAR",
+                     help="the variable holding your key (default: $XPILER_LLM_API_KEY_ENV, else OPENAI_API_KEY)")
     parser.set_defaults(func=run)
 
 
 def load_manifest(path: str) -> Manifest:
+    from xpiler_core.translation import read_manifest
+
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -86,7 +107,31 @@ def _changed_headers(manifest: Manifest) -> list[str]:
     return changed
 
 
+def _llm_settings(args: argparse.Namespace, data: Manifest, options_proposer: str) -> LLMConfig:
+    """The user's LLM settings for replaying an LLM run; an error unless the user allowed it."""
+    recorded: dict[str, Any] = dict(data.get("proposer") or {})
+    if not args.allow_llm:
+        raise XpilerError(f"this run used the LLM proposer ('{options_proposer}'); replaying it sends the source to "
+                          "an LLM endpoint, which a manifest cannot decide: give --allow-llm (your endpoint and key "
+                          "come from --llm-base-url/--llm-api-key-env or XPILER_LLM_*, never from the manifest)",
+                          args.manifest)
+    config = llm_config(args.llm_base_url, args.llm_model or recorded.get("model"), args.llm_api_key_env)
+    if not config.base_url:
+        raise XpilerError("--allow-llm needs your endpoint: --llm-base-url URL or XPILER_LLM_BASE_URL", args.manifest)
+    shown = recorded.get("base_url")
+    print(f"replay asks the LLM at {config.base_url} (model {config.model or '?'}, key from ${config.api_key_env})"
+          + (f"; the run was recorded against {shown}" if shown and shown != config.base_url else ""),
+          file=sys.stderr, flush=True)
+    return config
+
+
 def run(args: argparse.Namespace) -> int:
+    from xpiler_core.pipeline import translate
+    from xpiler_core.translation import options_from_manifest, sha256_text
+
+    if not args.allow_llm and (args.llm_base_url or args.llm_model or args.llm_api_key_env):
+        print("xpiler replay: error: --llm-* flags only apply with --allow-llm", file=sys.stderr)
+        return 2
     data = load_manifest(args.manifest)
     source_path = data["source"]["path"]
     text = read_source(source_path)
@@ -100,9 +145,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     options = options_from_manifest(data)
     if options.proposer != "rules":
-        recorded: dict[str, Any] = dict(data.get("proposer") or {})
-        options = dataclasses.replace(options, llm=llm_config(recorded.get("base_url"), recorded.get("model"),
-                                                              recorded.get("api_key_env")))
+        options = dataclasses.replace(options, llm=_llm_settings(args, data, options.proposer))
     result = translate(text, source_path, options)
     diffs = compare(data, result.manifest)
     old_t = data.get("timings", {}).get("total")
@@ -112,6 +155,6 @@ def run(args: argparse.Namespace) -> int:
         print("NOT reproduced:")
         for d in diffs:
             print(f"  - {d}")
-        return 1
+        return EXIT_NOT_REPRODUCED
     print("reproduced: same translation, same status, same test outcomes")
     return 0

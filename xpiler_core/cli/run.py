@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from xpiler_core.api import run_program
 from xpiler_core.cli.translate import TARGET_NAMES, add_project_flags, project_from_args, read_source
 
 
@@ -26,6 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from xpiler_core.api import run_program
+
     text = read_source(args.file)
     outcome = run_program(text, args.file, project=project_from_args(args),
                           source_dialect=TARGET_NAMES[args.source] if args.source else None, warp_size=args.warp_size)

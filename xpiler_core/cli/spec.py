@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from xpiler_core.api import draft_spec
 from xpiler_core.cli.translate import read_source
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.verify.spec import PLACEHOLDER
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,14 +24,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from xpiler_core.api import draft_spec
+    from xpiler_core.safe_io import write_confined
+    from xpiler_core.verify.spec import PLACEHOLDER
+
     text = read_source(args.file)
     draft = draft_spec(text, args.file, args.kernel)
     out = Path(args.output) if args.output else Path(draft.path)
+    if out.exists() or out.is_symlink():
+        raise XpilerError("the spec file exists already; not overwritten (give -o)", str(out))
     try:
-        with open(out, "x", encoding="utf-8") as handle:
-            handle.write(draft.text)
-    except FileExistsError:
-        raise XpilerError("the spec file exists already; not overwritten (give -o)", str(out)) from None
+        write_confined(out, draft.text)
     except OSError as exc:
         raise XpilerError(f"cannot write the spec: {exc.strerror}", str(out)) from None
     todo = draft.to_fill

@@ -8,8 +8,6 @@ from pathlib import Path
 from xpiler_core.cli.translate import add_project_flags, project_from_args
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect, detect_dialect
-from xpiler_core.frontend.source import decode_source
-from xpiler_core.project import build_settings, load_project
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from xpiler_core.frontend.source import decode_source
+    from xpiler_core.project import build_settings, load_project
     from xpiler_core.verify.harness import run_spec
     from xpiler_core.verify.spec import load_spec
 

@@ -24,15 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from xpiler_core.diagnostics import Severity, XpilerError
 from xpiler_core.dialect import Dialect
-from xpiler_core.frontend.source import decode_lenient
-from xpiler_core.pipeline import translate, write_outputs
-from xpiler_core.project import ProjectConfig
-from xpiler_core.translation import EXIT_CODES, Status, TranslateOptions, TranslationResult
 
 if TYPE_CHECKING:
     from xpiler_core.llm.client import LLMConfig
+    from xpiler_core.project import ProjectConfig
+    from xpiler_core.translation import TranslateOptions, TranslationResult
 
-EXIT_UNRESOLVED = EXIT_CODES[Status.UNRESOLVED]
 # The same names as xpiler_core.llm.hook.PROPOSERS, repeated so the default path never imports the LLM code.
 PROPOSERS = ("rules", "llm", "rules-then-llm")
 # Target names users type: the dialects, plus "cpu" for the C/OpenMP target (what the editor calls it).
@@ -62,6 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="CPU targets: auto (structural translation, the portable tier where it fails) or "
                              "portable (the source on the SIMT header set: exact, slower; needs verification)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of the summary")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="translate a source with syntax errors (what parses); by default they stop the run")
     add_project_flags(parser)
     llm = parser.add_argument_group("LLM proposer", "used only with --proposer llm or rules-then-llm")
     llm.add_argument("--proposer", choices=PROPOSERS, default="rules",
@@ -94,8 +93,10 @@ def add_project_flags(parser: argparse.ArgumentParser, *, programs: bool = True)
 
 
 def project_from_args(args: argparse.Namespace) -> ProjectConfig | None:
-    from pathlib import Path
+    from xpiler_core.project import ProjectConfig
 
+    if args.timeout is not None and not args.timeout > 0:
+        raise XpilerError(f"--timeout must be a positive number of seconds, got {args.timeout:g}", "<command line>")
     given = ProjectConfig(include_dirs=tuple(str(Path(d).resolve()) for d in args.include_dirs),
                           defines=tuple(args.defines), std=args.std, program_args=tuple(args.program_args),
                           timeout_s=args.timeout, sources=tuple(str(Path(s).resolve()) for s in args.sources),
@@ -126,6 +127,8 @@ def parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def options_from_args(args: argparse.Namespace) -> TranslateOptions:
+    from xpiler_core.translation import TranslateOptions
+
     return TranslateOptions(
         target=TARGET_NAMES[args.to],
         warp_size=args.warp_size,
@@ -141,6 +144,7 @@ def options_from_args(args: argparse.Namespace) -> TranslateOptions:
         # compiler messages about the translation name the file written (a tree names each file itself)
         output_path=args.output if args.output and not Path(args.file).is_dir() else None,
         cpu_tier=args.tier,
+        keep_going=args.keep_going,
     )
 
 
@@ -167,6 +171,8 @@ def llm_config(base_url: str | None, model: str | None, api_key_env: str | None)
 
 
 def read_source(path: str) -> str:
+    from xpiler_core.frontend.source import decode_lenient
+
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -188,15 +194,23 @@ def run(args: argparse.Namespace) -> int:
               "its checks)", file=sys.stderr)
         return 2
     options = options_from_args(args)
-    from pathlib import Path
-
     if Path(args.file).is_dir():
-        from xpiler_core.cli.translate_tree import translate_tree
+        from xpiler_core.cli._translate_tree import translate_tree
 
         return translate_tree(Path(args.file), Path(args.output) if args.output else None, options, args.json)
+    from xpiler_core.pipeline import check_output_path, translate, write_outputs
+
+    # everything about where the result goes is checked before minutes of work, not after
+    check_output_path(args.file, args.output, options.target, args.manifest)
     text = read_source(args.file)
-    result = translate(text, args.file, options)
-    out_path, manifest_path = write_outputs(result, args.output, args.manifest)
+    from xpiler_core.cli._progress import TerminalProgress
+
+    with TerminalProgress() as progress:
+        result = translate(text, args.file, options, progress=progress)
+    try:
+        out_path, manifest_path = write_outputs(result, args.output, args.manifest)
+    except (OSError, XpilerError) as exc:
+        return keep_unwritten(result, args, exc)
     if args.json:
         json.dump({"status": result.status.value, "reason": result.reason, "output": str(out_path),
                    "manifest": str(manifest_path), "summary": result.summary, "manifest_data": result.manifest},
@@ -225,4 +239,31 @@ def print_summary(result: TranslationResult, out_path: str, manifest_path: str) 
 
 
 def exit_code(result: TranslationResult) -> int:
+    from xpiler_core.translation import EXIT_CODES
+
     return EXIT_CODES[result.status]
+
+
+def keep_unwritten(result: TranslationResult, args: argparse.Namespace, exc: BaseException) -> int:
+    """The output could not be written after all (the folder changed during the run): the result is still
+    printed and the translation kept in a file outside the run's scratch folder, named in the message."""
+    import os
+    import tempfile
+
+    reason = exc.message if isinstance(exc, XpilerError) else str(getattr(exc, "strerror", None) or exc)
+    print(result.summary)
+    kept = ""
+    if result.output_text:
+        base = os.environ.get("XPILER_KEEP_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "xpiler", "unwritten")
+        try:
+            os.makedirs(base, exist_ok=True)
+            handle, name = tempfile.mkstemp(prefix=Path(args.file).stem + "-", suffix=Path(
+                result.suggested_output_path).suffix, dir=base)
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(result.output_text)
+            kept = f"; the translation is kept in {name}"
+        except OSError:
+            kept = "; it could not be kept anywhere either"
+    where = args.output or result.suggested_output_path
+    print(f"{where}:1:1: error: cannot write the translation: {reason}{kept}", file=sys.stderr)
+    return 1

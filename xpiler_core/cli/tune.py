@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         out = Path(args.output)
         if out.resolve() == path.resolve():
             raise XpilerError("refusing to overwrite the source file", str(out))
-        out.write_text(result.best_text, encoding="utf-8")
+        from xpiler_core.safe_io import write_confined
+
+        write_confined(out, result.best_text)
         print(f"wrote {out}")
     return 0

@@ -20,7 +20,7 @@ from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes import get_pass
 from xpiler_core.passes.base import PassContext, PassRecord, PassRefused, SourceUnit
-from xpiler_core.progress import CancelToken
+from xpiler_core.progress import CancelToken, ProgressFn, report
 
 Unit = SourceUnit | A.Module
 #: A pass to run: its name (parameters from the run's ``params``), or its name with its own parameters.
@@ -92,6 +92,8 @@ def run_passes(
     stop_on_refusal: bool = False,
     contain_errors: bool = False,
     require_change: bool = False,
+    progress: ProgressFn | None = None,
+    progress_band: tuple[float, float] = (0.05, 0.3),
 ) -> PassRun:
     """Run ``steps`` in order on ``unit``. A refusal is recorded (CST passes also warn, since a CST pass
     refusing leaves an API unmapped; an AST pass refusing means it does not apply); ``stop_on_refusal`` ends
@@ -100,10 +102,12 @@ def run_passes(
     import time
 
     run = PassRun(unit)
-    for step in steps:
+    low, high = progress_band
+    for index, step in enumerate(steps):
         name, own = (step, None) if isinstance(step, str) else step
         if cancel is not None:
             cancel.check()
+        report(progress, low + (high - low) * index / max(len(steps), 1), f"pass {name} ({index + 1}/{len(steps)})")
         module = get_pass(name)
         merged = {**module.INFO.defaults(), **((params or {}).get(name, {}) if own is None else own)}
         before = run.unit

@@ -71,7 +71,8 @@ def gpu_plan(
             params = {**options.pass_params, **params}
             ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=target_warp,
                               file=path, project_names=project.declared_names())
-            run = run_passes(SourceUnit(text, direction.source, path), pass_names, ctx, params, cancel=cancel)
+            run = run_passes(SourceUnit(text, direction.source, path), pass_names, ctx, params, cancel=cancel,
+                             progress=progress)
             if run.refused is not None and overlay:
                 attempts.append({"candidate": label, "status": "refused", "reason": "a pass refused this variant"})
                 continue
@@ -88,7 +89,7 @@ def gpu_plan(
                                    build=project.candidate_build(candidate, companions),
                                    source_build=project.source_build(),
                                    display_name=output_display_name(options, path))
-                evidence = gather_evidence(candidate, tests, runner, seed=options.seed, cancel=cancel,
+                evidence = gather_evidence(candidate, tests, runner, seed=options.seed, time_limit_s=options.run_time_limit_s, cancel=cancel,
                                            progress=progress,
                                            program_check=project.program_check(runner, target_warp, cancel))
             status, reason = decide_status(evidence, ctx.unresolved)

@@ -52,7 +52,7 @@ def plan(
         runner = GpuRunner(Dialect.CUDA, options.warp_size or 32, 32,
                            display_name=output_display_name(options, unit.path))
         report(progress, 0.4, "compiling with nvcc")
-        evidence = gather_evidence(candidate, tests, runner, seed=options.seed, cancel=cancel, progress=progress,
+        evidence = gather_evidence(candidate, tests, runner, seed=options.seed, time_limit_s=options.run_time_limit_s, cancel=cancel, progress=progress,
                                    shrink=False)
     result = finish_translation(
         text=unit.text, path=unit.path, source=Dialect.BANG, target=Dialect.CUDA, options=options,

@@ -175,7 +175,7 @@ def plan(
                 ctx.notes.append(f"the grid is not a function of the kernel's parameters: {launch} are extra "
                                  "trailing parameters")
             report(progress, 0.5, "building and running on the MLU model")
-            evidence = gather_evidence(candidate, checked, runner, seed=options.seed, cancel=cancel,
+            evidence = gather_evidence(candidate, checked, runner, seed=options.seed, time_limit_s=options.run_time_limit_s, cancel=cancel,
                                        progress=progress, shrink=False)
             evidence.facts.update(runner.facts)
             evidence.facts.update({"intrinsics": intrinsics_used(candidate), "tasks": TASKS, "task_type": "union1"})

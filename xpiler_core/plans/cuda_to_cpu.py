@@ -239,7 +239,7 @@ def plan(
                 runner.build = project.candidate_build(text, c_units)
                 tested, tested_recs, specs, note = _tests_for(work, text, recs, tests, spec, options, Path(tmp))
                 program = project.program_check(runner, 1, cancel) if tests.program else None
-                found = gather_evidence(tested, specs, runner, seed=options.seed, cancel=cancel,
+                found = gather_evidence(tested, specs, runner, seed=options.seed, time_limit_s=options.run_time_limit_s, cancel=cancel,
                                         progress=progress, shrink=False, program_check=program)
                 if note:
                     found.note = f"{found.note}; {note}" if found.note else note
@@ -318,7 +318,7 @@ def _portable_attempt(original: ParsedUnit, work: ParsedUnit, inlined: list[str]
     text = portable_candidate(source, original.dialect, warp, refused, tail)
     runner.build = project.candidate_build(text, {**simt_headers(), **project.plain_c_units()})
     program = project.program_check(runner, 1, cancel) if tests.program else None
-    evidence = gather_evidence(text, checked, runner, seed=options.seed, cancel=cancel, progress=progress,
+    evidence = gather_evidence(text, checked, runner, seed=options.seed, time_limit_s=options.run_time_limit_s, cancel=cancel, progress=progress,
                                shrink=False, program_check=program)
     evidence.facts.update({"tier": "portable", "structural_refusal": refused})
     return _Checked(text, [], evidence)

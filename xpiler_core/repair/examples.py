@@ -97,7 +97,8 @@ def _scaled(base: Mapping[str, Any], factor: int) -> dict[str, int]:
 def make_example(spec: KernelSpec, case: dict[str, int], index: int, seed: int) -> Example:
     inputs = case_inputs(spec, case, 1000 + index, seed)
     if spec.reference is not None:
-        expected = reference_outputs(_load_reference(spec), spec, inputs)
+        with _load_reference(spec) as reference:
+            expected = reference_outputs(reference, spec, inputs)
     else:
         expected = _interpreted_reference(spec, case, inputs)
     shape = shape_for(spec, case)

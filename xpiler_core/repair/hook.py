@@ -69,7 +69,7 @@ def repair_translation(
     warp = options.warp_size or (64 if result.target.value == "hip" else None)
     runner = runner_for(result.target, warp, 64 if result.source_dialect.value == "hip" else 32)
     evidence = gather_evidence(attempt.text, TestSet([spec], auto=False, spec_path=options.spec_path), runner,
-                               seed=options.seed, cancel=cancel, shrink=False)
+                               seed=options.seed, time_limit_s=options.run_time_limit_s, cancel=cancel, shrink=False)
     status, reason = decide_status(evidence, result.unresolved)
     record["compile_ok"] = bool(evidence.compile is not None and evidence.compile.ok)
     if status is not Status.VERIFIED:

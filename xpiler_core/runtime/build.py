@@ -30,7 +30,7 @@ from xpiler_core import __version__
 from xpiler_core.cache import caching_disabled, get_cache, stable_key
 from xpiler_core.dialect import Dialect
 from xpiler_core.project import BuildSettings
-from xpiler_core.runtime.limits import child_limits
+from xpiler_core.runtime import children
 from xpiler_core.runtime.rewrite import rewrite_for_cpu
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
@@ -80,7 +80,7 @@ class BuildResult:
 @lru_cache(maxsize=8)
 def compiler_version(compiler: str) -> str:
     try:
-        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30)
+        out = children.run([compiler, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return "unavailable"
     return out.stdout.splitlines()[0] if out.stdout else "unknown"
@@ -228,14 +228,14 @@ def build_library(
             return BuildResult(False, None, failure, command, False, time.monotonic() - started)
         command = [compiler, *flags, str(src_path), *objects, "-o", str(library), *libs]
     try:
-        proc = subprocess.run(
+        proc = children.run(
             command,
             capture_output=True,
             text=True,
             errors="replace",
             timeout=COMPILE_TIMEOUT_S,
             cwd=out_dir,
-            preexec_fn=child_limits(COMPILE_MEMORY_BYTES, COMPILE_TIMEOUT_S),
+            memory_bytes=COMPILE_MEMORY_BYTES,
             env=dict(os.environ, LC_ALL="C"),  # ASCII quotes in messages
         )
         ok = proc.returncode == 0 and library.exists()
@@ -260,8 +260,8 @@ def _compile_c_units(units: tuple[str, ...], folder: Path, project_flags: list[s
         obj = folder / f"{Path(unit).name}.o"
         command = ["gcc", "-O2", "-fno-strict-aliasing", "-w", *project_flags, "-c", str(folder / unit), "-o", str(obj)]
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S,
-                                  cwd=folder, preexec_fn=child_limits(COMPILE_MEMORY_BYTES, COMPILE_TIMEOUT_S))
+            proc = children.run(command, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S,
+                                cwd=folder, memory_bytes=COMPILE_MEMORY_BYTES)
         except subprocess.TimeoutExpired:
             return [], f"{unit}:1:1: error: compilation timed out after {COMPILE_TIMEOUT_S:.0f} s"
         if proc.returncode != 0:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from xpiler_core.progress import Cancelled, CancelToken
-from xpiler_core.runtime.limits import child_limits
+from xpiler_core.runtime import children
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_BYTES = 16 * 1024**3
@@ -66,13 +66,6 @@ def _scalar(dtype: str, value: float | int | None) -> tuple[str, float | int]:
     if dtype == "bool":
         return "bool", bool(v)
     return dtype, int(v) if dtype.startswith(("int", "uint")) else float(v)
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _runtime_message(stderr: str) -> str | None:
@@ -130,7 +123,7 @@ def call_library(
         child_env["XPILER_THREADS"] = str(threads)
     child_env.update(env or {})
     started = time.monotonic()
-    proc = subprocess.Popen(
+    proc = children.Popen(
         # -S -E: no site packages, no PYTHON* variables; the worker needs only the standard library.
         [sys.executable, "-S", "-E", str(WORKER), str(request_path)],
         stdout=subprocess.PIPE,
@@ -139,7 +132,8 @@ def call_library(
         errors="replace",
         cwd=workdir,
         env=child_env,
-        preexec_fn=child_limits(memory_bytes, timeout_s),
+        memory_bytes=memory_bytes,
+        wall_seconds=timeout_s,
     )
     deadline = started + timeout_s
     while True:
@@ -151,7 +145,7 @@ def call_library(
             cancelled = cancel is not None and cancel.cancelled
             if not cancelled and time.monotonic() < deadline:
                 continue
-            _kill_group(proc.pid)
+            proc.kill()
             stdout, stderr = proc.communicate()
             if cancelled:
                 raise Cancelled("cancelled") from None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from xpiler_core.progress import Cancelled, CancelToken
-from xpiler_core.runtime.limits import child_limits
+from xpiler_core.runtime import children
 from xpiler_core.runtime.sandbox import _scalar
 from xpiler_core.verify.inputs import case_inputs
 from xpiler_core.verify.spec import KernelSpec
@@ -161,9 +160,10 @@ def measure_libraries(
     request_path.write_text(json.dumps(request))
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", str(threads or os.cpu_count() or 1))
-    proc = subprocess.Popen(
+    proc = children.Popen(
         [sys.executable, "-S", "-E", str(WORKER), str(request_path)], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, errors="replace", cwd=workdir, env=env, preexec_fn=child_limits(MEMORY_BYTES, settings.timeout_s),
+        stderr=subprocess.PIPE, text=True, errors="replace", cwd=workdir, env=env, memory_bytes=MEMORY_BYTES,
+        wall_seconds=settings.timeout_s,
     )
     deadline = time.monotonic() + settings.timeout_s
     while True:
@@ -173,10 +173,7 @@ def measure_libraries(
         except subprocess.TimeoutExpired:
             stop = cancel is not None and cancel.cancelled
             if stop or time.monotonic() > deadline:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                proc.kill()
                 proc.communicate()
                 if stop:
                     raise Cancelled("cancelled") from None

@@ -8,7 +8,7 @@ child process in a temp dir with time and memory limits (:mod:`xpiler_core.runti
 
 from __future__ import annotations
 
-import importlib.util
+import contextlib
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -29,6 +29,7 @@ from xpiler_core.verify.compare import compare_arrays
 from xpiler_core.verify.entry_shim import add_entry_shim
 from xpiler_core.verify.expr import ExprError, evaluate_int
 from xpiler_core.verify.inputs import case_inputs, to_view
+from xpiler_core.verify.reference import SandboxedReference
 from xpiler_core.verify.spec import KernelSpec
 from xpiler_core.verify.toolchains import is_cplusplus
 
@@ -185,7 +186,8 @@ def run_program(
     )
 
 
-def _load_reference(spec: KernelSpec) -> Callable[..., Any]:
+def _load_reference(spec: KernelSpec) -> SandboxedReference:
+    """The spec's numpy reference, loaded in a child process with the spec's time limit (it is user code)."""
     assert spec.reference is not None
     module_part, _, func_name = spec.reference.partition(":")
     path = spec.path.parent / module_part
@@ -193,18 +195,7 @@ def _load_reference(spec: KernelSpec) -> Callable[..., Any]:
         raise XpilerError(
             f"reference {spec.reference!r}: expected 'file.py:function' next to the spec", str(spec.path)
         )
-    mod_spec = importlib.util.spec_from_file_location(f"xpiler_ref_{abs(hash(str(path)))}", path)
-    if mod_spec is None or mod_spec.loader is None:
-        raise XpilerError(f"cannot load reference module {path}", str(spec.path))
-    module = importlib.util.module_from_spec(mod_spec)
-    try:
-        mod_spec.loader.exec_module(module)
-    except Exception as exc:  # the reference is user code: report, do not crash
-        raise XpilerError(f"reference module {path.name} failed to import: {exc!r}", str(spec.path)) from None
-    fn = getattr(module, func_name, None)
-    if not callable(fn):
-        raise XpilerError(f"reference function {func_name!r} not found in {path.name}", str(spec.path))
-    return fn
+    return SandboxedReference(path, func_name, spec.timeout_s, str(spec.path))
 
 
 def reference_outputs(
@@ -368,7 +359,7 @@ def run_spec(
     program = _program(
         spec, text, dialect, candidate_entry or spec.entry, candidate_kind or spec.kind, warp, display
     )
-    with tempfile.TemporaryDirectory(prefix="xpiler-test-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="xpiler-test-") as tmp, contextlib.ExitStack() as closing:
         workdir = Path(tmp)
         built = build_program(program, spec, workdir / "build", build)
         if not built.build.ok:
@@ -377,7 +368,9 @@ def run_spec(
             )
         expected_for: Callable[[int, dict[str, Any], Mapping[str, Any], Path], dict[str, np.ndarray] | str]
         if spec.reference is not None:
-            expected_for = _numpy_expectation(_load_reference(spec), spec)
+            reference = _load_reference(spec)
+            closing.callback(reference.close)
+            expected_for = _numpy_expectation(reference, spec)
         else:
             assert spec.reference_source is not None
             ref_text = spec.reference_source.read_text(encoding="utf-8")

@@ -36,7 +36,7 @@ from typing import Any
 from xpiler_core.dialect import Dialect
 from xpiler_core.progress import Cancelled, CancelToken
 from xpiler_core.project import BuildSettings, ProjectConfig
-from xpiler_core.runtime.limits import child_limits
+from xpiler_core.runtime import children
 
 DEFAULT_TIMEOUT_S = 120.0
 SOURCE_RERUNS = 2  # runs of the source again before a different verdict is blamed on the translation
@@ -185,8 +185,8 @@ def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | 
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", str(threads or os.cpu_count() or 1))
     started = time.monotonic()
-    proc = subprocess.Popen([str(exe), *args], cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, preexec_fn=child_limits(PROGRAM_MEMORY_BYTES, timeout_s))
+    proc = children.Popen([str(exe), *args], cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, memory_bytes=PROGRAM_MEMORY_BYTES, wall_seconds=timeout_s)
     timed_out = False
     stdin_bytes = (stdin_text or "").encode()
     deadline = started + timeout_s
@@ -200,10 +200,7 @@ def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | 
             cancelled = cancel is not None and cancel.cancelled
             if not cancelled and time.monotonic() < deadline:
                 continue
-            try:
-                os.killpg(proc.pid, 9)
-            except ProcessLookupError:
-                pass
+            proc.kill()
             stdout_b, stderr_b = proc.communicate()
             if cancelled:
                 raise Cancelled("cancelled") from None

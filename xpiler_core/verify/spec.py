@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xpiler_core.diagnostics import XpilerError
+from xpiler_core.diagnostics import XpilerError, toml_error
 from xpiler_core.dialect import Dialect, detect_dialect
 
 DTYPES = {
@@ -142,9 +142,7 @@ def load_spec(path: str | Path) -> KernelSpec:
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", 1) - 1
-        col = getattr(exc, "colno", 1) - 1
-        raise XpilerError(f"invalid TOML: {exc}", str(p), max(line, 0), max(col, 0)) from None
+        raise toml_error(exc, str(p), "invalid TOML") from None
     for number, line_text in enumerate(text.splitlines()):
         column = line_text.find(PLACEHOLDER)
         if column >= 0 and not line_text.lstrip().startswith("#"):

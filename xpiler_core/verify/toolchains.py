@@ -22,7 +22,7 @@ from xpiler_core.cache import caching_disabled, get_cache, stable_key
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.dialect import Dialect
 from xpiler_core.project import BuildSettings
-from xpiler_core.runtime.limits import child_limits
+from xpiler_core.runtime import children
 
 COMPILE_TIMEOUT_S = 300.0
 COMPILE_MEMORY_BYTES = 8 * 1024**3
@@ -62,7 +62,7 @@ def _probe(name: str) -> Toolchain | None:
         return None
     env = dict(os.environ, HIP_PLATFORM="amd") if name == "hipcc" else None
     try:
-        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, env=env)
+        proc = children.run([path, "--version"], capture_output=True, text=True, timeout=60, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = proc.stdout + proc.stderr
@@ -217,7 +217,7 @@ def compile_check(
             build.write_files(Path(tmp))
         cmd, env = _command(name, tc.path, src, obj, all_flags)
         try:
-            proc = subprocess.run(
+            proc = children.run(
                 cmd,
                 capture_output=True,
                 text=True,
@@ -225,7 +225,7 @@ def compile_check(
                 timeout=COMPILE_TIMEOUT_S,
                 cwd=tmp,
                 env=env,
-                preexec_fn=child_limits(COMPILE_MEMORY_BYTES, COMPILE_TIMEOUT_S),
+                memory_bytes=COMPILE_MEMORY_BYTES,
             )
             ok = proc.returncode == 0
             # kept with the neutral name (a cached verdict is shown under whatever name the caller gives)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from xpiler_core.cache import cache_root, caching_disabled, stable_key
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
-from xpiler_core.runtime.limits import child_limits
+from xpiler_core.runtime import children
 
 INCLUDE_DIR = Path(__file__).resolve().parents[1] / "include"
 HEADER = INCLUDE_DIR / "xpiler_bang.h"
@@ -184,7 +184,7 @@ def _split_symbol(demangled: str) -> tuple[str | None, str]:
 def _object_symbols(binary: Path) -> list[tuple[str, OnChipSymbol]]:
     """(section, symbol) for every sized data object of a linked binary, from ``objdump -t -C``."""
     try:
-        proc = subprocess.run(["objdump", "-t", "-C", str(binary)], capture_output=True, text=True, timeout=60)
+        proc = children.run(["objdump", "-t", "-C", str(binary)], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RuntimeError(f"cannot read the symbol table of {binary}: {exc}") from None
     out: list[tuple[str, OnChipSymbol]] = []
@@ -317,7 +317,7 @@ def _compiler_diagnostics(stderr: str, path: str) -> list[Diagnostic]:
 @lru_cache(maxsize=1)
 def _compiler_version() -> str:
     try:
-        return subprocess.run(["g++", "--version"], capture_output=True, text=True, timeout=30).stdout.split("\n")[0]
+        return str(children.run(["g++", "--version"], capture_output=True, text=True, timeout=30).stdout).split("\n")[0]
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -363,9 +363,8 @@ def build_bang(
             "-x", "c++", str(src), "-x", "none", "-o", str(out), "-ldl",
         ]  # fmt: skip
         try:
-            proc = subprocess.run(
-                command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=tmp, preexec_fn=child_limits(COMPILE_MEMORY_BYTES, COMPILE_TIMEOUT_S)
-            )
+            proc = children.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=tmp,
+                                memory_bytes=COMPILE_MEMORY_BYTES)
             stderr, returncode = proc.stderr, proc.returncode
         except subprocess.TimeoutExpired:
             stderr, returncode = f"g++ did not finish within {COMPILE_TIMEOUT_S} s", -1

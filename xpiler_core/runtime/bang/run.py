@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from xpiler_core.runtime.limits import child_limits
+from xpiler_core.runtime import children
 
 CALL_TIMEOUT_S = 60.0
 CHILD_MEMORY_BYTES = 8 << 30
@@ -75,22 +75,20 @@ class BangWorker:
         self._proc = None
         if proc is None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        proc.kill()
         proc.wait(timeout=10)
         _close_pipes(proc)
 
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
-            self._proc = subprocess.Popen(
+            self._proc = children.Popen(
                 [sys.executable, "-m", "xpiler_core.runtime.bang.run"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 # a persistent worker serving many calls: its CPU budget covers a long session of them
-                preexec_fn=child_limits(CHILD_MEMORY_BYTES, 3600.0),
+                memory_bytes=CHILD_MEMORY_BYTES,
+                wall_seconds=3600.0,
                 env=self.env,
             )
         return self._proc

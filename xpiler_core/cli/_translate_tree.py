@@ -2,15 +2,17 @@
 
 Every source file of the tree that holds GPU code for the source platform is translated (its local headers
 with it, written beside its output under the target's naming); every other file is copied unchanged, so the
-output tree builds as the input did. Hidden folders and the output folder itself are skipped. Prints one
-line per translated file (status, output, reason) and exits with the worst status's code.
+output tree builds as the input did. Hidden folders and the output folder itself are skipped. Symbolic links
+are never followed — neither linked folders nor linked files (a link in a cloned tree may point anywhere);
+each is listed as skipped. Nothing is written outside the output folder. Prints one line per translated file
+(status, output, reason) and exits with the worst status's code.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
+import os
 import sys
 from pathlib import Path
 
@@ -18,7 +20,10 @@ from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect, detect_dialect, dialect_from_suffix
 from xpiler_core.frontend.source import decode_lenient
 from xpiler_core.pipeline import translate, write_outputs
+from xpiler_core.safe_io import UnsafePath, read_nofollow, write_confined
 from xpiler_core.translation import EXIT_CODES, Status, TranslateOptions, output_suffix
+
+# A private module (leading underscore): the parser does not import it; ``translate`` does, for a folder.
 
 # Which files are translation units (headers travel with the units that include them).
 _UNIT_SUFFIXES = {".cu", ".hip", ".c", ".cc", ".cpp", ".cxx", ".mlu"}
@@ -26,15 +31,29 @@ _SEVERITY = [Status.VERIFIED, Status.NOT_EXECUTED, Status.UNRESOLVED, Status.ERR
 MAX_COPY_BYTES = 64 * 1024**2
 
 
-def _walk(root: Path, skip: Path) -> list[Path]:
+def _walk(root: Path, skip: Path) -> tuple[list[Path], list[Path]]:
+    """(regular files, symbolic links) below ``root``, hidden entries and the output folder left out; linked
+    folders are not entered."""
     files: list[Path] = []
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if any(part.startswith(".") for part in relative.parts) or path.resolve() == skip or skip in path.resolve().parents:
-            continue
-        if path.is_file():
-            files.append(path)
-    return files
+    links: list[Path] = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        here = Path(folder)
+        kept: list[Path] = []
+        for name in sorted(dirs):
+            path = here / name
+            if name.startswith(".") or path == skip:
+                continue
+            (links if path.is_symlink() else kept).append(path)
+        dirs[:] = [p.name for p in kept]
+        for name in sorted(names):
+            path = here / name
+            if name.startswith("."):
+                continue
+            if path.is_symlink():
+                links.append(path)
+            elif path.is_file():
+                files.append(path)
+    return sorted(files), sorted(links)
 
 
 def is_unit(path: Path, text: str, options: TranslateOptions) -> bool:
@@ -56,21 +75,30 @@ def translate_tree(root: Path, out_root: Path | None, options: TranslateOptions,
     root, out_root = root.resolve(), out_root.resolve()
     if out_root == root:
         raise XpilerError("the output folder must differ from the source folder", str(out_root))
+    from xpiler_core.safe_io import writable_folder_problem
+
+    problem = writable_folder_problem(out_root)
+    if problem:
+        raise XpilerError(f"cannot write the translated tree: {problem}", str(out_root))
     rows: list[dict[str, str]] = []
     worst = Status.VERIFIED
     copied = 0
-    for path in _walk(root, out_root):
+    files, links = _walk(root, out_root)
+    for link in links:
+        print(f"{link.relative_to(root)}: skipped — a symbolic link (not followed)", file=sys.stderr, flush=True)
+    for path in files:
         relative = path.relative_to(root)
         dest = out_root / relative
         try:
-            text, _ = decode_lenient(path.read_bytes(), str(path))
+            data = read_nofollow(path)
+            text, _ = decode_lenient(data, str(path))
         except (XpilerError, OSError):
-            text = ""
+            data, text = b"", ""
         if text and is_unit(path, text, options):
             output = dest.with_suffix(output_suffix(options.target))
             try:
                 result = translate(text, str(path), dataclasses.replace(options, spec_path=None))
-                written, _ = write_outputs(result, str(output))
+                written, _ = write_outputs(result, str(output), root=out_root)
                 status, reason, shown = result.status, result.reason, str(written.relative_to(out_root))
                 if not result.output_text:
                     shown = "-"
@@ -80,13 +108,18 @@ def translate_tree(root: Path, out_root: Path | None, options: TranslateOptions,
             rows.append({"file": str(relative), "status": status.value, "output": shown, "reason": reason})
             print(f"{relative}: {status.value}" + (f" — {reason}" if reason else ""), file=sys.stderr, flush=True)
             continue
-        if dest.exists() or path.stat().st_size > MAX_COPY_BYTES:
-            continue  # a translated header already written there, or a data file too large to copy
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, dest)
+        if dest.exists() or dest.is_symlink() or len(data) > MAX_COPY_BYTES or not data and path.stat().st_size:
+            continue  # a translated header already written there, a data file too large, or unreadable
+        try:
+            write_confined(dest, data, out_root)
+            os.chmod(dest, path.stat().st_mode & 0o7777)
+        except UnsafePath as exc:
+            print(exc.format(), file=sys.stderr)
+            continue
         copied += 1
     if as_json:
-        json.dump({"root": str(root), "output": str(out_root), "files": rows, "copied": copied}, sys.stdout, indent=2)
+        json.dump({"root": str(root), "output": str(out_root), "files": rows, "copied": copied,
+                   "skipped_links": [str(p.relative_to(root)) for p in links]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         width = max([len(r["file"]) for r in rows] + [4])
@@ -96,5 +129,6 @@ def translate_tree(root: Path, out_root: Path | None, options: TranslateOptions,
                   + (f"  ({row['reason']})" if row["reason"] else ""))
         counts = {s.value: sum(1 for r in rows if r["status"] == s.value) for s in _SEVERITY}
         print(f"{len(rows)} file(s) translated: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-              + f"; {copied} other file(s) copied to {out_root}")
+              + f"; {copied} other file(s) copied to {out_root}"
+              + (f"; {len(links)} symbolic link(s) skipped" if links else ""))
     return EXIT_CODES[worst] if rows else 0
