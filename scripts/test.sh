@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# The project's test command: installs what the tests need, then runs them.
-#   scripts/test.sh            default suite (< 15 min on 2 cores)
+# The project's test command: installs what the tests need, then runs them on every core.
+#   scripts/test.sh            default suite (< 15 min on 2 cores, cold cache)
 #   scripts/test.sh -m slow    the long tests
-# Extra arguments go to pytest.
+# Extra arguments go to pytest (e.g. -n 0 to run in one process). Each phase prints its time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+started=$(date +%s)
+phase_start=$started
+phase() { # phase NAME: the time since the previous phase mark
+  local now
+  now=$(date +%s)
+  echo "== phase $1: $((now - phase_start)) s"
+  phase_start=$now
+}
 
 bash scripts/setup.sh --dev
 
@@ -13,11 +22,18 @@ if [ -f vscode-client/package.json ]; then
   echo "== installing vscode-client npm packages"
   (cd vscode-client && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error || npm install --no-audit --no-fund --loglevel=error; })
 fi
+phase setup
 
 PY=${PYTHON:-python3}
 echo "== import contracts (pyproject.toml [tool.importlinter])"
 lint-imports --no-cache
 echo "== ruff"
 "$PY" -m ruff check .
-echo "== pytest"
-exec "$PY" -m pytest -q "$@"
+phase lint
+
+echo "== pytest (every core: pytest-xdist; the runtime's headers precompiled once per flag set)"
+rc=0
+"$PY" -m pytest -q "$@" || rc=$?
+phase tests
+echo "== total: $(( $(date +%s) - started )) s"
+exit $rc

@@ -165,7 +165,9 @@ def gather_evidence(
             # the program cannot run here (arguments, input files, a library): its kernels still can; but when
             # it ran and its own check failed, the runtime did not compute what the GPU does, and kernel tests
             # would compare the translation with that same wrong computation
-            if evidence.program.source_failed and tests.specs and evidence.program.verdict != "FAIL":
+            # (nor when the runtime caught the source reading or writing out of bounds: that is the verdict)
+            if evidence.program.source_failed and tests.specs and evidence.program.verdict != "FAIL" \
+                    and not source_defect(evidence.program.reason):
                 evidence.facts["program"] = evidence.program.to_dict()
                 evidence.note = (f"the source program {evidence.program.reason} on the runtime; its kernels were "
                                  "tested instead")
@@ -297,6 +299,9 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
     if evidence.program is not None:
         return _program_status(evidence, unresolved)
     if evidence.baseline is not None and not evidence.baseline.passed:
+        defect = next((d for c in evidence.baseline.cases if (d := source_defect(c.error))), None)
+        if defect is not None:
+            return Status.NOT_EXECUTED, f"the source itself is defective, so the translation is not judged: {defect}"
         why = evidence.baseline.first_failure()
         return Status.UNRESOLVED, ("the source itself does not match the spec's reference; nothing to compare "
                                    "against" + (f": {why}" if why else ""))
@@ -305,6 +310,9 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
         first = first_compiler_error(tests.reference_error)
         return Status.NOT_EXECUTED, ("the source itself does not build on the runtime, so nothing ran"
                                      + (f": {first}" if first else ""))
+    defective = _source_defect_status(tests)
+    if defective is not None:
+        return defective
     if tests is not None and tests.cases and not tests.tested:
         return Status.NOT_EXECUTED, ("the source itself fails at every test case, so nothing was compared: "
                                      f"{tests.cases[0].error}")
@@ -333,10 +341,35 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
     return Status.VERIFIED, ""
 
 
+# What the runtime reports when the source itself accesses memory out of bounds (runtime/.../device_heap.h).
+_SOURCE_DEFECT = re.compile(r"out-of-bounds (access|write) in [^:]*: byte \d+ of a buffer of \d+ bytes[^\n]*")
+
+
+def source_defect(message: str | None) -> str | None:
+    """The runtime's out-of-bounds report inside ``message`` (a run's failure), or None."""
+    found = _SOURCE_DEFECT.search(message or "")
+    return found.group(0) if found else None
+
+
+def _source_defect_status(tests: SpecReport | None) -> tuple[Status, str] | None:
+    """A case where the source itself read or wrote out of bounds: nothing is verified on the other cases (the
+    source is not a reference there either: what it computes depends on memory it does not own)."""
+    for case in tests.dropped if tests is not None else []:
+        defect = source_defect(case.error)
+        if defect is not None:
+            sizes = ", ".join(f"{k}={v}" for k, v in case.sizes.items())
+            return Status.NOT_EXECUTED, (f"the source itself is defective, so the translation is not judged: {defect} "
+                                         f"(test case {sizes})")
+    return None
+
+
 def _program_status(evidence: Evidence, unresolved: list[Unresolved]) -> tuple[Status, str]:
     run = evidence.program
     assert run is not None
     if run.source_failed:
+        defect = source_defect(run.reason)
+        if defect is not None:
+            return Status.NOT_EXECUTED, f"the source program itself is defective: {defect}"
         return Status.NOT_EXECUTED, f"the source program itself {run.reason} on the runtime"
     if not run.matched:
         return Status.UNRESOLVED, f"the translated program behaves differently: {run.reason}"
@@ -429,6 +462,8 @@ def make_summary(source: Dialect, target: Dialect, records: list[PassRecord], ev
         lines.append(f"tests: {passed}/{len(tested)} cases passed{at} vs the {against}"
                      + (f", max abs error {err:.3g}" if err is not None else "")
                      + (f"; {dropped} case(s) dropped: the source itself fails there" if dropped else ""))
+        notes = list(dict.fromkeys(c.note for c in tested if c.note))
+        lines.extend(f"note: {note}" for note in notes)
         if evidence.note:
             lines.append(f"note: {evidence.note}")
     elif evidence.note:
@@ -559,7 +594,7 @@ def case_dict(case: CaseResult | None) -> dict[str, Any] | None:
             "max_rel_err": _finite(case.max_rel_err), "mismatches": case.mismatches,
             "first_mismatch": list(case.first_mismatch) if case.first_mismatch is not None else None,
             "output_name": case.output_name, "expected": _finite(case.expected), "got": _finite(case.got),
-            "error": case.error, "source_failed": case.source_failed}
+            "error": case.error, "source_failed": case.source_failed, **({"note": case.note} if case.note else {})}
 
 
 def _finite(value: Any) -> Any:

@@ -308,11 +308,11 @@ def test_ctrl_c_while_starting_is_a_message(tmp_path: Path) -> None:
 
     source = tmp_path / "vector_add.cu"
     shutil.copy(EXAMPLE, source)
-    for step in range(12):
+    for step in range(6):
         run = subprocess.Popen([sys.executable, "-m", "xpiler_core", "translate", str(source), "--to", "hip",
                                 "-o", str(tmp_path / "out.hip")], cwd=tmp_path, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env={**os.environ, "XPILER_NO_CACHE": "1"})
-        time.sleep(0.1 + 0.05 * step)
+        time.sleep(0.1 + 0.1 * step)
         run.send_signal(signal.SIGINT)
         _, err = run.communicate(timeout=60)
         assert "Traceback" not in err, err

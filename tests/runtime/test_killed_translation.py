@@ -29,11 +29,11 @@ int main() {
 def _running_program(token: str, exclude: int) -> bool:
     """Whether the spinning source program itself (not a compiler) is running under the translation."""
     for pid in marked(token):
-        try:
-            name = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0]
+        try:  # the executable itself (its argv[0] is the source's name, as the user would run it)
+            name = os.readlink(Path("/proc") / str(pid) / "exe")
         except OSError:
             continue
-        if pid != exclude and Path(name.decode(errors="replace")).name.startswith("prog"):
+        if pid != exclude and Path(name).name.startswith("prog"):
             return True
     return False
 

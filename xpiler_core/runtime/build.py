@@ -31,6 +31,7 @@ from xpiler_core.cache import caching_disabled, get_cache, stable_key
 from xpiler_core.dialect import Dialect
 from xpiler_core.project import BuildSettings
 from xpiler_core.runtime import children
+from xpiler_core.runtime.pch import with_precompiled
 from xpiler_core.runtime.rewrite import rewrite_for_cpu
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
@@ -87,12 +88,19 @@ def compiler_version(compiler: str) -> str:
 
 
 def header_hash() -> str:
-    """Hash of every runtime header (a header edit invalidates every cached build)."""
+    """Hash of every runtime header (a header edit invalidates every cached build). The texts are read again
+    only when a header's size or modification time changed."""
+    stamps = tuple((str(p.relative_to(INCLUDE_DIR)), st.st_size, st.st_mtime_ns)
+                   for p in sorted(INCLUDE_DIR.rglob("*")) if p.is_file() and (st := p.stat()))
+    return _header_hash(stamps)
+
+
+@lru_cache(maxsize=4)
+def _header_hash(stamps: tuple[tuple[str, int, int], ...]) -> str:
     h = hashlib.sha256()
-    for path in sorted(INCLUDE_DIR.rglob("*")):
-        if path.is_file():
-            h.update(str(path.relative_to(INCLUDE_DIR)).encode())
-            h.update(path.read_bytes())
+    for name, _, _ in stamps:
+        h.update(name.encode())
+        h.update((INCLUDE_DIR / name).read_bytes())
     return h.hexdigest()
 
 
@@ -168,6 +176,8 @@ def build_library(
     flags = build_flags(dialect, warp_size, fibers)
     if executable:
         flags = [f for f in flags if f not in ("-fPIC", "-shared")]
+    runtime_only = list(flags)  # what a precompiled runtime header is built with
+    if executable:
         if not is_c:
             flags.append(f"-I{out_dir.resolve()}")  # rewritten project headers shadow the originals
     if is_c:
@@ -204,6 +214,9 @@ def build_library(
     suffix = (".cpp" if cplusplus_c else ".c") if is_c else ".cpp"
     src_path = out_dir / f"src{key[:16]}{suffix}"
     command = [compiler, *flags, str(src_path), "-o", str(library), *libs]
+    if not is_c:  # the runtime's headers precompiled (same program; only the parse is saved)
+        command = [compiler, *with_precompiled(flags, runtime_only, header_hash(), compiler,
+                                               compiler_version(compiler)), str(src_path), "-o", str(library), *libs]
     if not caching_disabled():
         hit = cache.get(key)
         if isinstance(hit, dict):

@@ -122,7 +122,11 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     if forwarded is not None:
         body = _with_shim(body, forwarded)
         reason += f' (through an extern "C" forwarder to the C++ function {forwarded.name})'
-    source_name = "source" + (Path(path).suffix or dialect.suffix)
+    # the copy keeps the user's file name: what the runtime reports about the source (an out-of-bounds access
+    # at its cudaMalloc, a fault) then names their file
+    own = Path(path).name if Path(path).suffix else Path(path).name + dialect.suffix
+    source_name = own if re.fullmatch(r"[A-Za-z0-9_.+-]+", own) and own != "spec.toml" else \
+        "source" + (Path(path).suffix or dialect.suffix)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / source_name).write_text(text, encoding="utf-8")
     spec_text = body.replace("@SOURCE@", source_name)

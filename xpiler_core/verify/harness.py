@@ -9,9 +9,10 @@ child process in a temp dir with time and memory limits (:mod:`xpiler_core.runti
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from xpiler_core.verify.entry_shim import add_entry_shim
 from xpiler_core.verify.expr import ExprError, evaluate_int
 from xpiler_core.verify.inputs import case_inputs, to_view
 from xpiler_core.verify.reference import SandboxedReference
-from xpiler_core.verify.spec import KernelSpec
+from xpiler_core.verify.spec import ArgSpec, KernelSpec
 from xpiler_core.verify.toolchains import is_cplusplus
 
 
@@ -50,6 +51,7 @@ class CaseResult:
     stdout: str = ""
     # the reference (the source program, or the spec's numpy function) failed at this case: it is no test
     source_failed: bool = False
+    note: str = ""  # how the case was judged when not element by element (an order the source does not fix)
 
     def summary(self) -> str:
         sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items()) or "-"
@@ -161,6 +163,7 @@ def run_program(
     case: Mapping[str, Any],
     workdir: Path,
     cancel: CancelToken | None = None,
+    env: dict[str, str] | None = None,
 ) -> CallResult:
     assert built.build.library is not None
     args = []
@@ -183,7 +186,15 @@ def run_program(
         timeout_s=spec.timeout_s,
         kernel_hint=program.entry,
         cancel=cancel,
+        env=env,
     )
+
+
+# The schedules a source program runs under again when a candidate's outputs differ from its own: its blocks
+# one after another in launch order, and in the opposite order (every race between blocks decided both ways;
+# the first run, blocks spread over the cores, may have happened to decide them either way).
+OTHER_SCHEDULES = ({"XPILER_THREADS": "1"}, {"XPILER_BLOCK_ORDER": "reverse", "XPILER_THREADS": "1"})
+Expectation = Callable[[int, dict[str, Any], Mapping[str, Any], Path], "dict[str, np.ndarray] | str"]
 
 
 def _load_reference(spec: KernelSpec) -> SandboxedReference:
@@ -195,7 +206,7 @@ def _load_reference(spec: KernelSpec) -> SandboxedReference:
         raise XpilerError(
             f"reference {spec.reference!r}: expected 'file.py:function' next to the spec", str(spec.path)
         )
-    return SandboxedReference(path, func_name, spec.timeout_s, str(spec.path))
+    return SandboxedReference(path.resolve(), func_name, spec.timeout_s, str(spec.path))
 
 
 def reference_outputs(
@@ -281,7 +292,10 @@ def _run_cases(
     seed: int,
     cancel: CancelToken | None,
     workdir: Path,
+    other_schedules: Sequence[Expectation] = (),
 ) -> list[CaseResult]:
+    """Each case: the reference's outputs, the candidate's, compared. ``other_schedules``: the reference program
+    run again under other block orders, asked only when the candidate differs (see :func:`_judge_order`)."""
     results = []
     for i in indices:
         if cancel is not None:
@@ -304,10 +318,64 @@ def _run_cases(
             )
             continue
         result = _compare_case(spec, sizes, expected, run.outputs)
+        if not result.passed and other_schedules:
+            again = [other(i, case, inputs, workdir / f"ref{i}-other{k}") for k, other in enumerate(other_schedules)]
+            runs = [a for a in again if not isinstance(a, str)]
+            if runs:
+                result = _judge_order(spec, sizes, expected, runs, run.outputs, result)
         result.seconds = time.monotonic() - started
         result.stdout = run.stdout
         results.append(result)
     return results
+
+
+def _judge_order(spec: KernelSpec, sizes: dict[str, int], first: Mapping[str, np.ndarray],
+                 others: list[dict[str, np.ndarray]], got: Mapping[str, np.ndarray], failed: CaseResult) -> CaseResult:
+    """The candidate differs from the source, but does the source itself agree with itself under another
+    schedule? An output the source writes in an order that depends on which block wins a race (stream
+    compaction through an atomic counter) is compared as a multiset; one whose values themselves change with
+    the schedule cannot be compared at all and is left out, and the note says so. An output the source writes
+    the same way in every schedule is still compared element by element."""
+    def same(x: np.ndarray, y: np.ndarray, a: ArgSpec) -> bool:
+        return compare_arrays(x, y, a.atol if a.atol is not None else spec.atol,
+                              a.rtol if a.rtol is not None else spec.rtol).passed
+
+    unstable = [a for a in spec.args if a.is_output and a.name in first
+                and any(a.name in o and not same(first[a.name], o[a.name], a) for o in others)]
+    if not unstable:
+        return failed
+    ordered: dict[str, np.ndarray] = {}
+    as_multiset: list[str] = []
+    left_out: list[str] = []
+    for a in spec.args:
+        if not a.is_output or a.name not in first:
+            continue
+        if a not in unstable:
+            ordered[a.name] = first[a.name]
+            continue
+        one = np.sort(np.ravel(first[a.name]))
+        if all(same(one, np.sort(np.ravel(o[a.name])), a) for o in others if a.name in o):
+            as_multiset.append(a.name)
+        else:
+            left_out.append(a.name)
+    expected = dict(ordered)
+    observed = {k: v for k, v in got.items() if k in ordered}
+    for name in as_multiset:
+        expected[name] = np.sort(np.ravel(first[name]))
+        observed[name] = np.sort(np.ravel(got[name]))
+    checked = dataclasses.replace(spec, args=[
+        dataclasses.replace(a, shape=[str(int(np.size(first[a.name])))]) if a.name in as_multiset else a
+        for a in spec.args if not (a.is_output and a.name in left_out)])
+    result = _compare_case(checked, sizes, expected, observed)
+    notes = []
+    if as_multiset:
+        notes.append(f"{', '.join(as_multiset)}: the source writes the elements in an order that depends on the "
+                     "schedule (two runs of it differ only in order); compared as a multiset")
+    if left_out:
+        notes.append(f"{', '.join(left_out)}: the source computes different values under another schedule; not "
+                     "compared")
+    result.note = "; ".join(notes)
+    return result
 
 
 def _program(
@@ -367,6 +435,7 @@ def run_spec(
                 False, [], built.build.log or "build failed", time.monotonic() - started, program.warp_size
             )
         expected_for: Callable[[int, dict[str, Any], Mapping[str, Any], Path], dict[str, np.ndarray] | str]
+        other_schedules: list[Expectation] = []
         if spec.reference is not None:
             reference = _load_reference(spec)
             closing.callback(reference.close)
@@ -391,7 +460,8 @@ def run_spec(
                 return SpecReport(False, [], None, time.monotonic() - started, program.warp_size,
                                   reference_error=ref_built.build.log or "build failed")
             expected_for = _program_expectation(ref_built, spec, cancel)
-        results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir)
+            other_schedules = [_program_expectation(ref_built, spec, cancel, env) for env in OTHER_SCHEDULES]
+        results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir, other_schedules)
     return _report(results, time.monotonic() - started, program.warp_size)
 
 
@@ -418,12 +488,13 @@ def _numpy_expectation(
 
 
 def _program_expectation(
-    ref_built: BuiltProgram, spec: KernelSpec, cancel: CancelToken | None = None
+    ref_built: BuiltProgram, spec: KernelSpec, cancel: CancelToken | None = None,
+    env: dict[str, str] | None = None,
 ) -> Callable[[int, dict[str, Any], Mapping[str, Any], Path], dict[str, np.ndarray] | str]:
     def expected_for(
         i: int, case: dict[str, Any], inputs: Mapping[str, Any], workdir: Path
     ) -> dict[str, np.ndarray] | str:
-        run = run_program(ref_built, spec, inputs, case, workdir, cancel)
+        run = run_program(ref_built, spec, inputs, case, workdir, cancel, env)
         if not run.ok:
             return f"reference program failed: {run.error}"
         return run.outputs

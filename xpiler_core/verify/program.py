@@ -180,13 +180,16 @@ def scratch_copy(source_folder: Path, dest: Path) -> None:
 
 
 def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | None, timeout_s: float,
-                   cancel: CancelToken | None = None, threads: int | None = None) -> ProgramRun:
+                   cancel: CancelToken | None = None, threads: int | None = None,
+                   argv0: str | None = None) -> ProgramRun:
+    """Run ``exe`` in ``workdir``; ``argv0``: the name the program sees as ``argv[0]`` (default: its path)."""
     before = _snapshot(workdir)
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", str(threads or os.cpu_count() or 1))
     started = time.monotonic()
-    proc = children.Popen([str(exe), *args], cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, memory_bytes=PROGRAM_MEMORY_BYTES, wall_seconds=timeout_s)
+    proc = children.Popen([argv0 or str(exe), *args], executable=str(exe), cwd=workdir, env=env,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          memory_bytes=PROGRAM_MEMORY_BYTES, wall_seconds=timeout_s)
     timed_out = False
     stdin_bytes = (stdin_text or "").encode()
     deadline = started + timeout_s
@@ -392,6 +395,24 @@ def run_program(text: str, path: str, dialect: Dialect, *, config: ProjectConfig
         return run_executable(exe, scratch, args, stdin_text, timeout, cancel)
 
 
+def program_name(source_path: str) -> str:
+    """``argv[0]`` of every run of a comparison: what the user runs in the source's folder (``./name``). A
+    program that prints its own name (a usage line, a vendor sample's banner) prints the same on both sides."""
+    return f"./{Path(source_path).stem}"
+
+
+def fresh_workdir(root: Path, folder: Path) -> Path:
+    """The working folder of every run of a comparison: one path (``root/work/<folder's name>``), so a program
+    that prints where it runs prints the same thing on both sides. A previous run's folder is moved aside
+    first (its written files were read already)."""
+    work = root / "work" / folder.name
+    if work.exists():
+        work.rename(Path(tempfile.mkdtemp(prefix="run-done-", dir=root)) / folder.name)
+    work.parent.mkdir(parents=True, exist_ok=True)
+    scratch_copy(folder, work)
+    return work
+
+
 def compare_programs(source_text: str, source_path: str, source_dialect: Dialect, candidate_text: str,
                      target: Dialect, *, config: ProjectConfig | None, source_build: BuildSettings | None,
                      candidate_build: BuildSettings | None, source_warp: int, target_warp: int,
@@ -407,10 +428,10 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
             run = ProgramRun(False, log, command=command)
             return ProgramReport(run, None, False, True, run.failure(), args=args)
 
+        name = program_name(source_path)
+
         def run_source() -> ProgramRun:
-            scratch = Path(tempfile.mkdtemp(prefix="run-source-", dir=root))
-            scratch_copy(folder, scratch)
-            return run_executable(exe, scratch, args, stdin_text, timeout, cancel)
+            return run_executable(exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel, argv0=name)
 
         source = run_source()
         why = run_failure(source)
@@ -424,9 +445,8 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
         if cand_exe is None:
             run = ProgramRun(False, cand_log, command=cand_command)
             return ProgramReport(source, run, False, False, f"the translated program {run.failure()}", args=args)
-        scratch = root / "run-candidate"
-        scratch_copy(folder, scratch)
-        candidate = run_executable(cand_exe, scratch, args, stdin_text, timeout, cancel)
+        candidate = run_executable(cand_exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel,
+                                   argv0=name)
         report = compare_runs(source, candidate, config, run_source)
         report.args = args
         return report

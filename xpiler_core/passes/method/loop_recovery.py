@@ -659,7 +659,32 @@ def _type_aliases(kernel: A.Function) -> list[A.Opaque]:
     return [s for s in kernel.body.stmts if isinstance(s, A.Opaque) and _TYPE_ALIAS.match(s.text)]
 
 
+def _private_params(kernel: A.Function) -> A.Function:
+    """In CUDA every thread owns a copy of every parameter: one the kernel writes (``A += cRow * K``, ``n--``,
+    ``&n``) becomes a local initialized from the argument, which the thread loops then keep per thread like any
+    other local (expanded across barriers). Left as a parameter it would be one variable shared by all the
+    threads the loops run — and by the OpenMP threads running blocks. A parameter named in code the AST does
+    not model is copied too (a copy is always what CUDA means)."""
+    written = scalar_writes(kernel.body)
+    opaque = " ".join(n.text for n in A.walk(kernel.body) if isinstance(n, A.Opaque))
+    private = {p.name for p in kernel.params if isinstance(p, A.Param) and p.name and not p.dims
+               and (p.name in written or re.search(rf"\b{re.escape(p.name)}\b", opaque))}
+    if not private:
+        return kernel
+    params: list[A.Param | A.Node] = []
+    copies: list[A.Stmt] = []
+    for p in kernel.params:
+        if isinstance(p, A.Param) and p.name in private:
+            argument = f"xp_arg_{p.name}"
+            params.append(A.replace(p, name=argument))
+            copies.append(A.DeclStmt((A.VarDecl(p.name, p.type, (), A.Name(argument)),)))
+        else:
+            params.append(p)
+    return A.replace(kernel, params=tuple(params), body=A.replace(kernel.body, stmts=(*copies, *kernel.body.stmts)))
+
+
 def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Function:
+    kernel = _private_params(kernel)
     aliases = _type_aliases(kernel)
     if aliases:
         kernel = A.replace(kernel, body=A.replace(kernel.body, stmts=tuple(

@@ -29,6 +29,8 @@ from pathlib import Path
 from xpiler_core.cache import cache_root, caching_disabled, stable_key
 from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.runtime import children
+from xpiler_core.runtime.build import header_hash
+from xpiler_core.runtime.pch import with_precompiled
 
 INCLUDE_DIR = Path(__file__).resolve().parents[1] / "include"
 HEADER = INCLUDE_DIR / "xpiler_bang.h"
@@ -356,12 +358,15 @@ def build_bang(
         src = Path(tmp) / "kernel.mlu"
         src.write_text(prepared, encoding="utf-8")
         out = Path(tmp) / artefact.name
-        command = [
+        model_flags = [
             # -fno-weak: inline helpers' on-chip statics stay in their sections (no comdat conflicts)
-            "g++", "-std=c++17", opt, "-fno-strict-aliasing", "-fno-weak", "-I", str(INCLUDE_DIR), "-include", str(HEADER),
+            "-std=c++17", opt, "-fno-strict-aliasing", "-fno-weak", "-I", str(INCLUDE_DIR), "-include", str(HEADER),
             *gen.defines(), *(["-fPIC", "-shared"] if shared else ["-rdynamic"]), *flags,
-            "-x", "c++", str(src), "-x", "none", "-o", str(out), "-ldl",
         ]  # fmt: skip
+        # the model's header precompiled per generation and flags (the same program; only the parse is saved)
+        header = with_precompiled(model_flags, model_flags, header_hash(), "g++", _compiler_version())
+        command = ["g++", *header, "-x", "c++", str(src), "-x", "none", "-o", str(out), "-ldl"]
+        recorded = ["g++", *model_flags, "-x", "c++", str(src), "-x", "none", "-o", str(out), "-ldl"]
         try:
             proc = children.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=tmp,
                                 memory_bytes=COMPILE_MEMORY_BYTES)
@@ -376,8 +381,9 @@ def build_bang(
             shutil.copy2(out, artefact)
         else:
             cache_dir.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps({"ok": ok, "command": command, "stderr": stderr}), encoding="utf-8")
-    return _from_record({"ok": ok, "command": command, "stderr": stderr}, artefact, text, path, gen, started, cached=False)
+        record.write_text(json.dumps({"ok": ok, "command": recorded, "stderr": stderr}), encoding="utf-8")
+    return _from_record({"ok": ok, "command": recorded, "stderr": stderr}, artefact, text, path, gen, started,
+                        cached=False)
 
 
 def _from_record(

@@ -89,24 +89,33 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     int kernelExecTimeoutEnabled; int maxBlocksPerMultiProcessor; int pageableMemoryAccess;               \
     int concurrentManagedAccess; int persistingL2CacheMaxSize;                                            \
   };                                                                                                      \
-  inline P##Error_t P##Malloc(void** p, size_t n) {                                                       \
-    *p = aligned_alloc(256, (n + 255) / 256 * 256 + 256);                                                 \
+  /* bounds-checked blocks (device_heap.h); the call site names the buffer in an out-of-bounds report */ \
+  inline P##Error_t P##Malloc(void** p, size_t n, const char* file = __builtin_FILE(),                    \
+                              int line = __builtin_LINE()) {                                              \
+    ::xpiler::install_fault_handlers(); /* host code overrunning the block is reported too */             \
+    *p = ::xpiler::device_alloc(n, file, line);                                                           \
     return *p ? P##Success : P##ErrorMemoryAllocation;                                                    \
   }                                                                                                       \
-  template <class T> inline P##Error_t P##Malloc(T** p, size_t n) {                                       \
-    return P##Malloc(reinterpret_cast<void**>(p), n);                                                     \
+  template <class T> inline P##Error_t P##Malloc(T** p, size_t n, const char* file = __builtin_FILE(),     \
+                                                 int line = __builtin_LINE()) {                           \
+    return P##Malloc(reinterpret_cast<void**>(p), n, file, line);                                         \
   }                                                                                                       \
-  template <class T> inline P##Error_t P##MallocManaged(T** p, size_t n, unsigned = 1) {                  \
-    return P##Malloc(reinterpret_cast<void**>(p), n);                                                     \
+  template <class T> inline P##Error_t P##MallocManaged(T** p, size_t n, unsigned = 1,                    \
+      const char* file = __builtin_FILE(), int line = __builtin_LINE()) {                                 \
+    return P##Malloc(reinterpret_cast<void**>(p), n, file, line);                                         \
   }                                                                                                       \
-  template <class T> inline P##Error_t P##MallocHost(T** p, size_t n, unsigned = 0) {                     \
-    return P##Malloc(reinterpret_cast<void**>(p), n);                                                     \
+  template <class T> inline P##Error_t P##MallocHost(T** p, size_t n, unsigned = 0,                       \
+      const char* file = __builtin_FILE(), int line = __builtin_LINE()) {                                 \
+    return P##Malloc(reinterpret_cast<void**>(p), n, file, line);                                         \
   }                                                                                                       \
-  template <class T> inline P##Error_t P##HostAlloc(T** p, size_t n, unsigned = 0) {                      \
-    return P##Malloc(reinterpret_cast<void**>(p), n);                                                     \
+  template <class T> inline P##Error_t P##HostAlloc(T** p, size_t n, unsigned = 0,                        \
+      const char* file = __builtin_FILE(), int line = __builtin_LINE()) {                                 \
+    return P##Malloc(reinterpret_cast<void**>(p), n, file, line);                                         \
   }                                                                                                       \
-  inline P##Error_t P##Free(void* p) { free(p); return P##Success; }                                      \
-  inline P##Error_t P##FreeHost(void* p) { free(p); return P##Success; }                                  \
+  inline P##Error_t P##Free(void* p) {                                                                    \
+    return ::xpiler::device_free(p) ? P##Success : P##ErrorInvalidValue;                                  \
+  }                                                                                                       \
+  inline P##Error_t P##FreeHost(void* p) { return P##Free(p); }                                           \
   inline P##Error_t P##Memcpy(void* d, const void* s, size_t n, P##MemcpyKind = P##MemcpyDefault) {       \
     if (n && (!d || !s)) return P##ErrorInvalidValue;                                                     \
     memmove(d, s, n); return P##Success;                                                                  \
@@ -192,6 +201,18 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   template <class... A> inline P##Error_t P##DeviceSetSharedMemConfig(A...) { return P##Success; }        \
   template <class... A> inline P##Error_t P##OccupancyMaxActiveBlocksPerMultiprocessor(int* n, A...) {    \
     *n = 1; return P##Success;                                                                            \
+  }                                                                                                       \
+  /* The block size with the most resident threads on this "device" (1024 per block, 2048 per SM: 1024 */ \
+  /* unless the caller caps it) and the grid that fills every SM (its multiprocessors are the OS threads) */ \
+  template <class F>                                                                                      \
+  inline P##Error_t P##OccupancyMaxPotentialBlockSize(int* min_grid, int* block, F, size_t = 0, int limit = 0) { \
+    int b = limit > 0 && limit < 1024 ? limit : 1024;                                                     \
+    *block = b; *min_grid = static_cast<int>(::xpiler::os_threads()) * (2048 / b); return P##Success;     \
+  }                                                                                                       \
+  template <class F, class S>                                                                             \
+  inline P##Error_t P##OccupancyMaxPotentialBlockSizeVariableSMem(int* min_grid, int* block, F f, S,       \
+                                                                  int limit = 0) {                        \
+    return P##OccupancyMaxPotentialBlockSize(min_grid, block, f, 0, limit);                               \
   }                                                                                                       \
   inline P##Error_t P##StreamCreate(P##Stream_t* s) { *s = new ::xpiler::StreamRecord{0}; return P##Success; } \
   inline P##Error_t P##StreamCreateWithFlags(P##Stream_t* s, unsigned) { return P##StreamCreate(s); }     \

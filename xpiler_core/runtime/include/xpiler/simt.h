@@ -1,6 +1,7 @@
 // The SIMT programming model on the CPU: builtins, barriers, warp collectives, launches.
 #pragma once
 #include "engine.h"
+#include "device_heap.h"
 
 namespace xpiler {
 
@@ -218,7 +219,21 @@ inline void kernel_name_of(const void* fn, char* out, size_t cap) {
     for (char* base : w->stacks)
       if (addr >= base && addr < base + 4096) what = "stack overflow (more than " XPILER_STR(XPILER_STACK_BYTES) " bytes of locals per thread)";
   }
-  if (w && w->cur && g_launch.name[0]) {
+  DeviceBlock near{};
+  const bool past_end = sig == SIGSEGV && si && device_block_near(si->si_addr, &near);
+  if (past_end) {
+    const size_t offset = static_cast<size_t>(static_cast<const char*>(si->si_addr) - near.user);
+    char where[320];
+    if (w && w->cur && g_launch.name[0]) {
+      const uint3 b = w->block_idx, t = w->cur->idx;
+      snprintf(where, sizeof where, "kernel %s (block (%u,%u,%u), thread (%u,%u,%u))", g_launch.name, b.x, b.y, b.z,
+               t.x, t.y, t.z);
+    } else {
+      snprintf(where, sizeof where, "host code");
+    }
+    snprintf(msg, sizeof msg, "xpiler: out-of-bounds access in %s: byte %zu of a buffer of %zu bytes (allocated at "
+             "%s:%d), past its end\n", where, offset, near.size, near.file ? near.file : "?", near.line);
+  } else if (w && w->cur && g_launch.name[0]) {
     const uint3 b = w->block_idx, t = w->cur->idx;
     snprintf(msg, sizeof msg, "xpiler: %s in kernel %s (block (%u,%u,%u), thread (%u,%u,%u), address %p)\n", what,
              g_launch.name, b.x, b.y, b.z, t.x, t.y, t.z, si ? si->si_addr : nullptr);
@@ -299,6 +314,12 @@ inline void run_kernel(const void* fn, const KernelCall& call, dim3 grid, dim3 b
   g_launch.shared_bytes = smem;
   write_status(g_launch.name);
   const unsigned long long nblocks = 1ull * grid.x * grid.y * grid.z;
+  // XPILER_BLOCK_ORDER=reverse: a second schedule, to tell outputs that depend on which block wins a race
+  // (an atomic counter's order) from outputs that differ because a translation is wrong
+  static const bool reversed = [] {
+    const char* e = getenv("XPILER_BLOCK_ORDER");
+    return e != nullptr && strcmp(e, "reverse") == 0;
+  }();
   std::atomic<unsigned long long> next{0};
   auto work = [&]() {
     Worker w;
@@ -308,6 +329,7 @@ inline void run_kernel(const void* fn, const KernelCall& call, dim3 grid, dim3 b
     for (;;) {
       unsigned long long b = next.fetch_add(1, std::memory_order_relaxed);
       if (b >= nblocks) break;
+      if (reversed) b = nblocks - 1 - b;
       uint3 bidx{static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
                  static_cast<unsigned>(b / (1ull * grid.x * grid.y))};
       run_block(&w, &call, bidx);
@@ -322,6 +344,9 @@ inline void run_kernel(const void* fn, const KernelCall& call, dim3 grid, dim3 b
   for (unsigned i = 1; i < nt; ++i) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  char who[300];
+  snprintf(who, sizeof who, "kernel %s", g_launch.name);
+  check_device_canaries(who);
 }
 
 template <class... P>

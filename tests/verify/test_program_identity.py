@@ -1,0 +1,41 @@
+"""A program that prints its own name (``argv[0]``) or its working folder is not a translation failure: both
+sides run as ``./NAME`` in the same folder path (issue 31: two vendor samples were reported as "output line 1
+differs: …/build-source/prog… vs …/build-candidate/prog…")."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xpiler_core.cli import main
+
+PROGRAM = r"""#include <cstdio>
+#include <unistd.h>
+__global__ void twice(int* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2; }
+int main(int argc, char** argv) {
+  char cwd[4096];
+  printf("[%s] starting...\n", argv[0]);
+  printf("working in %s\n", getcwd(cwd, sizeof cwd));
+  int h[64]; for (int i = 0; i < 64; ++i) h[i] = i;
+  int* d; cudaMalloc(&d, sizeof h); cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  twice<<<2, 32>>>(d, 64);
+  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  long sum = 0; for (int i = 0; i < 64; ++i) sum += h[i];
+  printf("sum %ld\n", sum);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["cpu", "hip"])
+def test_a_program_printing_its_name_and_folder_verifies(tmp_path: Path, target: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    if target == "hip" and shutil.which("hipcc") is None:
+        pytest.skip("hipcc is not installed")
+    source = tmp_path / "banner.cu"
+    source.write_text(PROGRAM)
+    code = main(["translate", str(source), "--to", target, "-o", str(tmp_path / "out" / ("banner.cpp" if target == "cpu" else "banner.hip"))])
+    out = capsys.readouterr()
+    assert code == 0, out.out + out.err
