@@ -226,26 +226,9 @@ def run_pass(name: str, text: str, path: str, params: dict[str, Any], target: Di
 
 def find_spec(path: str) -> str | None:
     """The kernel test spec (TOML) next to ``path`` whose ``source`` is this file, if any."""
-    source = Path(path)
-    folder = source.parent
-    if not folder.is_dir():
-        return None
-    candidates = [folder / f"{source.stem}.toml", folder / "spec.toml", *sorted(folder.glob("*.toml"))]
-    import tomllib
+    from xpiler_core.verify.spec import spec_beside
 
-    seen: set[Path] = set()
-    for candidate in candidates:
-        if candidate in seen or not candidate.is_file():
-            continue
-        seen.add(candidate)
-        try:
-            data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        named = data.get("source")
-        if isinstance(named, str) and (folder / named).resolve() == source.resolve():
-            return str(candidate)
-    return None
+    return spec_beside(path)
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,7 @@ async def initialize(client: LanguageClient, options: dict[str, Any] | None = No
 
 
 
-async def wait_for_version(client: LanguageClient, uri: str, version: int, timeout: float = 10.0) -> list[types.Diagnostic]:
+async def wait_for_version(client: LanguageClient, uri: str, version: int, timeout: float = 45.0) -> list[types.Diagnostic]:
     """The diagnostics the server publishes for ``uri`` at ``version``."""
 
     async def poll() -> list[types.Diagnostic]:

@@ -22,6 +22,7 @@ from xpiler_core.frontend.source import decode_lenient
 from xpiler_core.pipeline import translate, write_outputs
 from xpiler_core.safe_io import UnsafePath, read_nofollow, write_confined
 from xpiler_core.translation import EXIT_CODES, Status, TranslateOptions, output_suffix
+from xpiler_core.verify.spec import spec_beside
 
 # A private module (leading underscore): the parser does not import it; ``translate`` does, for a folder.
 
@@ -97,7 +98,7 @@ def translate_tree(root: Path, out_root: Path | None, options: TranslateOptions,
         if text and is_unit(path, text, options):
             output = dest.with_suffix(output_suffix(options.target))
             try:
-                result = translate(text, str(path), dataclasses.replace(options, spec_path=None))
+                result = translate(text, str(path), dataclasses.replace(options, spec_path=spec_beside(str(path))))
                 written, _ = write_outputs(result, str(output), root=out_root)
                 status, reason, shown = result.status, result.reason, str(written.relative_to(out_root))
                 if not result.output_text:

@@ -194,6 +194,14 @@ def run(args: argparse.Namespace) -> int:
               "its checks)", file=sys.stderr)
         return 2
     options = options_from_args(args)
+    if not args.spec and Path(args.file).is_file():
+        from xpiler_core.verify.spec import spec_beside
+
+        beside = spec_beside(args.file)
+        if beside is not None:  # as the editor and the tuner do: the user's own spec, kept beside the file
+            print(f"note: testing against the spec beside it: {beside} (give --spec to choose another)",
+                  file=sys.stderr)
+            options = dataclasses.replace(options, spec_path=beside)
     if Path(args.file).is_dir():
         from xpiler_core.cli._translate_tree import translate_tree
 

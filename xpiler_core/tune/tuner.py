@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from xpiler_core.diagnostics import XpilerError
@@ -157,18 +156,9 @@ class _Budget:
 
 def find_spec_for(path: str) -> str | None:
     """A kernel test spec next to ``path`` whose ``source`` is this file."""
-    import tomllib
+    from xpiler_core.verify.spec import spec_beside
 
-    source = Path(path).resolve()
-    folder = source.parent
-    for candidate in [folder / f"{source.stem}.toml", folder / "spec.toml", *sorted(folder.glob("*.toml"))]:
-        try:
-            data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
-            continue
-        if isinstance(data.get("source"), str) and (folder / data["source"]).resolve() == source:
-            return str(candidate)
-    return None
+    return spec_beside(path)
 
 
 def tune(

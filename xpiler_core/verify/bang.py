@@ -40,7 +40,10 @@ from xpiler_core.verify.spec import KernelSpec
 
 DEFAULT_TASK_DIM = (16, 1, 1)  # four clusters of four cores, a Union1 launch
 DEFAULT_TASK_TYPE = "union1"
-_HOST_SCALARS = {"int32": "int", "int64": "long", "float32": "float", "float64": "double", "uint32": "int"}
+# scalars passed to a host function (integer registers: 64-bit values, a pointer-sized handle such as a queue
+# or stream among them, go as a long)
+_HOST_SCALARS = {"int32": "int", "int64": "long", "float32": "float", "float64": "double", "uint32": "int",
+                 "uint64": "long"}
 
 
 @dataclass

@@ -226,3 +226,25 @@ def spec_from_table(table: dict[str, Any], path: Path, text: str = "") -> Kernel
         timeout_s=float(table.get("timeout_s", 60.0)),
         entry_shim=table.get("entry_shim"),
     )
+
+
+def spec_beside(path: str) -> str | None:
+    """The kernel test spec (TOML) next to ``path`` whose ``source`` names this file: ``<stem>.toml`` first,
+    then ``spec.toml``, then any other. The CLI, the editor and the tuner all use the spec a user keeps there."""
+    source = Path(path)
+    folder = source.parent
+    if not folder.is_dir():
+        return None
+    seen: set[Path] = set()
+    for candidate in [folder / f"{source.stem}.toml", folder / "spec.toml", *sorted(folder.glob("*.toml"))]:
+        if candidate in seen or not candidate.is_file():
+            continue
+        seen.add(candidate)
+        try:
+            data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        named = data.get("source")
+        if isinstance(named, str) and (folder / named).resolve() == source.resolve():
+            return str(candidate)
+    return None

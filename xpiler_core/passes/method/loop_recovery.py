@@ -14,7 +14,9 @@ kernel body as thread loops over ``xp_block``. How the body is cut into thread l
   a ballot of true) are sequentialized: each thread stores its operand into a per-thread array, a barrier
   splits the loop, and the result is read from the partner's slot with CUDA's out-of-range rules
   (``xp_shfl_*`` in the prelude).
-* Device functions that use barriers, warp collectives or thread builtins are inlined first.
+* Device functions that use barriers, warp collectives or thread builtins are inlined first (a template's
+  type parameters deduced from the arguments' declared types when the call names none, as C++ does).
+* A parameter the kernel writes is a per-thread copy (every CUDA thread owns its parameters).
 * ``return`` leaves the thread (``continue``/``goto``); with later thread loops a per-thread done flag keeps
   the thread out of them. Atomics map onto OpenMP atomics in the prelude; launches ``K<<<g, b, s>>>(args)``
   become ``K(dim3(g), dim3(b), s, args)``; the CUDA host API maps onto host memory.
@@ -149,6 +151,9 @@ class _Inliner:
                     needs.add(f.name)
                     changed = True
         self.inline = needs
+        # declared types of the names in scope where calls are inlined (the kernel's, then each inlined copy's):
+        # what a template's type parameters are deduced from when a call names no template arguments
+        self.types: dict[str, A.Type] = {}
 
     def stmts(self, stmts: tuple[A.Stmt, ...], depth: int = 0) -> tuple[A.Stmt, ...]:
         out: list[A.Stmt] = []
@@ -215,15 +220,62 @@ class _Inliner:
         return {name: A.Literal(actual) if re.fullmatch(r"-?\w+", actual) else A.Name(f"({actual})")
                 for name, actual in actuals.items()}
 
+    def _deduce_types(self, fn: A.Function, call: A.Call) -> A.Function | None:
+        """``fn`` with its type template parameters replaced by the types of the call's arguments, as C++
+        deduces them (``warp_reduce_max(v)`` with ``float v``: ``T`` is ``float``); None when a parameter is
+        not a type, or an argument's type is not known here."""
+        assert fn.template is not None
+        names: list[str] = []
+        for formal in fn.template.strip().strip("<>").split(","):
+            words = formal.split()
+            if len(words) != 2 or words[0] not in ("typename", "class"):
+                return None
+            names.append(words[1])
+        params = [p for p in fn.params if isinstance(p, A.Param)]
+        if len(params) != len(call.args):
+            return None
+        deduced: dict[str, A.Type] = {}
+        for p, arg in zip(params, call.args, strict=True):
+            if p.type.base not in names or p.type.base in deduced:
+                continue
+            known = self.types.get(arg.id) if isinstance(arg, A.Name) else None
+            if known is None or len(known.pointers) < len(p.type.pointers) or known.reference:
+                return None
+            # by value, T drops the argument's top-level const; through a pointer it keeps the pointee's
+            pointers = known.pointers[: len(known.pointers) - len(p.type.pointers)]
+            quals = known.quals if p.type.pointers else tuple(q for q in known.quals if q not in ("const", "volatile"))
+            deduced[p.type.base] = A.Type(known.base, quals, pointers)
+        if set(deduced) != set(names):
+            return None
+
+        def specialize(n: A.Node) -> A.Node | None:
+            if isinstance(n, A.Type) and n.base in deduced:
+                t = deduced[n.base]
+                return A.Type(t.base, tuple(dict.fromkeys((*t.quals, *n.quals))), (*t.pointers, *n.pointers),
+                              n.reference)
+            if isinstance(n, A.Call) and n.callee and "<" in n.callee:
+                callee = n.callee
+                for name, t in deduced.items():
+                    callee = re.sub(rf"\b{re.escape(name)}\b", " ".join((*t.quals, t.base)) + "*" * len(t.pointers),
+                                    callee)
+                return A.replace(n, callee=callee, args=tuple(A.rewrite(a, specialize) for a in n.args))
+            return None
+
+        specialized: A.Function = A.rewrite(fn, specialize)
+        return A.replace(specialized, template=None)
+
     def _expand(self, call: A.Call, depth: int, at: A.Stmt) -> tuple[list[A.Stmt], A.Expr]:
         assert call.callee is not None
         fn = self.functions[call.callee.split("<")[0].strip()]
+        if fn.template is not None and "<" not in call.callee:
+            fn = self._deduce_types(fn, call) or fn
         template_args = self._template_bindings(fn, call.callee, at)
         params = [p for p in fn.params if isinstance(p, A.Param)]
         if len(params) != len(fn.params) or len(params) != len(call.args):
             raise PassRefused(f"cannot inline '{fn.name}': parameter list not understood", at.span)
         k = next(self.counter)
         local = {p.name for p in params if p.name} | {n.name for n in A.walk(fn.body) if isinstance(n, A.VarDecl)}
+        self.types.update({f"{name}_i{k}": t for name, t in A.declared_types(fn).items() if name in local})
         renames: dict[str, A.Expr] = {**template_args, **{nm: A.Name(f"{nm}_i{k}") for nm in local}}
         body_stmts = list(fn.body.stmts)
         returns = [n for n in A.walk(fn.body) if isinstance(n, A.Return)]
@@ -690,6 +742,7 @@ def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Functio
         kernel = A.replace(kernel, body=A.replace(kernel.body, stmts=tuple(
             s for s in kernel.body.stmts if not any(s is a for a in aliases))))
     st = _KernelState(warp=warp, types=A.declared_types(kernel))
+    inliner.types = dict(st.types)
     body = A.Block(inliner.stmts(kernel.body.stmts))
     body = A.Block(_warp_normalize(body.stmts, st))
     st.types = A.declared_types(A.replace(kernel, body=body))
