@@ -61,6 +61,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of the summary")
     parser.add_argument("--keep-going", action="store_true",
                         help="translate a source with syntax errors (what parses); by default they stop the run")
+    tree = parser.add_argument_group("folders", "when FILE is a folder (translated into -o OUTDIR)")
+    tree.add_argument("--jobs", type=int, metavar="N", help="files translated at once (default: one per core)")
+    tree.add_argument("--cluster", metavar="ADDRESS",
+                      help="run the files as tasks on a Ray cluster (ray://HOST:PORT or auto; default $RAY_ADDRESS "
+                           "when set; needs pip install xpiler[cluster])")
+    tree.add_argument("--fresh", action="store_true",
+                      help="redo every file (default: files unchanged since the last run into OUTDIR are kept)")
     add_project_flags(parser)
     llm = parser.add_argument_group("LLM proposer", "used only with --proposer llm or rules-then-llm")
     llm.add_argument("--proposer", choices=PROPOSERS, default="rules",
@@ -203,9 +210,15 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             options = dataclasses.replace(options, spec_path=beside)
     if Path(args.file).is_dir():
+        import os
+
         from xpiler_core.cli._translate_tree import translate_tree
 
-        return translate_tree(Path(args.file), Path(args.output) if args.output else None, options, args.json)
+        if args.jobs is not None and args.jobs < 1:
+            raise XpilerError(f"--jobs must be at least 1, got {args.jobs}", "<command line>")
+        return translate_tree(Path(args.file), Path(args.output) if args.output else None, options, args.json,
+                              jobs=args.jobs or os.cpu_count() or 1,
+                              cluster=args.cluster or os.environ.get("RAY_ADDRESS") or None, fresh=args.fresh)
     from xpiler_core.pipeline import check_output_path, translate, write_outputs
 
     # everything about where the result goes is checked before minutes of work, not after

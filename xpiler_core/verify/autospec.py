@@ -46,9 +46,23 @@ _FLOAT_TYPES = {
     "long long": "int64",
     "unsigned char": "uint8",
     "char": "int8",
+    "signed char": "int8",
     "int8_t": "int8",
     "uint8_t": "uint8",
     "short": "int16",
+    "signed short": "int16",
+    "short int": "int16",
+    "int16_t": "int16",
+    "unsigned short": "uint16",
+    "uint16_t": "uint16",
+    "long": "int64",
+    "long int": "int64",
+    "signed int": "int32",
+    "unsigned long": "uint64",
+    "unsigned long long": "uint64",
+    "uint64_t": "uint64",
+    "size_t": "uint64",
+    "bool": "bool",
 }
 _MEMCPY = re.compile(
     r"\b(?:cuda|hip)Memcpy(?:Async)?\s*\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*,\s*([^,]+?)\s*,\s*(\w+)"
