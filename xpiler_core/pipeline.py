@@ -153,8 +153,15 @@ def _stop_on_syntax_errors(unit: ParsedUnit, options: TranslateOptions) -> None:
         raise SourceSyntaxErrors(errors, unit.path, None)
     if verdict.ok:
         return
-    raise SourceSyntaxErrors(errors, unit.path, toolchain,
-                             [d for d in verdict.diagnostics if d.severity is Severity.ERROR])
+    # the compiler agrees only where it also stops near one of them: a file it cannot build for another reason
+    # (a library header missing on this machine, say) is no confirmation of what the grammar misread
+    grammar_lines = {d.span.start_line for d in errors}
+    agreeing = [d for d in verdict.diagnostics if d.severity is Severity.ERROR
+                and d.file in (unit.path, "") and "No such file" not in d.message
+                and any(abs(d.span.start_line - line) <= 3 for line in grammar_lines)]
+    if agreeing:
+        raise SourceSyntaxErrors(errors, unit.path, toolchain,
+                                 [d for d in verdict.diagnostics if d.severity is Severity.ERROR])
 
 
 def _report_syntax_errors(result: TranslationResult, unit: ParsedUnit) -> None:

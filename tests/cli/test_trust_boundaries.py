@@ -317,3 +317,23 @@ def test_ctrl_c_while_starting_is_a_message(tmp_path: Path) -> None:
         _, err = run.communicate(timeout=60)
         assert "Traceback" not in err, err
         assert run.returncode in (0, 130, -signal.SIGINT), (run.returncode, err)
+
+
+def test_a_compiler_failing_elsewhere_does_not_confirm_the_grammars_errors(tmp_path: Path) -> None:
+    # an `if` whose condition sits in a preprocessor branch (valid; the grammar misreads it) in a file whose
+    # build fails on this machine for another reason: a library header that is not installed
+    src = tmp_path / "prog.cu"
+    src.write_text("#include <a_library_not_installed_here.h>\n"
+                   "__global__ void k(float* x, int n) {\n"
+                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "#if defined(EXTRA_CHECK)\n"
+                   "  if (n > 0)\n"
+                   "#endif\n"
+                   "  { if (i < n) x[i] = 2.0f * x[i]; }\n}\n")
+    from xpiler_core.dialect import Dialect
+    from xpiler_core.frontend.source import parse_text, syntax_diagnostics
+
+    assert syntax_diagnostics(parse_text(src.read_text(), str(src), Dialect.CUDA).tree, str(src))
+    run = xpiler("translate", str(src), "--to", "hip", "--no-verify", cwd=tmp_path)
+    assert "nothing was translated" not in run.stderr, run.stderr
+    assert (tmp_path / "prog.hip").exists()
