@@ -47,8 +47,11 @@ class LocalPool:
         for _ in range(self.jobs):
             pending.put(None)
         done: queue.Queue[FileOutcome] = queue.Queue()
-        threads_per_worker = str(max(1, (os.cpu_count() or 1) // self.jobs))
-        env = {**os.environ, "XPILER_THREADS": threads_per_worker, "OMP_NUM_THREADS": threads_per_worker}
+        cores = os.cpu_count() or 1
+        threads = max(1, cores // self.jobs)
+        # each worker's programs get its share of the cores, and the default time limit grows to match
+        env = {**os.environ, "XPILER_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+               "XPILER_TIME_SCALE": f"{cores / threads:g}"}
         workers: list[children.Popen] = []
         stop = threading.Event()
 

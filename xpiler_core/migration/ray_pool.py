@@ -41,6 +41,9 @@ def run_serialized(job_json: str) -> str:
     from xpiler_core.runtime import children
 
     children.start_session()
+    # a task holds one CPU of its node: its programs run on one thread, with the time limit scaled to match
+    os.environ.update({"XPILER_THREADS": "1", "OMP_NUM_THREADS": "1",
+                       "XPILER_TIME_SCALE": f"{max(1, os.cpu_count() or 1):g}"})
     return run_job(FileJob.from_json(job_json), socket.gethostname()).to_json()
 
 

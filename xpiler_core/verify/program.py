@@ -360,6 +360,16 @@ def _file_contents_match(a: bytes, b: bytes, atol: float, rtol: float) -> bool:
     return len(lines_a) == len(lines_b) and all(lines_match(x, y, atol, rtol) for x, y in zip(lines_a, lines_b, strict=True))
 
 
+def time_scale() -> float:
+    """How much slower this process runs programs than a whole machine would: a tree migration's worker given
+    1/N of the cores (``XPILER_TIME_SCALE``) gets N times the default wall-clock limit, so a program's verdict
+    does not depend on how many files run beside it. A limit the user gives is kept as given."""
+    try:
+        return max(1.0, float(os.environ.get("XPILER_TIME_SCALE", "1")))
+    except ValueError:
+        return 1.0
+
+
 def run_settings(config: ProjectConfig | None) -> tuple[list[str], str | None, float]:
     """The program's arguments, standard input text and time limit from its project settings."""
     args = list(config.program_args) if config is not None else []
@@ -367,7 +377,7 @@ def run_settings(config: ProjectConfig | None) -> tuple[list[str], str | None, f
     if config is not None and config.stdin:
         stdin_file = Path(config.stdin)
         stdin_text = stdin_file.read_text(encoding="utf-8", errors="replace") if stdin_file.is_file() else config.stdin
-    timeout = (config.timeout_s if config is not None and config.timeout_s else None) or DEFAULT_TIMEOUT_S
+    timeout = (config.timeout_s if config is not None and config.timeout_s else None) or DEFAULT_TIMEOUT_S * time_scale()
     return args, stdin_text, timeout
 
 
