@@ -190,3 +190,74 @@ def test_the_host_tests_exercise_the_constant_weights() -> None:
         assert built.spec_path is not None
         report = run_spec(load_spec(str(built.spec_path)), candidate_text=wrong_hip, candidate_dialect=Dialect.HIP)
     assert not report.passed
+
+
+# generated code (TVM style): the kernel hard-codes its extent and guards its threads with it; the host entry's
+# size is right only at that extent (any other size makes the source itself write past its buffers)
+FIXED_EXTENT_HIP = """#include <hip/hip_runtime.h>
+__global__ void __launch_bounds__(256) add(float *__restrict__ A, float *__restrict__ B, float *__restrict__ T) {
+  if (((((int)blockIdx.x) * 256) + ((int)threadIdx.x)) < 1300) {
+    T[((((int)blockIdx.x) * 256) + ((int)threadIdx.x))] = A[((((int)blockIdx.x) * 256) + ((int)threadIdx.x))]
+        + B[((((int)blockIdx.x) * 256) + ((int)threadIdx.x))];
+  }
+}
+extern "C" void add_kernel(float *A, float *B, float *C, int size) {
+  float *d_A, *d_B, *d_C;
+  hipMalloc(&d_A, size * sizeof(float));
+  hipMalloc(&d_B, size * sizeof(float));
+  hipMalloc(&d_C, size * sizeof(float));
+  hipMemcpy(d_A, A, size * sizeof(float), hipMemcpyHostToDevice);
+  hipMemcpy(d_B, B, size * sizeof(float), hipMemcpyHostToDevice);
+  dim3 blockSize(256);
+  dim3 numBlocks((size + 255) / 256);
+  add<<<numBlocks, blockSize>>>(d_A, d_B, d_C);
+  hipMemcpy(C, d_C, size * sizeof(float), hipMemcpyDeviceToHost);
+  hipFree(d_A);
+  hipFree(d_B);
+  hipFree(d_C);
+}
+"""
+
+
+def test_a_kernel_with_its_extent_built_in_is_tested_at_that_extent(tmp_path: Path) -> None:
+    built = build_spec(FIXED_EXTENT_HIP, "add.hip", Dialect.HIP, tmp_path)
+    assert built.spec_path is not None, built.reason
+    assert [c["size"] for c in load_spec(str(built.spec_path)).cases] == [1300]
+
+
+def test_a_fixed_extent_source_verifies_rather_than_blaming_itself(tmp_path: Path) -> None:
+    result = translate(FIXED_EXTENT_HIP, str(tmp_path / "add.hip"), TranslateOptions(Dialect.CUDA))
+    assert result.status == "verified", result.summary
+
+
+FIXED_SHAPE_C = """
+extern "C" void colmax(float *input, float *output) {
+  int rows = 12;
+  int cols = 40;
+  for (int j = 0; j < cols; j++) {
+    output[j] = -1e30f;
+  }
+  for (int j = 0; j < cols; j++) {
+    for (int i = 0; i < rows; i++) {
+      int at = i * cols + j;
+      if (input[at] > output[j]) {
+        output[j] = input[at];
+      }
+    }
+  }
+}
+"""
+
+
+def test_c_buffer_extents_follow_constant_locals_and_index_locals(tmp_path: Path) -> None:
+    built = build_spec(FIXED_SHAPE_C, "colmax.c", Dialect.C, tmp_path, entry="colmax")
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    shapes = {a.name: evaluate_int(str(a.shape[0]), {}) for a in spec.args}
+    assert shapes == {"input": 12 * 40, "output": 40}
+
+
+def test_a_reassigned_local_is_not_a_constant(tmp_path: Path) -> None:
+    text = FIXED_SHAPE_C.replace("int cols = 40;", "int cols = 40;\n  cols = cols * 2;")
+    built = build_spec(text, "colmax.c", Dialect.C, tmp_path, entry="colmax")
+    assert built.spec_path is None

@@ -24,6 +24,7 @@ from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
 from xpiler_core.passes.driver import run_passes
 from xpiler_core.passes.support.cpu_prelude import PRELUDE
+from xpiler_core.passes.support.reserved_names import rename_reserved
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 from xpiler_core.translation import (
@@ -43,8 +44,13 @@ DEFAULT_PASSES = ["x86_simd", "loop_binding", "device_cmath"]
 def translate_unit(unit: ParsedUnit, params: dict[str, Any] | None = None,
                    passes: list[str] | None = None) -> tuple[str | None, list[PassRecord], PassContext]:
     """The CUDA candidate (``None`` with the reason in ``ctx.unresolved`` when binding refuses)."""
-    module = unit.module
     ctx = PassContext(source_dialect=Dialect.C, target=Dialect.CUDA, file=unit.path)
+    text, renaming = rename_reserved(unit.text, unit.path, Dialect.C, Dialect.CUDA)
+    if renaming:
+        unit = unit.with_text(text)
+        ctx.notes.append("names CUDA declares, renamed in the C code: "
+                         + ", ".join(f"{old} → {new}" for old, new in renaming.items()))
+    module = unit.module
     run = run_passes(module, passes or DEFAULT_PASSES, ctx, {"loop_binding": params or {}}, stop_on_refusal=True)
     if run.refused is not None:
         span = Span(**run.refused["span"]) if run.refused.get("span") else Span.empty()

@@ -50,6 +50,8 @@ class MappingTable:
     calls: dict[str, CallRewrite] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     header_prefixes: list[HeaderPrefix] = field(default_factory=list)
+    # include path -> the prefixes of every name it declares: dropped when the file uses none of them
+    drop_when_unused: dict[str, tuple[str, ...]] = field(default_factory=dict)
     namespaces: dict[str, str] = field(default_factory=dict)
     unsupported: dict[str, str] = field(default_factory=dict)
     # every name of the source API the tables know, mapped or not (to tell "unknown API" from "user name")
@@ -118,6 +120,8 @@ def load_mapping(direction: Direction) -> MappingTable:
         if name == "headers":
             table.headers.update(pairs if forward else _invert(pairs, reverse))
             table.header_prefixes.extend(HeaderPrefix(**rule) for rule in data.get("prefix", []))
+            table.drop_when_unused.update({path: tuple(prefixes) for path, prefixes
+                                           in data.get("drop_when_unused", {}).items()})
             continue
         oriented = pairs if forward else {**_invert(pairs, reverse), **data.get("hip_only", {})}
         for src, dst in oriented.items():

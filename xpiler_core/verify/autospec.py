@@ -279,7 +279,7 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
     from_loops: dict[str, str] = {}
     if no_copies and entry.kind is FunctionKind.CPU_KERNEL:
         # plain C: buffers are indexed by loops over the size parameters; their extents follow
-        from_loops = extents_from_loops(text, entry.name, set(sizes))
+        from_loops = extents_from_loops(text, entry.name, set(sizes), constant_locals(body, locals_))
         shapes.update(from_loops)
         roles.update({name: {"in", "out"} for name in written_buffers(text, entry.name)})
     for p in entry.params:
@@ -312,11 +312,18 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
             args += _scalar_arg(p.name, "int64", "0")
         else:
             return f"host entry {entry.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
-    fixed = not sizes and bool(shapes) and all(not set(_IDENT.findall(shapes[n])) - {_ELEM} for n in shapes)
+    fixed = not sizes and bool(shapes) and all(not set(_IDENT.findall(shapes[n])) - {_ELEM, "max"} for n in shapes)
     if not sizes and not fixed:
         return f"host entry {entry.name} takes no integer size parameter to vary"
     lines.append(f"tolerance = {_tolerance(dtypes)}")
     lines.append("")
+    extent = fixed_kernel_extent(model, entry, text) if len(sizes) == 1 else None
+    if extent is not None:
+        # kernels with their extent built in (generated code): the entry is right only at that size
+        spec = "\n".join(lines + args) + f"\n[[cases]]\n{sizes[0]} = {extent}\n"
+        return spec, (f"tests built from host entry {entry.name}: its kernels take no size and guard their "
+                      f"threads with '< {extent}', so {sizes[0]} = {extent} (the only size the entry supports), "
+                      "random inputs, compared with the source")
     # shapes fixed by constants in the code are tested at those shapes: one case
     spec = "\n".join(lines + args) + "\n" + (_cases(sizes, shapes) if sizes else "[[cases]]\n")
     if fixed:
@@ -462,6 +469,37 @@ def copy_source(src: Path, workdir: Path) -> Path:
     return target
 
 
+_THREAD_INDEX = frozenset({"threadIdx", "blockIdx", "taskId", "coreId", "clusterId"})
+
+
+def fixed_kernel_extent(model: KernelModel, entry: Function, text: str) -> int | None:
+    """The element count built into the kernels an entry launches, when they take no integer parameter and
+    guard their threads with ``if (index < N)`` (N the largest such literal): generated kernels (TVM and the
+    like) hard-code their shape, and their host entry's size parameter is right only at that N."""
+    launched = {site.kernel for site in model.launches if site.caller == entry.name and site.resolved}
+    kernels = [k for k in model.kernels if k.name in launched]
+    if not kernels or any(_is_int_scalar(p) or (not p.is_pointer and _dtype(p) is not None)
+                          for k in kernels for p in k.params):
+        return None
+    try:
+        from xpiler_core.frontend.lower import lower_text
+
+        module = lower_text(text, model.path, model.dialect)
+    except Exception:  # noqa: BLE001 - an unlowerable file gets the usual sizes
+        return None
+    limits: list[int] = []
+    for fn in module.functions():
+        if fn.name not in launched:
+            continue
+        for node in A.walk(fn.body):
+            if isinstance(node, A.If):
+                for cond in A.walk(node.cond):
+                    if (isinstance(cond, A.Binary) and cond.op == "<" and (limit := A.const_int(cond.right)) is not None
+                            and limit > 0 and A.free_names(cond.left) & _THREAD_INDEX):
+                        limits.append(limit)
+    return max(limits) if limits else None
+
+
 def _function_ast(text: str, name: str) -> A.Function | None:
     from xpiler_core.frontend.lower import lower_text
 
@@ -478,7 +516,20 @@ def written_buffers(text: str, name: str) -> set[str]:
     return set() if fn is None else set(A.read_write(fn.body).mem_writes)
 
 
-def extents_from_loops(text: str, name: str, sizes: set[str]) -> dict[str, str]:
+def constant_locals(body: str, locals_: dict[str, str]) -> dict[str, str]:
+    """The integer locals initialized with a literal and never assigned again (``int rows = 16;``)."""
+    out: dict[str, str] = {}
+    for name, value in locals_.items():
+        if not re.fullmatch(r"\d+[uUlL]*", value):
+            continue
+        writes = re.findall(rf"\b{re.escape(name)}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|(?:\+\+|--)\s*{re.escape(name)}\b|"
+                            rf"\b{re.escape(name)}\s*(?:\+\+|--)|&\s*{re.escape(name)}\b", body)
+        if len(writes) == 1:
+            out[name] = value.rstrip("uUlL")
+    return out
+
+
+def extents_from_loops(text: str, name: str, sizes: set[str], constants: dict[str, str] | None = None) -> dict[str, str]:
     """Element counts of the pointer parameters of C function ``name``, from the loops that index them.
 
     For ``p[e]`` inside counted loops starting at a non-negative constant, where ``e`` is built with ``+``
@@ -498,7 +549,7 @@ def extents_from_loops(text: str, name: str, sizes: set[str]) -> dict[str, str]:
         while isinstance(e, A.Cast):
             e = e.operand
         if isinstance(e, A.Name):
-            return last.get(e.id) or (e.id if e.id in sizes else None)
+            return last.get(e.id) or (e.id if e.id in sizes else (constants or {}).get(e.id))
         if isinstance(e, A.Literal):
             value = e.int_value
             return str(value) if value is not None and value >= 0 else None
@@ -507,7 +558,30 @@ def extents_from_loops(text: str, name: str, sizes: set[str]) -> dict[str, str]:
             return None if left is None or right is None else f"({left} {e.op} {right})"
         return None
 
+    # locals declared once from an index expression and never assigned (``int index = i * n + j;``): their uses
+    # are that expression
+    declared: dict[str, int] = {}
+    assigned: set[str] = set()
+    for node in A.walk(fn.body):
+        if isinstance(node, A.VarDecl):
+            declared[node.name] = declared.get(node.name, 0) + 1
+        elif isinstance(node, A.Assign) and isinstance(node.target, A.Name):
+            assigned.add(node.target.id)
+        elif isinstance(node, A.Unary) and node.op in ("++", "--", "&") and isinstance(node.operand, A.Name):
+            assigned.add(node.operand.id)
+    single = {name for name, n in declared.items() if n == 1 and name not in assigned}
+
     def visit(node: A.Node, last: dict[str, str]) -> None:
+        if isinstance(node, A.Block):
+            scope = dict(last)
+            for stmt in node.stmts:
+                visit(stmt, scope)
+                if isinstance(stmt, A.DeclStmt):
+                    for decl in stmt.decls:
+                        if decl.name in single and not decl.dims and decl.init is not None and decl.init_style == "=" \
+                                and (value := spell(decl.init, scope)) is not None:
+                            scope[decl.name] = value
+            return
         if isinstance(node, A.For) and (view := node.canonical()) is not None:
             start = A.const_int(view.start)
             stop = spell(view.stop, last)

@@ -36,11 +36,11 @@ INFO = PassInfo(
 _API_LOOKING: dict[str, re.Pattern[str]] = {
     "cuda->hip": re.compile(
         r"^(cuda[A-Z]\w*|cu[A-Z][a-z]\w*|CU[a-z]\w*|CUDA_[A-Z_]+|CU_[A-Z_]+|cublas\w+|CUBLAS_\w+|curand\w*|"
-        r"CURAND_\w+|cufft\w+|CUFFT_\w+|cusparse\w+|CUSPARSE_\w+|cudnn\w+|CUDNN_\w+)$"
+        r"CURAND_\w+|cufft\w+|CUFFT_\w+|cusparse\w+|CUSPARSE_\w+|cudnn\w+|CUDNN_\w+|nvrtc\w+|NVRTC_\w+)$"
     ),
     "hip->cuda": re.compile(
         r"^(hip[A-Z]\w*|HIP_[A-Z_]+|hipblas\w+|HIPBLAS_\w+|hiprand\w*|HIPRAND_\w+|hipfft\w+|HIPFFT_\w+|"
-        r"hipsparse\w+|HIPSPARSE_\w+|miopen\w+|rocwmma\w*)$"
+        r"hipsparse\w+|HIPSPARSE_\w+|miopen\w+|rocwmma\w*|hiprtc\w+|HIPRTC_\w+)$"
     ),
 }
 # Names that match the pattern above but are not API names (or are handled by other passes).
@@ -50,6 +50,7 @@ _NOT_API = frozenset(
 )
 _IDENT_TOKEN = re.compile(r"\b[A-Za-z_]\w*\b")
 _LITERAL_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|//[^\n]*|/\*.*?\*/', re.S)
+_INCLUDE_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*include[^\n]*", re.M)
 _NAME_NODES = frozenset({"identifier", "type_identifier"})
 
 
@@ -69,6 +70,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     handled_calls: set[int] = set()
     replaced_ranges: list[tuple[int, int]] = []  # whole-call rewrites: nothing inside is edited again
     renamed: dict[str, int] = {}
+    code_names = frozenset(_IDENT_TOKEN.findall(_INCLUDE_DIRECTIVE.sub(" ", _LITERAL_OR_COMMENT.sub(" ", module.text))))
 
     def rename(node: Node, new: str) -> None:
         old = src.node_text(node)
@@ -90,7 +92,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         if replaced_ranges and any(a <= node.start_byte and node.end_byte <= b for a, b in replaced_ranges):
             continue
         if kind == "preproc_include":
-            _map_include(src, node, table, edits, renamed)
+            _map_include(src, node, table, edits, renamed, code_names)
         elif kind == "call_expression" and node.id not in handled_calls:
             if direction == "hip->cuda" and _map_hip_launch(src, node, table, edits, ctx, own_names):
                 replaced_ranges.append((node.start_byte, node.end_byte))
@@ -187,10 +189,13 @@ def _target_of(name: str, table: MappingTable, direction: Direction) -> str:
         return table.namespaces[name]
     if name.startswith("(implicit"):
         return "hip/hip_runtime.h"
+    if name.endswith(" (unused)"):
+        return "dropped"
     return table.map_header(name) or "?"
 
 
-def _map_include(src: ParsedSource, node: Node, table: MappingTable, edits: list[Edit], renamed: dict[str, int]) -> None:
+def _map_include(src: ParsedSource, node: Node, table: MappingTable, edits: list[Edit], renamed: dict[str, int],
+                 code_names: frozenset[str]) -> None:
     path_node = node.child_by_field_name("path")
     if path_node is None:
         return
@@ -198,6 +203,11 @@ def _map_include(src: ParsedSource, node: Node, table: MappingTable, edits: list
     if len(raw) < 2:
         return
     inner = raw[1:-1]
+    prefixes = table.drop_when_unused.get(inner)
+    if prefixes is not None and not any(name.startswith(prefixes) for name in code_names):
+        edits.append(Edit(node.start_byte, node.end_byte, ""))
+        renamed[f"{inner} (unused)"] = 1
+        return
     mapped = table.map_header(inner)
     if mapped is not None and mapped != inner:
         edits.append(Edit(path_node.start_byte + 1, path_node.end_byte - 1, mapped))

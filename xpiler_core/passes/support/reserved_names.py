@@ -1,0 +1,72 @@
+"""Names a target's toolchain declares for every file, taken by the user's own declarations in the source.
+
+A C program may call a local ``dim3`` or typedef its own ``half``; nvcc declares both (``dim3`` and the vector
+types implicitly, ``half`` with the fp16 header the runtime and many preludes include), so the translation's
+launch ``dim3(...)`` or the runtime's ``half`` would no longer mean what they must. Every such user name is
+renamed consistently (each identifier token, macro bodies included) before the passes run; function names are
+left alone (a C-linkage entry whose name the target reserves keeps its symbol another way, see the plan).
+"""
+
+from __future__ import annotations
+
+import re
+
+from xpiler_core.dialect import Dialect
+from xpiler_core.frontend.source import parse_text
+from xpiler_core.passes.support.cst import Edit, apply_edits, walk_fields
+
+_VECTOR_TYPES = frozenset(
+    f"{base}{n}" for base in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong",
+                              "ulonglong", "float", "double") for n in (1, 2, 3, 4))
+_GPU_NAMES = frozenset({"dim3", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "half", "half2",
+                        "__half", "__half2", "nv_bfloat16", "__nv_bfloat16"}) | _VECTOR_TYPES
+
+#: target → the names its toolchain declares in every translation unit the tool writes.
+RESERVED: dict[Dialect, frozenset[str]] = {Dialect.CUDA: _GPU_NAMES, Dialect.HIP: _GPU_NAMES}
+
+_NAME_NODES = frozenset({"identifier", "type_identifier"})
+_DECLARING = frozenset({"init_declarator", "declaration", "parameter_declaration", "type_definition",
+                        "struct_specifier", "union_specifier", "enum_specifier", "array_declarator",
+                        "pointer_declarator", "enumerator"})
+_SKIP = frozenset({"comment", "string_literal", "char_literal", "raw_string_literal", "system_lib_string"})
+
+
+def rename_reserved(text: str, path: str, source: Dialect, target: Dialect) -> tuple[str, dict[str, str]]:
+    """``text`` with the user's declarations of names ``target`` reserves (and ``source`` does not) renamed,
+    and the renaming (old → new)."""
+    reserved = RESERVED.get(target, frozenset()) - RESERVED.get(source, frozenset())
+    if not reserved or not any(re.search(rf"\b{name}\b", text) for name in reserved):
+        return text, {}
+    src = parse_text(text, path, source)
+    taken: set[str] = set()
+    declared: set[str] = set()
+    names: list[tuple[int, int, str]] = []
+    for node, field in walk_fields(src.root, skip=_SKIP):
+        if node.type not in _NAME_NODES:
+            continue
+        name = src.node_text(node)
+        taken.add(name)
+        names.append((node.start_byte, node.end_byte, name))
+        parent = node.parent
+        if name in reserved and parent is not None and parent.type in _DECLARING and (
+                field in ("declarator", "name") or parent.type == "enumerator"):
+            declared.add(name)
+    if not declared:
+        return text, {}
+    renaming: dict[str, str] = {}
+    for name in sorted(declared):
+        new, n = f"xp_{name}", 1
+        while new in taken:
+            n += 1
+            new = f"xp_{name}{n}"
+        renaming[name] = new
+    edits = [Edit(start, end, renaming[name]) for start, end, name in names if name in renaming]
+    # macro bodies are text to the grammar: their tokens are renamed the same way
+    for node, _ in walk_fields(src.root, skip=_SKIP):
+        if node.type == "preproc_arg":
+            body = src.node_text(node)
+            renamed = re.sub(r"\b(" + "|".join(map(re.escape, renaming)) + r")\b", lambda m: renaming[m.group(1)], body)
+            if renamed != body:
+                edits.append(Edit(node.start_byte, node.end_byte, renamed))
+    data, _ = apply_edits(src.data, edits)
+    return data.decode("utf-8"), renaming
