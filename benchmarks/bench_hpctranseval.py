@@ -26,13 +26,15 @@ The benchmark ships TVM's CUDA device code only (no host code, no grid/block). P
 4. runs the CUDA source against the C reference on the SIMT-on-CPU runtime (a source/launch that fails is
    "source fails its reference", not charged to the translation);
 5. ``xpiler translate ITEM.cu --to cpu -o OUT --spec SPEC --json``: the tool's verdict and time;
-6. compile: ``g++ -O3 -march=native -fopenmp`` on OUT; correct (the independent check, outside xpiler's
+6. compile: ``g++`` with the optimization flags of ``--flags`` (``native``: ``-O3 -march=native``, the default;
+   ``tool``: ``-O2``, what the tool's own compile check and a user's plain build use) and ``-fopenmp`` on OUT; correct (the independent check, outside xpiler's
    harness): OUT's ``run_all`` and the C reference, both built here, called through ctypes in a child process
    on the same two input sets, every output compared (atol = rtol = 1e-4, NaN equals NaN);
-7. speed: OUT and the C reference built with the same flags (``-O3 -march=native -fopenmp -shared -fPIC``),
-   each timed in its own process through ctypes with the same thread count: mean of ``--runs`` calls after
-   ``--warmup`` calls (the translation's ``xb_launch`` on preallocated buffers vs
-   ``default_function_kernel``).
+7. speed: OUT and the C reference built with the same flags, timed by the one method every benchmark shares
+   (``benchmarks/timing.py``): both in one child process through ctypes, interleaved, ``--rounds`` samples of
+   at least 1 ms each after a warm-up, the minimum of thread CPU time (wall time when ``--threads`` > 1), the
+   ratio with a 95 % interval, the load recorded and a busy machine flagged (the translation's ``xb_launch``
+   on preallocated buffers vs ``default_function_kernel``).
 
 Goals reported against: tool-verified = correct >= 97 % per category, and speed >= 1.0x the reference C per
 category (geometric mean of reference time / translation time). Progress goes to stderr, tables to stdout.
@@ -49,7 +51,6 @@ import re
 import statistics
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -64,7 +65,7 @@ C_PRELUDE = (
     "#define max(a,b) ((a)>(b)?(a):(b))\n#define min(a,b) ((a)<(b)?(a):(b))\n"
 )
 CUDA_PRELUDE = "#include <stdint.h>\n"
-FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-pthread"]
+FLAGS = ["-fopenmp", "-shared", "-fPIC", "-pthread"]  # after the optimization flags of --flags
 IO_GROUPS: dict[str, list[str]] = {  # jiaqiLv/HPCTransEval evaluation/code_verification.sh
     "Elementwise": """erf leaky_relu sqrt asin tanh floor log sin prelu fast_exp log2 sign sigmoid isnan
         relu cos fast_tanh log10 round atan negative add tan atanh acos ceil asinh abs exp rsqrt sinh cosh
@@ -429,23 +430,30 @@ def write_spec(
 
 
 # ------------------------------------------------------------------------------------------------------------
-# timing (each side in its own process)
+# timing: both sides in one process, interleaved (benchmarks/timing.py)
 
 
-def time_one(so: str, symbol: str, buffers: list[dict[str, Any]], warmup: int, runs: int) -> float:
-    """Mean seconds of ``symbol`` over ``runs`` calls after ``warmup`` calls (run in a child process)."""
-    lib = ctypes.CDLL(so)
-    fn = getattr(lib, symbol)
-    arrays = _inputs(buffers, 0)
-    fn.restype = None
-    fn.argtypes = [ctypes.c_void_p] * len(arrays)
-    ptrs = [a.ctypes.data for a in arrays]
-    for _ in range(warmup):
-        fn(*ptrs)
-    t0 = time.perf_counter()
-    for _ in range(runs):
-        fn(*ptrs)
-    return (time.perf_counter() - t0) / runs
+def time_pair(ref_so: str, ours_so: str, ref_bufs: list[dict[str, Any]], ours_bufs: list[dict[str, Any]],
+              rounds: int, threads: int) -> dict[str, Any]:
+    """The reference's ``default_function_kernel`` and the translation's ``xb_launch``, each on its own buffers,
+    timed by the shared method (run in a child process, so a crash costs only this item)."""
+    from timing import compare
+
+    calls = []
+    for so, symbol, bufs in ((ref_so, "default_function_kernel", ref_bufs), (ours_so, "xb_launch", ours_bufs)):
+        fn = getattr(ctypes.CDLL(so), symbol)
+        fn.restype = None
+        arrays = _inputs(bufs, 0)
+        fn.argtypes = [ctypes.c_void_p] * len(arrays)
+        ptrs = [a.ctypes.data for a in arrays]
+        calls.append((fn, ptrs, arrays))  # arrays kept alive with their pointers
+    (f_ref, p_ref, _), (f_ours, p_ours, _) = calls
+    got = compare(lambda: f_ref(*p_ref), lambda: f_ours(*p_ours), names=("reference", "translation"),
+                  rounds=rounds, clock="cpu" if threads == 1 else "wall")
+    return {"t_ref": got.a.cpu_min if got.clock == "cpu" else got.a.wall_min,
+            "t_ours": got.b.cpu_min if got.clock == "cpu" else got.b.wall_min,
+            "interval": list(got.interval), "busy": got.busy, "load": [got.load_before, got.load_after],
+            "clock": got.clock}
 
 
 def _inputs(buffers: list[dict[str, Any]], seed: int) -> list[Any]:
@@ -504,26 +512,24 @@ def checked(
     return "fail", f"crashed (exit {r.rc}): {short(r.out)}"
 
 
-def timed(
-    so: Path,
-    symbol: str,
-    buffers: list[dict[str, Any]],
-    warmup: int,
-    runs: int,
-    threads: int,
-    cwd: Path,
-    timeout: float,
-) -> tuple[float | None, str]:
-    spec = json.dumps({"so": str(so), "symbol": symbol, "buffers": buffers, "warmup": warmup, "runs": runs})
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), XPILER_THREADS=str(threads))
-    r = run([sys.executable, str(Path(__file__).resolve()), "--time-one", spec], cwd, timeout, env, STACK_BYTES)
-    m = re.search(r"XB_SECONDS ([0-9.eE+-]+)", r.out)
-    return (float(m.group(1)), "") if m else (None, short(r.out) or f"exit {r.rc}")
+def timed(ref_so: Path, ours_so: Path, ref_bufs: list[dict[str, Any]], ours_bufs: list[dict[str, Any]],
+          rounds: int, threads: int, cwd: Path, timeout: float) -> tuple[dict[str, Any] | None, str]:
+    job = json.dumps({"ref": str(ref_so), "ours": str(ours_so), "ref_bufs": ref_bufs, "ours_bufs": ours_bufs,
+                      "rounds": rounds, "threads": threads})
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), XPILER_THREADS=str(threads),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent),
+                                                        os.environ.get("PYTHONPATH")])))
+    r = run([sys.executable, str(Path(__file__).resolve()), "--time-pair", job], cwd, timeout, env, STACK_BYTES)
+    m = re.search(r"XB_TIMING (\{.*\})", r.out)
+    return (json.loads(m.group(1)), "") if m else (None, short(r.out) or f"exit {r.rc}")
 
 
-def build_so(src: Path, so: Path, cwd: Path, timeout: float, cplusplus: bool) -> tuple[bool, str]:
+OPT_FLAGS = {"native": ["-O3", "-march=native"], "tool": ["-O2"]}
+
+
+def build_so(src: Path, so: Path, cwd: Path, timeout: float, cplusplus: bool, opt: str = "native") -> tuple[bool, str]:
     compiler = ["g++", "-x", "c++", "-std=c++17"] if cplusplus else ["gcc", "-x", "c"]
-    r = run([*compiler, *FLAGS, f"-I{src.parent}", str(src), "-o", str(so)], cwd, timeout, stack_bytes=STACK_BYTES)
+    r = run([*compiler, *OPT_FLAGS[opt], *FLAGS, f"-I{src.parent}", str(src), "-o", str(so)], cwd, timeout, stack_bytes=STACK_BYTES)
     return r.rc == 0, first_error(r.out)
 
 
@@ -551,6 +557,8 @@ class Result:
     seconds: float = 0.0
     t_ref: float | None = None
     t_ours: float | None = None
+    t_interval: list[float] | None = None  # 95 % interval of the median per-round ratio
+    timed_busy: bool = False  # the load exceeded the cores while timing: not a result
     speed_reason: str = ""
     launches: list[str] = field(default_factory=list)
 
@@ -608,9 +616,9 @@ def evaluate(item: Item, workdir: Path, ns: argparse.Namespace) -> Result:
         return res
     # compile: the translation and the reference with the same flags (the .so files serve check and timing)
     so_ours, so_ref = where / "ours.so", where / "ref.so"
-    res.compile_ok, why = build_so(out, so_ours, where, ns.timeout, cplusplus=True)
+    res.compile_ok, why = build_so(out, so_ours, where, ns.timeout, cplusplus=True, opt=ns.flags)
     res.compile_reason = "" if res.compile_ok else why
-    ref_ok, ref_why = build_so(where / f"{item.tag}_ref.c", so_ref, where, ns.timeout, cplusplus=False)
+    ref_ok, ref_why = build_so(where / f"{item.tag}_ref.c", so_ref, where, ns.timeout, cplusplus=False, opt=ns.flags)
     # correct: run_all of the translation vs the C reference through ctypes, outside xpiler's harness
     ref_bufs = [
         {"size": bufs[n].size, "dtype": bufs[n].dtype, "out": n in launch.outputs} for n, _ in cparams
@@ -627,17 +635,16 @@ def evaluate(item: Item, workdir: Path, ns: argparse.Namespace) -> Result:
     else:
         res.correct, res.correct_reason = verdict, why
     # speed, only for a correct translation: xb_launch on preallocated buffers vs default_function_kernel
-    if res.correct == "pass" and ns.runs > 0:
+    if res.correct == "pass" and ns.rounds > 0:
         ours_bufs = [dict(b, pad=PAD) for b in ref_bufs] + [
             {"size": n, "dtype": _np_dtype_c(ty), "out": False, "pad": PAD} for ty, n in launch.temps.values()
         ]
-        res.t_ref, e1 = timed(
-            so_ref, "default_function_kernel", ref_bufs, ns.warmup, ns.runs, ns.threads, where, ns.timeout
-        )
-        res.t_ours, e2 = timed(
-            so_ours, "xb_launch", ours_bufs, ns.warmup, ns.runs, ns.threads, where, ns.timeout
-        )
-        res.speed_reason = "; ".join(e for e in (e1 and f"reference: {e1}", e2 and f"translation: {e2}") if e)
+        got, err = timed(so_ref, so_ours, ref_bufs, ours_bufs, ns.rounds, ns.threads, where, ns.timeout)
+        if got is None:
+            res.speed_reason = err
+        else:
+            res.t_ref, res.t_ours, res.t_interval, res.timed_busy = (got["t_ref"], got["t_ours"], got["interval"],
+                                                                    got["busy"])
     return res
 
 
@@ -657,6 +664,10 @@ def _np_dtype_c(ctype: str) -> str:
 # report
 
 
+def _interval(r: Result) -> str:
+    return f"[{r.t_interval[0]:.2f}, {r.t_interval[1]:.2f}]" if r.t_interval else ""
+
+
 def geomean(xs: list[float]) -> float | None:
     return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
 
@@ -670,10 +681,14 @@ def summarize(results: list[Result], ns: argparse.Namespace) -> str:
     )
     w("and the translation agree on the same inputs (ctypes, outside xpiler); tool-verified = the tool's own")
     w(
-        f"verdict; speed = reference C time / translation time (gcc/g++ {' '.join(FLAGS[:3])}, "
-        f"{ns.threads} threads,"
+        f"verdict; speed = reference C time / translation time (gcc/g++ {' '.join(OPT_FLAGS[ns.flags])} "
+        f"{' '.join(FLAGS[:1])} on both sides, {ns.threads} thread(s),"
     )
-    w(f"mean of {ns.runs} calls after {ns.warmup} warm-up, each side in its own process).")
+    w(f"both sides in one process, interleaved, min of {ns.rounds} rounds of "
+      f"{'thread CPU' if ns.threads == 1 else 'wall'} time, each sample >= 1 ms; benchmarks/timing.py).")
+    busy = [r for r in results if r.timed_busy]
+    if busy:
+        w(f"FLAG: {len(busy)} item(s) were timed while the load exceeded the cores: their speed is not a result.")
     w("Goals: tool-verified = correct >= 97 %; speed geomean >= 1.0x per category.\n")
     hdr = (
         f"{'category':<20} {'items':>5} {'launch ok':>9} {'compile':>16} {'correct':>16} "
@@ -729,7 +744,8 @@ def summarize(results: list[Result], ns: argparse.Namespace) -> str:
     w("Slowest ten translations relative to the reference C:")
     for r in timed_rs[:10]:
         w(
-            f"  {r.tag:<34} {r.speedup:6.3f}x  ref {(r.t_ref or 0) * 1e6:9.1f} us  ours {(r.t_ours or 0) * 1e6:9.1f} us  "
+            f"  {r.tag:<34} {r.speedup:6.3f}x {_interval(r):>17}  ref {(r.t_ref or 0) * 1e6:9.1f} us  "
+            f"ours {(r.t_ours or 0) * 1e6:9.1f} us  "
             f"{' '.join(r.launches)[:60]}"
         )
     w("")
@@ -775,11 +791,10 @@ def summarize(results: list[Result], ns: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None and len(sys.argv) == 3 and sys.argv[1] == "--time-one":  # child process of timed()
+    if argv is None and len(sys.argv) == 3 and sys.argv[1] == "--time-pair":  # child process of timed()
         job = json.loads(sys.argv[2])
-        print(
-            f"XB_SECONDS {time_one(job['so'], job['symbol'], job['buffers'], job['warmup'], job['runs']):.9g}"
-        )
+        got = time_pair(job["ref"], job["ours"], job["ref_bufs"], job["ours_bufs"], job["rounds"], job["threads"])
+        print("XB_TIMING " + json.dumps(got))
         return 0
     if argv is None and len(sys.argv) == 3 and sys.argv[1] == "--check-one":  # child process of checked()
         job = json.loads(sys.argv[2])
@@ -793,9 +808,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every item's record here")
     ap.add_argument("--workdir", type=Path, help="scratch folder (kept; default: a new temp folder)")
     ap.add_argument("--timeout", type=float, default=300.0, help="time limit of each subprocess (s)")
-    ap.add_argument("--runs", type=int, default=100, help="timed calls per side (0: no timing)")
-    ap.add_argument("--warmup", type=int, default=10, help="warm-up calls per side")
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="OpenMP threads, both sides")
+    ap.add_argument("--rounds", type=int, default=31, help="interleaved timing rounds per side (0: no timing)")
+    ap.add_argument("--threads", type=int, default=1, help="OpenMP threads, both sides (1: thread CPU time)")
+    ap.add_argument("--flags", choices=sorted(OPT_FLAGS), default="native",
+                    help="optimization flags of both sides: native = -O3 -march=native, tool = -O2 (the tool's own)")
     ap.add_argument(
         "--report", type=Path, nargs="+", metavar="JSON", help="only print the tables of earlier --json runs"
     )
@@ -849,7 +865,7 @@ def main(argv: list[str] | None = None) -> int:
     print(summarize(results, ns))
     if ns.json:
         recs = [dict(asdict(r), speedup=r.speedup) for r in results]
-        settings = {"threads": ns.threads, "runs": ns.runs, "warmup": ns.warmup}
+        settings = {"threads": ns.threads, "rounds": ns.rounds, "flags": ns.flags}
         ns.json.write_text(
             json.dumps({"root": str(ns.path), "settings": settings, "results": recs}, indent=1)
         )
