@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # End-to-end test of the VS Code extension in a real VS Code: code-server 4.100.3 (VS Code 1.100.3) driven
-# by Debian Chromium through playwright-core. Loads vscode-client/ as a development extension, opens
-# examples/vector_add.cu, runs "Translate to HIP" from the code action menu, waits for the .hip editor
-# beside the source, compiles the created file with hipcc and saves screenshots.
+# by Debian Chromium through playwright-core. Loads vscode-client/ as a development extension and runs the three
+# flows the extension exists for, from a clean profile:
+#  1. translate: opens examples/vector_add.cu, runs "Translate to HIP" from the code action menu, waits for the
+#     .hip editor beside the source and compiles the created file with hipcc (translate_to_hip.mjs);
+#  2. repair: a kernel with a seeded bug and its spec: Verify, the failing test in the Problems panel, the
+#     quick fix "Apply repair (verified)", save, verified (repair_and_tune.mjs);
+#  3. tune: "Tune This File" on that kernel, progress in the status bar, the hover while it runs and after, the
+#     tuned file compiled with g++ (repair_and_tune.mjs).
+# Screenshots of each final state are saved.
 #
 #   scripts/e2e_vscode.sh                       run it (screenshots in vscode-client/e2e/out/)
 #   scripts/e2e_vscode.sh --update-screenshots  also copy them to vscode-client/media/ (the README's)
 #
 # Environment: PYTHON (interpreter with xpiler installed; default python3), XPILER_E2E_CACHE (install cache,
-# default ~/.cache/xpiler-e2e), XPILER_E2E_TIMEOUT (whole run, seconds; default 900), XPILER_E2E_OUT.
+# default ~/.cache/xpiler-e2e), XPILER_E2E_TIMEOUT (whole run, seconds; default 1200), XPILER_E2E_OUT.
 # Exits 0 on success; otherwise non-zero with a line "e2e_vscode: FAIL: <why>".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +26,7 @@ fail() {
 }
 
 # The whole run is bounded: every step that can take long runs under `timeout` with at most the time left.
-limit=${XPILER_E2E_TIMEOUT:-900}
+limit=${XPILER_E2E_TIMEOUT:-1200}
 deadline=$(($(date +%s) + limit))
 left() { # seconds left for a step, capped at $1
   local rest=$((deadline - $(date +%s)))
@@ -122,10 +128,20 @@ __global__ void scale(float* x, float s, int n) {
     if (i < n x[i] *= s
 }
 CUDA
+# The repair flow's kernel: the suite's broadcast add with an index bug (the operand wraps one column early).
+repair_name=e2e_repair_add.cu
+repair_kernel=default_function_kernel
+sed 's/& 63)/\& 62)/' benchmarks/suite/elementwise/add/add.cu >"$ws/$repair_name"
+grep -q '& 62)' "$ws/$repair_name" || fail "could not seed the bug in $repair_name"
+sed "s/^source = .*/source = \"$repair_name\"/; s/^reference = \"ref.py:/reference = \"e2e_repair_ref.py:/" \
+  benchmarks/suite/elementwise/add/spec.toml >"$ws/${repair_name%.cu}.toml"
+cp benchmarks/suite/elementwise/add/ref.py "$ws/e2e_repair_ref.py"
 cat >"$work/user/User/settings.json" <<JSON
 {
   "xpiler.server.python": "$PY",
   "xpiler.trace.server": "messages",
+  "xpiler.tuning.budgetSeconds": 40,
+  "xpiler.tuning.trials": 8,
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
   "workbench.enableExperiments": false,
@@ -157,22 +173,28 @@ curl -fs -o /dev/null "http://127.0.0.1:$port/healthz" || fail "code-server did 
 payload=$(EXT="vscode-remote://127.0.0.1:$port$root/vscode-client" node -e \
   'console.log(encodeURIComponent(JSON.stringify([["extensionDevelopmentPath", process.env.EXT]])))')
 
-say "driving VS Code: Translate to HIP through the code action menu"
-flow_rc=0
-flow_limit=$(left 420) || exit 1
-XPILER_E2E_URL="http://127.0.0.1:$port/?folder=$ws&payload=$payload" \
-  XPILER_E2E_SOURCE=$source_name XPILER_E2E_BROKEN=$broken_name XPILER_E2E_SHOTS=$out XPILER_E2E_STEP_MS=60000 \
-  timeout --kill-after=10 "$flow_limit" node vscode-client/e2e/translate_to_hip.mjs || flow_rc=$?
-log=$(find "$work/user/logs" -name 'Xpiler.log' 2>/dev/null | head -1)
-[ -n "$log" ] && grep -h -m1 -o 'Starting the Xpiler server: .*' "$log" | sed 's/^/   /'
-if [ "$flow_rc" != 0 ]; then
-  if [ -n "$log" ]; then
-    echo "---- last lines of the Xpiler output ($log)" >&2
-    tail -n 30 "$log" | cut -c1-400 >&2
+# run_flow NAME CAP SCRIPT [VAR=VALUE...]: one browser flow, bounded; on failure the server's last lines and why
+run_flow() {
+  local name=$1 cap=$2 script=$3 rc=0 flow_limit log
+  shift 3
+  flow_limit=$(left "$cap") || exit 1
+  env XPILER_E2E_URL="http://127.0.0.1:$port/?folder=$ws&payload=$payload" XPILER_E2E_SHOTS="$out" \
+    XPILER_E2E_STEP_MS=60000 "$@" timeout --kill-after=10 "$flow_limit" node "vscode-client/e2e/$script" || rc=$?
+  log=$(find "$work/user/logs" -name 'Xpiler.log' 2>/dev/null | head -1)
+  if [ "$rc" != 0 ]; then
+    if [ -n "$log" ]; then
+      echo "---- last lines of the Xpiler output ($log)" >&2
+      tail -n 30 "$log" | cut -c1-400 >&2
+    fi
+    [ "$rc" = 124 ] && fail "the $name flow did not finish in time ($cap s, or the XPILER_E2E_TIMEOUT of ${limit} s)"
+    fail "the $name flow failed (exit $rc); screenshots in $out"
   fi
-  [ "$flow_rc" = 124 ] && fail "the browser flow did not finish in time (420 s, or the XPILER_E2E_TIMEOUT of ${limit} s)"
-  fail "the browser flow failed (exit $flow_rc); screenshots in $out"
-fi
+  [ -n "$log" ] && grep -h -m1 -o 'Starting the Xpiler server: .*' "$log" | sed 's/^/   /'
+  return 0
+}
+
+say "driving VS Code: Translate to HIP through the code action menu"
+run_flow translate 420 translate_to_hip.mjs XPILER_E2E_SOURCE="$source_name" XPILER_E2E_BROKEN="$broken_name"
 
 # ---------------------------------------------------------------- the created file compiles
 hip_file=$ws/${source_name%.cu}.hip
@@ -186,9 +208,21 @@ if ! (cd "$work" && HIP_PLATFORM=amd bounded 300 hipcc --offload-arch=gfx90a -c 
 fi
 cp "$hip_file" "$out/"
 
+# ---------------------------------------------------------------- repair and tune
+say "driving VS Code: repair a failing kernel inline, then tune it"
+run_flow repair/tune 600 repair_and_tune.mjs XPILER_E2E_REPAIR="$repair_name" XPILER_E2E_KERNEL="$repair_kernel"
+grep -q '& 63)' "$ws/$repair_name" || fail "the accepted repair is not in $repair_name on disk"
+tuned_file=$ws/${repair_name%.cu}.tuned.cpp
+[ -s "$tuned_file" ] || fail "the tuned file $tuned_file was not written to disk"
+say "compiling $(basename "$tuned_file") with g++"
+(cd "$ws" && bounded 300 g++ -std=c++17 -O2 -fopenmp -c "$tuned_file" -o "$work/tuned.o") >"$work/gxx.log" 2>&1 ||
+  { cat "$work/gxx.log" >&2; fail "the tuned file does not compile with g++ -std=c++17 -O2 -fopenmp -c"; }
+cp "$tuned_file" "$out/"
+
 if [ "$update_screenshots" = 1 ]; then
   mkdir -p vscode-client/media
-  cp "$out/code-action-menu.png" "$out/translated-beside.png" vscode-client/media/
+  cp "$out/code-action-menu.png" "$out/translated-beside.png" "$out/repair-quick-fix.png" "$out/tune-hover-done.png" \
+    vscode-client/media/
   say "screenshots copied to vscode-client/media/"
 fi
-say "PASS: Translate to HIP in VS Code $CODE_SERVER_VERSION; hipcc compiled the result; screenshots: $out/translated-beside.png $out/code-action-menu.png"
+say "PASS: Translate to HIP, inline repair and tuning in VS Code $CODE_SERVER_VERSION; hipcc and g++ compiled the results; screenshots in $out"

@@ -547,6 +547,8 @@ async def start_tuning(server: XpilerServer, uri: str, target_arg: str | None) -
             live = {"trials": event.trials, "phase": event.kind, "elapsed_s": round(event.elapsed_s, 2)}
             if event.best_speedup is not None:
                 live["speedup"] = round(event.best_speedup, 3)
+            if event.best_interval is not None:
+                live["speedup_interval"] = [round(event.best_interval[0], 3), round(event.best_interval[1], 3)]
             if event.best_latency_s is not None:
                 live["best_latency_ms"] = round(event.best_latency_s * 1000, 4)
             if event.best_config is not None:

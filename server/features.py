@@ -279,7 +279,9 @@ def _tuning_section(job: Job) -> str:
         baseline = f" (untuned {live['baseline_latency_ms']} ms)" if "baseline_latency_ms" in live else ""
         parts.append(f"- latency: {live['best_latency_ms']} ms{baseline}")
     if "speedup" in live:
-        parts.append(f"- speedup: {live['speedup']}x")
+        interval = live.get("speedup_interval")
+        parts.append(f"- speedup: {live['speedup']}x" + (f" (95 % interval {interval[0]}–{interval[1]}x)"
+                                                            if interval else ""))
     if live.get("output"):
         parts.append(f"- tuned code: `{live['output']}`")
     return "\n".join(parts)

@@ -1,6 +1,7 @@
 """SMT repair quick-fix: after a failing verification, a background job asks the core for a one-expression
 repair; when it finds one (re-verified on every spec case), the ``test.failed`` diagnostic is republished
-with ``data.fix`` so the client offers "Apply SMT repair: `old` → `new`" as an undoable versioned edit.
+with ``data.fix`` so the client offers "Apply repair (verified): `old` → `new`" as an undoable versioned edit;
+when no repair is found, the diagnostic says why.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from xpiler_core.dialect import Dialect
 
 log = logging.getLogger(__name__)
 REPAIR_BUDGET_S = 30.0
+# the repair is re-verified on every spec case before it is offered: the title says so
+FIX_TITLE = "Apply repair (verified): "
 
 
 def fix_for(text: str, edits: list[Any]) -> dict[str, Any] | None:
@@ -32,7 +35,7 @@ def fix_for(text: str, edits: list[Any]) -> dict[str, Any] | None:
         chunk = chunk[:a] + e.new.encode("utf-8") + chunk[b:]
     span = Span(first.start_byte, last.end_byte, first.start_line, first.start_col, last.end_line, last.end_col)
     head = ordered[0]
-    title = f"Apply SMT repair: `{head.old}` → `{head.new}`" + (f" (+{len(ordered) - 1} more)" if len(ordered) > 1 else "")
+    title = f"{FIX_TITLE}`{head.old}` → `{head.new}`" + (f" (+{len(ordered) - 1} more)" if len(ordered) > 1 else "")
     return {"title": title, "span": span.to_dict(), "new_text": chunk.decode("utf-8")}
 
 
@@ -53,23 +56,25 @@ async def start_repair(
         result = job.result
         job.message = f"repair {result.status}: {result.message}"
         doc = server.documents.get(uri)
-        if not result.repaired or doc is None or doc.version != version:
-            job.stale = doc is not None and doc.version != version
+        if doc is None or doc.version != version:
+            job.stale = doc is not None
             return
-        fix = fix_for(text, result.edits)
+        fix = fix_for(text, result.edits) if result.repaired else None
         stored = server.job_diagnostics.get(uri, {}).get("verify")
-        if fix is None or stored is None or stored[0] != version:
+        if stored is None or stored[0] != version or (result.repaired and fix is None):
             return
         updated: list[types.Diagnostic] = []
         for d in stored[1]:
             if d.code == "test.failed":
                 data = dict(d.data) if isinstance(d.data, dict) else {"version": version}
-                data["fix"] = fix
                 data["repair"] = result.to_manifest()
-                d = types.Diagnostic(
-                    range=d.range, message=f"{d.message} — SMT repair: {fix['title'][len('Apply SMT repair: '):]}",
-                    severity=d.severity, code=d.code, source=d.source, data=data,
-                )
+                if fix is not None:
+                    data["fix"] = fix
+                    note = f"repair found and verified: {fix['title'][len(FIX_TITLE):]}"
+                else:
+                    note = f"no repair: {result.message}"
+                d = types.Diagnostic(range=d.range, message=f"{d.message} — {note}", severity=d.severity, code=d.code,
+                                     source=d.source, data=data)
             updated.append(d)
         await server.set_job_diagnostics(uri, "verify", version, updated)
 

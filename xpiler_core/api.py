@@ -77,7 +77,25 @@ def analyze_model(parsed: ParsedSource) -> tuple[KernelModel | None, list[Kernel
         return None, [], [
             Diagnostic(Severity.WARNING, "server.model-failed", f"kernel model failed: {exc}", Span.empty(), parsed.path)
         ]
-    return model, _kernels_from_model(model), list(model.diagnostics)
+    return model, _kernels_from_model(model), tool_text_filtered(parsed, list(model.diagnostics))
+
+
+def tool_text_filtered(parsed: ParsedSource, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """``diagnostics`` without the grammar's syntax errors inside a prelude this tool wrote into its output (the
+    CPU prelude's file-scope macro invocations, which g++ compiles and tree-sitter misreads): a user who opens a
+    translation sees the problems of their code, not of ours."""
+    from xpiler_core.passes.support.cpu_prelude import PRELUDE
+    from xpiler_core.passes.support.rebind_gpu import GPU_PRELUDE
+
+    regions = []
+    for prelude in (PRELUDE.encode("utf-8"), GPU_PRELUDE.encode("utf-8")):
+        at = parsed.data.find(prelude)
+        if at >= 0:
+            regions.append((at, at + len(prelude)))
+    if not regions:
+        return diagnostics
+    return [d for d in diagnostics if not d.code.startswith("syntax.")
+            or not any(a <= d.span.start_byte < b for a, b in regions)]
 
 
 def _kernels_from_model(model: KernelModel) -> list[KernelInfo]:

@@ -92,6 +92,7 @@ class TestSet:
     spec_path: str | None = None
     program: bool = False  # the source is a whole program: run it and the translation (verify/program.py)
     dropped_cases: list[str] = field(default_factory=list)  # cases at which the source itself fails
+    sizes_guessed: bool = False  # automatic tests whose sizes the code does not fix (fixed-shape kernels)
     error: str = ""  # building the tests failed in xpiler itself (a bug of ours; the translation is still written)
 
 
@@ -310,9 +311,15 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
         first = first_compiler_error(tests.reference_error)
         return Status.NOT_EXECUTED, ("the source itself does not build on the runtime, so nothing ran"
                                      + (f": {first}" if first else ""))
-    defective = _source_defect_status(tests)
+    guessed = bool((evidence.spec_info or {}).get("sizes_guessed"))
+    defective = _source_defect_status(tests, guessed)
     if defective is not None:
         return defective
+    if tests is not None and tests.cases and not tests.tested and guessed:
+        return Status.NOT_EXECUTED, (f"no test at sizes the source supports: its kernels have their shape built in "
+                                     f"and take no size, and the source fails at every size guessed "
+                                     f"({tests.cases[0].error}); give --spec with the sizes it is written for "
+                                     "(xpiler spec init writes a draft)")
     if tests is not None and tests.cases and not tests.tested:
         return Status.NOT_EXECUTED, ("the source itself fails at every test case, so nothing was compared: "
                                      f"{tests.cases[0].error}")
@@ -351,13 +358,19 @@ def source_defect(message: str | None) -> str | None:
     return found.group(0) if found else None
 
 
-def _source_defect_status(tests: SpecReport | None) -> tuple[Status, str] | None:
+def _source_defect_status(tests: SpecReport | None, sizes_guessed: bool = False) -> tuple[Status, str] | None:
     """A case where the source itself read or wrote out of bounds: nothing is verified on the other cases (the
-    source is not a reference there either: what it computes depends on memory it does not own)."""
+    source is not a reference there either: what it computes depends on memory it does not own). When the
+    automatic tests had to guess the sizes of kernels whose shape is built in, the guess is what is wrong."""
     for case in tests.dropped if tests is not None else []:
         defect = source_defect(case.error)
         if defect is not None:
             sizes = ", ".join(f"{k}={v}" for k, v in case.sizes.items())
+            if sizes_guessed:
+                return Status.NOT_EXECUTED, (
+                    f"no test at sizes the source supports: its kernels have their shape built in and take no size, "
+                    f"and at the sizes guessed ({sizes}) it accesses memory past its buffers ({defect}); give --spec "
+                    "with the sizes it is written for (xpiler spec init writes a draft)")
             return Status.NOT_EXECUTED, (f"the source itself is defective, so the translation is not judged: {defect} "
                                          f"(test case {sizes})")
     return None
@@ -609,7 +622,8 @@ def unresolved_dict(item: Unresolved, path: str) -> dict[str, Any]:
 
 
 def _spec_info(tests: TestSet) -> dict[str, Any]:
-    info: dict[str, Any] = {"auto": tests.auto, "built": bool(tests.specs) or tests.program, "reason": tests.reason}
+    info: dict[str, Any] = {"auto": tests.auto, "built": bool(tests.specs) or tests.program, "reason": tests.reason,
+                            "sizes_guessed": tests.sizes_guessed}
     if tests.spec_toml is not None:
         info["spec_toml"] = tests.spec_toml
     if tests.spec_path is not None:
@@ -822,7 +836,8 @@ def build_test_set(text: str, path: str, dialect: Dialect, options: TranslateOpt
         loaded = load_spec(str(built.spec_path))
     except XpilerError as exc:
         return TestSet([], auto=True, reason=f"the automatic test is not usable: {exc.message}")
-    return TestSet([loaded], auto=True, reason=built.reason, spec_toml=built.spec_text)
+    return TestSet([loaded], auto=True, reason=built.reason, spec_toml=built.spec_text,
+                   sizes_guessed=built.sizes_guessed)
 
 
 def finish_translation(

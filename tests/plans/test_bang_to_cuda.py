@@ -317,3 +317,62 @@ def test_bang_conv_in_a_nested_block_runs_as_cuda(tmp_path: Path, buf: int) -> N
     out = np.full(tasks * 2 * 4 * 2, np.nan, np.float32)
     lib.run(*(ctypes.c_void_p(a.ctypes.data) for a in (data, filt, out)), ctypes.c_int(tasks))
     np.testing.assert_allclose(out, _conv_reference(data, filt, tasks), rtol=1e-4, atol=1e-4)
+
+
+# a kernel-only BANG file (as XpilerBench ships its MLU kernels): what calls it links against the C symbol `shift`
+KERNEL_ONLY = textwrap.dedent("""
+    #include <bang.h>
+    extern "C" __mlu_global__ void shift(float *x, float *y) {
+      __nram__ float t[64];
+      for (int o = 0; o < 2; ++o) {
+        if (o * 16 + clusterId * 4 + coreId < 20) {
+          __memcpy(t, x + (o * 16 + clusterId * 4 + coreId) * 64, 256, GDRAM2NRAM);
+          __bang_add_scalar(t, t, 1.5f, 64);
+          __memcpy(y + (o * 16 + clusterId * 4 + coreId) * 64, t, 256, NRAM2GDRAM);
+        }
+      }
+    }
+""")
+
+
+@needs_nvcc
+def test_a_kernel_only_file_keeps_its_symbol_as_a_host_entry(tmp_path: Path) -> None:
+    cuda, reason = translate_bang_to_cuda(KERNEL_ONLY, "shift.mlu")
+    assert cuda is not None, reason
+    assert 'extern "C" void shift(float *x, float *y)' in cuda and "xp_shift_task<<<" in cuda
+    (tmp_path / "ref.py").write_text("import numpy as np\ndef ref(x):\n    return (x + np.float32(1.5)).astype(np.float32)\n")
+    (tmp_path / "k.cu").write_text(cuda)
+    (tmp_path / "spec.toml").write_text(textwrap.dedent("""
+        name = "shift"
+        source = "k.cu"
+        entry = "shift"
+        kind = "host"
+        reference = "ref.py:ref"
+        tolerance = { atol = 1e-6, rtol = 1e-6 }
+        [[args]]
+        name = "x"
+        dtype = "float32"
+        shape = [1280]
+        role = "in"
+        [[args]]
+        name = "y"
+        dtype = "float32"
+        shape = [1280]
+        role = "out"
+        [[cases]]
+    """))
+    report = run_spec(load_spec(str(tmp_path / "spec.toml")), warp_size=32)
+    assert report.passed, report.summary()
+
+
+def test_only_an_unlaunched_c_linkage_kernel_becomes_a_host_entry() -> None:
+    cxx, _ = translate_bang_to_cuda(KERNEL_ONLY.replace('extern "C" ', ""), "shift.mlu")
+    assert cxx is not None and "xp_shift_task" not in cxx and "__global__ void shift(" in cxx
+    launched = KERNEL_ONLY + textwrap.dedent("""
+        void run(float *x, float *y, cnrtQueue_t q) {
+          cnrtDim3_t dim = {16, 1, 1};
+          shift<<<dim, cnrtFuncTypeUnion1, q>>>(x, y);
+        }
+    """)
+    hosted, _ = translate_bang_to_cuda(launched, "shift.mlu")
+    assert hosted is not None and "xp_shift_task" not in hosted

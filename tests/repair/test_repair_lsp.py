@@ -1,5 +1,5 @@
 """Editor end to end (pytest-lsp, the real server over stdio): a kernel with an injected index bug gets a
-failing-test diagnostic, a background SMT repair job turns it into a quick-fix "Apply SMT repair: ...", and
+failing-test diagnostic, a background SMT repair job turns it into a quick-fix "Apply repair (verified): ...", and
 applying that edit gives a document whose tests pass (checked by the harness, and by verifying again)."""
 
 from __future__ import annotations
@@ -42,6 +42,25 @@ async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     await lsp_client.shutdown_session()
 
 
+async def _open_failing(client: LanguageClient, folder: Path, old: str, new: str) -> tuple[Path, str, str, str]:
+    """The suite's add kernel copied to ``folder`` with ``old`` replaced by ``new``, opened and verified (failing):
+    (folder, original text, buggy text, uri)."""
+    shutil.copytree(ADD, folder)
+    source = folder / "add.cu"
+    original = source.read_text()
+    buggy = original.replace(old, new)
+    assert buggy != original
+    source.write_text(buggy)
+    uri = source.as_uri()
+    waiting = asyncio.ensure_future(wait_for_version(client, uri, 1))
+    open_doc(client, uri, buggy)
+    await waiting
+    started = await execute(client, "xpiler.verify", uri)
+    finished = await wait_notification(client, "xpiler/jobFinished", started["jobId"])
+    assert finished["message"].startswith("FAILED"), finished
+    return folder, original, buggy, uri
+
+
 def _has_fix(diagnostics: list[types.Diagnostic]) -> bool:
     return any(d.code == "test.failed" and isinstance(d.data, dict) and "fix" in d.data for d in diagnostics)
 
@@ -49,26 +68,13 @@ def _has_fix(diagnostics: list[types.Diagnostic]) -> bool:
 async def test_failing_test_gets_an_smt_repair_quick_fix_that_makes_the_tests_pass(
     client: LanguageClient, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "add"
-    shutil.copytree(ADD, folder)
-    source = folder / "add.cu"
-    original = source.read_text()
-    buggy = original.replace("& 63)", "& 62)")  # index bug: the broadcast operand wraps one column early
-    assert buggy != original
-    source.write_text(buggy)
+    # index bug: the broadcast operand wraps one column early
+    folder, original, buggy, uri = await _open_failing(client, tmp_path / "add", "& 63)", "& 62)")
     spec = load_spec(folder / "spec.toml")
     assert not run_spec(spec, candidate_text=buggy).passed
-    uri = source.as_uri()
-    waiting = asyncio.ensure_future(wait_for_version(client, uri, 1))
-    open_doc(client, uri, buggy)
-    await waiting
-
-    started = await execute(client, "xpiler.verify", uri)
-    finished = await wait_notification(client, "xpiler/jobFinished", started["jobId"])
-    assert finished["message"].startswith("FAILED"), finished
     diagnostics = await wait_until_diagnostics(client, uri, _has_fix, timeout=150)
     [failed] = [d for d in diagnostics if d.code == "test.failed"]
-    assert "SMT repair" in failed.message
+    assert "repair found and verified" in failed.message
 
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
@@ -77,10 +83,10 @@ async def test_failing_test_gets_an_smt_repair_quick_fix_that_makes_the_tests_pa
             context=types.CodeActionContext(diagnostics=[failed], only=[types.CodeActionKind.QuickFix]),
         )
     )
-    repairs = [a for a in actions or [] if isinstance(a, types.CodeAction) and a.title.startswith("Apply SMT repair")]
+    repairs = [a for a in actions or [] if isinstance(a, types.CodeAction) and a.title.startswith("Apply repair (verified)")]
     assert len(repairs) == 1, [getattr(a, "title", a) for a in actions or []]
     action = repairs[0]
-    assert action.title == "Apply SMT repair: `62` → `63`"
+    assert action.title == "Apply repair (verified): `62` → `63`"
     assert action.edit is not None and action.edit.document_changes
     [change] = action.edit.document_changes
     assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 1  # versioned: undoable
@@ -98,3 +104,13 @@ async def test_failing_test_gets_an_smt_repair_quick_fix_that_makes_the_tests_pa
     again = await execute(client, "xpiler.verify", uri)
     done = await wait_notification(client, "xpiler/jobFinished", again["jobId"])
     assert done["message"].startswith("verified"), done
+
+
+async def test_a_refused_repair_says_why_on_the_failing_test(client: LanguageClient, tmp_path: Path) -> None:
+    # a whole operand dropped: no single-expression change brings it back
+    dropped = " + B[(((((int)blockIdx.x) * 256) + ((int)threadIdx.x)) & 63)]"
+    _, _, _, uri = await _open_failing(client, tmp_path / "add_refused", dropped, "")
+    diagnostics = await wait_until_diagnostics(
+        client, uri, lambda ds: any(d.code == "test.failed" and "no repair:" in d.message for d in ds), timeout=150)
+    [failed] = [d for d in diagnostics if d.code == "test.failed"]
+    assert "no single-expression repair" in failed.message and not (isinstance(failed.data, dict) and "fix" in failed.data)

@@ -261,3 +261,76 @@ def test_a_reassigned_local_is_not_a_constant(tmp_path: Path) -> None:
     text = FIXED_SHAPE_C.replace("int cols = 40;", "int cols = 40;\n  cols = cols * 2;")
     built = build_spec(text, "colmax.c", Dialect.C, tmp_path, entry="colmax")
     assert built.spec_path is None
+
+
+def test_the_extent_is_read_through_an_index_local(tmp_path: Path) -> None:
+    text = FIXED_EXTENT_HIP.replace(
+        "  if (((((int)blockIdx.x) * 256) + ((int)threadIdx.x)) < 1300) {",
+        "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n  if (idx < 1300) {")
+    assert "idx < 1300" in text
+    built = build_spec(text, "add.hip", Dialect.HIP, tmp_path)
+    assert built.spec_path is not None and not built.sizes_guessed, built.reason
+    assert [c["size"] for c in load_spec(str(built.spec_path)).cases] == [1300]
+
+
+# fixed-shape kernels (no size parameter, no guard) behind an entry with two sizes: any size tried is a guess
+UNGUARDED_2D = """#include <hip/hip_runtime.h>
+__global__ void scale2d(const float *__restrict__ A, float *__restrict__ B) {
+  B[blockIdx.x * 4096 + threadIdx.x] = 2.0f * A[blockIdx.x * 4096 + threadIdx.x];
+}
+extern "C" void scale2d_kernel(float *A, float *B, int rows, int cols) {
+  float *d_A, *d_B;
+  hipMalloc(&d_A, rows * cols * sizeof(float));
+  hipMalloc(&d_B, rows * cols * sizeof(float));
+  hipMemcpy(d_A, A, rows * cols * sizeof(float), hipMemcpyHostToDevice);
+  scale2d<<<rows, 64>>>(d_A, d_B);
+  hipMemcpy(B, d_B, rows * cols * sizeof(float), hipMemcpyDeviceToHost);
+  hipFree(d_A);
+  hipFree(d_B);
+}
+"""
+
+
+def test_guessed_sizes_that_overrun_are_not_blamed_on_the_source(tmp_path: Path) -> None:
+    built = build_spec(UNGUARDED_2D, "scale2d.hip", Dialect.HIP, tmp_path / "spec")
+    assert built.spec_path is not None and built.sizes_guessed
+    result = translate(UNGUARDED_2D, str(tmp_path / "scale2d.hip"), TranslateOptions(Dialect.CUDA))
+    assert result.status == "compiled-not-executed", result.summary
+    assert "no test at sizes the source supports" in result.reason and "source itself is defective" not in result.reason
+
+
+POOL_C = """
+extern "C" void pool(float *x, float *out) {
+  int H = 11;
+  int k = 3;
+  int s = 2;
+  int oh = (H - k) / s + 1;
+  for (int h = 0; h < oh; h++) {
+    for (int w = 0; w < oh; w++) {
+      int index = h * oh + w;
+      float best = x[h * s * H + w * s];
+      for (int kh = 0; kh < k; kh++) {
+        int index2 = (h * s + kh) * H + w * s;
+        for (int kw = 0; kw < k; kw++) {
+          if (x[index2 + kw] > best) best = x[index2 + kw];
+        }
+      }
+      out[index] = best;
+    }
+  }
+  for (int h = 0; h < oh; h++) {
+    int index = h;
+    out[index] = out[index] * 1.0f;
+  }
+}
+"""
+
+
+def test_c_extents_fold_derived_constants_and_scope_redeclared_index_locals(tmp_path: Path) -> None:
+    built = build_spec(POOL_C, "pool.c", Dialect.C, tmp_path, entry="pool")
+    assert built.spec_path is not None, built.reason
+    shapes = {a.name: evaluate_int(str(a.shape[0]), {}) for a in load_spec(str(built.spec_path)).args}
+    h, k, s = 11, 3, 2
+    oh = (h - k) // s + 1
+    last_read = ((oh - 1) * s + (k - 1)) * h + (oh - 1) * s + (k - 1)
+    assert shapes == {"x": last_read + 1, "out": oh * oh}

@@ -4,127 +4,28 @@
 // Inputs (environment): XPILER_E2E_URL (workbench URL with the extension payload), XPILER_E2E_SOURCE
 // (file name to open), XPILER_E2E_BROKEN (a file with a syntax error whose diagnostics must show), XPILER_E2E_SHOTS (folder for PNGs), XPILER_E2E_STEP_MS (per-step limit).
 // Prints one line per step; exits 1 with the failing step's name and the reason.
-import { chromium } from 'playwright-core';
+import { required, STATUS, Workbench } from './workbench.mjs';
 
 const url = required('XPILER_E2E_URL');
 const source = required('XPILER_E2E_SOURCE');
 const shots = required('XPILER_E2E_SHOTS');
 const stepMs = Number(process.env.XPILER_E2E_STEP_MS ?? 60000);
-const started = Date.now();
-const STATUS = '[id="xpiler.xpiler.xpiler.status"]';
 const translated = source.replace(/\.cu$/, '.hip');
 // A kernel with a syntax error, opened first to see the server's diagnostics arrive (optional).
 const broken = process.env.XPILER_E2E_BROKEN ?? '';
 
-function required(name) {
-  const value = process.env[name];
-  if (!value) {
-    console.error(`e2e: missing environment variable ${name}`);
-    process.exit(2);
-  }
-  return value;
-}
-
-let page;
-let browser;
-async function step(name, body) {
-  const t0 = Date.now();
-  try {
-    const result = await body();
-    console.log(`  ok  ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-    return result;
-  } catch (error) {
-    console.error(`  FAIL ${name}: ${String(error?.message ?? error).split('\n')[0]}`);
-    if (page) {
-      await page.screenshot({ path: `${shots}/failure.png` }).catch(() => undefined);
-      console.error(`  screenshot of the failure: ${shots}/failure.png`);
-      const status = await page.locator(STATUS).getAttribute('aria-label', { timeout: 1000 }).catch(() => null);
-      if (status) console.error(`  Xpiler status bar: ${status}`);
-      const notes = await page.locator('.notifications-toasts .notification-list-item-message').allInnerTexts().catch(() => []);
-      for (const note of notes) console.error(`  notification: ${note}`);
-    }
-    await browser?.close().catch(() => undefined);
-    process.exit(1);
-  }
-}
-
-/** The code action menu rows currently shown, as text. */
-async function menuRows() {
-  return page.locator('.action-widget .monaco-list-row').allInnerTexts();
-}
-
-async function openMenuWith(title) {
-  // The lightbulb / Ctrl+. menu first; source actions may only be listed under "Source Action…".
-  await page.keyboard.press('Control+.');
-  const opened = await page.locator('.action-widget .monaco-list-row').first()
-    .waitFor({ timeout: 8000 }).then(() => true, () => false);
-  if (opened) await page.waitForTimeout(500); // rows from slower providers
-  if (await page.locator('.action-widget .monaco-list-row', { hasText: title }).count() > 0) return 'Ctrl+.';
-  console.log(`      Ctrl+. menu: ${JSON.stringify(await menuRows())}; trying Source Action…`);
-  await page.keyboard.press('Escape');
-  await runCommand('Source Action...');
-  await page.locator('.action-widget .monaco-list-row', { hasText: title }).first().waitFor({ timeout: stepMs });
-  return 'Source Action…';
-}
-
-/** Runs a command from the palette by its exact label (moving the focus to it, then Enter). */
-async function runCommand(label) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ timeout: stepMs });
-  await input.fill(`>${label}`);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor({ timeout: stepMs });
-  const focusedLabel = page.locator('.quick-input-list .monaco-list-row.focused .label-name');
-  for (let moves = 0; ; moves++) {
-    const text = (await focusedLabel.innerText({ timeout: 2000 }).catch(() => '')).trim();
-    if (text === label) break;
-    if (moves >= 15) throw new Error(`no palette entry labelled "${label}"`);
-    await page.keyboard.press('ArrowDown');
-  }
-  await page.keyboard.press('Enter');
-}
-
-browser = await step('launch Chromium', () =>
-  chromium.launch({ executablePath: process.env.XPILER_E2E_CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] }));
-page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
-page.setDefaultTimeout(stepMs);
-
-await step('open VS Code with the extension loaded from its folder', async () => {
-  await page.goto(url, { timeout: stepMs });
-  await page.locator('.monaco-workbench').waitFor();
-});
-
-async function openFile(name) {
-  // Quick Open sometimes misses keys typed while the workbench is still restoring: retry once.
-  for (let attempt = 0; ; attempt++) {
-    await page.keyboard.press('Control+P');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor();
-    await input.fill(name);
-    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
-    if (await row.waitFor({ timeout: 15000 }).then(() => true, () => false)) {
-      await page.keyboard.press('Enter');
-      break;
-    }
-    if (attempt > 0) throw new Error(`Quick Open does not find ${name}`);
-    await page.keyboard.press('Escape');
-  }
-  await page.locator('.tab.active', { hasText: name }).waitFor();
-  await page.locator('.monaco-editor .view-lines').first().waitFor();
-}
+const wb = new Workbench(shots, stepMs);
+const step = wb.step.bind(wb);
+const runCommand = wb.runCommand.bind(wb);
+const openFile = wb.openFile.bind(wb);
+await wb.open(url);
+const page = wb.page;
 
 if (broken) {
   await step(`open ${broken}`, () => openFile(broken));
 }
 
-await step('the Xpiler server is running', async () => {
-  await page.locator(STATUS).waitFor();
-  await page.waitForFunction(
-    (selector) => (document.querySelector(selector)?.getAttribute('aria-label') ?? '').includes('server: running'),
-    STATUS,
-    { timeout: stepMs },
-  );
-});
+await wb.serverRunning();
 
 if (broken) {
   await step(`the server's diagnostics for ${broken} appear in the Problems panel`, async () => {
@@ -140,13 +41,7 @@ if (broken) {
 
 await step(`open ${source}`, () => openFile(source));
 
-await step('put the cursor inside the kernel', async () => {
-  await page.locator('.monaco-editor .view-lines').first().click();
-  await page.keyboard.press('Control+G');
-  await page.locator('.quick-input-widget input').fill(':5');
-  await page.keyboard.press('Enter');
-  await page.locator('[id="status.editor.selection"]', { hasText: 'Ln 5' }).waitFor();
-});
+await step('put the cursor inside the kernel', () => wb.goToLine(5));
 
 await step('the editor context menu has the Xpiler submenu with the translations', async () => {
   await page.locator('.monaco-editor .view-lines').first().click({ button: 'right', position: { x: 200, y: 90 } });
@@ -162,7 +57,7 @@ await step('the editor context menu has the Xpiler submenu with the translations
 });
 
 const via = await step('open the code action menu with "Translate to HIP"', async () => {
-  const how = await openMenuWith('Translate to HIP');
+  const how = await wb.openMenuWith('Translate to HIP');
   await page.waitForTimeout(300); // let the menu finish its fade-in before the screenshot
   // The editor's top left with the menu, not the whole window: a smaller picture for the README.
   const menu = await page.locator('.action-widget').first().boundingBox();
@@ -172,17 +67,8 @@ const via = await step('open the code action menu with "Translate to HIP"', asyn
 });
 console.log(`      menu: ${via}`);
 
-await step('pick "Translate to HIP"', async () => {
-  // With the keyboard, as a user would: move the focus down to the entry, then Enter.
-  const focused = page.locator('.action-widget .monaco-list-row.focused');
-  for (let moves = 0; ; moves++) {
-    const text = await focused.innerText({ timeout: 2000 }).catch(() => '');
-    if (text.includes('Translate to HIP')) break;
-    if (moves >= 30) throw new Error(`cannot focus "Translate to HIP" in ${JSON.stringify(await menuRows())}`);
-    await page.keyboard.press('ArrowDown');
-  }
-  await page.keyboard.press('Enter');
-});
+// With the keyboard, as a user would: move the focus down to the entry, then Enter.
+await step('pick "Translate to HIP"', () => wb.pickMenuRow('Translate to HIP'));
 
 // The job's progress in the status bar; a job that ends between two looks is not a failure.
 const progressSeen = await step('the status bar shows the job', async () => {
@@ -235,5 +121,4 @@ await step('the job ends and the screenshot is taken', async () => {
   await page.screenshot({ path: `${shots}/translated-beside.png` });
 });
 
-await browser.close();
-console.log(`  browser flow done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+await wb.close();

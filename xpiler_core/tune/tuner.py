@@ -78,6 +78,7 @@ class TuneEvent:
     baseline_latency_s: float | None = None
     resumed: int = 0
     noise: float | None = None  # half-width of the untuned-vs-itself interval (0.05: ±5 %)
+    best_interval: tuple[float, float] | None = None  # confidence interval of the best's paired speedup
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -200,7 +201,7 @@ def tune(
 def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, started: float,
          emit: Callable[[TuneEvent], None], progress: ProgressFn | None, cancel: CancelToken | None) -> TuneResult:
     budget = _Budget(problem, options.max_trials, options.budget_s, cancel)
-    best: dict[str, Any] = {"config": problem.baseline, "speedup": 1.0, "latency": None}
+    best: dict[str, Any] = {"config": problem.baseline, "speedup": 1.0, "latency": None, "interval": None}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
 
     def noise() -> float:
@@ -216,7 +217,7 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
             latency_s=record.latency_s if record else None, speedup=record.speedup if record else None,
             best_config=best["config"].describe(), best_latency_s=best["latency"], best_speedup=best["speedup"],
             baseline_latency_s=problem.baseline_stats.median_s if problem.baseline_stats else None,
-            resumed=problem.trials_resumed, noise=noise(),
+            resumed=problem.trials_resumed, noise=noise(), best_interval=best["interval"],
         ))
 
     report(progress, 0.0, "verifying and timing the untuned translation")
@@ -242,7 +243,9 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
             return 0.0
         if problem.beats_incumbent(record):
             problem.promote(config, record)
-            best.update(config=config, speedup=record.speedup, latency=record.latency_s)
+            interval = record.extra.get("speedup_interval")
+            best.update(config=config, speedup=record.speedup, latency=record.latency_s,
+                        interval=(float(interval[0]), float(interval[1])) if interval else None)
             event("best", f"best so far {record.speedup:.2f}x: {config.describe()}", record, config)
             return record.speedup
         event("trial", f"trial {budget.spent()}: {record.speedup:.2f}x {config.describe()}", record, config)

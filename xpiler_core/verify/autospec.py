@@ -90,6 +90,9 @@ class AutoSpec:
     spec_path: Path | None
     spec_text: str
     reason: str  # the assumptions made, or why no spec could be built
+    # the entry's kernels have their shape built in and take no size: the sizes tried are guesses, so a source
+    # that runs past its buffers at them says the guess is wrong, not that the source is
+    sizes_guessed: bool = False
 
 
 def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str | None = None,
@@ -112,10 +115,13 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
                        and "::" not in f.name][:1]
     reasons: list[str] = []
     built: tuple[str, str] | str = "nothing to test"
+    guessed = False
     if entries:
         built = _host_spec(model, entries[0], text)
         if isinstance(built, str):
             reasons.append(built)
+        else:
+            guessed = sizes_are_guesses(model, entries[0], text)
     if not entries or isinstance(built, str):
         kernels = [k for k in model.kernels if k.kind is FunctionKind.KERNEL and not k.is_template]
         if not kernels:
@@ -146,7 +152,7 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     spec_text = body.replace("@SOURCE@", source_name)
     spec_path = workdir / "spec.toml"
     spec_path.write_text(spec_text, encoding="utf-8")
-    return AutoSpec(spec_path, spec_text, reason)
+    return AutoSpec(spec_path, spec_text, reason, sizes_guessed=guessed)
 
 
 def _dtype(param: Param) -> str | None:
@@ -279,7 +285,7 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
     from_loops: dict[str, str] = {}
     if no_copies and entry.kind is FunctionKind.CPU_KERNEL:
         # plain C: buffers are indexed by loops over the size parameters; their extents follow
-        from_loops = extents_from_loops(text, entry.name, set(sizes), constant_locals(body, locals_))
+        from_loops = extents_from_loops(text, entry.name, set(sizes))
         shapes.update(from_loops)
         roles.update({name: {"in", "out"} for name in written_buffers(text, entry.name)})
     for p in entry.params:
@@ -472,14 +478,28 @@ def copy_source(src: Path, workdir: Path) -> Path:
 _THREAD_INDEX = frozenset({"threadIdx", "blockIdx", "taskId", "coreId", "clusterId"})
 
 
-def fixed_kernel_extent(model: KernelModel, entry: Function, text: str) -> int | None:
-    """The element count built into the kernels an entry launches, when they take no integer parameter and
-    guard their threads with ``if (index < N)`` (N the largest such literal): generated kernels (TVM and the
-    like) hard-code their shape, and their host entry's size parameter is right only at that N."""
+def _fixed_shape_kernels(model: KernelModel, entry: Function) -> set[str]:
+    """The kernels ``entry`` launches when every one of them takes only buffers (no size, no scalar); else empty."""
     launched = {site.kernel for site in model.launches if site.caller == entry.name and site.resolved}
     kernels = [k for k in model.kernels if k.name in launched]
     if not kernels or any(_is_int_scalar(p) or (not p.is_pointer and _dtype(p) is not None)
                           for k in kernels for p in k.params):
+        return set()
+    return launched
+
+
+def sizes_are_guesses(model: KernelModel, entry: Function, text: str) -> bool:
+    """The entry takes sizes its fixed-shape kernels ignore, and no guard says which one they are built for."""
+    return (any(_is_int_scalar(p) for p in entry.params) and bool(_fixed_shape_kernels(model, entry))
+            and fixed_kernel_extent(model, entry, text) is None)
+
+
+def fixed_kernel_extent(model: KernelModel, entry: Function, text: str) -> int | None:
+    """The element count built into the kernels an entry launches, when they take no integer parameter and
+    guard their threads with ``if (index < N)`` (N the largest such literal): generated kernels (TVM and the
+    like) hard-code their shape, and their host entry's size parameter is right only at that N."""
+    launched = _fixed_shape_kernels(model, entry)
+    if not launched:
         return None
     try:
         from xpiler_core.frontend.lower import lower_text
@@ -491,11 +511,16 @@ def fixed_kernel_extent(model: KernelModel, entry: Function, text: str) -> int |
     for fn in module.functions():
         if fn.name not in launched:
             continue
+        # locals computed from the thread's index (``int idx = blockIdx.x * blockDim.x + threadIdx.x;``)
+        indexed = set(_THREAD_INDEX)
+        for node in A.walk(fn.body):
+            if isinstance(node, A.VarDecl) and node.init is not None and A.free_names(node.init) & indexed:
+                indexed.add(node.name)
         for node in A.walk(fn.body):
             if isinstance(node, A.If):
                 for cond in A.walk(node.cond):
                     if (isinstance(cond, A.Binary) and cond.op == "<" and (limit := A.const_int(cond.right)) is not None
-                            and limit > 0 and A.free_names(cond.left) & _THREAD_INDEX):
+                            and limit > 0 and A.free_names(cond.left) & indexed):
                         limits.append(limit)
     return max(limits) if limits else None
 
@@ -516,20 +541,7 @@ def written_buffers(text: str, name: str) -> set[str]:
     return set() if fn is None else set(A.read_write(fn.body).mem_writes)
 
 
-def constant_locals(body: str, locals_: dict[str, str]) -> dict[str, str]:
-    """The integer locals initialized with a literal and never assigned again (``int rows = 16;``)."""
-    out: dict[str, str] = {}
-    for name, value in locals_.items():
-        if not re.fullmatch(r"\d+[uUlL]*", value):
-            continue
-        writes = re.findall(rf"\b{re.escape(name)}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|(?:\+\+|--)\s*{re.escape(name)}\b|"
-                            rf"\b{re.escape(name)}\s*(?:\+\+|--)|&\s*{re.escape(name)}\b", body)
-        if len(writes) == 1:
-            out[name] = value.rstrip("uUlL")
-    return out
-
-
-def extents_from_loops(text: str, name: str, sizes: set[str], constants: dict[str, str] | None = None) -> dict[str, str]:
+def extents_from_loops(text: str, name: str, sizes: set[str]) -> dict[str, str]:
     """Element counts of the pointer parameters of C function ``name``, from the loops that index them.
 
     For ``p[e]`` inside counted loops starting at a non-negative constant, where ``e`` is built with ``+``
@@ -549,7 +561,11 @@ def extents_from_loops(text: str, name: str, sizes: set[str], constants: dict[st
         while isinstance(e, A.Cast):
             e = e.operand
         if isinstance(e, A.Name):
-            return last.get(e.id) or (e.id if e.id in sizes else (constants or {}).get(e.id))
+            if e.id in last:
+                return last[e.id] or None  # "": a local of the block that is not an index expression
+            if e.id in sizes:
+                return e.id
+            return str(constants[e.id]) if e.id in constants else None
         if isinstance(e, A.Literal):
             value = e.int_value
             return str(value) if value is not None and value >= 0 else None
@@ -558,29 +574,34 @@ def extents_from_loops(text: str, name: str, sizes: set[str], constants: dict[st
             return None if left is None or right is None else f"({left} {e.op} {right})"
         return None
 
-    # locals declared once from an index expression and never assigned (``int index = i * n + j;``): their uses
-    # are that expression
-    declared: dict[str, int] = {}
+    # locals never assigned after their declaration: those with a constant initializer are constants
+    # (``int rows = 16; int out_h = (h - k) / s + 1;``), those from an index expression stand for it in their block
+    # (``int index = i * n + j;``)
     assigned: set[str] = set()
     for node in A.walk(fn.body):
-        if isinstance(node, A.VarDecl):
-            declared[node.name] = declared.get(node.name, 0) + 1
-        elif isinstance(node, A.Assign) and isinstance(node.target, A.Name):
+        if isinstance(node, A.Assign) and isinstance(node.target, A.Name):
             assigned.add(node.target.id)
         elif isinstance(node, A.Unary) and node.op in ("++", "--", "&") and isinstance(node.operand, A.Name):
             assigned.add(node.operand.id)
-    single = {name for name, n in declared.items() if n == 1 and name not in assigned}
+    constants: dict[str, int] = {}
+    if isinstance(fn.body, A.Block):
+        for stmt in fn.body.stmts:
+            for decl in stmt.decls if isinstance(stmt, A.DeclStmt) else ():
+                if decl.name not in assigned and not decl.dims and decl.init is not None and decl.init_style == "=" \
+                        and (value := A.const_int(decl.init, constants)) is not None and value >= 0:
+                    constants[decl.name] = value
 
     def visit(node: A.Node, last: dict[str, str]) -> None:
         if isinstance(node, A.Block):
             scope = dict(last)
             for stmt in node.stmts:
                 visit(stmt, scope)
-                if isinstance(stmt, A.DeclStmt):
-                    for decl in stmt.decls:
-                        if decl.name in single and not decl.dims and decl.init is not None and decl.init_style == "=" \
-                                and (value := spell(decl.init, scope)) is not None:
-                            scope[decl.name] = value
+                for decl in stmt.decls if isinstance(stmt, A.DeclStmt) else ():
+                    if node is fn.body and decl.name in constants:
+                        continue  # the constant's own declaration
+                    value = spell(decl.init, scope) if decl.init is not None and decl.init_style == "=" \
+                        and not decl.dims and decl.name not in assigned else None
+                    scope[decl.name] = value or ""  # a shadowing declaration hides what the name meant outside
             return
         if isinstance(node, A.For) and (view := node.canonical()) is not None:
             start = A.const_int(view.start)

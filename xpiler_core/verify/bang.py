@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from xpiler_core.passes.support.bang_prelude import TASKS
 from xpiler_core.progress import CancelToken
 from xpiler_core.runtime.bang.build import build_bang, format_build_errors
 from xpiler_core.runtime.bang.call import run_bang_kernel
@@ -38,7 +39,7 @@ from xpiler_core.verify.harness import (
 from xpiler_core.verify.inputs import case_inputs
 from xpiler_core.verify.spec import KernelSpec
 
-DEFAULT_TASK_DIM = (16, 1, 1)  # four clusters of four cores, a Union1 launch
+DEFAULT_TASK_DIM = (TASKS, 1, 1)  # four clusters of four cores, a Union1 launch
 DEFAULT_TASK_TYPE = "union1"
 # scalars passed to a host function (integer registers: 64-bit values, a pointer-sized handle such as a queue
 # or stream among them, go as a long)

@@ -37,6 +37,7 @@ from xpiler_core.diagnostics import Span
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes.base import PassContext, PassInfo, PassRefused, SourceUnit, Unresolved
+from xpiler_core.passes.support.bang_prelude import TASKS
 from xpiler_core.passes.support.cpu_prelude import PRELUDE
 from xpiler_core.printer import print_expr, print_module, print_node
 
@@ -413,7 +414,31 @@ def translate_bang_to_cuda(text: str, path: str) -> tuple[str | None, str]:
         return None, str(exc)
     printed = print_module(A.replace(module, dialect=Dialect.CUDA), Dialect.CUDA)
     printed = printed.replace("static inline cnrtDim3_t xp_task_dim", "static inline cnrtDim3_t xp_task_dim", 1)
+    printed = _host_entries(printed, module, kernels)
     return CUDA_PRELUDE_HEAD + _xp_helpers() + printed, "" if had_prelude else ""
+
+
+def _host_entries(printed: str, module: A.Module, kernels: frozenset[str]) -> str:
+    """A C-linkage BANG kernel no host code of the file launches is what its callers link against: on the GPU a
+    kernel is not callable from the host, so its symbol becomes a host entry with its signature that launches
+    it (renamed ``xp_NAME_task``) as the MLU job a BANG kernel without host code is written for: Union1, 16
+    tasks (4 clusters of 4 cores). Its pointers are device memory, as the kernel's were."""
+    launched = {n.kernel.id for n in A.walk(module) if isinstance(n, A.Launch) and isinstance(n.kernel, A.Name)}
+    for fn in module.functions():
+        if fn.name not in kernels or fn.name in launched or fn.body is None:
+            continue
+        head = re.search(rf'extern "C" __global__ void {re.escape(fn.name)}\s*(\([^)]*\))\s*\{{', printed)
+        names = [p.name for p in fn.params if isinstance(p, A.Param)]
+        if head is None or not all(names):
+            continue
+        task = f"xp_{fn.name}_task"
+        printed = printed[:head.start()] + f'extern "C" __global__ void {task}{head.group(1)} {{' + printed[head.end():]
+        printed += (f"\n/* host entry with the BANG kernel's symbol: a Union1 job of {TASKS} tasks */\n"
+                    f'extern "C" void {fn.name}{head.group(1)} {{\n'
+                    f"  cnrtDim3_t xp_dim = {{{TASKS}, 1, 1}};\n"
+                    f"  {task}<<<xp_cuda_grid(xp_dim, cnrtFuncTypeUnion1), 1>>>({', '.join(str(n) for n in names)});\n"
+                    "  cudaDeviceSynchronize();\n}\n")
+    return printed
 
 
 
