@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 import socket
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -87,6 +88,19 @@ class RayPool:
         return f"a Ray cluster: {len(self.nodes)} eligible node(s): {hosts}"
 
     def run(self, work: Iterable[FileJob], on_start: Callable[[FileJob], None] | None = None) -> Iterator[FileOutcome]:
+        # Ray's own processes write to the driver's file descriptor 1 (a dead raylet's log dump, 9 KB): while the
+        # jobs run, descriptor 1 is the terminal's stderr, so the tool's standard output (--json) stays its own
+        sys.stdout.flush()
+        saved_stdout = os.dup(1)
+        os.dup2(2, 1)
+        try:
+            yield from self._run(work, on_start)
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved_stdout, 1)
+            os.close(saved_stdout)
+
+    def _run(self, work: Iterable[FileJob], on_start: Callable[[FileJob], None] | None) -> Iterator[FileOutcome]:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         remote_job = self.ray.remote(num_cpus=1, max_retries=0)(run_serialized)
