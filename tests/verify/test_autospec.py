@@ -334,3 +334,34 @@ def test_c_extents_fold_derived_constants_and_scope_redeclared_index_locals(tmp_
     oh = (h - k) // s + 1
     last_read = ((oh - 1) * s + (k - 1)) * h + (oh - 1) * s + (k - 1)
     assert shapes == {"x": last_read + 1, "out": oh * oh}
+
+
+CONV1D = """
+__global__ void conv1d(const float *in, const float *w, float *out, int n_out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n_out) {
+    float s = 0.0f;
+    for (int j = 0; j < 3; j++) s += in[i + j] * w[j];
+    out[i] = s;
+  }
+}
+extern "C" void conv1d_host(float *input, float *kernel, float *output, int input_size, int output_size) {
+  float *d_in, *d_w, *d_out;
+  int kernel_size = input_size - output_size + 1;
+  cudaMalloc(&d_in, input_size * sizeof(float));
+  cudaMalloc(&d_w, kernel_size * sizeof(float));
+  cudaMalloc(&d_out, output_size * sizeof(float));
+  cudaMemcpy(d_in, input, input_size * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(d_w, kernel, kernel_size * sizeof(float), cudaMemcpyHostToDevice);
+  conv1d<<<(output_size + 127) / 128, 128>>>(d_in, d_w, d_out, output_size);
+  cudaMemcpy(output, d_out, output_size * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(d_in); cudaFree(d_w); cudaFree(d_out);
+}
+"""
+
+
+def test_sizes_are_ordered_so_that_every_buffer_has_a_length(tmp_path: Path) -> None:
+    built = build_spec(CONV1D, "conv1d.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    cases = load_spec(str(built.spec_path)).cases
+    assert cases and all(c["input_size"] - c["output_size"] + 1 >= 1 for c in cases), cases

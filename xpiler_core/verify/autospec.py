@@ -237,11 +237,31 @@ def _cases(size_names: list[str], shapes: dict[str, str] | None = None) -> str:
     values = case_values(degree)
     out = []
     for i in range(len(values)):
+        rotated = [values[(i + j) % len(values)] for j in range(len(size_names))]
+        chosen = _positive_assignment(size_names, rotated, shapes or {})
+        if chosen is None:
+            continue  # no order of these values gives every buffer a length (``k = in - out + 1``)
         out.append("[[cases]]")
-        for j, name in enumerate(size_names):
-            out.append(f"{name} = {values[(i + j) % len(values)]}")
+        out.extend(f"{name} = {value}" for name, value in chosen.items())
         out.append("")
     return "\n".join(out)
+
+
+def _positive_assignment(names: list[str], values: list[int], shapes: dict[str, str]) -> dict[str, int] | None:
+    """``names`` bound to ``values`` in the first order (the given one, then the others) in which every buffer
+    length is positive; a length the tests cannot evaluate does not decide."""
+    from itertools import islice, permutations
+
+    from xpiler_core.verify.expr import ExprError, evaluate_int
+
+    for order in islice(permutations(values), 24):
+        env: dict[str, int] = {**dict(zip(names, order, strict=True)), _ELEM: 4}
+        try:
+            if all(evaluate_int(shape, env) > 0 for shape in shapes.values()):
+                return dict(zip(names, order, strict=True))
+        except (ExprError, ValueError, TypeError, ZeroDivisionError, NameError, KeyError):
+            return dict(zip(names, values, strict=True))
+    return None
 
 
 def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str] | str:
