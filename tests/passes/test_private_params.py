@@ -100,3 +100,4 @@ def test_the_argument_is_copied_once_per_thread(tmp_path: Path) -> None:
     text, _, _ = translate_to_cpu(SGEMM, "sgemm.cu")
     assert text is not None
     assert "xp_arg_A" in text and "xp_arg_n" in text
+

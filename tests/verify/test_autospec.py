@@ -365,3 +365,30 @@ def test_sizes_are_ordered_so_that_every_buffer_has_a_length(tmp_path: Path) -> 
     assert built.spec_path is not None, built.reason
     cases = load_spec(str(built.spec_path)).cases
     assert cases and all(c["input_size"] - c["output_size"] + 1 >= 1 for c in cases), cases
+
+
+def test_copy_sizes_through_constexpr_expressions_of_constants(tmp_path: Path) -> None:
+    text = """
+constexpr int C = 8;
+constexpr int HW = 49;
+constexpr int TOTAL = C * HW;
+__global__ void twice(const float *x, float *y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < TOTAL) y[i] = 2.0f * x[i];
+}
+extern "C" void twice_host(const float *h_x, float *h_y) {
+  size_t bytes = TOTAL * sizeof(float);
+  float *d_x, *d_y;
+  cudaMalloc(&d_x, bytes);
+  cudaMalloc(&d_y, bytes);
+  cudaMemcpy(d_x, h_x, bytes, cudaMemcpyHostToDevice);
+  twice<<<(TOTAL + 127) / 128, 128>>>(d_x, d_y);
+  cudaMemcpy(h_y, d_y, bytes, cudaMemcpyDeviceToHost);
+  cudaFree(d_x);
+  cudaFree(d_y);
+}
+"""
+    built = build_spec(text, "twice.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    assert {a.name: evaluate_int(str(a.shape[0]), {}) for a in spec.args} == {"h_x": 8 * 49, "h_y": 8 * 49}

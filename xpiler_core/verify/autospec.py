@@ -72,11 +72,12 @@ _MEMCPY_TO_SYMBOL = re.compile(
     r"\b(?:cuda|hip)MemcpyToSymbol(?:Async)?\s*\(\s*(?:HIP_SYMBOL\s*\(\s*)?[A-Za-z_]\w*\s*\)?\s*,\s*"
     r"([A-Za-z_]\w*)\s*,\s*((?:[^,()]|\([^()]*\))+)"
 )
-# file-scope integer constants (#define N 7, const int N = 7;), usable in copy sizes like KW * sizeof(float)
+# file-scope integer constants (#define N 7, const int N = 7;, constexpr int T = N * C;), usable in copy sizes like
+# KW * sizeof(float)
 _FILE_CONSTANT = re.compile(
-    r"^[ \t]*(?:#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([\d \t()*+]+?)[ \t]*$"
+    r"^[ \t]*(?:#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([\w \t()*+]+?)[ \t]*$"
     r"|(?:static[ \t]+)?(?:constexpr|const)[ \t]+(?:int|unsigned|size_t|long)[ \t]+([A-Za-z_]\w*)[ \t]*=[ \t]*"
-    r"([\d \t()*+]+?)[ \t]*;)",
+    r"([\w \t()*+]+?)[ \t]*;)",
     re.MULTILINE,
 )
 _SIZEOF = re.compile(r"sizeof\s*\(\s*[\w\s\*]+\)")

@@ -1051,6 +1051,22 @@ def _wrap_kernel(target: A.Function, module: A.Module, params: dict[str, Any], n
     return _wrapper(target, grid, block, smem, extra)
 
 
+_USING_NVCUDA = re.compile(r"\s*using\s+namespace\s+nvcuda\s*;\s*")
+
+
+def _without_unused_wmma_namespace(module: A.Module) -> A.Module:
+    """``using namespace nvcuda;`` in a file that uses no wmma (a prelude that includes every header it might
+    need) names a namespace the CPU has no use for: dropped; with fragments in use it stays (and is refused)."""
+    directives = [i for i in module.items if isinstance(i, A.Opaque) and _USING_NVCUDA.fullmatch(i.text)]
+    if not directives:
+        return module
+    used = any((isinstance(n, A.Opaque) and ("wmma" in n.text or "nvcuda::" in n.text) and n not in directives)
+               or (isinstance(n, A.Name) and ("wmma" in n.id or "nvcuda" in n.id))
+               or (isinstance(n, A.Type) and ("wmma" in n.base or "nvcuda" in n.base))
+               for n in A.walk(module))
+    return module if used else A.replace(module, items=tuple(i for i in module.items if i not in directives))
+
+
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
     warp = int_param(params, "warp_size", ctx.warp_size if ctx.source_dialect is not Dialect.HIP else 64, 1, 128)
@@ -1062,6 +1078,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     if uses_cooperative_groups(module):
         module = lower_cooperative_groups(module)
         kernels = module.kernels()
+    module = _without_unused_wmma_namespace(module)
     for item in module.items:
         if isinstance(item, A.Opaque) and "nvcuda" in item.text:
             raise PassRefused("wmma fragments remain: run detensorization first", item.span)
