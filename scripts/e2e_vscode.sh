@@ -3,7 +3,8 @@
 # by Debian Chromium through playwright-core. Loads vscode-client/ as a development extension and runs the three
 # flows the extension exists for, from a clean profile:
 #  1. translate: opens examples/vector_add.cu, runs "Translate to HIP" from the code action menu, waits for the
-#     .hip editor beside the source and compiles the created file with hipcc (translate_to_hip.mjs);
+#     .hip editor beside the source and the status bar's "verified", then "Translate to CPU" from the palette;
+#     compiles the created files with hipcc and g++ (translate_to_hip.mjs);
 #  2. repair: a kernel with a seeded bug and its spec: Verify, the failing test in the Problems panel, the
 #     quick fix "Apply repair (verified)", save, verified (repair_and_tune.mjs);
 #  3. tune: "Tune This File" on that kernel, progress in the status bar, the hover while it runs and after, the
@@ -207,6 +208,11 @@ if ! (cd "$work" && HIP_PLATFORM=amd bounded 300 hipcc --offload-arch=gfx90a -c 
   fail "the translated file does not compile with HIP_PLATFORM=amd hipcc --offload-arch=gfx90a -c"
 fi
 cp "$hip_file" "$out/"
+cpu_file=$ws/${source_name%.cu}.cpp
+[ -s "$cpu_file" ] || fail "the CPU translation $cpu_file was not written to disk"
+say "compiling $(basename "$cpu_file") with g++"
+(cd "$ws" && bounded 300 g++ -std=c++17 -O2 -fopenmp -c "$cpu_file" -o "$work/translated_cpu.o") >"$work/gxx_cpu.log" 2>&1 ||
+  { cat "$work/gxx_cpu.log" >&2; fail "the CPU translation does not compile with g++ -std=c++17 -O2 -fopenmp -c"; }
 
 # ---------------------------------------------------------------- repair and tune
 say "driving VS Code: repair a failing kernel inline, then tune it"

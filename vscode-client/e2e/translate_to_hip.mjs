@@ -1,6 +1,7 @@
-// Drives a real VS Code (code-server in Chromium) through the "Translate to HIP" flow:
+// Drives a real VS Code (code-server in Chromium) through the translation flow:
 // open a broken kernel and wait for its diagnostics, open a CUDA file, open the code action menu on the kernel, pick
-// "Translate to HIP", wait for the .hip editor to open beside the source, take screenshots.
+// "Translate to HIP", wait for the .hip editor to open beside the source and the status bar to say verified, then
+// "Translate to CPU" from the palette (the .cpp beside, verified); take screenshots.
 // Inputs (environment): XPILER_E2E_URL (workbench URL with the extension payload), XPILER_E2E_SOURCE
 // (file name to open), XPILER_E2E_BROKEN (a file with a syntax error whose diagnostics must show), XPILER_E2E_SHOTS (folder for PNGs), XPILER_E2E_STEP_MS (per-step limit).
 // Prints one line per step; exits 1 with the failing step's name and the reason.
@@ -112,13 +113,39 @@ await step(`the ${translated} editor opens beside the source`, async () => {
 
 await step('the job ends and the screenshot is taken', async () => {
   await page.waitForFunction(
-    (selector) => !(document.querySelector(selector)?.textContent ?? '').includes('Translate'),
+    // a running job shows its percentage; the finished one its verdict
+    (selector) => !(document.querySelector(selector)?.textContent ?? '').includes('%'),
     STATUS,
     { timeout: stepMs },
   ).catch(() => undefined); // a still-spinning status item is not a failure of the flow
   await page.mouse.move(640, 700);
   await page.waitForTimeout(2000); // code lenses refresh after the job's end
   await page.screenshot({ path: `${shots}/translated-beside.png` });
+});
+
+await step('the status bar says the translation verified', async () => {
+  const text = await wb.until('the verdict in the status bar', async () => {
+    const shown = await wb.statusText();
+    return shown.includes(`${source} to HIP: `) ? shown : null;
+  });
+  if (!text.includes('to HIP: verified')) throw new Error(`the status bar says: ${text}`);
+  console.log(`      status bar: ${text}`);
+});
+
+const cpu = source.replace(/\.cu$/, '.cpp');
+await step('Translate to CPU from the palette: the .cpp opens beside, verified', async () => {
+  await page.locator('.tab', { hasText: source }).first().click();
+  await page.locator('.tab.active', { hasText: source }).waitFor();
+  await runCommand('Xpiler: Translate to CPU (C/OpenMP)');
+  await wb.until(`an editor for ${cpu}`, async () => page.locator('.tab', { hasText: cpu }).count(), Math.max(stepMs, 240000));
+  const text = await wb.until('the CPU verdict in the status bar', async () => {
+    const shown = await wb.statusText();
+    return shown.includes(`${source} to CPU: `) ? shown : null;
+  }, Math.max(stepMs, 240000));
+  if (!text.includes('to CPU: verified')) throw new Error(`the status bar says: ${text}`);
+  await page.mouse.move(640, 700);
+  await page.screenshot({ path: `${shots}/translated-cpu.png` });
+  console.log(`      status bar: ${text}`);
 });
 
 await wb.close();

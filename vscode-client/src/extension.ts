@@ -21,7 +21,7 @@ import {
 } from 'vscode-languageclient/node';
 import { ActionLike, CLIENT_ACTIONS, ClientAction, columnFor, passChoices, pickAction } from './actions';
 import { installCommand, defaultCandidates, importProbe, resolveInterpreter, SERVER_MODULE } from './interpreter';
-import { TuningProgress } from './jobs';
+import { JobFinished, TuningProgress } from './jobs';
 import { ProgressUi } from './progressUi';
 import { configurationItem, readServerSettings, ServerSettings } from './settings';
 
@@ -29,6 +29,7 @@ import { configurationItem, readServerSettings, ServerSettings } from './setting
 export const LANGUAGES = ['cuda-cpp', 'hip', 'bang', 'c', 'cpp'];
 const KERNEL_FILES = '**/*.{cu,cuh,hip,mlu}';
 const TUNING_NOTIFICATION = 'xpiler/tuningProgress';
+const JOB_FINISHED_NOTIFICATION = 'xpiler/jobFinished';
 
 let client: LanguageClient | undefined;
 let log: vscode.LogOutputChannel;
@@ -141,6 +142,7 @@ async function start(): Promise<void> {
   created.registerFeature(new JobProgressFeature(created));
   // Kept across crash restarts by the library (handlers are re-attached to each new connection).
   created.onNotification(TUNING_NOTIFICATION, (params: TuningProgress) => ui.onTuning(params ?? {}));
+  created.onNotification(JOB_FINISHED_NOTIFICATION, (params: JobFinished) => ui.onJobFinished(params ?? {}));
   client = created;
   created.onDidChangeState((event) => {
     ui.setServerState(event.newState === State.Running ? 'running' : event.newState === State.Starting ? 'starting' : 'stopped');

@@ -62,6 +62,14 @@ export function tuningView(update: TuningProgress): TuningView {
 
 interface Job { title: string; message?: string; percentage?: number; cancellable: boolean }
 
+/** What the server sends when a job ends (xpiler/jobFinished). */
+export interface JobFinished { kind?: string; title?: string; state?: string; message?: string; error?: string | null; stale?: boolean }
+
+/** The verdict of the last translation or verification, shown while nothing runs. */
+interface LastResult { title: string; verdict: string; ok: boolean }
+
+const VERDICT_JOBS = new Set(['translate', 'verify']);
+
 export interface StatusView {
   text: string;
   tooltip: string;
@@ -77,6 +85,20 @@ export class JobBoard {
   private readonly jobs = new Map<string, Job>();
   private readonly tuning = new Map<string, TuningView>();
   private serverState = 'starting';
+  private last: LastResult | undefined;
+
+  /** Records a finished job: a translation's or verification's verdict stays in the item until the next one. */
+  finished(job: JobFinished): void {
+    if (!VERDICT_JOBS.has(job.kind ?? '') || job.stale) return;
+    const title = job.title ?? job.kind ?? 'job';
+    if (job.state !== 'done' || job.error) {
+      this.last = { title, verdict: job.state === 'cancelled' ? 'cancelled' : 'failed', ok: false };
+      return;
+    }
+    // the server's message starts with the status: "verified: …", "FAILED: …", "compiled-not-executed: …"
+    const verdict = (job.message ?? '').split(':')[0].trim() || 'done';
+    this.last = { title, verdict, ok: verdict === 'verified' };
+  }
 
   setServerState(state: string): void {
     this.serverState = state;
@@ -116,12 +138,14 @@ export class JobBoard {
   clear(): void {
     this.jobs.clear();
     this.tuning.clear();
+    this.last = undefined;
   }
 
   view(): StatusView {
     const running = [...this.jobs.values()];
     const liveTuning = [...this.tuning.values()].filter((t) => !t.finished);
     const lines = [`Xpiler server: ${this.serverState}`];
+    if (this.last !== undefined) lines.push(`last: ${this.last.title}: ${this.last.verdict}`);
     for (const job of running) lines.push(describeJob(job));
     for (const tune of this.tuning.values()) lines.push(describeTuning(tune));
     const tooltip = lines.join('\n');
@@ -133,6 +157,10 @@ export class JobBoard {
     }
     if (liveTuning.length > 0) {
       return { text: `${TUNE_ICON} ${shortTuning(liveTuning[0])}`, tooltip, busy: false };
+    }
+    if (this.last !== undefined) {
+      const icon = this.last.ok ? '$(pass)' : '$(warning)';
+      return { text: `${icon} Xpiler · ${this.last.title}: ${this.last.verdict}`, tooltip, busy: false };
     }
     return { text: `${IDLE_ICON} Xpiler`, tooltip, busy: false };
   }

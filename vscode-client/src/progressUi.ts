@@ -3,7 +3,7 @@
 // replaces vscode-languageclient's own progress handler (which only spins in the status bar) because a
 // token accepts only one listener.
 import * as vscode from 'vscode';
-import { JobBoard, TuningProgress, WorkDoneValue } from './jobs';
+import { JobBoard, JobFinished, TuningProgress, WorkDoneValue } from './jobs';
 
 export class ProgressUi implements vscode.Disposable {
   readonly board = new JobBoard();
@@ -40,6 +40,11 @@ export class ProgressUi implements vscode.Disposable {
       note?.finish();
       this.notifications.delete(key);
     }
+    this.render();
+  }
+
+  onJobFinished(job: JobFinished): void {
+    this.board.finished(job);
     this.render();
   }
 

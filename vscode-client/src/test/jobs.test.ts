@@ -56,3 +56,21 @@ test('tuning snapshots with odd or missing fields never break the view', () => {
   board.tuningUpdate({ jobId: 1, live: { trials: 'many', speedup: null } as never, percentage: Number.NaN });
   assert.equal(board.view().text, '$(pulse) Tune');
 });
+
+test("the last translation's or verification's verdict stays in the item while nothing runs", () => {
+  const board = new JobBoard();
+  board.setServerState('running');
+  board.finished({ kind: 'translate', title: 'Translate vector_add.cu to HIP', state: 'done', message: 'verified: hip ok' });
+  assert.equal(board.view().text, '$(pass) Xpiler · Translate vector_add.cu to HIP: verified');
+  board.progress('t2', { kind: 'begin', title: 'Verify add.cu', cancellable: true });
+  assert.equal(board.view().text, '$(sync~spin) Verify add.cu', 'a running job comes first');
+  board.progress('t2', { kind: 'end' });
+  board.finished({ kind: 'verify', title: 'Verify add.cu', state: 'done', message: 'FAILED: 0/3 cases passed' });
+  assert.equal(board.view().text, '$(warning) Xpiler · Verify add.cu: FAILED');
+  board.finished({ kind: 'tune', title: 'Tune add.cu for CPU', state: 'done', message: 'best 1.00x' });
+  assert.equal(board.view().text, '$(warning) Xpiler · Verify add.cu: FAILED', 'tuning has its own item');
+  board.finished({ kind: 'translate', title: 'Translate add.cu to CPU', state: 'cancelled', message: '' });
+  assert.equal(board.view().text, '$(warning) Xpiler · Translate add.cu to CPU: cancelled');
+  board.finished({ kind: 'verify', title: 'Verify x.cu', state: 'done', message: 'verified: 1/1', stale: true });
+  assert.equal(board.view().text, '$(warning) Xpiler · Translate add.cu to CPU: cancelled', 'a stale result is not shown');
+});
