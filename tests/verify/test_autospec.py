@@ -392,3 +392,10 @@ extern "C" void twice_host(const float *h_x, float *h_y) {
     assert built.spec_path is not None, built.reason
     spec = load_spec(str(built.spec_path))
     assert {a.name: evaluate_int(str(a.shape[0]), {}) for a in spec.args} == {"h_x": 8 * 49, "h_y": 8 * 49}
+
+
+def test_a_guard_does_not_make_several_guessed_sizes_right(tmp_path: Path) -> None:
+    # the kernel guards with its built-in extent, but the entry takes three sizes: any three tried are a guess
+    text = FIXED_EXTENT_HIP.replace("int size) {", "int rows, int cols, int size) {")
+    built = build_spec(text, "add.hip", Dialect.HIP, tmp_path)
+    assert built.spec_path is not None and built.sizes_guessed, built.reason

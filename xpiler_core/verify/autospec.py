@@ -511,8 +511,11 @@ def _fixed_shape_kernels(model: KernelModel, entry: Function) -> set[str]:
 
 def sizes_are_guesses(model: KernelModel, entry: Function, text: str) -> bool:
     """The entry takes sizes its fixed-shape kernels ignore, and no guard says which one they are built for."""
-    return (any(_is_int_scalar(p) for p in entry.params) and bool(_fixed_shape_kernels(model, entry))
-            and fixed_kernel_extent(model, entry, text) is None)
+    sizes = [p for p in entry.params if _is_int_scalar(p)]
+    if not sizes or not _fixed_shape_kernels(model, entry):
+        return False
+    # one size and a guard that names it: tested at that size (see fixed_kernel_extent); several: still guesses
+    return len(sizes) > 1 or fixed_kernel_extent(model, entry, text) is None
 
 
 def fixed_kernel_extent(model: KernelModel, entry: Function, text: str) -> int | None:
