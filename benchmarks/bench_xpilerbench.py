@@ -1,6 +1,6 @@
 """XpilerBench (ShouyangDong/xpiler-eval): translate every benchmark kernel with ``xpiler`` and check it.
 
-    python benchmarks/bench_xpilerbench.py PATH [--direction cuda->hip ...] [--op OP ...] [--limit N | --middle]
+    python benchmarks/bench_xpilerbench.py PATH [--direction cuda->hip ...] [--op OP ...] [--limit N | --middle | --largest]
                                            [--mode shipped|spec] [--json OUT] [--workdir DIR] [--timeout S]
     python benchmarks/bench_xpilerbench.py PATH --report RUN1.json [RUN2.json ...]   # tables of saved runs
 
@@ -34,8 +34,8 @@ Per case (one benchmark file, at the shape of its name and the ``axis``/``perm``
 benchmark's own prelude (``evaluation/macros.py``: every header the platform might need), no spec, no reference
 and no size cap, only a time limit (``--timeout``, reported as time-outs); the runner judges afterwards (steps 5
 to 7). The case's limit is three times ``--timeout`` (which bounds each test run inside the tool). ``--mode spec`` is the runner's help described above (minimal prelude, the spec handed in, a CNRT wrapper
-for BANG kernels, the size cap below). ``--middle`` takes each operator's middle configuration (the held-out
-shape: the smallest is what the tool was developed on).
+for BANG kernels, the size cap below). ``--middle`` / ``--largest`` take each operator's middle / largest
+configuration (hold out what the tool was developed on).
 
 In spec mode, cases above 2^24 elements or 4 M multiply-accumulates (tensor-core / attention kernels) are translated
 without verification and compiled, but "skipped: too large for the CPU runtime" for compute.
@@ -1173,7 +1173,7 @@ def summarize(cases: list[Case], directions: list[str]) -> str:
     return "\n".join(out)
 
 
-def select(configs: list[Config], ops: list[str] | None, limit: int | None, middle: bool = False) -> list[Config]:
+def select(configs: list[Config], ops: list[str] | None, limit: int | None, pick: str | None = None) -> list[Config]:
     def size(c: Config) -> int:
         return _prod(c.args)
 
@@ -1185,7 +1185,12 @@ def select(configs: list[Config], ops: list[str] | None, limit: int | None, midd
     chosen: list[Config] = []
     for op in sorted(by_op):
         cs = sorted(by_op[op], key=size)
-        chosen += [cs[len(cs) // 2]] if middle else cs[:limit] if limit else cs
+        if pick == "middle":
+            chosen.append(cs[len(cs) // 2])
+        elif pick == "largest":
+            chosen.append(cs[-1])
+        else:
+            chosen += cs[:limit] if limit else cs
     return chosen
 
 
@@ -1195,7 +1200,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--direction", action="append", choices=DIRECTIONS, help="repeatable (default: all)")
     ap.add_argument("--op", action="append", help="operator name, repeatable (default: all)")
     ap.add_argument("--limit", type=int, help="the N smallest configurations of each operator")
-    ap.add_argument("--middle", action="store_true", help="each operator's middle configuration (held out)")
+    ap.add_argument("--middle", dest="pick", action="store_const", const="middle",
+                    help="each operator's middle configuration")
+    ap.add_argument("--largest", dest="pick", action="store_const", const="largest",
+                    help="each operator's largest configuration")
     ap.add_argument("--mode", choices=("shipped", "spec"), default="shipped",
                     help="shipped: as a user runs the tool (default); spec: the runner hands the tool a spec")
     ap.add_argument("--json", type=Path, help="write every case record here")
@@ -1233,7 +1241,7 @@ def main(argv: list[str] | None = None) -> int:
     cases: list[Case] = []
     for d in directions:
         src = d.split("->")[0]
-        todo = select(list(bench.configs[src].values()), ns.op, ns.limit, ns.middle)
+        todo = select(list(bench.configs[src].values()), ns.op, ns.limit, ns.pick)
         log(f"== {d}: {len(todo)} configurations")
         for i, c in enumerate(todo, 1):
             try:
