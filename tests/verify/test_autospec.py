@@ -371,7 +371,8 @@ def test_copy_sizes_through_constexpr_expressions_of_constants(tmp_path: Path) -
     text = """
 constexpr int C = 8;
 constexpr int HW = 49;
-constexpr int TOTAL = C * HW;
+constexpr int TOTAL =
+    C * HW;
 __global__ void twice(const float *x, float *y) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < TOTAL) y[i] = 2.0f * x[i];

@@ -76,8 +76,8 @@ _MEMCPY_TO_SYMBOL = re.compile(
 # KW * sizeof(float)
 _FILE_CONSTANT = re.compile(
     r"^[ \t]*(?:#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([\w \t()*+]+?)[ \t]*$"
-    r"|(?:static[ \t]+)?(?:constexpr|const)[ \t]+(?:int|unsigned|size_t|long)[ \t]+([A-Za-z_]\w*)[ \t]*=[ \t]*"
-    r"([\w \t()*+]+?)[ \t]*;)",
+    r"|(?:static[ \t]+)?(?:constexpr|const)[ \t]+(?:int|unsigned|size_t|long)[ \t]+([A-Za-z_]\w*)[ \t]*=\s*"
+    r"([\w\s()*+]+?)\s*;)",
     re.MULTILINE,
 )
 _SIZEOF = re.compile(r"sizeof\s*\(\s*[\w\s\*]+\)")
@@ -272,7 +272,7 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
     for match in _FILE_CONSTANT.finditer(text):
         name, value = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
         if name not in sizes:
-            locals_.setdefault(name, value.strip())
+            locals_.setdefault(name, " ".join(value.split()))
     roles: dict[str, set[str]] = {}
     shapes: dict[str, str] = {}  # byte counts for the buffers in `copied`, element counts for the others
     for src, nbytes in _MEMCPY_TO_SYMBOL.findall(body):
