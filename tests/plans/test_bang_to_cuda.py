@@ -376,3 +376,21 @@ def test_only_an_unlaunched_c_linkage_kernel_becomes_a_host_entry() -> None:
     """)
     hosted, _ = translate_bang_to_cuda(launched, "shift.mlu")
     assert hosted is not None and "xp_shift_task" not in hosted
+
+
+@needs_nvcc
+def test_bang_integer_names_and_a_kernel_named_like_a_math_function_compile() -> None:
+    # BANG declares int8 ... uint64; a kernel called `exp` must not redeclare <math.h>'s exp
+    src = textwrap.dedent("""
+        #include <bang.h>
+        extern "C" __mlu_global__ void exp(int8 *q, float *y) {
+          uint32_t i = taskId;
+          int16 v = q[i];
+          y[i] = (float)v;
+        }
+    """)
+    cuda, reason = translate_bang_to_cuda(src, "exp.mlu")
+    assert cuda is not None, reason
+    assert '__asm__("exp")' in cuda
+    verdict = compile_check(cuda, Dialect.CUDA)
+    assert verdict.ok, verdict.stderr[-2000:]

@@ -37,6 +37,7 @@ from xpiler_core.diagnostics import Span
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes.base import PassContext, PassInfo, PassRefused, SourceUnit, Unresolved
+from xpiler_core.passes.gpu.device_cmath import MATH
 from xpiler_core.passes.support.bang_prelude import TASKS
 from xpiler_core.passes.support.cpu_prelude import PRELUDE
 from xpiler_core.printer import print_expr, print_module, print_node
@@ -66,9 +67,13 @@ CUDA_PRELUDE_HEAD = r"""/* xpiler BANG->CUDA prelude */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+/* BANG's fixed-width integer type names (bang.h declares them) */
+typedef int8_t int8; typedef int16_t int16; typedef int32_t int32; typedef int64_t int64;
+typedef uint8_t uint8; typedef uint16_t uint16; typedef uint32_t uint32; typedef uint64_t uint64;
 #define taskId ((int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)))
 #define taskDim ((int)(gridDim.x * gridDim.y * gridDim.z))
 #define taskIdX ((int)blockIdx.x)
@@ -418,6 +423,10 @@ def translate_bang_to_cuda(text: str, path: str) -> tuple[str | None, str]:
     return CUDA_PRELUDE_HEAD + _xp_helpers() + printed, "" if had_prelude else ""
 
 
+# C-linkage functions of <math.h> (and their float forms) that a host entry must not redeclare
+C_LIBRARY_NAMES = frozenset(n for base in MATH if "::" not in base for n in (base, base + "f"))
+
+
 def _host_entries(printed: str, module: A.Module, kernels: frozenset[str]) -> str:
     """A C-linkage BANG kernel no host code of the file launches is what its callers link against: on the GPU a
     kernel is not callable from the host, so its symbol becomes a host entry with its signature that launches
@@ -433,8 +442,14 @@ def _host_entries(printed: str, module: A.Module, kernels: frozenset[str]) -> st
             continue
         task = f"xp_{fn.name}_task"
         printed = printed[:head.start()] + f'extern "C" __global__ void {task}{head.group(1)} {{' + printed[head.end():]
+        entry = fn.name
+        if fn.name in C_LIBRARY_NAMES:
+            # a name the C math library declares with C linkage (a kernel called `sin`): another C++ name, the
+            # same symbol
+            entry = f"xp_c_{fn.name}"
+            printed += f'\nextern "C" void {entry}{head.group(1)} __asm__("{fn.name}");'
         printed += (f"\n/* host entry with the BANG kernel's symbol: a Union1 job of {TASKS} tasks */\n"
-                    f'extern "C" void {fn.name}{head.group(1)} {{\n'
+                    f'extern "C" void {entry}{head.group(1)} {{\n'
                     f"  cnrtDim3_t xp_dim = {{{TASKS}, 1, 1}};\n"
                     f"  {task}<<<xp_cuda_grid(xp_dim, cnrtFuncTypeUnion1), 1>>>({', '.join(str(n) for n in names)});\n"
                     "  cudaDeviceSynchronize();\n}\n")
