@@ -394,3 +394,50 @@ def test_bang_integer_names_and_a_kernel_named_like_a_math_function_compile() ->
     assert '__asm__("exp")' in cuda
     verdict = compile_check(cuda, Dialect.CUDA)
     assert verdict.ok, verdict.stderr[-2000:]
+
+
+@needs_nvcc
+def test_an_on_chip_array_sized_at_run_time_goes_to_the_heap(tmp_path: Path) -> None:
+    src = textwrap.dedent("""
+        #include <bang.h>
+        __mlu_global__ void twice(float *x, float *y, int per) {
+          __nram__ float t[per * 2];
+          __memcpy(t, x + taskId * per, per * sizeof(float), GDRAM2NRAM);
+          __bang_mul_scalar(t, t, 2.0f, per);
+          __memcpy(y + taskId * per, t, per * sizeof(float), NRAM2GDRAM);
+        }
+    """)
+    cuda, reason = translate_bang_to_cuda(src, "twice.mlu")
+    assert cuda is not None, reason
+    assert "__shared__ float t[" not in cuda and "t_heap(" in cuda
+    (tmp_path / "ref.py").write_text("import numpy as np\ndef ref(x, per):\n    return (2 * x).astype(np.float32)\n")
+    (tmp_path / "k.cu").write_text(cuda)
+    (tmp_path / "spec.toml").write_text(textwrap.dedent("""
+        name = "twice"
+        source = "k.cu"
+        entry = "twice"
+        kind = "kernel"
+        grid = [4]
+        block = [1]
+        reference = "ref.py:ref"
+        tolerance = { atol = 1e-6, rtol = 1e-6 }
+        [[args]]
+        name = "x"
+        dtype = "float32"
+        shape = ["4 * per"]
+        role = "in"
+        [[args]]
+        name = "y"
+        dtype = "float32"
+        shape = ["4 * per"]
+        role = "out"
+        [[args]]
+        name = "per"
+        dtype = "int32"
+        role = "scalar"
+        value = "per"
+        [[cases]]
+        per = 37
+    """))
+    report = run_spec(load_spec(str(tmp_path / "spec.toml")), warp_size=32)
+    assert report.passed, report.summary()

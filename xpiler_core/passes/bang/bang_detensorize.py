@@ -377,14 +377,26 @@ def _on_chip_bytes(d: A.VarDecl) -> int | None:
 
 def _oversized_on_chip(module: A.Module) -> set[int]:
     """The on-chip arrays of every function whose NRAM/WRAM buffers together exceed CUDA's static shared memory
-    (48 KiB; an MLU core has hundreds): those go to the device heap instead (only thread 0 runs the task)."""
+    (48 KiB; an MLU core has hundreds), and those sized at run time (``__nram__ half a[rows * K]``: shared memory
+    has a static size): those go to the device heap instead (only thread 0 runs the task)."""
     out: set[int] = set()
     for fn in module.functions():
-        sized = [(d, _on_chip_bytes(d)) for d in A.walk(fn.body) if isinstance(d, A.VarDecl)]
+        decls = [d for d in A.walk(fn.body) if isinstance(d, A.VarDecl)]
+        sized = [(d, _on_chip_bytes(d)) for d in decls]
         arrays = [(d, b) for d, b in sized if b is not None]
         if sum(b for _, b in arrays) > SHARED_STATIC_BYTES:
             out |= {id(d) for d, _ in arrays}
+        out |= {id(d) for d in decls if _run_time_sized_on_chip(d)}
     return out
+
+
+def _run_time_sized_on_chip(d: A.VarDecl) -> bool:
+    """An ``__nram__``/``__wram__`` array whose first extent is known only at run time (the others constant)."""
+    if not d.dims or not ({"__nram__", "__wram__"} & set(d.storage)) or d.type.pointers or d.init is not None:
+        return False
+    first, rest = d.dims[0], d.dims[1:]
+    return first is not None and A.const_int(first) is None and all(x is not None and A.const_int(x) is not None
+                                                                     for x in rest)
 
 
 def _heap_task_decl(d: A.VarDecl) -> str:
