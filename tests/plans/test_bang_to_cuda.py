@@ -441,3 +441,17 @@ def test_an_on_chip_array_sized_at_run_time_goes_to_the_heap(tmp_path: Path) -> 
     """))
     report = run_spec(load_spec(str(tmp_path / "spec.toml")), warp_size=32)
     assert report.passed, report.summary()
+
+
+def test_the_older_five_argument_division_detensorizes() -> None:
+    src = textwrap.dedent("""
+        __mlu_global__ void q(float *x, float *y) {
+          __nram__ float a[32];
+          __nram__ float b[32];
+          __nram__ float tmp[32];
+          __bang_div(a, a, b, tmp, 32);
+        }
+    """)
+    cuda, reason = translate_bang_to_cuda(src, "q.mlu")
+    assert cuda is not None, reason
+    assert "__bang_div" not in cuda and "a[xp_i1] = a[xp_i1] / b[xp_i1]" in cuda

@@ -245,9 +245,11 @@ def _split_xpiler_prelude(text: str) -> tuple[str, bool]:
 
 
 def _element_loop(call: A.Call, rule: dict[str, Any], counter: list[int]) -> A.Stmt:
-    names: list[str] = list(rule["args"])
+    # the table's argument names, or an older form of the same intrinsic with as many arguments as the call
+    forms: list[list[str]] = [list(rule["args"]), *(list(f) for f in rule.get("older_forms", []))]
+    names = next((f for f in forms if len(f) == len(call.args)), forms[0])
     if len(call.args) != len(names):
-        raise ValueError(f"{call.func}: expected {len(names)} arguments")
+        raise ValueError(f"{call.func}: expected {' or '.join(str(len(f)) for f in forms)} arguments")
     counter[0] += 1
     ivar = f"xp_i{counter[0]}"
     module = lower_text(f"void xp_f() {{ {rule['element']}; }}", "<detensor>", Dialect.CUDA)
