@@ -400,3 +400,13 @@ def test_a_guard_does_not_make_several_guessed_sizes_right(tmp_path: Path) -> No
     text = FIXED_EXTENT_HIP.replace("int size) {", "int rows, int cols, int size) {")
     built = build_spec(text, "add.hip", Dialect.HIP, tmp_path)
     assert built.spec_path is not None and built.sizes_guessed, built.reason
+
+
+def test_a_size_multiplying_built_in_constants_is_scaled_to_a_test_size(tmp_path: Path) -> None:
+    text = CONV1D.replace("int kernel_size = input_size - output_size + 1;", "int kernel_size = 3;").replace(
+        "cudaMalloc(&d_in, input_size * sizeof(float));", "cudaMalloc(&d_in, 4096 * 512 * input_size * sizeof(float));"
+    ).replace("cudaMemcpy(d_in, input, input_size * sizeof(float)", "cudaMemcpy(d_in, input, 4096 * 512 * input_size * sizeof(float)")
+    built = build_spec(text, "conv1d.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    cases = load_spec(str(built.spec_path)).cases
+    assert cases and all(4096 * 512 * c["input_size"] * 4 <= (1 << 20) * 8 or c["input_size"] <= 3 for c in cases)

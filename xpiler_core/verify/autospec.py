@@ -250,18 +250,27 @@ def _cases(size_names: list[str], shapes: dict[str, str] | None = None) -> str:
 
 def _positive_assignment(names: list[str], values: list[int], shapes: dict[str, str]) -> dict[str, int] | None:
     """``names`` bound to ``values`` in the first order (the given one, then the others) in which every buffer
-    length is positive; a length the tests cannot evaluate does not decide."""
+    length is positive, halved (kept odd) while a buffer would exceed what a test may allocate (a size that
+    multiplies constants built into the code: ``D0 * D1 * N``); a length the tests cannot evaluate does not
+    decide."""
     from itertools import islice, permutations
 
     from xpiler_core.verify.expr import ExprError, evaluate_int
 
+    limit = MAX_TEST_ELEMENTS * 8  # elements, or the bytes of a copied buffer's 8-byte elements
     for order in islice(permutations(values), 24):
-        env: dict[str, int] = {**dict(zip(names, order, strict=True)), _ELEM: 4}
-        try:
-            if all(evaluate_int(shape, env) > 0 for shape in shapes.values()):
-                return dict(zip(names, order, strict=True))
-        except (ExprError, ValueError, TypeError, ZeroDivisionError, NameError, KeyError):
-            return dict(zip(names, values, strict=True))
+        current = list(order)
+        for _ in range(24):
+            env: dict[str, int] = {**dict(zip(names, current, strict=True)), _ELEM: 4}
+            try:
+                lengths = [evaluate_int(shape, env) for shape in shapes.values()]
+            except (ExprError, ValueError, TypeError, ZeroDivisionError, NameError, KeyError):
+                return dict(zip(names, values, strict=True))
+            if not all(n > 0 for n in lengths):
+                break
+            if max(lengths, default=0) <= limit or all(v <= 3 for v in current):
+                return dict(zip(names, current, strict=True))
+            current = [max(3, (v // 2) | 1) for v in current]
     return None
 
 
