@@ -8,6 +8,7 @@ progress per case), localization of a failing case, tuning, and the settings tha
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import logging
 import os
@@ -80,15 +81,21 @@ def analyze_model(parsed: ParsedSource) -> tuple[KernelModel | None, list[Kernel
     return model, _kernels_from_model(model), tool_text_filtered(parsed, list(model.diagnostics))
 
 
+@functools.cache
+def _tool_preludes() -> tuple[bytes, ...]:
+    """The preludes this tool writes verbatim into its outputs (encoded once: every analysis looks for them)."""
+    from xpiler_core.passes.support.cpu_prelude import PRELUDE
+    from xpiler_core.passes.support.rebind_gpu import GPU_PRELUDE
+
+    return PRELUDE.encode("utf-8"), GPU_PRELUDE.encode("utf-8")
+
+
 def tool_text_filtered(parsed: ParsedSource, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     """``diagnostics`` without the grammar's syntax errors inside a prelude this tool wrote into its output (the
     CPU prelude's file-scope macro invocations, which g++ compiles and tree-sitter misreads): a user who opens a
     translation sees the problems of their code, not of ours."""
-    from xpiler_core.passes.support.cpu_prelude import PRELUDE
-    from xpiler_core.passes.support.rebind_gpu import GPU_PRELUDE
-
     regions = []
-    for prelude in (PRELUDE.encode("utf-8"), GPU_PRELUDE.encode("utf-8")):
+    for prelude in _tool_preludes():
         at = parsed.data.find(prelude)
         if at >= 0:
             regions.append((at, at + len(prelude)))

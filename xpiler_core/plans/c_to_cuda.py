@@ -24,7 +24,7 @@ from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
 from xpiler_core.passes.driver import run_passes
 from xpiler_core.passes.support.cpu_prelude import PRELUDE
-from xpiler_core.passes.support.reserved_names import rename_reserved
+from xpiler_core.passes.support.reserved_names import CUDA_C_LINKAGE_NAMES, rename_reserved
 from xpiler_core.printer import print_module
 from xpiler_core.progress import CancelToken, ProgressFn, report
 from xpiler_core.translation import (
@@ -59,17 +59,6 @@ def translate_unit(unit: ParsedUnit, params: dict[str, Any] | None = None,
     assert isinstance(run.unit, A.Module)
     text = print_module(run.unit, Dialect.CUDA)
     return _keep_entry_symbols(text, run.unit, ctx), run.records, ctx
-
-
-# Names CUDA's math_functions.h declares with C linkage that the C library does not: a C program may name its
-# own function so (``extern "C" void max(float*, float*)``); nvcc rejects a second C-linkage overload.
-CUDA_C_LINKAGE_NAMES = frozenset({
-    "cospi", "cospif", "cyl_bessel_i0f", "cyl_bessel_i1f", "erfcinv", "erfcinvf", "erfcx", "erfcxf", "erfinv",
-    "erfinvf", "llmax", "llmin", "max", "min", "norm", "norm3df", "norm4df", "normcdf", "normcdff", "normcdfinv",
-    "normcdfinvf", "normf", "rcbrt", "rcbrtf", "rhypot", "rhypotf", "rnorm", "rnorm3d", "rnorm3df", "rnorm4d",
-    "rnorm4df", "rnormf", "rsqrt", "rsqrtf", "sincospi", "sincospif", "sinpi", "sinpif", "ullmax", "ullmin",
-    "umax", "umin",
-})
 
 
 def _keep_entry_symbols(text: str, module: A.Module, ctx: PassContext) -> str:

@@ -118,11 +118,12 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     built: tuple[str, str] | str = "nothing to test"
     guessed = False
     if entries:
-        built = _host_spec(model, entries[0], text)
-        if isinstance(built, str):
-            reasons.append(built)
+        host = _host_spec(model, entries[0], text)
+        if isinstance(host, str):
+            reasons.append(host)
+            built = host
         else:
-            guessed = sizes_are_guesses(model, entries[0], text)
+            built, guessed = host[:2], host[2]
     if not entries or isinstance(built, str):
         kernels = [k for k in model.kernels if k.kind is FunctionKind.KERNEL and not k.is_template]
         if not kernels:
@@ -274,7 +275,8 @@ def _positive_assignment(names: list[str], values: list[int], shapes: dict[str, 
     return None
 
 
-def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str] | str:
+def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str, bool] | str:
+    """(spec, how it was built, whether its sizes are guesses: see :class:`AutoSpec`), or why there is none."""
     body = text[entry.body_span.start_byte : entry.body_span.end_byte] if entry.body_span else ""
     locals_ = integer_locals(body)
     sizes = [p.name for p in entry.params if p.name and _is_int_scalar(p)]
@@ -359,12 +361,15 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
         spec = "\n".join(lines + args) + f"\n[[cases]]\n{sizes[0]} = {extent}\n"
         return spec, (f"tests built from host entry {entry.name}: its kernels take no size and guard their "
                       f"threads with '< {extent}', so {sizes[0]} = {extent} (the only size the entry supports), "
-                      "random inputs, compared with the source")
+                      "random inputs, compared with the source"), False
+    # sizes of an entry whose kernels have their shape built in and take none: guesses (no guard names them)
+    guessed = bool(sizes) and bool(_fixed_shape_kernels(model, entry))
     # shapes fixed by constants in the code are tested at those shapes: one case
     spec = "\n".join(lines + args) + "\n" + (_cases(sizes, shapes) if sizes else "[[cases]]\n")
     if fixed:
         return spec, (f"tests built from host entry {entry.name}: the shapes its copies fix "
-                      f"({', '.join(f'{n}: {shapes[n]}' for n in shapes)}), random inputs, compared with the source")
+                      f"({', '.join(f'{n}: {shapes[n]}' for n in shapes)}), random inputs, compared with the source"), \
+            guessed
     how = (f"assumed every buffer has {sizes[0]} elements (no copies in the entry)" if assumed_1d
            else "buffer lengths from the loops that index them" if from_loops
            else "buffer lengths from its memcpy byte counts")
@@ -373,7 +378,7 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
         f"sizes {', '.join(sizes)} varied over 3 cases (scaled down where they multiply), random inputs, "
         "compared with the source"
     )
-    return spec, reason
+    return spec, reason, guessed
 
 
 # Bytes of the types copies are sized with; a type not listed is taken to be the buffer's own element.
@@ -516,15 +521,6 @@ def _fixed_shape_kernels(model: KernelModel, entry: Function) -> set[str]:
                           for k in kernels for p in k.params):
         return set()
     return launched
-
-
-def sizes_are_guesses(model: KernelModel, entry: Function, text: str) -> bool:
-    """The entry takes sizes its fixed-shape kernels ignore, and no guard says which one they are built for."""
-    sizes = [p for p in entry.params if _is_int_scalar(p)]
-    if not sizes or not _fixed_shape_kernels(model, entry):
-        return False
-    # one size and a guard that names it: tested at that size (see fixed_kernel_extent); several: still guesses
-    return len(sizes) > 1 or fixed_kernel_extent(model, entry, text) is None
 
 
 def fixed_kernel_extent(model: KernelModel, entry: Function, text: str) -> int | None:

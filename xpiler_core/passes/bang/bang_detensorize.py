@@ -37,9 +37,9 @@ from xpiler_core.diagnostics import Span
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes.base import PassContext, PassInfo, PassRefused, SourceUnit, Unresolved
-from xpiler_core.passes.gpu.device_cmath import MATH
 from xpiler_core.passes.support.bang_prelude import TASKS
 from xpiler_core.passes.support.cpu_prelude import PRELUDE
+from xpiler_core.passes.support.reserved_names import C_MATH_NAMES, CUDA_C_LINKAGE_NAMES
 from xpiler_core.printer import print_expr, print_module, print_node
 
 UNSUPPORTED = ("__sync_cluster", "__sync_all", "__mlu_shared__", "__ldram__")
@@ -437,10 +437,6 @@ def translate_bang_to_cuda(text: str, path: str) -> tuple[str | None, str]:
     return CUDA_PRELUDE_HEAD + _xp_helpers() + printed, "" if had_prelude else ""
 
 
-# C-linkage functions of <math.h> (and their float forms) that a host entry must not redeclare
-C_LIBRARY_NAMES = frozenset(n for base in MATH if "::" not in base for n in (base, base + "f"))
-
-
 def _host_entries(printed: str, module: A.Module, kernels: frozenset[str]) -> str:
     """A C-linkage BANG kernel no host code of the file launches is what its callers link against: on the GPU a
     kernel is not callable from the host, so its symbol becomes a host entry with its signature that launches
@@ -457,9 +453,9 @@ def _host_entries(printed: str, module: A.Module, kernels: frozenset[str]) -> st
         task = f"xp_{fn.name}_task"
         printed = printed[:head.start()] + f'extern "C" __global__ void {task}{head.group(1)} {{' + printed[head.end():]
         entry = fn.name
-        if fn.name in C_LIBRARY_NAMES:
-            # a name the C math library declares with C linkage (a kernel called `sin`): another C++ name, the
-            # same symbol
+        if fn.name in C_MATH_NAMES | CUDA_C_LINKAGE_NAMES:
+            # a name <math.h> or CUDA declares with C linkage (a kernel called `sin` or `max`): another C++ name,
+            # the same symbol
             entry = f"xp_c_{fn.name}"
             printed += f'\nextern "C" void {entry}{head.group(1)} __asm__("{fn.name}");'
         printed += (f"\n/* host entry with the BANG kernel's symbol: a Union1 job of {TASKS} tasks */\n"

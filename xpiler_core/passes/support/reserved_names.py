@@ -4,7 +4,8 @@ A C program may call a local ``dim3`` or typedef its own ``half``; nvcc declares
 types implicitly, ``half`` with the fp16 header the runtime and many preludes include), so the translation's
 launch ``dim3(...)`` or the runtime's ``half`` would no longer mean what they must. Every such user name is
 renamed consistently (each identifier token, macro bodies included) before the passes run; function names are
-left alone (a C-linkage entry whose name the target reserves keeps its symbol another way, see the plan).
+left alone: a C-linkage entry named like a function CUDA or ``<math.h>`` declares (``CUDA_C_LINKAGE_NAMES``,
+``C_MATH_NAMES``) keeps its symbol through an assembler label (C → CUDA entries, BANG → CUDA host entries).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.source import parse_text
+from xpiler_core.passes.gpu.device_cmath import MATH
 from xpiler_core.passes.support.cst import Edit, apply_edits, walk_fields
 
 _VECTOR_TYPES = frozenset(
@@ -23,6 +25,21 @@ _GPU_NAMES = frozenset({"dim3", "threadIdx", "blockIdx", "blockDim", "gridDim", 
 
 #: target → the names its toolchain declares in every translation unit the tool writes.
 RESERVED: dict[Dialect, frozenset[str]] = {Dialect.CUDA: _GPU_NAMES, Dialect.HIP: _GPU_NAMES}
+
+# Names CUDA's math_functions.h declares with C linkage that the C library does not: a C program may name its
+# own function so (``extern "C" void max(float*, float*)``); nvcc rejects a second C-linkage overload.
+CUDA_C_LINKAGE_NAMES = frozenset({
+    "cospi", "cospif", "cyl_bessel_i0f", "cyl_bessel_i1f", "erfcinv", "erfcinvf", "erfcx", "erfcxf", "erfinv",
+    "erfinvf", "llmax", "llmin", "max", "min", "norm", "norm3df", "norm4df", "normcdf", "normcdff", "normcdfinv",
+    "normcdfinvf", "normf", "rcbrt", "rcbrtf", "rhypot", "rhypotf", "rnorm", "rnorm3d", "rnorm3df", "rnorm4d",
+    "rnorm4df", "rnormf", "rsqrt", "rsqrtf", "sincospi", "sincospif", "sinpi", "sinpif", "ullmax", "ullmin",
+    "umax", "umin",
+})
+
+# C-linkage functions of <math.h> (and their float forms): a CUDA file includes it, so an entry of the same name
+# with C linkage cannot be declared either
+C_MATH_NAMES = frozenset(n for base in MATH if "::" not in base for n in (base, base + "f"))
+
 
 _NAME_NODES = frozenset({"identifier", "type_identifier"})
 _DECLARING = frozenset({"init_declarator", "declaration", "parameter_declaration", "type_definition",
@@ -41,7 +58,10 @@ def rename_reserved(text: str, path: str, source: Dialect, target: Dialect) -> t
     taken: set[str] = set()
     declared: set[str] = set()
     names: list[tuple[int, int, str]] = []
+    macro_bodies: list[tuple[int, int, str]] = []  # text to the grammar: renamed by token below
     for node, field in walk_fields(src.root, skip=_SKIP):
+        if node.type == "preproc_arg":
+            macro_bodies.append((node.start_byte, node.end_byte, src.node_text(node)))
         if node.type not in _NAME_NODES:
             continue
         name = src.node_text(node)
@@ -61,12 +81,10 @@ def rename_reserved(text: str, path: str, source: Dialect, target: Dialect) -> t
             new = f"xp_{name}{n}"
         renaming[name] = new
     edits = [Edit(start, end, renaming[name]) for start, end, name in names if name in renaming]
-    # macro bodies are text to the grammar: their tokens are renamed the same way
-    for node, _ in walk_fields(src.root, skip=_SKIP):
-        if node.type == "preproc_arg":
-            body = src.node_text(node)
-            renamed = re.sub(r"\b(" + "|".join(map(re.escape, renaming)) + r")\b", lambda m: renaming[m.group(1)], body)
-            if renamed != body:
-                edits.append(Edit(node.start_byte, node.end_byte, renamed))
+    token = re.compile(r"\b(" + "|".join(map(re.escape, renaming)) + r")\b")
+    for start, end, body in macro_bodies:
+        renamed = token.sub(lambda m: renaming[m.group(1)], body)
+        if renamed != body:
+            edits.append(Edit(start, end, renamed))
     data, _ = apply_edits(src.data, edits)
     return data.decode("utf-8"), renaming
