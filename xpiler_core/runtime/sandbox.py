@@ -31,12 +31,14 @@ EXIT_FAULT = 87
 
 @dataclass
 class CallArg:
-    """One argument: a buffer (numpy array) or a scalar value with its dtype name."""
+    """One argument: a buffer (numpy array), a probe buffer (a byte count: zero pages, nothing read back) or a
+    scalar value with its dtype name."""
 
     name: str
     dtype: str
     array: np.ndarray | None = None
     value: float | int | None = None
+    probe_bytes: int | None = None
 
 
 @dataclass
@@ -48,8 +50,7 @@ class CallResult:
     stdout: str = ""
     stderr: str = ""
     seconds: float = 0.0
-
-
+    probes: dict[str, tuple[int, int]] = field(default_factory=dict)  # probe buffer → (address, bytes)
 
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
@@ -96,7 +97,9 @@ def call_library(
     request_args: list[dict[str, Any]] = []
     layouts: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
     for i, arg in enumerate(args):
-        if arg.array is not None:
+        if arg.probe_bytes is not None:
+            request_args.append({"name": arg.name, "kind": "probe", "bytes": arg.probe_bytes})
+        elif arg.array is not None:
             file = f"in{i}_{arg.name}.bin"
             array = np.ascontiguousarray(arg.array)
             (workdir / file).write_bytes(array.tobytes())
@@ -188,4 +191,5 @@ def call_library(
             if status == 9
             else f"launch error {status}"
         )
-    return CallResult(error is None, outs, error, status, stdout, stderr, seconds)
+    probes = {name: (int(v[0]), int(v[1])) for name, v in result.get("probes", {}).items()}
+    return CallResult(error is None, outs, error, status, stdout, stderr, seconds, probes)

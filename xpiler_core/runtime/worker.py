@@ -5,14 +5,17 @@ request names the library, the entry, the call mode (``kernel``: the generated
 ``xpiler_entry(void** args, const unsigned* config)`` wrapper; ``host``: an ``extern "C"`` function called
 with the arguments themselves) and the arguments: buffers as raw files (read into memory, written back
 after the call), scalars as ctypes type names with values (16-bit floats arrive as their bit patterns).
-Faults and deadlocks end this process with a message from the runtime on stderr; the parent turns that
-into a report.
+Probe buffers (``probe``: a byte count) are anonymous mappings, zero pages until written, so a host entry can
+be run on buffers longer than any it copies; their addresses go back in ``result.json`` to read the runtime's
+record of copies against. Faults and deadlocks end this process with a message from the runtime on stderr;
+the parent turns that into a report.
 """
 
 from __future__ import annotations
 
 import ctypes
 import json
+import mmap
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,8 +42,16 @@ def main(argv: list[str]) -> int:
     lib = ctypes.CDLL(request["library"], mode=ctypes.RTLD_LOCAL)
     buffers: dict[str, tuple[bytearray, Any]] = {}
     values: list[Any] = []
+    probes: dict[str, list[int]] = {}
+    mappings: list[Any] = []
     for arg in request["args"]:
-        if arg["kind"] == "buffer":
+        if arg["kind"] == "probe":
+            mapping = mmap.mmap(-1, max(1, int(arg["bytes"])))
+            address = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+            mappings.append(mapping)
+            probes[arg["name"]] = [address, int(arg["bytes"])]
+            values.append(ctypes.c_void_p(address))
+        elif arg["kind"] == "buffer":
             data = bytearray((workdir / arg["file"]).read_bytes())
             # One spare byte keeps from_buffer valid for empty arrays (a pointer is still passed).
             data.extend(b"\0")
@@ -67,7 +78,7 @@ def main(argv: list[str]) -> int:
     for name in request["outputs"]:
         data, _ = buffers[name]
         (workdir / f"out_{name}.bin").write_bytes(bytes(data[:-1]))
-    (workdir / "result.json").write_text(json.dumps({"status": status}))
+    (workdir / "result.json").write_text(json.dumps({"status": status, "probes": probes}))
     return 0
 
 

@@ -24,7 +24,9 @@ from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.model import Function, FunctionKind, KernelModel, Param, build_model
 from xpiler_core.frontend.source import parse_text
+from xpiler_core.project import BuildSettings
 from xpiler_core.verify.entry_shim import shim_for
+from xpiler_core.verify.host_record import EntryParam, RecordedShapes, record_entry
 
 # Sizes the tests use for each integer size parameter (case i uses the i-th value; several parameters
 # take the values in a rotated order so that they differ from each other).
@@ -97,7 +99,8 @@ class AutoSpec:
 
 
 def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str | None = None,
-               allow_shim: bool = False, model: KernelModel | None = None) -> AutoSpec:
+               allow_shim: bool = False, model: KernelModel | None = None,
+               build: BuildSettings | None = None) -> AutoSpec:
     """Write ``spec.toml`` and a copy of the source into ``workdir``; or say why not.
 
     ``entry`` names the host function to test (in plain C every function has C linkage; a file of several
@@ -118,7 +121,8 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     built: tuple[str, str] | str = "nothing to test"
     guessed = False
     if entries:
-        host = _host_spec(model, entries[0], text)
+        recorded = record_shapes(entries[0], text, path, dialect, build)
+        host = _host_spec(model, entries[0], text, recorded)
         if isinstance(host, str):
             reasons.append(host)
             built = host
@@ -155,6 +159,34 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     spec_path = workdir / "spec.toml"
     spec_path.write_text(spec_text, encoding="utf-8")
     return AutoSpec(spec_path, spec_text, reason, sizes_guessed=guessed)
+
+
+def record_shapes(entry: Function, text: str, path: str, dialect: Dialect,
+                  build: BuildSettings | None = None) -> RecordedShapes | None:
+    """The entry's buffer lengths and directions from a recorded run on the runtime; None where it cannot run
+    (not CUDA/HIP, a parameter the probe cannot pass, a source that does not build or copies nothing)."""
+    if dialect not in (Dialect.CUDA, Dialect.HIP) or not any(p.is_pointer for p in entry.params):
+        return None
+    params: list[EntryParam] = []
+    for p in entry.params:
+        dtype = _dtype(p)
+        if not p.name:
+            return None
+        if p.is_pointer:
+            if dtype is None:
+                return None
+            params.append(EntryParam(p.name, "buffer", _DTYPE_BYTES[dtype]))
+        elif _is_int_scalar(p):
+            params.append(EntryParam(p.name, "size"))
+        elif dtype in ("float32", "float64"):
+            params.append(EntryParam(p.name, dtype))
+        elif _STREAM.match(p.base_type.strip()):
+            params.append(EntryParam(p.name, "handle"))
+        else:
+            return None
+    display = Path(path).name or f"source{dialect.suffix}"
+    recorded = record_entry(text, dialect, display, entry.name, params, build=build)
+    return None if isinstance(recorded, str) else recorded
 
 
 def _dtype(param: Param) -> str | None:
@@ -275,8 +307,12 @@ def _positive_assignment(names: list[str], values: list[int], shapes: dict[str, 
     return None
 
 
-def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str, bool] | str:
-    """(spec, how it was built, whether its sizes are guesses: see :class:`AutoSpec`), or why there is none."""
+def _host_spec(model: KernelModel, entry: Function, text: str,
+               recorded: RecordedShapes | None = None) -> tuple[str, str, bool] | str:
+    """(spec, how it was built, whether its sizes are guesses: see :class:`AutoSpec`), or why there is none.
+
+    ``recorded``: what a run of the entry on the runtime copied (:mod:`host_record`); its lengths and
+    directions take the place of those read from the code."""
     body = text[entry.body_span.start_byte : entry.body_span.end_byte] if entry.body_span else ""
     locals_ = integer_locals(body)
     sizes = [p.name for p in entry.params if p.name and _is_int_scalar(p)]
@@ -313,6 +349,11 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
     args: list[str] = []
     assumed_1d: list[str] = []
     copied = set(shapes)
+    if recorded is not None:
+        for name, formula in recorded.shapes.items():
+            shapes[name] = formula  # elements, not bytes
+            copied.discard(name)
+            roles[name] = set(recorded.roles.get(name, set()))
     no_copies = not shapes
     from_loops: dict[str, str] = {}
     if no_copies and entry.kind is FunctionKind.CPU_KERNEL:
@@ -372,6 +413,9 @@ def _host_spec(model: KernelModel, entry: Function, text: str) -> tuple[str, str
             guessed
     how = (f"assumed every buffer has {sizes[0]} elements (no copies in the entry)" if assumed_1d
            else "buffer lengths from the loops that index them" if from_loops
+           else "buffer lengths and directions from what its copies touched in a run on the runtime "
+                f"({', '.join(f'{n}: {recorded.shapes[n]}' for n in recorded.shapes)})"
+           if recorded is not None and recorded.shapes
            else "buffer lengths from its memcpy byte counts")
     reason = (
         f"tests built from host entry {entry.name}: {how}, "

@@ -288,6 +288,39 @@ inline void write_status(const char* name) {
   }
 }
 
+// ---- the record of what host code does (XPILER_RECORD=FILE) --------------------------------------------------
+// The test builder runs a host entry once on probe buffers and reads back which of them each copy touched and
+// what it launched: host code runs for real instead of being read by pattern. XPILER_RECORD_ONLY=1 records
+// launches without running them (the probe only needs the host code's copies and launch shapes).
+inline FILE* record_file() {
+  static FILE* f = [] {
+    const char* p = getenv("XPILER_RECORD");
+    return p && *p ? fopen(p, "w") : nullptr;
+  }();
+  return f;
+}
+inline bool record_only() {
+  static const bool v = [] {
+    const char* e = getenv("XPILER_RECORD_ONLY");
+    return e != nullptr && e[0] == '1';
+  }();
+  return v;
+}
+// A copy of bytes [s, s + src_span) into [d, d + dst_span) (spans differ for pitched 2-D copies).
+inline void record_copy(const void* d, const void* s, size_t dst_span, size_t src_span) {
+  if (FILE* f = record_file()) {
+    fprintf(f, "copy %llu %llu %zu %zu\n", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(d)),
+            static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(s)), dst_span, src_span);
+    fflush(f);
+  }
+}
+inline void record_launch(const char* name, dim3 g, dim3 b, size_t smem) {
+  if (FILE* f = record_file()) {
+    fprintf(f, "launch %u %u %u %u %u %u %zu %s\n", g.x, g.y, g.z, b.x, b.y, b.z, smem, name);
+    fflush(f);
+  }
+}
+
 inline void prepare_worker(Worker& w, dim3 grid, dim3 block, size_t smem) {
   w.grid_dim = grid;
   w.block_dim = block;
@@ -313,6 +346,8 @@ inline void run_kernel(const void* fn, const KernelCall& call, dim3 grid, dim3 b
   g_launch.block = block;
   g_launch.shared_bytes = smem;
   write_status(g_launch.name);
+  record_launch(g_launch.name, grid, block, smem);
+  if (record_only()) return;
   const unsigned long long nblocks = 1ull * grid.x * grid.y * grid.z;
   // XPILER_BLOCK_ORDER=reverse: a second schedule, to tell outputs that depend on which block wins a race
   // (an atomic counter's order) from outputs that differ because a translation is wrong

@@ -1,0 +1,248 @@
+"""Run a host entry for real on the runtime and read back what it did.
+
+The test builder needs each buffer parameter's length and direction. Reading them out of the host code by
+pattern fails on ordinary spellings (a copy inside a helper template, ``static_cast<size_t>(n) * sizeof *d``,
+a size computed in a local); running the code does not. The source's host entry is built against the runtime
+as the tests build it and called at a few small probe sizes with *probe buffers* (zero pages, far longer than
+any copy) for its pointers, with ``XPILER_RECORD`` set: the runtime writes one line per copy (addresses and
+byte spans) and per launch, and ``XPILER_RECORD_ONLY`` skips the kernels themselves (their results do not
+decide what the host code copies; the tests run them later). A copy that reads a probe buffer makes that
+parameter an input, one that writes it an output, and the furthest byte reached is its length at those sizes.
+Lengths at three probe size sets are fitted to a formula over the size parameters (``rows * cols``,
+``n - k + 1``, a constant), confirmed on every set; the formula is the spec's shape. Whatever the record does
+not settle (a buffer no copy touched, a length no formula fits) is left to the caller, which says so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xpiler_core.dialect import Dialect
+from xpiler_core.project import BuildSettings
+from xpiler_core.runtime.build import build_library
+from xpiler_core.runtime.sandbox import CallArg, call_library
+from xpiler_core.verify.entry_shim import add_entry_shim
+
+# Size parameters take these values in the probe runs (one set per run; parameter i takes the i-th value):
+# small, pairwise distinct and prime, so products of different parameters are told apart and no size divides
+# another; the gaps between them differ from set to set (in either order), so a difference of two sizes is no
+# constant. The last set uses the tests' own sizes, for entries that refuse sizes this small.
+PROBE_SETS: tuple[tuple[int, ...], ...] = (
+    (37, 23, 29, 41, 19, 31, 43, 17),
+    (67, 47, 59, 53, 71, 61, 73, 79),
+    (113, 83, 101, 97, 89, 107, 109, 127),
+)
+LARGE_PROBE_SETS: tuple[tuple[int, ...], ...] = (
+    (257, 263, 269, 271, 277, 281, 283, 293),
+    (1000, 1009, 1013, 1019, 1021, 1031, 1033, 1039),
+    (4099, 4111, 4127, 4129, 4133, 4139, 4153, 4157),
+)
+PROBE_BUFFER_BYTES = 1 << 30  # virtual: untouched pages cost nothing
+PROBE_TIMEOUT_S = 20.0
+MAX_FACTORS = 3  # size parameters one buffer length may multiply
+
+
+@dataclass(frozen=True)
+class Copy:
+    dst: int
+    src: int
+    dst_span: int
+    src_span: int
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+
+
+@dataclass
+class HostRecord:
+    """What one call of a host entry did: its copies and launches, and where its probe buffers were."""
+
+    copies: list[Copy] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)
+    probes: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def reached(self) -> dict[str, tuple[int, set[str]]]:
+        """Probe buffer → (bytes from its start to the furthest byte a copy touched, {"in", "out"})."""
+        out: dict[str, tuple[int, set[str]]] = {}
+        for c in self.copies:
+            for address, span, role in ((c.src, c.src_span, "in"), (c.dst, c.dst_span, "out")):
+                for name, (base, size) in self.probes.items():
+                    if base <= address < base + size:
+                        end, roles = out.get(name, (0, set()))
+                        out[name] = (max(end, address - base + span), roles | {role})
+        return out
+
+
+def parse_record(text: str, probes: dict[str, tuple[int, int]]) -> HostRecord:
+    record = HostRecord(probes=dict(probes))
+    for line in text.splitlines():
+        parts = line.split(" ", 8)
+        if parts[0] == "copy" and len(parts) == 5:
+            record.copies.append(Copy(*(int(p) for p in parts[1:5])))
+        elif parts[0] == "launch" and len(parts) == 9:
+            g = tuple(int(p) for p in parts[1:4])
+            b = tuple(int(p) for p in parts[4:7])
+            record.launches.append(Launch(parts[8], (g[0], g[1], g[2]), (b[0], b[1], b[2]), int(parts[7])))
+    return record
+
+
+@dataclass(frozen=True)
+class EntryParam:
+    """A parameter as the probe passes it: a buffer (element bytes), an integer size, a float or a handle."""
+
+    name: str
+    kind: str  # "buffer", "size", "float32", "float64", "handle"
+    element_bytes: int = 1
+
+
+@dataclass
+class RecordedShapes:
+    """Per buffer parameter: its length in elements as a formula over the size parameters, and its roles."""
+
+    shapes: dict[str, str]
+    roles: dict[str, set[str]]
+    launches: list[Launch]  # those of the first probe run
+    sizes_tried: list[dict[str, int]]
+    unfitted: list[str]  # buffers a copy touched whose lengths no formula fits
+
+
+def record_entry(
+    text: str,
+    dialect: Dialect,
+    display_name: str,
+    entry: str,
+    params: Sequence[EntryParam],
+    *,
+    build: BuildSettings | None = None,
+    warp_size: int | None = None,
+) -> RecordedShapes | str:
+    """Build ``entry`` on the runtime and record it at the probe sizes; or why it could not be recorded."""
+    if dialect not in (Dialect.CUDA, Dialect.HIP):
+        return "only CUDA/HIP host code copies through the runtime"
+    shimmed = add_entry_shim(text, dialect, entry, display_name)
+    symbol = entry
+    if shimmed is not None:
+        text, symbol = shimmed
+    buffers = [p for p in params if p.kind == "buffer"]
+    if not buffers:
+        return "the entry takes no buffer"
+    sizes = [p.name for p in params if p.kind == "size"]
+    with tempfile.TemporaryDirectory(prefix="xpiler-record-") as tmp:
+        work = Path(tmp)
+        built = build_library(text, dialect, work / "build", warp_size=warp_size or (64 if dialect is Dialect.HIP
+                                                                                    else 32),
+                              display_name=display_name, build=build)
+        if not built.ok or built.library is None:
+            return "the source does not build on the runtime"
+        per_set: list[tuple[dict[str, int], dict[str, tuple[int, set[str]]]]] = []
+        launches: list[Launch] = []
+        for family in (PROBE_SETS, LARGE_PROBE_SETS):
+            per_set = []
+            for index, values in enumerate(family if sizes else family[:1]):
+                record = None
+                # the values as given, then largest first and smallest first: sizes often have an order
+                # (an input longer than its filter) the source checks or silently needs
+                for attempt, ordered in enumerate(_orders(values[: len(sizes)])):
+                    case = dict(zip(sizes, ordered, strict=True))
+                    record = _call(built.library, symbol, params, case, work / f"call{index}-{attempt}",
+                                   len(buffers))
+                    if record is not None and record.copies:
+                        break
+                if record is None or not record.copies:
+                    break  # refused these sizes (or failed): try larger ones
+                if not per_set:
+                    launches = record.launches
+                per_set.append((case, record.reached()))
+            if per_set and len(per_set) == (len(family) if sizes else 1):
+                break
+        else:
+            return "the entry copied nothing at the probe sizes (or failed at every one)"
+    shapes: dict[str, str] = {}
+    roles: dict[str, set[str]] = {}
+    unfitted: list[str] = []
+    for p in buffers:
+        seen = [reached.get(p.name) for _, reached in per_set]
+        if any(s is None for s in seen):
+            if any(s is not None for s in seen):
+                unfitted.append(p.name)
+            continue
+        lengths = [-(-s[0] // p.element_bytes) for s in seen if s is not None]
+        formula = fit_length([case for case, _ in per_set], lengths)
+        if formula is None:
+            unfitted.append(p.name)
+            continue
+        shapes[p.name] = formula
+        roles[p.name] = set().union(*(s[1] for s in seen if s is not None))
+    return RecordedShapes(shapes, roles, launches, [case for case, _ in per_set], unfitted)
+
+
+def _orders(values: Sequence[int]) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = []
+    for ordered in (tuple(values), tuple(sorted(values, reverse=True)), tuple(sorted(values))):
+        if ordered not in out:
+            out.append(ordered)
+    return out
+
+
+def _call(library: Path, symbol: str, params: Sequence[EntryParam], case: dict[str, int], workdir: Path,
+          buffers: int) -> HostRecord | None:
+    per_buffer = min(PROBE_BUFFER_BYTES, (8 << 30) // max(1, buffers))
+    args: list[CallArg] = []
+    for p in params:
+        if p.kind == "buffer":
+            args.append(CallArg(p.name, "uint8", probe_bytes=per_buffer))
+        elif p.kind == "size":
+            args.append(CallArg(p.name, "int32", value=case[p.name]))
+        elif p.kind in ("float32", "float64"):
+            args.append(CallArg(p.name, p.kind, value=2.0))
+        else:
+            args.append(CallArg(p.name, "int64", value=0))
+    record_path = workdir / "record.txt"
+    workdir.mkdir(parents=True, exist_ok=True)
+    result = call_library(library, symbol, "host", args, [], workdir, timeout_s=PROBE_TIMEOUT_S, threads=1,
+                          kernel_hint=symbol,
+                          env={"XPILER_RECORD": str(record_path), "XPILER_RECORD_ONLY": "1"})
+    if not result.ok or not record_path.exists():
+        return None
+    return parse_record(record_path.read_text(encoding="utf-8", errors="replace"), result.probes)
+
+
+def fit_length(cases: Sequence[dict[str, int]], lengths: Sequence[int]) -> str | None:
+    """The simplest formula over the cases' size names that gives ``lengths`` in every case, or None.
+
+    Tried in order: a constant; ``c * a * b ...`` (a product of up to three sizes times a whole constant);
+    ``a * b ... + c``; ``a - b + c`` (a sliding window's output length)."""
+    if not cases or len(cases) != len(lengths):
+        return None
+    if len(set(lengths)) == 1:
+        return str(lengths[0])
+    names = list(cases[0])  # the parameters' order
+    for r in range(1, min(MAX_FACTORS, len(names)) + 1):
+        for subset in itertools.combinations(names, r):
+            products = [math.prod(case[n] for n in subset) for case in cases]
+            product = " * ".join(subset)
+            if all(p > 0 and n % p == 0 for p, n in zip(products, lengths, strict=True)):
+                factors = {n // p for p, n in zip(products, lengths, strict=True)}
+                if len(factors) == 1:
+                    c = factors.pop()
+                    return product if c == 1 else f"{c} * {product}"
+            offsets = {n - p for p, n in zip(products, lengths, strict=True)}
+            if len(offsets) == 1 and len(cases) > 1:
+                c = offsets.pop()
+                return f"{product} + {c}" if c > 0 else f"{product} - {-c}"
+    for a, b in itertools.permutations(names, 2):
+        offsets = {n - (case[a] - case[b]) for case, n in zip(cases, lengths, strict=True)}
+        if len(offsets) == 1 and len(cases) > 1:
+            c = offsets.pop()
+            return f"{a} - {b} + {c}" if c >= 0 else f"{a} - {b} - {-c}"
+    return None
