@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from xpiler_core.progress import CancelToken, ProgressFn
 from xpiler_core.repair import examples as EX
 from xpiler_core.repair import observe as OB
 from xpiler_core.repair import sketch as SK
+from xpiler_core.repair import trace as TR
 from xpiler_core.repair.interp import (
     Buffer,
     Choice,
@@ -261,9 +262,20 @@ def repair_candidate(
     # 1. Tiny examples on which the candidate (interpreted) disagrees with the reference.
     samples: dict[int, ThreadSample] = {}
     sampling = kind == "kernel" and _independent(prog)
+    # CUDA/HIP host code runs for real, recorded, once per example; the interpreter replays the record and runs
+    # the kernels it launched (repair's model covers kernel code only)
+    recorded = kind == "host" and dialect in (Dialect.CUDA, Dialect.HIP)
+
+    def record_example(ex: EX.Example) -> None:
+        run = TR.record_host_run(spec, text, dialect, entry, warp_size, ex.inputs, ex.case)
+        if isinstance(run, str):
+            raise Unsupported(run)
+        ex.host_run = run
+
     try:
         chosen, writers, missing, faults = _choose_examples(
-            spec, prog, entry, kind, seed, budget, samples if sampling else None
+            spec, prog, entry, kind, seed, budget, samples if sampling else None,
+            record_example if recorded else None,
         )
     except Unsupported as exc:
         return done("refused", f"repair does not model this kernel: {exc}")
@@ -280,7 +292,14 @@ def repair_candidate(
     interacting = kind == "kernel" and not sampling  # threads share memory or atomics: no thread sample
     owner: dict[int, A.Function] = {}  # sketch → the function its holes go in
     sketches = []
-    for target in ([fn] if kind == "kernel" else _reachable(prog, fn)):
+    if recorded:
+        # the kernels the recorded runs launched, and what they call: the host code itself ran for real
+        launched = [prog.functions[op.kernel] for ex in chosen if ex.host_run is not None
+                    for op in ex.host_run.record.launches if op.kernel in prog.functions]
+        targets = list({id(f): f for k in launched for f in _reachable(prog, k)}.values())
+    else:
+        targets = [fn] if kind == "kernel" else _reachable(prog, fn)
+    for target in targets:
         fs = collect(target, prog.macros)
         for sk in _rank_sketches(fs, prog, src, writers | faults, missing, faults, interacting=interacting):
             if not sk.site.stmt or id(get_at(target, sk.site.stmt)) in ran:
@@ -516,12 +535,15 @@ def repair_candidate(
 def _run(spec: KernelSpec, prog: Program, entry: str, kind: str, ex: EX.Example) -> dict[str, Buffer]:
     prog.steps = 0
     prog.obligations = []
+    if ex.host_run is not None:
+        return TR.replay(prog, ex.host_run, EX.stored_args(spec, ex.inputs))
     return run_kernel(prog, entry, EX.stored_args(spec, ex.inputs), ex.shape, kind)
 
 
 def _choose_examples(
     spec: KernelSpec, prog: Program, entry: str, kind: str, seed: int, budget: _Budget,
     samples: dict[int, ThreadSample] | None = None,
+    record_example: Callable[[EX.Example], None] | None = None,
 ) -> tuple[list[EX.Example], set[int], set[str], set[int]]:
     """The smallest case that shows the failure, plus one larger case (so coefficients generalize).
 
@@ -539,9 +561,14 @@ def _choose_examples(
         for i, case in enumerate(EX.tiny_cases(spec, MAX_EXAMPLE_THREADS)):
             if budget.left() <= 0 or len(chosen) >= 2:
                 break
-            ex = EX.make_example(spec, case, i, seed)
+            try:
+                ex = EX.make_example(spec, case, i, seed)
+            except EX.ReferenceFailed:
+                continue
             if total + ex.threads > 2 * MAX_EXAMPLE_THREADS:
                 continue
+            if record_example is not None:
+                record_example(ex)
             # Cases of one launch shape whose sizes also compare alike (which is larger) count as one situation.
             names = sorted(case)
             order = tuple((case[a] > case[b]) - (case[a] < case[b]) for i, a in enumerate(names) for b in names[i + 1:])

@@ -6,23 +6,37 @@ The solver sees executions on these shapes only; the full spec cases re-verify e
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from xpiler_core.diagnostics import XpilerError
-from xpiler_core.frontend.lower import lower_text
-from xpiler_core.repair.interp import LaunchShape, Program, Unsupported, run_kernel
+from xpiler_core.dialect import detect_dialect
+from xpiler_core.repair.interp import LaunchShape, Unsupported
+from xpiler_core.repair.trace import HostRun
 from xpiler_core.verify.expr import ExprError
-from xpiler_core.verify.harness import _load_reference, launch_config, reference_outputs
+from xpiler_core.verify.harness import (
+    _load_reference,
+    _program,
+    build_program,
+    launch_config,
+    reference_outputs,
+    run_program,
+)
 from xpiler_core.verify.inputs import case_inputs, shape_of, to_view
 from xpiler_core.verify.spec import KernelSpec
 
 # Sizes a spec's case variables are shrunk towards (odd, so partial blocks and tails are exercised).
 _TARGETS = (3, 5, 9, 17, 33, 65, 129, 1100, 2100)
 _FACTORS = (2, 4, 8, 16, 64)  # common divisors a case is also scaled down by (relations between sizes kept)
+
+
+class ReferenceFailed(Exception):
+    """The reference gives no outputs for a small case (the source refuses those sizes): try another."""
 
 
 @dataclass
@@ -35,6 +49,7 @@ class Example:
     shape: LaunchShape
     threads: int
     seconds: float = 0.0  # how long the candidate's concrete run on it took (set by the repair engine)
+    host_run: HostRun | None = None  # the candidate's host entry, run for real on it (set by the repair engine)
 
 
 def shape_for(spec: KernelSpec, case: Mapping[str, Any]) -> LaunchShape:
@@ -107,18 +122,20 @@ def make_example(spec: KernelSpec, case: dict[str, int], index: int, seed: int) 
 
 
 def _interpreted_reference(spec: KernelSpec, case: dict[str, int], inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """Differential specs: run the reference source on the interpreter (it is plain CUDA/C)."""
+    """Differential specs: the reference source run for real on the runtime, as the tests run it."""
     assert spec.reference_source is not None
     text = spec.reference_source.read_text(encoding="utf-8")
-    prog = Program.of(lower_text(text, str(spec.reference_source)))
-    kind = spec.reference_kind or spec.kind
-    buffers = run_kernel(prog, spec.reference_entry or spec.entry, stored_args(spec, inputs), shape_for(spec, case), kind)
-    out = {}
-    for a in spec.args:
-        if a.is_output:
-            arr = np.asarray(inputs[a.name])
-            out[a.name] = np.array([float(v) for v in buffers[a.name].data]).astype(arr.dtype).reshape(arr.shape)
-    return out
+    dialect = detect_dialect(text, str(spec.reference_source))
+    program = _program(spec, text, dialect, spec.reference_entry or spec.entry, spec.reference_kind or spec.kind,
+                       None, spec.reference_source.name)
+    with tempfile.TemporaryDirectory(prefix="xpiler-example-") as tmp:
+        built = build_program(program, spec, Path(tmp) / "build")
+        if not built.build.ok:
+            raise XpilerError("the reference source does not build", str(spec.reference_source))
+        run = run_program(built, spec, inputs, case, Path(tmp) / "call")
+    if not run.ok:
+        raise ReferenceFailed(f"the reference source fails on a small case: {run.error}")
+    return dict(run.outputs)
 
 
 def stored_args(spec: KernelSpec, inputs: Mapping[str, Any]) -> dict[str, Any]:

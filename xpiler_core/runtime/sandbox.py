@@ -50,7 +50,7 @@ class CallResult:
     stdout: str = ""
     stderr: str = ""
     seconds: float = 0.0
-    probes: dict[str, tuple[int, int]] = field(default_factory=dict)  # probe buffer → (address, bytes)
+    addresses: dict[str, tuple[int, int]] = field(default_factory=dict)  # buffer → (address, bytes) in the child
 
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
@@ -163,6 +163,9 @@ def call_library(
             )
     seconds = time.monotonic() - started
     rc = proc.returncode
+    addresses_file = workdir / "addresses.json"
+    addresses = {name: (int(v[0]), int(v[1])) for name, v in
+                 (json.loads(addresses_file.read_text()) if addresses_file.exists() else {}).items()}
     if rc != 0:
         message = _runtime_message(stderr)
         if message is None:
@@ -175,7 +178,8 @@ def call_library(
             else:
                 tail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {rc}"
                 message = f"run failed: {tail}"
-        return CallResult(False, error=message, status=rc, stdout=stdout, stderr=stderr, seconds=seconds)
+        return CallResult(False, error=message, status=rc, stdout=stdout, stderr=stderr, seconds=seconds,
+                          addresses=addresses)
     result = json.loads((workdir / "result.json").read_text())
     outs = {
         name: np.frombuffer((workdir / f"out_{name}.bin").read_bytes(), dtype=layouts[name][0])
@@ -191,5 +195,4 @@ def call_library(
             if status == 9
             else f"launch error {status}"
         )
-    probes = {name: (int(v[0]), int(v[1])) for name, v in result.get("probes", {}).items()}
-    return CallResult(error is None, outs, error, status, stdout, stderr, seconds, probes)
+    return CallResult(error is None, outs, error, status, stdout, stderr, seconds, addresses)

@@ -6,8 +6,8 @@ request names the library, the entry, the call mode (``kernel``: the generated
 with the arguments themselves) and the arguments: buffers as raw files (read into memory, written back
 after the call), scalars as ctypes type names with values (16-bit floats arrive as their bit patterns).
 Probe buffers (``probe``: a byte count) are anonymous mappings, zero pages until written, so a host entry can
-be run on buffers longer than any it copies; their addresses go back in ``result.json`` to read the runtime's
-record of copies against. Faults and deadlocks end this process with a message from the runtime on stderr;
+be run on buffers longer than any it copies; where every buffer was goes back in ``result.json`` (to read the
+runtime's record of copies and launches against). Faults and deadlocks end this process with a message from the runtime on stderr;
 the parent turns that into a report.
 """
 
@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
     lib = ctypes.CDLL(request["library"], mode=ctypes.RTLD_LOCAL)
     buffers: dict[str, tuple[bytearray, Any]] = {}
     values: list[Any] = []
-    probes: dict[str, list[int]] = {}
+    probes: dict[str, list[int]] = {}  # every buffer's (address, bytes)
     mappings: list[Any] = []
     for arg in request["args"]:
         if arg["kind"] == "probe":
@@ -58,8 +58,12 @@ def main(argv: list[str]) -> int:
             holder = (ctypes.c_char * len(data)).from_buffer(data)
             buffers[arg["name"]] = (data, holder)
             values.append(ctypes.c_void_p(ctypes.addressof(holder)))
+            probes[arg["name"]] = [ctypes.addressof(holder), len(data) - 1]
         else:
             values.append(CTYPES[arg["ctype"]](arg["value"]))
+    # where the buffers are, written before the call: a call that faults still says (its record is read
+    # against them)
+    (workdir / "addresses.json").write_text(json.dumps(probes))
     fn = getattr(lib, request["entry"])
     if request["mode"] == "kernel":
         pointers = (ctypes.c_void_p * max(1, len(values)))()
@@ -78,7 +82,7 @@ def main(argv: list[str]) -> int:
     for name in request["outputs"]:
         data, _ = buffers[name]
         (workdir / f"out_{name}.bin").write_bytes(bytes(data[:-1]))
-    (workdir / "result.json").write_text(json.dumps({"status": status, "probes": probes}))
+    (workdir / "result.json").write_text(json.dumps({"status": status}))
     return 0
 
 

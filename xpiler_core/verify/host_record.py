@@ -19,12 +19,13 @@ import itertools
 import math
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from xpiler_core.dialect import Dialect
 from xpiler_core.project import BuildSettings
 from xpiler_core.runtime.build import build_library
+from xpiler_core.runtime.record import Launch, Record, parse_record
 from xpiler_core.runtime.sandbox import CallArg, call_library
 from xpiler_core.verify.entry_shim import add_entry_shim
 
@@ -45,55 +46,6 @@ LARGE_PROBE_SETS: tuple[tuple[int, ...], ...] = (
 PROBE_BUFFER_BYTES = 1 << 30  # virtual: untouched pages cost nothing
 PROBE_TIMEOUT_S = 20.0
 MAX_FACTORS = 3  # size parameters one buffer length may multiply
-
-
-@dataclass(frozen=True)
-class Copy:
-    dst: int
-    src: int
-    dst_span: int
-    src_span: int
-
-
-@dataclass(frozen=True)
-class Launch:
-    kernel: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_bytes: int
-
-
-@dataclass
-class HostRecord:
-    """What one call of a host entry did: its copies and launches, and where its probe buffers were."""
-
-    copies: list[Copy] = field(default_factory=list)
-    launches: list[Launch] = field(default_factory=list)
-    probes: dict[str, tuple[int, int]] = field(default_factory=dict)
-
-    def reached(self) -> dict[str, tuple[int, set[str]]]:
-        """Probe buffer → (bytes from its start to the furthest byte a copy touched, {"in", "out"})."""
-        out: dict[str, tuple[int, set[str]]] = {}
-        for c in self.copies:
-            for address, span, role in ((c.src, c.src_span, "in"), (c.dst, c.dst_span, "out")):
-                for name, (base, size) in self.probes.items():
-                    if base <= address < base + size:
-                        end, roles = out.get(name, (0, set()))
-                        out[name] = (max(end, address - base + span), roles | {role})
-        return out
-
-
-def parse_record(text: str, probes: dict[str, tuple[int, int]]) -> HostRecord:
-    record = HostRecord(probes=dict(probes))
-    for line in text.splitlines():
-        parts = line.split(" ", 8)
-        if parts[0] == "copy" and len(parts) == 5:
-            record.copies.append(Copy(*(int(p) for p in parts[1:5])))
-        elif parts[0] == "launch" and len(parts) == 9:
-            g = tuple(int(p) for p in parts[1:4])
-            b = tuple(int(p) for p in parts[4:7])
-            record.launches.append(Launch(parts[8], (g[0], g[1], g[2]), (b[0], b[1], b[2]), int(parts[7])))
-    return record
 
 
 @dataclass(frozen=True)
@@ -156,13 +108,13 @@ def record_entry(
                     case = dict(zip(sizes, ordered, strict=True))
                     record = _call(built.library, symbol, params, case, work / f"call{index}-{attempt}",
                                    len(buffers))
-                    if record is not None and record.copies:
+                    if record is not None and record[0].copies:
                         break
-                if record is None or not record.copies:
+                if record is None or not record[0].copies:
                     break  # refused these sizes (or failed): try larger ones
                 if not per_set:
-                    launches = record.launches
-                per_set.append((case, record.reached()))
+                    launches = record[0].launches
+                per_set.append((case, record[0].touched(record[1])))
             if per_set and len(per_set) == (len(family) if sizes else 1):
                 break
         else:
@@ -195,7 +147,8 @@ def _orders(values: Sequence[int]) -> list[tuple[int, ...]]:
 
 
 def _call(library: Path, symbol: str, params: Sequence[EntryParam], case: dict[str, int], workdir: Path,
-          buffers: int) -> HostRecord | None:
+          buffers: int) -> tuple[Record, dict[str, tuple[int, int]]] | None:
+    """The record of one call at ``case`` with the probe buffers' (address, bytes), or None if it failed."""
     per_buffer = min(PROBE_BUFFER_BYTES, (8 << 30) // max(1, buffers))
     args: list[CallArg] = []
     for p in params:
@@ -214,7 +167,7 @@ def _call(library: Path, symbol: str, params: Sequence[EntryParam], case: dict[s
                           env={"XPILER_RECORD": str(record_path), "XPILER_RECORD_ONLY": "1"})
     if not result.ok or not record_path.exists():
         return None
-    return parse_record(record_path.read_text(encoding="utf-8", errors="replace"), result.probes)
+    return parse_record(record_path.read_text(encoding="utf-8", errors="replace")), result.addresses
 
 
 def fit_length(cases: Sequence[dict[str, int]], lengths: Sequence[int]) -> str | None:

@@ -94,6 +94,7 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
                               int line = __builtin_LINE()) {                                              \
     ::xpiler::install_fault_handlers(); /* host code overrunning the block is reported too */             \
     *p = ::xpiler::device_alloc(n, file, line);                                                           \
+    if (*p) ::xpiler::record_alloc(*p, n);                                                                \
     return *p ? P##Success : P##ErrorMemoryAllocation;                                                    \
   }                                                                                                       \
   template <class T> inline P##Error_t P##Malloc(T** p, size_t n, const char* file = __builtin_FILE(),     \
@@ -118,20 +119,20 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   inline P##Error_t P##FreeHost(void* p) { return P##Free(p); }                                           \
   inline P##Error_t P##Memcpy(void* d, const void* s, size_t n, P##MemcpyKind = P##MemcpyDefault) {       \
     if (n && (!d || !s)) return P##ErrorInvalidValue;                                                     \
-    ::xpiler::record_copy(d, s, n, n); memmove(d, s, n); return P##Success;                               \
+    ::xpiler::record_copy(d, s, n); memmove(d, s, n); return P##Success;                                   \
   }                                                                                                       \
   template <class S = int>                                                                                \
   inline P##Error_t P##MemcpyAsync(void* d, const void* s, size_t n, P##MemcpyKind k = P##MemcpyDefault,  \
                                    S = S()) { return P##Memcpy(d, s, n, k); }                             \
   inline P##Error_t P##Memcpy2D(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h,         \
                                 P##MemcpyKind = P##MemcpyDefault) {                                       \
-    if (h) ::xpiler::record_copy(d, s, (h - 1) * dp + w, (h - 1) * sp + w);                                 \
+    ::xpiler::record_copy2d(d, dp, s, sp, w, h);                                                          \
     for (size_t r = 0; r < h; ++r) memmove(static_cast<char*>(d) + r * dp, static_cast<const char*>(s) + r * sp, w); \
     return P##Success;                                                                                    \
   }                                                                                                       \
   inline P##Error_t P##Memset(void* d, int v, size_t n) {                                                 \
     if (n && !d) return P##ErrorInvalidValue;                                                             \
-    memset(d, v, n); return P##Success;                                                                   \
+    ::xpiler::record_memset(d, v, n); memset(d, v, n); return P##Success;                                 \
   }                                                                                                       \
   template <class S = int> inline P##Error_t P##MemsetAsync(void* d, int v, size_t n, S = S()) {          \
     return P##Memset(d, v, n);                                                                            \
@@ -140,7 +141,7 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   inline P##Error_t P##MemcpyToSymbol(T& sym, const void* s, size_t n = sizeof(T), size_t off = 0,        \
                                       P##MemcpyKind = P##MemcpyHostToDevice) {                            \
     if (off + n > sizeof(T)) return P##ErrorInvalidValue;                                                 \
-    ::xpiler::record_copy(reinterpret_cast<char*>(&sym) + off, s, n, n);                                  \
+    ::xpiler::record_symbol_copy(true, &sym, off, s, n);                                                  \
     memcpy(reinterpret_cast<char*>(&sym) + off, s, n); return P##Success;                                 \
   }                                                                                                       \
   template <class T, class S = int>                                                                       \
@@ -152,7 +153,7 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   inline P##Error_t P##MemcpyFromSymbol(void* d, const T& sym, size_t n = sizeof(T), size_t off = 0,      \
                                         P##MemcpyKind = P##MemcpyDeviceToHost) {                          \
     if (off + n > sizeof(T)) return P##ErrorInvalidValue;                                                \
-    ::xpiler::record_copy(d, reinterpret_cast<const char*>(&sym) + off, n, n);                            \
+    ::xpiler::record_symbol_copy(false, &sym, off, d, n);                                                 \
     memcpy(d, reinterpret_cast<const char*>(&sym) + off, n); return P##Success;                           \
   }                                                                                                       \
   template <class T> inline P##Error_t P##GetSymbolAddress(void** p, const T& sym) {                      \

@@ -306,13 +306,99 @@ inline bool record_only() {
   }();
   return v;
 }
-// A copy of bytes [s, s + src_span) into [d, d + dst_span) (spans differ for pitched 2-D copies).
-inline void record_copy(const void* d, const void* s, size_t dst_span, size_t src_span) {
+// XPILER_RECORD_DATA=1: each copy's source bytes follow it ("data HEX"), so a replay can move data that came
+// from memory the host code owns itself (a local table copied to a __constant__ array)
+inline bool record_data() {
+  static const bool v = [] {
+    const char* e = getenv("XPILER_RECORD_DATA");
+    return e != nullptr && e[0] == '1';
+  }();
+  return v;
+}
+inline void record_bytes(FILE* f, const void* s, size_t n) {
+  if (!record_data()) return;
+  static const char digits[] = "0123456789abcdef";
+  fputs("data ", f);
+  const unsigned char* b = static_cast<const unsigned char*>(s);
+  for (size_t i = 0; i < n; ++i) {
+    fputc(digits[b[i] >> 4], f);
+    fputc(digits[b[i] & 15], f);
+  }
+  fputc('\n', f);
+}
+inline unsigned long long record_address(const void* p) {
+  return static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p));
+}
+// A copy of n bytes from s to d (the host's copies, whatever their kind).
+inline void record_copy(const void* d, const void* s, size_t n) {
   if (FILE* f = record_file()) {
-    fprintf(f, "copy %llu %llu %zu %zu\n", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(d)),
-            static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(s)), dst_span, src_span);
+    fprintf(f, "copy %llu %llu %zu\n", record_address(d), record_address(s), n);
+    record_bytes(f, s, n);
     fflush(f);
   }
+}
+inline void record_copy2d(const void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h) {
+  if (FILE* f = record_file()) {
+    fprintf(f, "copy2d %llu %zu %llu %zu %zu %zu\n", record_address(d), dp, record_address(s), sp, w, h);
+    if (record_data()) {
+      std::vector<unsigned char> rows(w * h);
+      for (size_t r = 0; r < h; ++r) memcpy(rows.data() + r * w, static_cast<const char*>(s) + r * sp, w);
+      record_bytes(f, rows.data(), rows.size());
+    }
+    fflush(f);
+  }
+}
+// The symbol at address p (a __constant__/__device__ variable), by its name in the library.
+inline const char* record_symbol_name(const void* p) {
+  Dl_info info;
+  return dladdr(p, &info) && info.dli_sname && info.dli_saddr == p ? info.dli_sname : "?";
+}
+// A copy into (to = true) or out of a symbol: the symbol's name and byte offset, the host address, the bytes.
+inline void record_symbol_copy(bool to, const void* sym, size_t off, const void* host, size_t n) {
+  if (FILE* f = record_file()) {
+    fprintf(f, "%s %s %zu %llu %zu\n", to ? "tosymbol" : "fromsymbol", record_symbol_name(sym), off,
+            record_address(host), n);
+    if (to) record_bytes(f, host, n);
+    fflush(f);
+  }
+}
+inline void record_alloc(const void* p, size_t n) {
+  if (FILE* f = record_file()) {
+    fprintf(f, "alloc %llu %zu\n", record_address(p), n);
+    fflush(f);
+  }
+}
+inline void record_memset(const void* d, int v, size_t n) {
+  if (FILE* f = record_file()) {
+    fprintf(f, "memset %llu %d %zu\n", record_address(d), v, n);
+    fflush(f);
+  }
+}
+// One argument of the launch about to be recorded (the "launch" line that follows closes the list).
+template <class T>
+inline void record_arg(const T& v) {
+  FILE* f = record_file();
+  if (!f) return;
+  using D = std::decay_t<T>;
+  if constexpr (std::is_pointer_v<D>) {
+    fprintf(f, "arg ptr %llu\n", record_address(reinterpret_cast<const void*>(v)));
+  } else if constexpr (std::is_same_v<D, bool>) {
+    fprintf(f, "arg int %d\n", v ? 1 : 0);
+  } else if constexpr (std::is_integral_v<D> && std::is_signed_v<D>) {
+    fprintf(f, "arg int %lld\n", static_cast<long long>(v));
+  } else if constexpr (std::is_integral_v<D>) {
+    fprintf(f, "arg int %llu\n", static_cast<unsigned long long>(v));
+  } else if constexpr (std::is_enum_v<D>) {
+    fprintf(f, "arg int %lld\n", static_cast<long long>(v));
+  } else if constexpr (std::is_floating_point_v<D>) {
+    fprintf(f, "arg float %.17g\n", static_cast<double>(v));
+  } else {
+    fprintf(f, "arg other %zu\n", sizeof(D));
+  }
+}
+template <class Tuple, size_t... I>
+inline void record_args(const Tuple& t, std::index_sequence<I...>) {
+  (record_arg(std::get<I>(t)), ...);
 }
 inline void record_launch(const char* name, dim3 g, dim3 b, size_t smem) {
   if (FILE* f = record_file()) {
@@ -405,6 +491,7 @@ struct Launcher {
   void operator()(A&&... a) const {
     static_assert(sizeof...(A) == sizeof...(P), "kernel launched with the wrong number of arguments");
     KernelArgs<P...> args{fn, std::tuple<P...>(static_cast<P>(std::forward<A>(a))...)};
+    if (record_file()) record_args(args.params, std::index_sequence_for<P...>{});
     KernelCall call{&invoke_kernel<P...>, &args};
     run_kernel(reinterpret_cast<const void*>(fn), call, grid, block, smem);
   }
@@ -445,6 +532,7 @@ struct DeducedLauncher {
   template <class... A>
   void operator()(A&&... a) const {
     CallableArgs<F, std::decay_t<A>...> args{kernel.fn, std::tuple<std::decay_t<A>...>(std::forward<A>(a)...)};
+    if (record_file()) record_args(args.params, std::index_sequence_for<A...>{});
     KernelCall call{&invoke_callable<F, std::decay_t<A>...>, &args};
     set_next_kernel_name(kernel.name);
     run_kernel(nullptr, call, grid, block, smem);

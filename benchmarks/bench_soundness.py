@@ -1,0 +1,156 @@
+"""Are unverified CPU translations right? Every kernel translated to CPU with ``--no-verify`` (the output a user
+gets when no test runs), then judged on its own spec at several input seeds.
+
+    python benchmarks/bench_soundness.py [--set suite --set styles ...] [--seeds 3] [--translator DIR] [--json OUT]
+
+Kernels: the suite (a spec with a numpy reference each), the styles and wave64 kernels and the repair styles (a
+spec beside the file, else the automatic spec built from the source, whose reference is the source on the
+runtime), and ``benchmarks/soundness`` (kernels whose lowering once went wrong silently). The judge is
+the CPU runner of this checkout (as a translation's own tests run it), whatever ``--translator`` names:
+a folder holding another checkout's ``xpiler_core`` (a worktree of an older commit) translates instead, so the
+same judge gives before → after. A kernel with no spec and none buildable is listed as "no judge".
+Prints one row per kernel (right / wrong / no judge / translate failed) and the counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SETS = {
+    "suite": HERE / "suite",
+    "styles": HERE / "styles",
+    "wave64": HERE / "wave64",
+    "repair_styles": HERE / "repair_styles",
+    "soundness": HERE / "soundness",
+}
+SUFFIXES = (".cu", ".hip")
+
+
+def kernels(set_dir: Path) -> list[Path]:
+    return sorted(p for p in set_dir.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+
+
+def judge_spec(source: Path, scratch: Path) -> Path | None:
+    """The spec beside the source, else one built from the code (the source on the runtime is its reference)."""
+    sys.path.insert(0, str(ROOT))
+    from xpiler_core.dialect import detect_dialect
+    from xpiler_core.verify import autospec
+    from xpiler_core.verify.spec import spec_beside
+
+    beside = spec_beside(str(source))
+    if beside is not None:
+        return Path(beside)
+    text = source.read_text(encoding="utf-8")
+    built = autospec.build_spec(text, str(source), detect_dialect(text, str(source)), scratch, allow_shim=True)
+    return built.spec_path
+
+
+def run(command: list[str], env: dict[str, str] | None = None, timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(command, 124, "", f"timed out after {timeout:g} s")
+
+
+def sweep_one(source: Path, seeds: int, translator: Path | None, scratch: Path) -> dict[str, str]:
+    row = {"kernel": str(source.relative_to(HERE)), "verdict": "", "detail": ""}
+    env = dict(os.environ)
+    if translator is not None:
+        env["PYTHONPATH"] = str(translator)
+    spec = judge_spec(source, scratch / "spec")
+    out = scratch / "out.cpp"
+    # the spec goes to the translation too: a kernel's CPU output then has the extern "C" entry its tests call
+    # (the launch shape is the spec's); it is not tested there (--no-verify)
+    done = run([sys.executable, "-m", "xpiler_core", "translate", str(source), "--to", "cpu", "--no-verify",
+                *(["--spec", str(spec)] if spec is not None else []), "-o", str(out), "--json"], env=env)
+    if not out.exists():
+        row["verdict"], row["detail"] = "translate failed", (done.stderr.strip().splitlines() or ["?"])[-1][:160]
+        return row
+    try:
+        tier = json.loads(done.stdout).get("cpu_tier", "")
+    except json.JSONDecodeError:
+        tier = ""
+    if spec is None:
+        row["verdict"] = "no judge"
+        return row
+    sys.path.insert(0, str(ROOT))
+    import re
+
+    from xpiler_core.plans.cuda_to_cpu import spec_with_launch_args
+    from xpiler_core.project import build_settings
+    from xpiler_core.verify.spec import load_spec
+    from xpiler_core.verify.targets import CpuRunner
+
+    loaded = load_spec(str(spec))
+    text = out.read_text(encoding="utf-8")
+    launcher = f"xp_launch_{loaded.entry}"
+    if loaded.kind == "kernel" and f'extern "C" void {launcher}(' in text:
+        # the portable tier: the kernel runs through its launcher, the reference stays the kernel
+        import dataclasses
+
+        loaded = dataclasses.replace(loaded, entry=launcher, kind="host",
+                                     reference_entry=loaded.reference_entry or loaded.entry,
+                                     reference_kind=loaded.reference_kind or loaded.kind)
+    # a kernel whose grid the kernel's parameters do not give is wrapped with the grid as extra parameters
+    # (as the plan's own tests call it)
+    entry = re.search(rf'extern "C" void {re.escape(loaded.entry)}\(([^)]*)\)', text)
+    grid_params = re.findall(r"\b(xp_grid_[xyz])\b", entry.group(1)) if entry else []
+    if grid_params:
+        loaded = spec_with_launch_args(loaded, ", ".join(grid_params), scratch / "launch")
+    # headers the output ships beside it (the portable tier's SIMT headers) are part of its build
+    companions = {str(h.relative_to(scratch)): h.read_text(encoding="utf-8") for h in scratch.rglob("*.h")}
+    runner = CpuRunner(build=build_settings(None, str(out), text, companions))
+    for seed in range(seeds):
+        report = runner.run(loaded, text, seed, None)
+        if report.build_error:
+            row["verdict"], row["detail"] = "wrong", "does not build: " + report.build_error.strip()[-120:]
+            return row
+        tested = report.tested
+        if not tested:
+            row["verdict"], row["detail"] = "no judge", "the reference ran on no case"
+            return row
+        if not report.passed:
+            row["verdict"], row["detail"] = "wrong", f"seed {seed}: {report.first_failure(160)}"
+            return row
+    row["verdict"], row["detail"] = "right", str(tier)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", action="append", choices=sorted(SETS), help="kernel sets (default: all)")
+    parser.add_argument("--seeds", type=int, default=3, help="input seeds each translation is judged at")
+    parser.add_argument("--translator", type=Path, help="translate with the xpiler_core in this folder")
+    parser.add_argument("--only", action="append", default=[], help="kernels whose path contains this")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args(argv)
+    rows = []
+    for name in args.set or sorted(SETS):
+        for source in kernels(SETS[name]):
+            if args.only and not any(o in str(source) for o in args.only):
+                continue
+            with tempfile.TemporaryDirectory(prefix="xpiler-soundness-") as tmp:
+                row = sweep_one(source, args.seeds, args.translator, Path(tmp))
+            rows.append(row)
+            print(f"{row['kernel']:<58} {row['verdict']:<17} {row['detail']}", flush=True)
+    counts = Counter(r["verdict"] for r in rows)
+    print()
+    print("| kernels | right | wrong | no judge | translate failed |")
+    print("|---|---|---|---|---|")
+    print(f"| {len(rows)} | {counts['right']} | {counts['wrong']} | {counts['no judge']} | {counts['translate failed']} |")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
