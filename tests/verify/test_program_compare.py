@@ -33,6 +33,17 @@ def test_exit_status_and_own_verdict() -> None:
     assert not report.matched and "FAIL" in report.reason
 
 
+def test_verdicts_in_the_spellings_programs_print() -> None:
+    # a public tutorial's sort prints "Sorting uncessfull: ..." when its check fails
+    from xpiler_core.verify.program import own_verdict
+
+    for failed in ("Sorting uncessfull: h_data[0] = 7 > h_data[1] = 3", "Test unsuccessful", "unsucessful run",
+                   "Result = FAIL", "2 mismatches"):
+        assert own_verdict(failed) == "FAIL", failed
+    for passed in ("Sorting Successful!", "Test PASSED", "0 errors, test passed"):
+        assert own_verdict(passed) == "PASS", passed
+
+
 def test_a_source_whose_own_verdict_changes_between_runs_is_not_blamed_on_the_translation() -> None:
     # e.g. a check that reads past an allocation: PASS once, FAIL when run again
     verdicts = iter(["FAIL\n", "PASS\n"])

@@ -49,8 +49,9 @@ DEFAULT_RTOL = 1e-3
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)\b", re.IGNORECASE)
 _PASS = re.compile(r"\b(PASS(ED)?|SUCCESS(FUL)?)\b|\b(test|tests|result|verification|check|validation)s?\b[^\n]*"
                    r"\b(pass(ed)?|succeeded|successful|correct|ok)\b", re.IGNORECASE)
-_FAIL = re.compile(r"\b(FAIL(ED|URE)?|INCORRECT|MISMATCH(ES)?)\b|\b(test|tests|result|verification|check|"
-                   r"validation)s?\b[^\n]*\b(fail(ed|s)?|incorrect|wrong)\b", re.IGNORECASE)
+# "unsuccessful" in the spellings programs print it ("uncessfull", "unsucessful")
+_FAIL = re.compile(r"\b(FAIL(ED|URE)?|INCORRECT|MISMATCH(ES)?|un\w*ces+ful+)\b|\b(test|tests|result|verification|"
+                   r"check|validation)s?\b[^\n]*\b(fail(ed|s)?|incorrect|wrong)\b", re.IGNORECASE)
 _NEGATED_FAIL = re.compile(r"\b(0|no|zero)\s+(errors?|failures?|mismatch(es)?)\b", re.IGNORECASE)
 
 

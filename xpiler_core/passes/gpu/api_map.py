@@ -100,6 +100,8 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
             name_node = node.child_by_field_name("function")
             if name_node is not None and name_node.type == "identifier":
                 name = src.node_text(name_node)
+                if name == "printf" and direction == "cuda->hip":
+                    _scalar_printf_builtins(src, node, edits)
                 rewrite = table.calls.get(name)
                 if rewrite is not None and name not in own_names:
                     _rewrite_call(src, node, name_node, rewrite, direction, edits, ctx, renamed)
@@ -129,6 +131,10 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
                     Unresolved(f"no {direction.split('->')[1].upper()} mapping for '{name}' in the tables",
                                Span.of(node), name)
                 )
+        elif kind in ("<<<", ">>>") and src.node_text(node) != kind:
+            # nvcc reads a launch's chevrons written with spaces (`k << <g, b >> >(x)`, an old workaround for
+            # compilers that split `>>>`); hip-clang reads `<< <` as a shift: the target gets them joined
+            edits.append(Edit(node.start_byte, node.end_byte, kind))
         elif kind == "namespace_identifier":
             _map_namespace(src, node, table, edits, renamed)
         elif kind == "preproc_arg" and (node.start_byte, node.end_byte) not in rewritten_bodies:
@@ -152,6 +158,17 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         )
     target = Dialect.HIP if direction == "cuda->hip" else Dialect.CUDA
     return SourceUnit(data.decode("utf-8"), target, module.path)
+
+
+_BUILTIN_INDEX = re.compile(r"(?:threadIdx|blockIdx|blockDim|gridDim)\.[xyz]")
+
+
+def _scalar_printf_builtins(src: ParsedSource, call: Node, edits: list[Edit]) -> None:
+    """HIP's built-in index variables are structs with a conversion operator, which hip-clang's device printf
+    refuses as arguments ("non-scalar arg to printf"): each is passed as the unsigned it converts to."""
+    for arg in call_arguments(call):
+        if arg.type == "field_expression" and _BUILTIN_INDEX.fullmatch(src.node_text(arg)):
+            edits.append(Edit(arg.start_byte, arg.start_byte, "(unsigned)"))
 
 
 def _has_runtime_include(src: ParsedSource, edits: list[Edit]) -> bool:

@@ -134,6 +134,15 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     if (n && !d) return P##ErrorInvalidValue;                                                             \
     ::xpiler::record_memset(d, v, n); memset(d, v, n); return P##Success;                                 \
   }                                                                                                       \
+  /* one address space on the CPU: prefetches and placement advice change nothing */                       \
+  enum { P##CpuDeviceId = -1, P##InvalidDeviceId = -2 };                                                  \
+  enum P##MemoryAdvise { P##MemAdviseSetReadMostly = 1, P##MemAdviseUnsetReadMostly = 2,                  \
+                         P##MemAdviseSetPreferredLocation = 3, P##MemAdviseUnsetPreferredLocation = 4,    \
+                         P##MemAdviseSetAccessedBy = 5, P##MemAdviseUnsetAccessedBy = 6 };                \
+  template <class D, class S = int>                                                                       \
+  inline P##Error_t P##MemPrefetchAsync(const void*, size_t, D, S = S()) { return P##Success; }           \
+  template <class A, class D>                                                                             \
+  inline P##Error_t P##MemAdvise(const void*, size_t, A, D) { return P##Success; }                        \
   template <class S = int> inline P##Error_t P##MemsetAsync(void* d, int v, size_t n, S = S()) {          \
     return P##Memset(d, v, n);                                                                            \
   }                                                                                                       \
