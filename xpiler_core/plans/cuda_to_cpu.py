@@ -250,20 +250,9 @@ def plan(
             best = _fallbacks(best, work, spec, options, pass_names, ctx, check)
             candidate, records, evidence = best.candidate, best.records, best.evidence
         companions: dict[str, str] = dict(c_units)
-        # a structural lowering no test checked is emitted only where it is exact by construction
-        unproven = None if _tested(evidence) else _unproven_lowering(work, unit.path)
-        if candidate is not None and unproven and not options.verify:
-            given = TestSet([spec], auto=False, reason="the user's spec") if spec is not None else \
-                TestSet([], auto=True, reason="verification was turned off")
-            portable = _portable_text(original, work, inlined, given, source_warp, unproven, Path(tmp))
-            if portable is not None:
-                candidate, records = portable[0], []
-                companions = {**simt_headers(), **c_units}
-                ctx.notes.append(f"portable tier: no test ran and {unproven}")
-        elif options.verify and (candidate is None or unproven or not _passed(_Checked(candidate, records, evidence))):
+        if options.verify and (candidate is None or not _passed(_Checked(candidate, records, evidence))):
             # the floor: the source on the SIMT header set, exact but slow (plans/_portable.py)
             refused = ("the portable tier was asked for (--tier portable)" if portable_only
-                       else f"no test ran and {unproven}" if unproven
                        else _structural_refusal(candidate, evidence, ctx, unit.path))
             tests = project.test_set(options, Path(tmp) / "auto-portable")
             runner = CpuRunner(warp_size=source_warp, source_build=project.source_build(),
@@ -272,7 +261,7 @@ def plan(
                                       project, runner, source_warp, refused, Path(tmp), progress, cancel)
             compiles = floor is not None and floor.evidence.compile is not None and floor.evidence.compile.ok
             structural_builds = candidate is not None and evidence.compile is not None and evidence.compile.ok
-            if floor is not None and (_passed(floor) or ((not structural_builds or unproven) and compiles)):
+            if floor is not None and (_passed(floor) or (not structural_builds and compiles)):
                 ctx.notes.append(f"portable tier: {refused}")
                 candidate, records, evidence = floor.candidate, floor.records, floor.evidence
                 if _passed(floor):
@@ -288,29 +277,6 @@ def plan(
         companions=companions)
     report(progress, 1.0, result.status.value)
     return result
-
-
-# Calls whose result depends on which lanes of a warp are converged at that point: the structural lowering runs a
-# warp's lanes as loop iterations and does not model convergence, so it is exact only where a test shows it.
-_CONVERGENCE_DEPENDENT = ("__activemask", "coalesced_threads")
-
-
-def _unproven_lowering(work: ParsedUnit, path: str) -> str | None:
-    """Why the structural lowering of ``work`` is not exact by construction (the first such call, at
-    file:line:col), or None."""
-    for node in A.walk(work.module):
-        if isinstance(node, A.Call) and node.callee is not None and \
-                node.callee.rsplit("::", 1)[-1] in _CONVERGENCE_DEPENDENT:
-            span = node.span
-            where = f" at {path}:{span.start_line + 1}:{span.start_col + 1}" if span is not None else ""
-            return (f"the structural lowering of {node.callee.rsplit('::', 1)[-1]}(){where} is not exact by "
-                    "construction (which lanes are converged is not modelled)")
-    return None
-
-
-def _tested(evidence: Evidence) -> bool:
-    """Some test or program run judged the candidate (passing or not)."""
-    return bool((evidence.tests is not None and evidence.tests.tested) or evidence.program is not None)
 
 
 def _structural_refusal(candidate: str | None, evidence: Evidence, ctx: PassContext, path: str) -> str:
@@ -330,22 +296,6 @@ def _portable_attempt(original: ParsedUnit, work: ParsedUnit, inlined: list[str]
                       options: TranslateOptions, project: ProjectFiles, runner: Any, warp: int, refused: str,
                       tmp: Path, progress: ProgressFn | None, cancel: CancelToken | None) -> _Checked | None:
     """The portable candidate and its evidence (``None`` when no test can reach it)."""
-    built = _portable_text(original, work, inlined, tests, warp, refused, tmp)
-    if built is None:
-        return None
-    text, checked = built
-    runner.build = project.candidate_build(text, {**simt_headers(), **project.plain_c_units()})
-    program = project.program_check(runner, 1, cancel) if tests.program else None
-    evidence = gather_evidence(text, checked, runner, seed=options.seed, time_limit_s=options.run_time_limit_s, cancel=cancel, progress=progress,
-                               shrink=False, program_check=program)
-    evidence.facts.update({"tier": "portable", "structural_refusal": refused})
-    return _Checked(text, [], evidence)
-
-
-def _portable_text(original: ParsedUnit, work: ParsedUnit, inlined: list[str], tests: TestSet, warp: int,
-                   refused: str, tmp: Path) -> tuple[str, TestSet] | None:
-    """The portable candidate, with a launcher when the tests launch a kernel (and the tests calling it); None
-    when the tests' launch shape cannot be given to a launcher."""
     source = work.text if inlined and work.dialect is original.dialect else original.text
     checked = tests
     tail = ""
@@ -365,7 +315,13 @@ def _portable_text(original: ParsedUnit, work: ParsedUnit, inlined: list[str], t
         if launch.get("launch_params"):
             host_spec = spec_with_launch_args(host_spec, launch["launch_params"], tmp / "portable-launch")
         checked = dataclasses.replace(tests, specs=[host_spec])
-    return portable_candidate(source, original.dialect, warp, refused, tail), checked
+    text = portable_candidate(source, original.dialect, warp, refused, tail)
+    runner.build = project.candidate_build(text, {**simt_headers(), **project.plain_c_units()})
+    program = project.program_check(runner, 1, cancel) if tests.program else None
+    evidence = gather_evidence(text, checked, runner, seed=options.seed, time_limit_s=options.run_time_limit_s, cancel=cancel, progress=progress,
+                               shrink=False, program_check=program)
+    evidence.facts.update({"tier": "portable", "structural_refusal": refused})
+    return _Checked(text, [], evidence)
 
 
 def _passed(checked: _Checked) -> bool:

@@ -47,6 +47,7 @@ from xpiler_core.passes.support.ast_support import (
     int_param,
     leave,
     names_in,
+    parse_stmts,
     scalar_writes,
     value_template_arguments,
 )
@@ -449,6 +450,12 @@ def _warp_call(call: A.Call, st: _KernelState, at: A.Stmt) -> tuple[list[A.Stmt]
             elem = A.replace(elem, pointers=tuple(() for _ in elem.pointers))
         stored = value
     st.block_decls.append(A.DeclStmt((A.VarDecl(array, elem, (_NT,)),)))
+    if kind in ("ballot", "any", "all"):
+        # lanes that do not reach the vote (exited, or on the other side of a branch) are inactive: they count
+        # as false in a ballot or any, and do not make all() false; every block starts from that
+        neutral = 1 if kind == "all" else 0
+        st.block_decls.extend(parse_stmts(
+            [f"for (int xp_i = 0; xp_i < xp_nt; ++xp_i) {array}[xp_i] = {neutral};"], Dialect.CUDA))
     pre: list[A.Stmt] = [A.ExprStmt(A.assign(A.Index(A.Name(array), _T), stored)), _barrier()]
     warp = A.lit(st.warp)
     if kind in ("ballot", "any", "all"):
