@@ -168,3 +168,31 @@ int main() {
     verdict = compile_check(out, Dialect.HIP)
     assert verdict.ok, verdict.stderr
     assert "<<<1, 64 >>>" in out
+
+
+def test_api_types_named_with_the_struct_keyword_are_mapped() -> None:
+    """``struct cudaResourceDesc d;`` names the runtime's type (an elaborated type specifier), it does not declare
+    one of the file's own: it is mapped like the bare name, and hipcc accepts the result. A struct the file
+    defines keeps its name."""
+    cuda = """#include <cuda_runtime.h>
+#include <cstring>
+struct cudaUserThing { int a; };
+cudaTextureObject_t make(cudaArray_t array) {
+    struct cudaResourceDesc res;
+    memset(&res, 0, sizeof(res));
+    res.resType = cudaResourceTypeArray;
+    res.res.array.array = array;
+    struct cudaTextureDesc tex = {};
+    tex.readMode = cudaReadModeElementType;
+    cudaTextureObject_t obj = 0;
+    cudaCreateTextureObject(&obj, &res, &tex, nullptr);
+    struct cudaUserThing mine = {1};
+    (void)mine;
+    return obj;
+}
+"""
+    out, ctx = run(cuda)
+    assert "struct hipResourceDesc res;" in out and "struct hipTextureDesc tex" in out
+    assert "struct cudaUserThing mine" in out
+    verdict = compile_check(out, Dialect.HIP)
+    assert verdict.ok, verdict.stderr

@@ -115,8 +115,9 @@ def declared_names(src: ParsedSource) -> set[str]:
             continue
         if parent.type == "init_declarator" and field != "declarator":
             continue
-        if parent.type in ("struct_specifier", "class_specifier", "enum_specifier") and field != "name":
-            continue
+        if parent.type in ("struct_specifier", "class_specifier", "enum_specifier") and (
+                field != "name" or parent.child_by_field_name("body") is None):
+            continue  # `struct cudaResourceDesc r;` names a type declared elsewhere (an elaborated type)
         if parent.type == "type_definition" and field != "declarator":
             continue
         names.add(src.node_text(node))
