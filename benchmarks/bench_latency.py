@@ -1,0 +1,127 @@
+"""Translate + verify latency as a user meets it: ``xpiler translate FILE --to T`` in a fresh process per file,
+the wall time of the whole command and its manifest's split by phase (passes, compile, tests).
+
+    python benchmarks/bench_latency.py [--to hip --to cpu] [--set suite --set examples] [--json OUT]
+
+Each file is translated twice: first with an empty cache (``XPILER_CACHE_DIR`` pointed at a new folder: the
+first use of the tool on a machine, precompiled runtime headers included), then again with that cache warm (an
+edit-and-retranslate loop hits it for the compiles and tests of unchanged text). Prints, per direction and
+cache state, the median and 90th percentile of the command's wall time (process start included) and of each
+phase (translate: parse, passes and writing; compile; tests), and the machine's load before and after (a figure
+taken on a busy machine is flagged). ``--report JSON`` prints the table of a saved run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SETS = {"suite": HERE / "suite", "examples": ROOT / "examples"}
+PHASES = ("passes", "compile", "tests", "total")
+
+
+def sources(name: str) -> list[Path]:
+    folder = SETS[name]
+    return sorted(p for p in folder.rglob("*") if p.suffix in (".cu",) and p.is_file())
+
+
+def p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+
+
+def translate_once(source: Path, target: str, cache: Path, out_dir: Path) -> dict[str, float] | str:
+    out = out_dir / (source.stem + (".hip" if target == "hip" else ".cpp"))
+    env = {**os.environ, "XPILER_CACHE_DIR": str(cache)}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "xpiler_core", "translate", str(source), "--to", target, "-o",
+                           str(out), "--json"], capture_output=True, text=True, env=env, timeout=900, check=False)
+    wall = time.perf_counter() - started
+    try:
+        result = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return (done.stderr.strip().splitlines() or ["no output"])[-1][:120]
+    manifest_path = out.parent / ".xpiler" / (out.name + ".json")
+    timings = json.loads(manifest_path.read_text())["timings"] if manifest_path.exists() else {}
+    row = {phase: float(timings.get(phase, 0.0)) for phase in PHASES}
+    # what is neither compiling nor testing: parse, passes, writing (not every plan times its passes apart)
+    row["translate"] = max(0.0, row["total"] - row["compile"] - row["tests"])
+    row["wall"] = wall
+    row["status"] = result.get("status", "?")
+    return row
+
+
+def table(rows: list[dict[str, object]], targets: list[str], load_before: float, load_after: float) -> None:
+    cores = os.cpu_count() or 1
+    busy = max(load_before, load_after) > cores
+    print(f"load average {load_before:.2f} before, {load_after:.2f} after, {cores} cores"
+          + (" — BUSY MACHINE: figures flagged, not results" if busy else ""))
+    print("| direction | cache | files | wall med / p90 (s) | translate med / p90 | compile med / p90 | "
+          "tests med / p90 |")
+    print("|---|---|---|---|---|---|---|")
+    for target in targets:
+        for state in ("cold", "warm"):
+            ok = [r for r in rows if r["to"] == target and r["cache"] == state and "error" not in r]
+            if not ok:
+                continue
+
+            def col(phase: str, subset: list[dict[str, object]] = ok) -> str:
+                values = [float(str(r[phase])) for r in subset]
+                return f"{statistics.median(values):.2f} / {p90(values):.2f}"
+
+            print(f"| {target} | {state} | {len(ok)} | {col('wall')} | {col('translate')} | {col('compile')} | "
+                  f"{col('tests')} |")
+    for r in rows:
+        if "error" in r:
+            print(f"error: {r['file']} → {r['to']} ({r['cache']}): {r['error']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--to", action="append", choices=["hip", "cpu"], help="directions (default: both)")
+    parser.add_argument("--set", action="append", choices=sorted(SETS), help="file sets (default: both)")
+    parser.add_argument("--json", type=Path, help="also write every row here")
+    parser.add_argument("--report", type=Path, help="only print the table of an earlier --json run")
+    args = parser.parse_args(argv)
+    if args.report:
+        saved = json.loads(args.report.read_text())
+        for r in saved["rows"]:
+            if "error" not in r:
+                r.setdefault("translate", max(0.0, r["total"] - r["compile"] - r["tests"]))
+        table(saved["rows"], args.to or ["hip", "cpu"], *saved["load"])
+        return 0
+    load_before = os.getloadavg()[0]
+    rows: list[dict[str, object]] = []
+    files = [f for name in (args.set or sorted(SETS)) for f in sources(name)]
+    for target in args.to or ["hip", "cpu"]:
+        for source in files:
+            with tempfile.TemporaryDirectory(prefix="xpiler-latency-") as tmp:
+                cache, out_dir = Path(tmp) / "cache", Path(tmp) / "out"
+                out_dir.mkdir()
+                for state in ("cold", "warm"):
+                    got = translate_once(source, target, cache, out_dir)
+                    row: dict[str, object] = {"file": str(source.relative_to(ROOT)), "to": target, "cache": state}
+                    if isinstance(got, str):
+                        row["error"] = got
+                    else:
+                        row.update(got)
+                    rows.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+    load_after = os.getloadavg()[0]
+    table(rows, args.to or ["hip", "cpu"], load_before, load_after)
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "load": [load_before, load_after]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
