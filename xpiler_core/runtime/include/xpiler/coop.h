@@ -147,6 +147,10 @@ inline thread_group tiled_partition(const thread_block&, unsigned n) {
   }
 }
 
+// ... of a group whose kind is known at run time (a block or a tile: tiles nest, so the sub-tiles of a tile are
+// the block's tiles of that size; n at most the parent's size)
+inline thread_group tiled_partition(const thread_group&, unsigned n) { return tiled_partition(thread_block(), n); }
+
 template <class T> struct plus { T operator()(const T& a, const T& b) const { return a + b; } };
 template <class T> struct less { T operator()(const T& a, const T& b) const { return b < a ? b : a; } };
 template <class T> struct greater { T operator()(const T& a, const T& b) const { return a < b ? b : a; } };
