@@ -5,8 +5,10 @@ build it with g++ -O2 -fopenmp, load the shared object with ctypes into this pro
 case's inputs; time the spec's numpy reference (float64 inside, as written in the suite) and a PyTorch CPU
 implementation of the same operator on the same inputs. Each figure is the median of repeated runs
 (``--min-time`` seconds, at least ``--min-runs`` runs) in one process, with 1 and with 2 threads on both
-sides (the better median counts; see ``THREAD_COUNTS``). Ratios are baseline time / our time
-(> 1: ours is faster); per operator the geometric mean over cases, per group over operators.
+sides (the better median counts; see ``THREAD_COUNTS``) with ``--method phases``; by default (``--method
+shared``) with the method every benchmark shares (``benchmarks/timing.py``: ours and the baseline interleaved in
+this process, min of thread CPU time, 1 thread each side, the load recorded). Ratios are baseline time / our
+time (> 1: ours is faster); per operator the geometric mean over cases, per group over operators.
 
     python benchmarks/bench_cpu.py [--group G ...] [--op NAME ...] [--min-time 0.2] [--json OUT]
 
@@ -20,6 +22,7 @@ import argparse
 import ctypes
 import functools
 import glob
+import importlib.util
 import inspect
 import json
 import math
@@ -171,7 +174,8 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
-def bench_ours(spec_path: str, workdir: Path, min_time: float, min_runs: int) -> dict[str, Any]:
+def bench_ours(spec_path: str, workdir: Path, min_time: float, min_runs: int,
+               shared: Callable[..., dict[str, Any]] | None = None) -> dict[str, Any]:
     """Translate, build, load and time our output on every case (phase 1: no other thread pool is alive)."""
     spec = load_spec(spec_path)
     row: dict[str, Any] = {"op": spec.name, "group": spec.group or Path(spec_path).parent.parent.name, "cases": [],
@@ -201,14 +205,54 @@ def bench_ours(spec_path: str, workdir: Path, min_time: float, min_runs: int) ->
                 args.append(_CTYPES.get(a.dtype, ctypes.c_int32)(value))
         for expr in spec.grid[: len(launch)]:
             args.append(ctypes.c_int32(evaluate_int(str(expr), case)))
+        ours = functools.partial(entry, *args)
+        if shared is not None:
+            row["cases"].append({"sizes": dict(case), **shared(spec, index, inputs, ours)})
+            continue
         per_threads = {}
         for threads in THREAD_COUNTS:
             _set_omp_threads(threads)
-            per_threads[threads] = median_time(functools.partial(entry, *args), min_time, min_runs)
+            per_threads[threads] = median_time(ours, min_time, min_runs)
         _set_omp_threads(THREAD_COUNTS[-1])
         row["cases"].append({"sizes": dict(case), "ours_s": min(per_threads.values()),
                              "ours_by_threads": per_threads})
+    if shared is not None:
+        for which in ("numpy", "torch"):
+            row[f"vs_{which}"] = geomean([c[f"vs_{which}"] for c in row["cases"] if c.get(f"vs_{which}")])
     return row
+
+
+def shared_method(impls: dict[str, Callable[..., Any]], rounds: int) -> Callable[..., dict[str, Any]]:
+    """Per case: ours against numpy and against PyTorch with the method every benchmark shares
+    (``benchmarks/timing.py``: one process, interleaved, min of thread CPU time, 1 thread each side)."""
+    from timing import compare
+
+    def timed(spec: Any, index: int, inputs: dict[str, Any], ours: Callable[[], Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        _set_omp_threads(1)
+        if spec.reference:
+            # the suite's own reference, imported into this process (timed here, not through a sandbox child)
+            module_file, _, func = spec.reference.partition(":")
+            loaded = importlib.util.spec_from_file_location(f"xp_ref_{spec.name}", spec.path.parent / module_file)
+            assert loaded is not None and loaded.loader is not None
+            module = importlib.util.module_from_spec(loaded)
+            loaded.loader.exec_module(module)
+            got = compare(functools.partial(reference_outputs, getattr(module, func), spec, inputs), ours,
+                          names=("numpy", "ours"), rounds=rounds)
+            out.update(vs_numpy=got.ratio, numpy_interval=got.interval, ours_s=got.b.cpu_min,
+                       numpy_s=got.a.cpu_min, busy=got.busy)
+        torch_fn = impls.get(spec.name)
+        if torch_fn is not None and torch is not None:
+            accepted = inspect.signature(torch_fn).parameters
+            tensors = {a.name: _to_torch(a.name, inputs[a.name]) for a in spec.args if a.name in accepted}
+            torch.set_num_threads(1)
+            with torch.inference_mode():
+                got = compare(functools.partial(torch_fn, **tensors), ours, names=("torch", "ours"), rounds=rounds)
+            out.update(vs_torch=got.ratio, torch_interval=got.interval, torch_s=got.a.cpu_min,
+                       ours_s=got.b.cpu_min, busy=bool(out.get("busy")) or got.busy)
+        return out
+
+    return timed
 
 
 def bench_baselines(row: dict[str, Any], min_time: float, min_runs: int, impls: dict[str, Callable[..., Any]],
@@ -247,8 +291,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-time", type=float, default=0.2)
     parser.add_argument("--min-runs", type=int, default=7)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--method", choices=("shared", "phases"), default="shared",
+                        help="shared: benchmarks/timing.py (interleaved, min of thread CPU time, 1 thread each "
+                             "side; the default); phases: the old medians of wall time, ours then numpy then "
+                             "PyTorch, best of 1 and 2 threads")
+    parser.add_argument("--rounds", type=int, default=31, help="interleaved rounds of the shared method")
     args = parser.parse_args(argv)
     impls = _torch_impls()
+    shared = shared_method(impls, args.rounds) if args.method == "shared" else None
     rows: list[dict[str, Any]] = []
     # Phases keep thread pools apart: our OpenMP threads, then numpy, then PyTorch's own OpenMP runtime
     # (two spinning runtimes on two cores distort each other's timings).
@@ -257,8 +307,8 @@ def main(argv: list[str] | None = None) -> int:
             group, op = Path(spec_path).parent.parent.name, Path(spec_path).parent.name
             if (args.group and group not in args.group) or (args.op and op not in args.op):
                 continue
-            rows.append(bench_ours(spec_path, Path(tmp), args.min_time, args.min_runs))
-        for which in ("numpy", "torch"):
+            rows.append(bench_ours(spec_path, Path(tmp), args.min_time, args.min_runs, shared))
+        for which in ("numpy", "torch") if shared is None else ():
             for row in rows:
                 bench_baselines(row, args.min_time, args.min_runs, impls, which)
         for row in rows:
@@ -267,7 +317,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{row['group']:14s} {row['op']:20s} vs numpy {fmt(row.get('vs_numpy'))}  vs torch "
                   f"{fmt(row.get('vs_torch'))}   largest case: ours {largest.get('ours_s', 0) * 1e6:9.1f} us, torch "
                   f"{largest.get('torch_s', float('nan')) * 1e6:9.1f} us  {row.get('error', '')}", flush=True)
-    print("\ngroup geomeans (baseline time / our time; > 1 means ours is faster):")
+    busy = any(c.get("busy") for r in rows for c in r.get("cases", []))
+    print(f"\nmethod: {args.method}" + (" (benchmarks/timing.py: interleaved, min of 31 rounds of thread CPU "
+                                        "time, 1 thread each side)" if shared else " (medians of wall time)")
+          + (" -- MACHINE BUSY during some comparisons: not a result" if busy else ""))
+    print("group geomeans (baseline time / our time; > 1 means ours is faster):")
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(row["group"], []).append(row)
