@@ -603,7 +603,7 @@ def evaluate(item: Item, workdir: Path, ns: argparse.Namespace) -> Result:
     )
     res.seconds = r.seconds
     try:
-        tool = json.loads(r.out[r.out.index("{") :]) if "{" in r.out else None
+        tool = json.JSONDecoder().raw_decode(r.out[r.out.index("{") :])[0] if "{" in r.out else None
     except ValueError:
         tool = None
     if tool is None:

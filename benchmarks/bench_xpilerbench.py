@@ -956,7 +956,8 @@ class Bench:
         k.timed_out = r.rc == 124
         k.status = "translated"
         try:
-            res = json.loads(r.out[r.out.index("{") :]) if "{" in r.out else None
+            # the JSON document, whatever follows it (stderr comes after stdout in r.out)
+            res = json.JSONDecoder().raw_decode(r.out[r.out.index("{") :])[0] if "{" in r.out else None
         except ValueError:
             res = None
         if res is None:
