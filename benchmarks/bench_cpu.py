@@ -26,6 +26,7 @@ import importlib.util
 import inspect
 import json
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -34,7 +35,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# the shared method times one thread on each side: numpy's BLAS too (its thread count is fixed when it loads)
+if "phases" not in sys.argv:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -26,7 +27,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# the shared method times one thread on each side: numpy's BLAS too (its thread count is fixed when it loads)
+if "phases" not in sys.argv:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
@@ -65,20 +71,21 @@ def multiply_adds(op: str, c: dict[str, int]) -> float:
     raise KeyError(op)
 
 
-def numpy_blas(op: str, spec_path: str, case: dict[str, int]) -> float | None:
-    """Median seconds of the float32 numpy formulation of a matrix product (BLAS), None for others."""
-    spec = load_spec(spec_path)
-    inputs = case_inputs(spec, case, 0, 0)
-    if op == "gemm":
+def blas_call(op: str, inputs: dict[str, Any]) -> Any:
+    """The float32 numpy formulation of a matrix product on the case's inputs (its BLAS), None for others."""
+    if op in ("gemm", "batched_gemm"):
         a, b = inputs["A"].astype(np.float32), inputs["B"].astype(np.float32)
-        return median_time(lambda: a @ b, 0.3, 5)
-    if op == "batched_gemm":
-        a, b = inputs["A"].astype(np.float32), inputs["B"].astype(np.float32)
-        return median_time(lambda: np.matmul(a, b), 0.3, 5)
+        return lambda: np.matmul(a, b)
     if op == "gemv":
         a, x = inputs["A"].astype(np.float32), inputs["x"].astype(np.float32)
-        return median_time(lambda: a @ x, 0.3, 5)
+        return lambda: a @ x
     return None
+
+
+def numpy_blas(op: str, spec_path: str, case: dict[str, int]) -> float | None:
+    """Median seconds of :func:`blas_call` (the phases method)."""
+    fn = blas_call(op, case_inputs(load_spec(spec_path), case, 0, 0))
+    return median_time(fn, 0.3, 5) if fn is not None else None
 
 
 PEAK_SOURCE = r"""
@@ -145,28 +152,68 @@ def scaled_spec(op: str, workdir: Path) -> str:
     return str(spec_file)
 
 
+def shared_gemm(impls: dict[str, Any], rounds: int) -> Any:
+    """Per case, with the method every benchmark shares (``benchmarks/timing.py``: interleaved in this process,
+    min of thread CPU time, 1 thread each side): ours against PyTorch and against numpy's BLAS."""
+    import functools
+    import inspect
+
+    import bench_cpu
+    from timing import compare
+
+    def timed(spec: Any, index: int, inputs: dict[str, Any], ours: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        bench_cpu._set_omp_threads(1)
+        torch_fn = impls.get(spec.name)
+        if torch_fn is not None and bench_cpu.torch is not None:
+            accepted = inspect.signature(torch_fn).parameters
+            tensors = {a.name: bench_cpu._to_torch(a.name, inputs[a.name]) for a in spec.args if a.name in accepted}
+            bench_cpu.torch.set_num_threads(1)
+            with bench_cpu.torch.inference_mode():
+                got = compare(functools.partial(torch_fn, **tensors), ours, names=("torch", "ours"), rounds=rounds)
+            out.update(torch_s=got.a.cpu_min, ours_s=got.b.cpu_min, torch_interval=got.interval, busy=got.busy)
+        blas = blas_call(spec.name, inputs)
+        if blas is not None:
+            got = compare(blas, ours, names=("numpy", "ours"), rounds=rounds)
+            out.update(numpy_blas_s=got.a.cpu_min, ours_s=min(out.get("ours_s", got.b.cpu_min), got.b.cpu_min),
+                       busy=bool(out.get("busy")) or got.busy)
+        return out
+
+    return timed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--op", action="append", default=[])
     parser.add_argument("--min-time", type=float, default=0.3)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--method", choices=("shared", "phases"), default="shared",
+                        help="shared: benchmarks/timing.py (interleaved, min of thread CPU time, 1 thread each side; "
+                             "the default); phases: the old medians of wall time, best of 1 and 2 threads")
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds of the shared method")
     args = parser.parse_args(argv)
     ops = args.op or list(SHAPES)
     impls = _torch_impls()
+    shared = shared_gemm(impls, args.rounds) if args.method == "shared" else None
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="xpiler-bench-gemm-") as tmp:
         work = Path(tmp)
         peak = fma_peak_gflops(work)
         for op in ops:
             spec_path = scaled_spec(op, work)
-            row = bench_ours(spec_path, work / "build", args.min_time, 3)
+            row = bench_ours(spec_path, work / "build", args.min_time, 3, shared)
             row["op"] = op
             rows.append(row)
-        for row in rows:
+        for row in rows if shared is None else ():
             bench_baselines(row, args.min_time, 3, impls, "torch")
             for case in row.get("cases", []):
                 case["numpy_blas_s"] = numpy_blas(row["op"], row["spec"], case["sizes"])
-    print(f"machine FMA peak (measured, all cores): {peak:.1f} GFLOP/s" if peak else "FMA peak: not measured")
+    busy = any(c.get("busy") for r in rows for c in r.get("cases", []))
+    print(f"method: {args.method}" + (" (benchmarks/timing.py: interleaved, min of thread CPU time, 1 thread each side)"
+                                       if shared else " (medians of wall time, best of 1 and 2 threads)")
+          + (" -- MACHINE BUSY during some comparisons: not a result" if busy else ""))
+    cores = os.environ.get("OMP_NUM_THREADS", "all")  # the shared method measures one core, like its timings
+    print(f"machine FMA peak (measured, {cores} core(s)): {peak:.1f} GFLOP/s" if peak else "FMA peak: not measured")
     print(f"{'op':18s} {'case':44s} {'ours ms':>9s} {'GFLOP/s':>8s} {'% peak':>7s} {'torch ms':>9s} "
           f"{'vs torch':>8s} {'numpy ms':>9s} {'vs numpy':>8s}")
     for row in rows:
