@@ -228,6 +228,33 @@ def bench_ours(spec_path: str, workdir: Path, min_time: float, min_runs: int,
     return row
 
 
+@functools.cache
+def _reference_in_process(spec_dir: Path, reference: str) -> Callable[..., Any]:
+    """The suite's numpy reference imported into this process (loaded once per operator), so the shared method
+    times it here rather than through its sandbox child."""
+    module_file, _, func = reference.partition(":")
+    loaded = importlib.util.spec_from_file_location(f"xp_ref_{spec_dir.name}", spec_dir / module_file)
+    assert loaded is not None and loaded.loader is not None
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    fn: Callable[..., Any] = getattr(module, func)
+    return fn
+
+
+def torch_comparison(torch_fn: Callable[..., Any] | None, spec: Any, inputs: dict[str, Any], ours: Callable[[], Any],
+                     rounds: int) -> Any:
+    """PyTorch (one thread) against ``ours`` on the case's inputs with the shared method, or None without it."""
+    from timing import compare
+
+    if torch_fn is None or torch is None:
+        return None
+    accepted = inspect.signature(torch_fn).parameters
+    tensors = {a.name: _to_torch(a.name, inputs[a.name]) for a in spec.args if a.name in accepted}
+    torch.set_num_threads(1)
+    with torch.inference_mode():
+        return compare(functools.partial(torch_fn, **tensors), ours, names=("torch", "ours"), rounds=rounds)
+
+
 def shared_method(impls: dict[str, Callable[..., Any]], rounds: int) -> Callable[..., dict[str, Any]]:
     """Per case: ours against numpy and against PyTorch with the method every benchmark shares
     (``benchmarks/timing.py``: one process, interleaved, min of thread CPU time, 1 thread each side)."""
@@ -237,23 +264,13 @@ def shared_method(impls: dict[str, Callable[..., Any]], rounds: int) -> Callable
         out: dict[str, Any] = {}
         _set_omp_threads(1)
         if spec.reference:
-            # the suite's own reference, imported into this process (timed here, not through a sandbox child)
-            module_file, _, func = spec.reference.partition(":")
-            loaded = importlib.util.spec_from_file_location(f"xp_ref_{spec.name}", spec.path.parent / module_file)
-            assert loaded is not None and loaded.loader is not None
-            module = importlib.util.module_from_spec(loaded)
-            loaded.loader.exec_module(module)
-            got = compare(functools.partial(reference_outputs, getattr(module, func), spec, inputs), ours,
+            reference = _reference_in_process(spec.path.parent, spec.reference)
+            got = compare(functools.partial(reference_outputs, reference, spec, inputs), ours,
                           names=("numpy", "ours"), rounds=rounds)
             out.update(vs_numpy=got.ratio, numpy_interval=got.interval, ours_s=got.b.cpu_min,
                        numpy_s=got.a.cpu_min, busy=got.busy)
-        torch_fn = impls.get(spec.name)
-        if torch_fn is not None and torch is not None:
-            accepted = inspect.signature(torch_fn).parameters
-            tensors = {a.name: _to_torch(a.name, inputs[a.name]) for a in spec.args if a.name in accepted}
-            torch.set_num_threads(1)
-            with torch.inference_mode():
-                got = compare(functools.partial(torch_fn, **tensors), ours, names=("torch", "ours"), rounds=rounds)
+        got = torch_comparison(impls.get(spec.name), spec, inputs, ours, rounds)
+        if got is not None:
             out.update(vs_torch=got.ratio, torch_interval=got.interval, torch_s=got.a.cpu_min,
                        ours_s=got.b.cpu_min, busy=bool(out.get("busy")) or got.busy)
         return out

@@ -38,7 +38,15 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 
-from bench_cpu import _torch_impls, bench_baselines, bench_ours, geomean, median_time  # noqa: E402
+from bench_cpu import (  # noqa: E402
+    _set_omp_threads,
+    _torch_impls,
+    bench_baselines,
+    bench_ours,
+    geomean,
+    median_time,
+    torch_comparison,
+)
 
 from xpiler_core.verify.inputs import case_inputs  # noqa: E402
 from xpiler_core.verify.spec import load_spec  # noqa: E402
@@ -155,22 +163,13 @@ def scaled_spec(op: str, workdir: Path) -> str:
 def shared_gemm(impls: dict[str, Any], rounds: int) -> Any:
     """Per case, with the method every benchmark shares (``benchmarks/timing.py``: interleaved in this process,
     min of thread CPU time, 1 thread each side): ours against PyTorch and against numpy's BLAS."""
-    import functools
-    import inspect
-
-    import bench_cpu
     from timing import compare
 
     def timed(spec: Any, index: int, inputs: dict[str, Any], ours: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        bench_cpu._set_omp_threads(1)
-        torch_fn = impls.get(spec.name)
-        if torch_fn is not None and bench_cpu.torch is not None:
-            accepted = inspect.signature(torch_fn).parameters
-            tensors = {a.name: bench_cpu._to_torch(a.name, inputs[a.name]) for a in spec.args if a.name in accepted}
-            bench_cpu.torch.set_num_threads(1)
-            with bench_cpu.torch.inference_mode():
-                got = compare(functools.partial(torch_fn, **tensors), ours, names=("torch", "ours"), rounds=rounds)
+        _set_omp_threads(1)
+        got = torch_comparison(impls.get(spec.name), spec, inputs, ours, rounds)
+        if got is not None:
             out.update(torch_s=got.a.cpu_min, ours_s=got.b.cpu_min, torch_interval=got.interval, busy=got.busy)
         blas = blas_call(spec.name, inputs)
         if blas is not None:

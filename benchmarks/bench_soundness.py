@@ -15,8 +15,10 @@ Prints one row per kernel (right / wrong / no judge / translate failed) and the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,6 +27,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from xpiler_core.dialect import detect_dialect  # noqa: E402
+from xpiler_core.plans.cuda_to_cpu import spec_with_launch_args  # noqa: E402
+from xpiler_core.project import build_settings  # noqa: E402
+from xpiler_core.verify import autospec  # noqa: E402
+from xpiler_core.verify.spec import load_spec, spec_beside  # noqa: E402
+from xpiler_core.verify.targets import CpuRunner  # noqa: E402
+
 SETS = {
     "suite": HERE / "suite",
     "styles": HERE / "styles",
@@ -41,11 +52,6 @@ def kernels(set_dir: Path) -> list[Path]:
 
 def judge_spec(source: Path, scratch: Path) -> Path | None:
     """The spec beside the source, else one built from the code (the source on the runtime is its reference)."""
-    sys.path.insert(0, str(ROOT))
-    from xpiler_core.dialect import detect_dialect
-    from xpiler_core.verify import autospec
-    from xpiler_core.verify.spec import spec_beside
-
     beside = spec_beside(str(source))
     if beside is not None:
         return Path(beside)
@@ -75,28 +81,15 @@ def sweep_one(source: Path, seeds: int, translator: Path | None, scratch: Path) 
     if not out.exists():
         row["verdict"], row["detail"] = "translate failed", (done.stderr.strip().splitlines() or ["?"])[-1][:160]
         return row
-    try:
-        tier = json.loads(done.stdout).get("cpu_tier", "")
-    except json.JSONDecodeError:
-        tier = ""
     if spec is None:
         row["verdict"] = "no judge"
         return row
-    sys.path.insert(0, str(ROOT))
-    import re
-
-    from xpiler_core.plans.cuda_to_cpu import spec_with_launch_args
-    from xpiler_core.project import build_settings
-    from xpiler_core.verify.spec import load_spec
-    from xpiler_core.verify.targets import CpuRunner
-
     loaded = load_spec(str(spec))
     text = out.read_text(encoding="utf-8")
+    tier = "portable" if "xpiler_simt/" in text else "structural"
     launcher = f"xp_launch_{loaded.entry}"
     if loaded.kind == "kernel" and f'extern "C" void {launcher}(' in text:
         # the portable tier: the kernel runs through its launcher, the reference stays the kernel
-        import dataclasses
-
         loaded = dataclasses.replace(loaded, entry=launcher, kind="host",
                                      reference_entry=loaded.reference_entry or loaded.entry,
                                      reference_kind=loaded.reference_kind or loaded.kind)
@@ -121,7 +114,7 @@ def sweep_one(source: Path, seeds: int, translator: Path | None, scratch: Path) 
         if not report.passed:
             row["verdict"], row["detail"] = "wrong", f"seed {seed}: {report.first_failure(160)}"
             return row
-    row["verdict"], row["detail"] = "right", str(tier)
+    row["verdict"], row["detail"] = "right", tier
     return row
 
 

@@ -115,13 +115,13 @@ def make_example(spec: KernelSpec, case: dict[str, int], index: int, seed: int) 
         with _load_reference(spec) as reference:
             expected = reference_outputs(reference, spec, inputs)
     else:
-        expected = _interpreted_reference(spec, case, inputs)
+        expected = _source_reference(spec, case, inputs)
     shape = shape_for(spec, case)
     threads = math.prod(shape.grid) * (math.prod(shape.block) if spec.kind == "kernel" else 1)
     return Example(case, inputs, {k: np.asarray(v) for k, v in expected.items()}, shape, threads)
 
 
-def _interpreted_reference(spec: KernelSpec, case: dict[str, int], inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def _source_reference(spec: KernelSpec, case: dict[str, int], inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Differential specs: the reference source run for real on the runtime, as the tests run it."""
     assert spec.reference_source is not None
     text = spec.reference_source.read_text(encoding="utf-8")

@@ -110,11 +110,14 @@ class _Memory:
         self.regions: list[_Region] = []
         self.host = Thread(prog, {}, {})
 
+    def region_at(self, address: int) -> _Region | None:
+        return next((r for r in self.regions if r.base <= address < r.base + max(r.size, 1)), None)
+
     def find(self, address: int, what: str) -> tuple[_Region, int]:
-        for region in self.regions:
-            if region.base <= address < region.base + max(region.size, 1):
-                return region, address - region.base
-        raise Unsupported(f"{what} memory the host entry allocated itself (not a device buffer or an argument)")
+        region = self.region_at(address)
+        if region is None:
+            raise Unsupported(f"{what} memory the host entry allocated itself (not a device buffer or an argument)")
+        return region, address - region.base
 
     def typed(self, region: _Region, kind: str, elem_bytes: int) -> Buffer:
         if region.buffer is None:
@@ -147,13 +150,10 @@ class _Memory:
         for k, value in enumerate(_values(buf.kind, buf.elem_bytes, data)):
             self.host.store(Ptr(buf, offset // buf.elem_bytes + k), value)
 
-    def known(self, address: int) -> bool:
-        return any(r.base <= address < r.base + max(r.size, 1) for r in self.regions)
-
     def copy(self, dst: int, src: int, nbytes: int, data: bytes | None = None) -> None:
         if nbytes == 0:
             return
-        if data is not None and not self.known(src):
+        if data is not None and self.region_at(src) is None:
             self.write_bytes(dst, data)  # from a host table or staging buffer of the entry's own
             return
         d_region, d_off = self.find(dst, "a copy into")
@@ -219,7 +219,7 @@ def _symbol_copy(memory: _Memory, op: SymbolCopy) -> None:
         raise Unsupported(f"a copy {'into' if op.to_symbol else 'out of'} symbol '{op.symbol}' the interpreter "
                           "does not see")
     target = slot[0]
-    if op.to_symbol and op.data is not None and not memory.known(op.host):
+    if op.to_symbol and op.data is not None and memory.region_at(op.host) is None:
         _symbol_from_bytes(memory, slot, op)  # a table of the host entry's own
         return
     if not isinstance(target, Ptr):

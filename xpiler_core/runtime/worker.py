@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import json
 import mmap
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,14 +43,14 @@ def main(argv: list[str]) -> int:
     lib = ctypes.CDLL(request["library"], mode=ctypes.RTLD_LOCAL)
     buffers: dict[str, tuple[bytearray, Any]] = {}
     values: list[Any] = []
-    probes: dict[str, list[int]] = {}  # every buffer's (address, bytes)
+    addresses: dict[str, list[int]] = {}  # every buffer's (address, bytes)
     mappings: list[Any] = []
     for arg in request["args"]:
         if arg["kind"] == "probe":
             mapping = mmap.mmap(-1, max(1, int(arg["bytes"])))
             address = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
             mappings.append(mapping)
-            probes[arg["name"]] = [address, int(arg["bytes"])]
+            addresses[arg["name"]] = [address, int(arg["bytes"])]
             values.append(ctypes.c_void_p(address))
         elif arg["kind"] == "buffer":
             data = bytearray((workdir / arg["file"]).read_bytes())
@@ -58,12 +59,13 @@ def main(argv: list[str]) -> int:
             holder = (ctypes.c_char * len(data)).from_buffer(data)
             buffers[arg["name"]] = (data, holder)
             values.append(ctypes.c_void_p(ctypes.addressof(holder)))
-            probes[arg["name"]] = [ctypes.addressof(holder), len(data) - 1]
+            addresses[arg["name"]] = [ctypes.addressof(holder), len(data) - 1]
         else:
             values.append(CTYPES[arg["ctype"]](arg["value"]))
-    # where the buffers are, written before the call: a call that faults still says (its record is read
-    # against them)
-    (workdir / "addresses.json").write_text(json.dumps(probes))
+    if os.environ.get("XPILER_RECORD"):
+        # where the buffers are, for the runtime's record to be read against; written before the call, so a
+        # call that faults still says
+        (workdir / "addresses.json").write_text(json.dumps(addresses))
     fn = getattr(lib, request["entry"])
     if request["mode"] == "kernel":
         pointers = (ctypes.c_void_p * max(1, len(values)))()

@@ -65,7 +65,6 @@ class RecordedShapes:
     roles: dict[str, set[str]]
     launches: list[Launch]  # those of the first probe run
     sizes_tried: list[dict[str, int]]
-    unfitted: list[str]  # buffers a copy touched whose lengths no formula fits
 
 
 def record_entry(
@@ -121,21 +120,18 @@ def record_entry(
             return "the entry copied nothing at the probe sizes (or failed at every one)"
     shapes: dict[str, str] = {}
     roles: dict[str, set[str]] = {}
-    unfitted: list[str] = []
     for p in buffers:
+        # a buffer some run did not touch, or whose lengths no formula fits, is left to the caller
         seen = [reached.get(p.name) for _, reached in per_set]
         if any(s is None for s in seen):
-            if any(s is not None for s in seen):
-                unfitted.append(p.name)
             continue
         lengths = [-(-s[0] // p.element_bytes) for s in seen if s is not None]
         formula = fit_length([case for case, _ in per_set], lengths)
         if formula is None:
-            unfitted.append(p.name)
             continue
         shapes[p.name] = formula
         roles[p.name] = set().union(*(s[1] for s in seen if s is not None))
-    return RecordedShapes(shapes, roles, launches, [case for case, _ in per_set], unfitted)
+    return RecordedShapes(shapes, roles, launches, [case for case, _ in per_set])
 
 
 def _orders(values: Sequence[int]) -> list[tuple[int, ...]]:
