@@ -30,7 +30,7 @@ from xpiler_core.progress import Cancelled, CancelToken, ProgressFn, report
 
 if TYPE_CHECKING:
     from xpiler_core.frontend.model import KernelModel
-    from xpiler_core.project import ProjectConfig
+    from xpiler_core.project import BuildSettings, ProjectConfig
     from xpiler_core.verify.harness import CaseResult, SpecReport
     from xpiler_core.verify.program import ProgramReport
     from xpiler_core.verify.spec import KernelSpec
@@ -813,9 +813,11 @@ def options_from_manifest(manifest: Manifest) -> TranslateOptions:
 
 
 def build_test_set(text: str, path: str, dialect: Dialect, options: TranslateOptions, workdir: Path, *,
-                   entry: str | None = None, allow_shim: bool = True, model: KernelModel | None = None) -> TestSet:
+                   entry: str | None = None, allow_shim: bool = True, model: KernelModel | None = None,
+                   build: BuildSettings | None = None) -> TestSet:
     """The tests a translation is judged on: the user's spec, else one built from the code (written to
-    ``workdir``, which must outlive the tests), else none with the reason."""
+    ``workdir``, which must outlive the tests), else none with the reason. ``build``: the source's project
+    settings (its host entry runs with them when the tests are built from a recorded run)."""
     from xpiler_core.verify.spec import load_spec
 
     if options.spec_path:
@@ -824,7 +826,8 @@ def build_test_set(text: str, path: str, dialect: Dialect, options: TranslateOpt
     from xpiler_core.verify import autospec
 
     try:
-        built = autospec.build_spec(text, path, dialect, workdir, entry=entry, allow_shim=allow_shim, model=model)
+        built = autospec.build_spec(text, path, dialect, workdir, entry=entry, allow_shim=allow_shim, model=model,
+                                    build=build)
     except XpilerError as exc:
         return TestSet([], auto=True, reason=f"no automatic test: {exc.message}")
     except Exception as exc:  # noqa: BLE001 - the test builder failed: ours to fix, the translation still stands

@@ -168,3 +168,42 @@ def test_translation_of_helper_style_host_code_is_verified(tmp_path: Path) -> No
     assert result.status.value == "verified", result.reason
     spec = result.manifest.get("spec") or {}
     assert "what its copies touched in a run on the runtime" in str(spec.get("reason"))
+
+
+@pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc not installed")
+def test_recorded_run_uses_the_projects_include_directories(tmp_path: Path) -> None:
+    """The copies live in a header found only through the project's -I: the recorded run is built with the
+    project's flags (it was built without them, failed, and the tests fell back to guessing every buffer had
+    ``n`` elements: wrong for an output of ``2 * n``)."""
+    from xpiler_core.pipeline import translate
+    from xpiler_core.project import ProjectConfig
+    from xpiler_core.translation import TranslateOptions
+
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "dev_copy.h").write_text(
+        "#pragma once\n#include <cuda_runtime.h>\n"
+        "template <typename T> T* to_device(const T* h, size_t count) {\n"
+        "  T* d = nullptr; cudaMalloc(&d, count * sizeof(T));\n"
+        "  cudaMemcpy(d, h, count * sizeof(T), cudaMemcpyHostToDevice); return d; }\n"
+        "template <typename T> void to_host(T* h, const T* d, size_t count) {\n"
+        "  cudaMemcpy(h, d, count * sizeof(T), cudaMemcpyDeviceToHost); }\n", encoding="utf-8")
+    text = r"""#include "dev_copy.h"
+__global__ void pairs(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { y[2 * i] = x[i]; y[2 * i + 1] = -x[i]; }
+}
+extern "C" void run_pairs(const float* x, float* y, int n) {
+  float* dx = to_device(x, static_cast<size_t>(n));
+  float* dy; cudaMalloc(&dy, 2 * n * sizeof(float));
+  pairs<<<(n + 127) / 128, 128>>>(dx, dy, n);
+  to_host(y, dy, 2 * static_cast<size_t>(n));
+  cudaFree(dx); cudaFree(dy);
+}
+"""
+    src = tmp_path / "pairs.cu"
+    src.write_text(text, encoding="utf-8")
+    project = ProjectConfig(include_dirs=(str(tmp_path / "inc"),))
+    result = translate(text, str(src), TranslateOptions(target=Dialect.HIP, project=project))
+    assert result.status.value == "verified", result.reason
+    spec = result.manifest.get("spec") or {}
+    assert "y: 2 * n" in str(spec.get("reason")), spec.get("reason")

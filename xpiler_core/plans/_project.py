@@ -297,7 +297,8 @@ class ProjectFiles:
         automatic kernel tests."""
         source_text = text if text is not None else self.unit.text
         tests = build_test_set(source_text, self.unit.path, self.unit.dialect, options, workdir, entry=entry,
-                               allow_shim=allow_shim, model=self.unit.model if text is None else None)
+                               allow_shim=allow_shim, model=self.unit.model if text is None else None,
+                               build=self.source_build())
         if options.spec_path or not self.has_main():
             return tests
         tests.program = True
