@@ -101,6 +101,28 @@ __global__ void gemm_tiled_exact(const float* A, const float* B, float* C, int M
   C[row * N + col] = acc;
 }
 
+// the loop counts tiles (ceil(K / TILE) of them) and zero-pads past K: the sum stops at K, not at the tiles' end
+__global__ void gemm_tiled_count(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  int row = blockIdx.y * TILE + threadIdx.y;
+  int col = blockIdx.x * TILE + threadIdx.x;
+  float acc = 0.0f;
+  for (int t = 0; t < (K + TILE - 1) / TILE; ++t) {
+    int ak = t * TILE + threadIdx.x, bk = t * TILE + threadIdx.y;
+    As[threadIdx.y][threadIdx.x] = (row < M && ak < K) ? A[row * K + ak] : 0.0f;
+    Bs[threadIdx.y][threadIdx.x] = (bk < K && col < N) ? B[bk * N + col] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+
+extern "C" void run_tiled_count(const float* A, const float* B, float* C, int M, int N, int K) {
+  gemm_tiled_count<<<dim3((N + TILE - 1) / TILE, (M + TILE - 1) / TILE), dim3(TILE, TILE)>>>(A, B, C, M, N, K);
+}
+
 extern "C" void run(const float* A, const float* B, const float* B2, float* C1, float* C2, float* C3, float* C4,
                     int batch, int M, int N, int K) {
   gemm_nn<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(A, B, C1, M, N, K);
@@ -126,8 +148,8 @@ def gemm_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     record = next(r for r in records if r["name"] == "cpu_gemm")
     assert record["changed"], record
     # gemm_nn, bmm (a copy with its batches shared out over threads, one without), linear_relu, gated (2), both
-    # tiled
-    assert text.count("xp_sgemm(xp_gemm_m") == 8
+    # tiled (one of them counting tiles)
+    assert text.count("xp_sgemm(xp_gemm_m") == 9
     # count the micro-kernel's calls, so a test knows the tensorized path ran (not the scalar fallback)
     marker = "  if (M <= 0 || N <= 0) return;"
     assert marker in text
@@ -175,6 +197,16 @@ def test_shared_memory_tiles_are_forwarded(gemm_lib, M: int, N: int, K: int) -> 
     b = rng.standard_normal((K, N)).astype(np.float32)
     c = np.full((M, N), np.nan, np.float32)
     assert _micro_kernel_calls(gemm_lib, "run_tiled", (a, b, c), (M, N, K, 16)) == 1
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * max(1.0, np.sqrt(K)))
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(1, 1, 1), (7, 37, 5), (37, 19, 131), (64, 48, 32), (30, 17, 16)])
+def test_counted_tiles_stop_at_the_padding(gemm_lib, M: int, N: int, K: int) -> None:  # noqa: ANN001
+    rng = np.random.default_rng(M * N + K)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    assert _micro_kernel_calls(gemm_lib, "run_tiled_count", (a, b, c), (M, N, K)) == 1
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * max(1.0, np.sqrt(K)))
 
 

@@ -820,14 +820,26 @@ class ThreadEvaluator:
         end_guarded = False
         if isinstance(body, Select):
             keep: list[Guard] = []
+            trims: set[Poly] = set()
             for g in body.guards:
                 coeff, rest = g.index.split(kk)
                 if coeff == Poly():
                     keep.append(g)
                 elif coeff == Poly.const(1) and g.bound - rest == limit:
                     end_guarded = True  # zero padding past the end: the sum stops at the limit
+                elif coeff == Poly.const(1) and not (g.bound - rest).atoms() & (
+                        RAW_THREAD_ATOMS | self.index_atoms() | self.sum_atoms):
+                    trims.add(g.bound - rest)  # zero padding past another thread-free end (`kk < K`)
                 else:
                     raise PassRefused("a staged value is guarded on the summation index by another bound")
+            if len(trims) > 1:
+                raise PassRefused("the staged values are zero-padded past two different ends")
+            if trims:
+                # the tiles cover [0, limit) (a step of the tile covers at least that); the padding stops the
+                # sum at the guard's end where that end lies inside what the tiles cover, checked at run time
+                end = trims.pop()
+                self.need(f"{end.c_text()} <= {limit.c_text()}")
+                limit, end_guarded = end, True
             body = Select(tuple(keep), body.value) if keep else body.value
         if step != 1 and not end_guarded:
             self.need(f"{limit.c_text()} % {extent}L == 0")
