@@ -823,9 +823,7 @@ def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
             for d in s.decls:
                 if d.name in ctx.expanded:
                     if d.init is not None:
-                        if d.dims or d.init_style != "=":
-                            raise PassRefused(f"cannot expand initialized array '{d.name}' across a barrier", d.span)
-                        stmts.append(A.ExprStmt(A.assign(A.Name(d.name), d.init)))
+                        stmts.extend(_expanded_init(d))
                 else:
                     stmts.append(A.DeclStmt((d,)))
         else:
@@ -853,6 +851,26 @@ def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
     loop: A.Stmt = A.for_range("xp_tx", A.lit(0), A.Name("xp_bdx"), A.Block(tuple(inner)))
     loop = A.for_range("xp_ty", A.lit(0), A.Name("xp_bdy"), loop)
     return A.for_range("xp_tz", A.lit(0), A.Name("xp_bdz"), loop)
+
+
+def _expanded_init(d: A.VarDecl) -> list[A.Stmt]:
+    """The initializer of a declaration expanded per thread, as statements on this thread's copy (``d.name``
+    stands for it until the cell substitution): a scalar is assigned; an array with a braced list is zeroed
+    whole (what the elements the list leaves out hold) and then given the listed elements, one level deep."""
+    assert d.init is not None
+    if not d.dims:
+        if d.init_style != "=":
+            raise PassRefused(f"cannot expand the constructed variable '{d.name}' across a barrier", d.span)
+        return [A.ExprStmt(A.assign(A.Name(d.name), d.init))]
+    if not isinstance(d.init, A.InitList) or any(isinstance(x, A.InitList) for x in d.init.items):
+        raise PassRefused(f"cannot expand initialized array '{d.name}' across a barrier", d.span)
+    this = A.Name(d.name)
+    out: list[A.Stmt] = [A.ExprStmt(A.call("memset", A.Unary("&", this), A.lit(0), A.call("sizeof", this)))]
+    if len(d.dims) > 1 and d.init.items:
+        raise PassRefused(f"cannot expand the braced rows of array '{d.name}' across a barrier", d.span)
+    for i, item in enumerate(d.init.items):
+        out.append(A.ExprStmt(A.assign(A.Index(this, A.lit(i)), item)))
+    return out
 
 
 def _scoped_substitute(stmt: A.Stmt, mapping: dict[str, Any]) -> A.Stmt:
