@@ -348,12 +348,15 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
     return Status.VERIFIED, ""
 
 
-# What the runtime reports when the source itself accesses memory out of bounds (runtime/.../device_heap.h).
-_SOURCE_DEFECT = re.compile(r"out-of-bounds (access|write) in [^:]*: byte \d+ of a buffer of \d+ bytes[^\n]*")
+# What the runtime reports when the source itself accesses memory out of bounds (runtime/.../device_heap.h),
+# and what the harness reports when its outputs depend on memory it never wrote (verify/harness.py).
+_SOURCE_DEFECT = re.compile(r"out-of-bounds (access|write) in [^:]*: byte \d+ of a buffer of \d+ bytes[^\n]*"
+                            r"|the source reads device memory it never wrote[^\n]*")
 
 
 def source_defect(message: str | None) -> str | None:
-    """The runtime's out-of-bounds report inside ``message`` (a run's failure), or None."""
+    """The runtime's out-of-bounds report, or the harness's uninitialized-read report, inside ``message`` (a
+    run's failure), or None."""
     found = _SOURCE_DEFECT.search(message or "")
     return found.group(0) if found else None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -195,6 +196,11 @@ def run_program(
 # the first run, blocks spread over the cores, may have happened to decide them either way).
 OTHER_SCHEDULES = ({"XPILER_THREADS": "1"}, {"XPILER_BLOCK_ORDER": "reverse", "XPILER_THREADS": "1"})
 Expectation = Callable[[int, dict[str, Any], Mapping[str, Any], Path], "dict[str, np.ndarray] | str"]
+# A host-entry source run once more with its fresh device memory poisoned (runtime/.../device_heap.h), blocks
+# in launch order; when that changes an output, the same order unpoisoned tells a read of memory nothing wrote
+# from a schedule-dependent result.
+POISONED = {"XPILER_DEVICE_FILL": "poison", "XPILER_THREADS": "1"}
+UNINITIALIZED = "the source reads device memory it never wrote"
 
 
 def _load_reference(spec: KernelSpec) -> SandboxedReference:
@@ -293,9 +299,12 @@ def _run_cases(
     cancel: CancelToken | None,
     workdir: Path,
     other_schedules: Sequence[Expectation] = (),
+    poisoned: tuple[Expectation, Expectation] | None = None,
 ) -> list[CaseResult]:
     """Each case: the reference's outputs, the candidate's, compared. ``other_schedules``: the reference program
-    run again under other block orders, asked only when the candidate differs (see :func:`_judge_order`)."""
+    run again under other block orders, asked only when the candidate differs (see :func:`_judge_order`);
+    ``poisoned``: the reference program with its fresh device memory poisoned, and without the poison in the
+    same block order, run on the first case the reference computes (see :func:`_uninitialized_read`)."""
     results = []
     for i in indices:
         if cancel is not None:
@@ -309,6 +318,15 @@ def _run_cases(
             results.append(CaseResult(sizes, False, error=expected, seconds=time.monotonic() - started,
                                       source_failed=True))
             continue
+        if poisoned is not None:
+            with_poison, in_order = poisoned
+            defect = _uninitialized_read(spec, sizes, expected, with_poison(i, case, inputs, workdir / f"ref{i}-poison"),
+                                         functools.partial(in_order, i, case, inputs, workdir / f"ref{i}-in-order"))
+            poisoned = None  # once: a source that reads unwritten memory does so at the first case it computes
+            if defect is not None:
+                results.append(CaseResult(sizes, False, error=defect, seconds=time.monotonic() - started,
+                                          source_failed=True))
+                continue
         run = run_program(candidate, spec, inputs, case, workdir / f"case{i}", cancel)
         if not run.ok:
             results.append(
@@ -327,6 +345,45 @@ def _run_cases(
         result.stdout = run.stdout
         results.append(result)
     return results
+
+
+def _uninitialized_read(spec: KernelSpec, sizes: dict[str, int], first: Mapping[str, np.ndarray],
+                        poisoned: dict[str, np.ndarray] | str,
+                        in_order: Callable[[], dict[str, np.ndarray] | str]) -> str | None:
+    """The source's outputs change when its fresh device memory holds other bytes: it reads memory it never
+    wrote (a GPU returns whatever that memory last held), named as its defect. None when they do not change,
+    or when the same run without the poison (``in_order``: the poisoned run's block order) changes them alike:
+    then the schedule decides them, not the memory."""
+    if isinstance(poisoned, str):
+        return None  # the poisoned run failed: its own failure is judged where the source runs normally
+
+    def differ(a: ArgSpec, base: Mapping[str, np.ndarray]) -> bool:
+        return a.name in base and not _compare_case(_only(spec, a), sizes, {a.name: base[a.name]},
+                                                    {a.name: poisoned[a.name]}).passed
+
+    changed = [a for a in spec.args if a.is_output and a.name in poisoned and differ(a, first)]
+    if not changed:
+        return None
+    ordered = in_order()
+    if isinstance(ordered, str):
+        return None
+    changed = [a for a in changed if differ(a, ordered)]
+    return _uninitialized_message(changed, first, poisoned) if changed else None
+
+
+def _only(spec: KernelSpec, arg: ArgSpec) -> KernelSpec:
+    return dataclasses.replace(spec, args=[arg])
+
+
+def _uninitialized_message(differs: list[ArgSpec], first: Mapping[str, np.ndarray],
+                           poisoned: Mapping[str, np.ndarray]) -> str:
+    a = differs[0]
+    x, y = np.ravel(first[a.name]), np.ravel(poisoned[a.name])
+    changed = np.flatnonzero(~((x == y) | (np.isnan(x) & np.isnan(y))) if x.dtype.kind == "f" else x != y) \
+        if x.shape == y.shape else np.array([0])
+    where = f"{changed.size} of {x.size} elements, first at index {int(changed[0])}" if changed.size else "its shape"
+    return (f"{UNINITIALIZED}: its output '{a.name}' changes with what freshly allocated device memory holds "
+            f"({where}; zero-filled vs poisoned allocations) — a GPU returns whatever that memory last held")
 
 
 def _judge_order(spec: KernelSpec, sizes: dict[str, int], first: Mapping[str, np.ndarray],
@@ -436,6 +493,7 @@ def run_spec(
             )
         expected_for: Callable[[int, dict[str, Any], Mapping[str, Any], Path], dict[str, np.ndarray] | str]
         other_schedules: list[Expectation] = []
+        poisoned: tuple[Expectation, Expectation] | None = None
         if spec.reference is not None:
             reference = _load_reference(spec)
             closing.callback(reference.close)
@@ -461,7 +519,9 @@ def run_spec(
                                   reference_error=ref_built.build.log or "build failed")
             expected_for = _program_expectation(ref_built, spec, cancel)
             other_schedules = [_program_expectation(ref_built, spec, cancel, env) for env in OTHER_SCHEDULES]
-        results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir, other_schedules)
+            if ref_program.kind == "host":
+                poisoned = (_program_expectation(ref_built, spec, cancel, POISONED), other_schedules[0])
+        results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir, other_schedules, poisoned)
     return _report(results, time.monotonic() - started, program.warp_size)
 
 
@@ -537,7 +597,10 @@ def differential(
             return SpecReport(
                 False, [], built_b.build.log or "build failed", time.monotonic() - started, b.warp_size
             )
+        poisoned = (_program_expectation(built_a, spec, cancel, POISONED),
+                    _program_expectation(built_a, spec, cancel, OTHER_SCHEDULES[0])) if a.kind == "host" else None
         results = _run_cases(
-            spec, built_b, _program_expectation(built_a, spec, cancel), indices, seed, cancel, workdir
+            spec, built_b, _program_expectation(built_a, spec, cancel), indices, seed, cancel, workdir,
+            poisoned=poisoned,
         )
     return _report(results, time.monotonic() - started, b.warp_size)

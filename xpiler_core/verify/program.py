@@ -182,10 +182,11 @@ def scratch_copy(source_folder: Path, dest: Path) -> None:
 
 def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | None, timeout_s: float,
                    cancel: CancelToken | None = None, threads: int | None = None,
-                   argv0: str | None = None) -> ProgramRun:
-    """Run ``exe`` in ``workdir``; ``argv0``: the name the program sees as ``argv[0]`` (default: its path)."""
+                   argv0: str | None = None, runtime_env: dict[str, str] | None = None) -> ProgramRun:
+    """Run ``exe`` in ``workdir``; ``argv0``: the name the program sees as ``argv[0]`` (default: its path);
+    ``runtime_env``: settings of the runtime for this run (``XPILER_DEVICE_FILL``, ...)."""
     before = _snapshot(workdir)
-    env = dict(os.environ)
+    env = dict(os.environ) | (runtime_env or {})
     env.setdefault("OMP_NUM_THREADS", str(threads or os.cpu_count() or 1))
     started = time.monotonic()
     proc = children.Popen([argv0 or str(exe), *args], executable=str(exe), cwd=workdir, env=env,
@@ -459,5 +460,39 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
         candidate = run_executable(cand_exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel,
                                    argv0=name)
         report = compare_runs(source, candidate, config, run_source)
+        if report.matched:
+            # agreeing is not enough when the source's own output depends on memory nothing wrote
+            poisoned = run_executable(exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel, argv0=name,
+                                      runtime_env={"XPILER_DEVICE_FILL": "poison"})
+            defect = uninitialized_read(source, poisoned, run_source, config)
+            if defect is not None:
+                report = ProgramReport(source, candidate, False, True, defect, report.verdict)
         report.args = args
         return report
+
+
+def uninitialized_read(source: ProgramRun, poisoned: ProgramRun, rerun_source: Any,
+                       config: ProjectConfig | None) -> str | None:
+    """The source run again with its fresh device memory poisoned prints something else at a line (or reaches
+    another verdict) where a plain second run agrees with the first: it reads device memory it never wrote."""
+    if poisoned.failure() or poisoned.exit_code != source.exit_code:
+        return None  # judged where the source runs normally
+    atol = config.atol if config is not None and config.atol is not None else DEFAULT_ATOL
+    rtol = config.rtol if config is not None and config.rtol is not None else DEFAULT_RTOL
+    patterns = [re.compile(p) for p in (config.ignore_patterns if config is not None else ProjectConfig().ignore_patterns)]
+    first, _ = _kept_lines(source.stdout, patterns)
+    other, _ = _kept_lines(poisoned.stdout, patterns)
+    difference = first_difference(first, other, atol, rtol)
+    if difference is None:
+        return None
+    again: ProgramRun = rerun_source()
+    again_lines, _ = _kept_lines(again.stdout, patterns)
+    unstable = {i for i in range(max(len(first), len(again_lines)))
+                if i >= len(first) or i >= len(again_lines) or not lines_match(first[i], again_lines[i], atol, rtol)}
+    difference = first_difference(first, other, atol, rtol, unstable)
+    if difference is None:
+        return None
+    i, want, got = difference
+    return (f"the source reads device memory it never wrote: its output line {i + 1} changes with what freshly "
+            f"allocated device memory holds ('{want[:120]}' with zero-filled allocations, '{got[:120]}' poisoned) — "
+            "a GPU returns whatever that memory last held")
