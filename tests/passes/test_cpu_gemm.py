@@ -119,6 +119,30 @@ __global__ void gemm_tiled_count(const float* A, const float* B, float* C, int M
   if (row < M && col < N) C[row * N + col] = acc;
 }
 
+// the whole body under the bounds check, barriers included (a common tutorial spelling): the tiles are staged
+// by every thread only when the grid does not overhang the matrix (a run-time precondition)
+__global__ void gemm_guarded_tiles(const float* A, const float* B, float* C, int n) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  int idx = threadIdx.x + blockDim.x * blockIdx.x;
+  int idy = threadIdx.y + blockDim.y * blockIdx.y;
+  if ((idx < n) && (idy < n)) {
+    float temp = 0;
+    for (int i = 0; i < n / TILE; i++) {
+      As[threadIdx.y][threadIdx.x] = A[idy * n + (i * TILE + threadIdx.x)];
+      Bs[threadIdx.y][threadIdx.x] = B[(i * TILE + threadIdx.y) * n + idx];
+      __syncthreads();
+      for (int k = 0; k < TILE; k++) temp += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+      __syncthreads();
+    }
+    C[idy * n + idx] = temp;
+  }
+}
+
+extern "C" void run_guarded_tiles(const float* A, const float* B, float* C, int n, int grid) {
+  gemm_guarded_tiles<<<dim3(grid, grid), dim3(TILE, TILE)>>>(A, B, C, n);
+}
+
 extern "C" void run_tiled_count(const float* A, const float* B, float* C, int M, int N, int K) {
   gemm_tiled_count<<<dim3((N + TILE - 1) / TILE, (M + TILE - 1) / TILE), dim3(TILE, TILE)>>>(A, B, C, M, N, K);
 }
@@ -148,8 +172,8 @@ def gemm_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     record = next(r for r in records if r["name"] == "cpu_gemm")
     assert record["changed"], record
     # gemm_nn, bmm (a copy with its batches shared out over threads, one without), linear_relu, gated (2), both
-    # tiled (one of them counting tiles)
-    assert text.count("xp_sgemm(xp_gemm_m") == 9
+    # tiled (one of them counting tiles, one staging its tiles under the bounds check)
+    assert text.count("xp_sgemm(xp_gemm_m") == 10
     # count the micro-kernel's calls, so a test knows the tensorized path ran (not the scalar fallback)
     marker = "  if (M <= 0 || N <= 0) return;"
     assert marker in text
@@ -210,6 +234,26 @@ def test_counted_tiles_stop_at_the_padding(gemm_lib, M: int, N: int, K: int) -> 
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * max(1.0, np.sqrt(K)))
 
 
+@pytest.mark.parametrize("n", [16, 48, 80])
+def test_tiles_staged_under_the_bounds_check(gemm_lib, n: int) -> None:  # noqa: ANN001
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal((n, n)).astype(np.float32), rng.standard_normal((n, n)).astype(np.float32)
+    c = np.full((n, n), np.nan, np.float32)
+    assert _micro_kernel_calls(gemm_lib, "run_guarded_tiles", (a, b, c), (n, n // 16)) == 1
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_tiles_staged_under_an_overhanging_grid_take_the_scalar_path(gemm_lib) -> None:  # noqa: ANN001
+    # one block more than the matrix needs: its threads fail the check and stage nothing, so the precondition
+    # fails and the recovered loops run (the in-bounds outputs are still the product: they read no such tile)
+    n = 32
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((n, n)).astype(np.float32), rng.standard_normal((n, n)).astype(np.float32)
+    c = np.full((n, n), np.nan, np.float32)
+    assert _micro_kernel_calls(gemm_lib, "run_guarded_tiles", (a, b, c), (n, 3)) == 0
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+
+
 def test_unpadded_tiles_sum_whole_tiles(gemm_lib) -> None:  # noqa: ANN001
     rng = np.random.default_rng(5)
     M, N, K = 48, 32, 64
@@ -266,13 +310,13 @@ __global__ void transposed_tile(const float* A, const float* B, float* C, int n)
   for (int k = 0; k < 16; ++k) acc += As[k][threadIdx.y] * B[k * n + c];
   C[r * n + c] = acc;
 }""",
-    "output read back": r"""
-__global__ void gemm_acc(const float* A, const float* B, float* C, int M, int N, int K) {
+    "output read at another thread's element": r"""
+__global__ void gemm_neighbour(const float* A, const float* B, float* C, int M, int N, int K) {
   int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
   if (row < M && col < N) {
     float s = 0.0f;
     for (int k = 0; k < K; ++k) s += A[row * K + k] * B[k * N + col];
-    C[row * N + col] = C[row * N + col] + s;
+    C[row * N + col] = C[row * N + col + 1] + s;
   }
 }""",
 }
@@ -286,21 +330,33 @@ def test_not_a_plain_product_is_refused(name: str) -> None:
         gemm.apply(recovered, gemm.INFO.defaults(), ctx)
 
 
-def test_refused_product_still_right(cbuild) -> None:  # noqa: ANN001
-    text = REFUSED["output read back"] + r"""
-extern "C" void run(const float* A, const float* B, float* C, int M, int N, int K) {
-  gemm_acc<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(A, B, C, M, N, K);
+# the classic SGEMM update: the stored element's old value scaled and added (each thread reads only its own)
+ALPHA_BETA = r"""
+__global__ void gemm_update(const float* A, const float* B, float* C, int M, int N, int K, float alpha, float beta) {
+  int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < M && col < N) {
+    float s = 0.0f;
+    for (int k = 0; k < K; ++k) s += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = alpha * s + beta * C[row * N + col];
+  }
+}
+extern "C" void run(const float* A, const float* B, float* C, int M, int N, int K, float alpha, float beta) {
+  gemm_update<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(A, B, C, M, N, K, alpha, beta);
 }"""
-    out, _records, _ctx = translate_to_cpu(text, "k.cu")
-    assert out is not None and "xp_sgemm(xp_gemm_m" not in out
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(23, 41, 17), (1, 1, 1), (70, 33, 130)])
+def test_stored_element_read_back_goes_through_the_micro_kernel(cbuild, M: int, N: int, K: int) -> None:  # noqa: ANN001
+    out, _records, _ctx = translate_to_cpu(ALPHA_BETA, "k.cu")
+    assert out is not None and "xp_sgemm(xp_gemm_m" in out
     lib = cbuild(out, True)
-    rng = np.random.default_rng(0)
-    M, N, K = 23, 41, 17
+    rng = np.random.default_rng(M + K)
     a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
     c = rng.standard_normal((M, N)).astype(np.float32)
-    expected = c.astype(np.float64) + a.astype(np.float64) @ b
-    lib.run(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K))
-    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
+    expected = 1.5 * (a.astype(np.float64) @ b) - 0.25 * c.astype(np.float64)
+    lib.run(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K),
+            ctypes.c_float(1.5), ctypes.c_float(-0.25))
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * max(1.0, np.sqrt(K)))
 
 
 TRANSPOSED_OUTPUT = r"""

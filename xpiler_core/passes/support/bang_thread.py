@@ -26,6 +26,7 @@ from xpiler_core.passes.base import PassRefused
 from xpiler_core.printer import print_expr
 
 THREAD_LOOPS = ("xp_tz", "xp_ty", "xp_tx")
+PREDICATE_PREFIX = "xp_p"  # loop recovery's per-thread conditions kept across barriers
 RAW_THREAD_ATOMS = {"xp_tx", "xp_ty", "xp_tz", "xp_bx", "xp_by", "xp_t"}
 MAX_INLINE_DEPTH = 4
 DIGIT = {"xp_gx": "xp_dx", "xp_gy": "xp_dy"}  # atoms of a split global index: digits and quotients
@@ -174,6 +175,14 @@ class Staged:
     phase: int
 
 
+@dataclass(frozen=True)
+class Predicate:
+    """A thread's condition kept across barriers by loop recovery (``xp_p0[xp_t] = (cond) != 0``): the guards
+    it stands for."""
+
+    guards: tuple[Guard, ...]
+
+
 FLOAT_VALUES = (Load, Mul, Sum, Zero, FConst, Add, Scale, Max, Select)
 MAX_CALLS = ("max", "fmaxf", "fmax", "std::max", "__fmaxf")
 
@@ -308,6 +317,15 @@ class ThreadEvaluator:
             return  # paired with the continue that follows
         if isinstance(target, A.Index) and _tile_root(target) in self.tiles:
             self.tile_store(target, e)
+            return
+        if (e.op == "=" and isinstance(target, A.Index) and isinstance(target.base, A.Name)
+                and target.base.id in self.thread_arrays and target.base.id.startswith(PREDICATE_PREFIX)):
+            cond = e.value
+            while isinstance(cond, A.Cast) and not cond.type.pointers:
+                cond = cond.operand
+            if isinstance(cond, A.Binary) and cond.op == "!=" and A.const_int(cond.right) == 0:
+                cond = cond.left
+            self.env[target.base.id] = Predicate(tuple(self.conditions(cond, negate=False)))
             return
         try:
             value = self.value(e.value)
@@ -483,7 +501,8 @@ class ThreadEvaluator:
                         and isinstance(x.expr.target, A.Index) and isinstance(x.expr.target.base, A.Name)
                         and x.expr.target.base.id == "xp_done") for x in then[:-1]):
                 raise PassRefused("an early exit does more than leave")
-            self.guards += self.conditions(cond, negate=True)
+            # a condition kept across barriers is re-checked in every phase: each guard is recorded once
+            self.guards += [g for g in self.conditions(cond, negate=True) if g not in self.guards]
             return
         mark = len(self.guards)
         self.guards += self.conditions(cond, negate=False)
@@ -496,6 +515,14 @@ class ThreadEvaluator:
 
     def conditions(self, cond: A.Expr, negate: bool) -> list[Guard]:
         cond = strip_casts(cond)
+        if isinstance(cond, A.Index) and isinstance(cond.base, A.Name) and isinstance(
+                self.env.get(cond.base.id), Predicate):
+            kept = self.env[cond.base.id].guards
+            if not negate:
+                return list(kept)
+            if len(kept) != 1:
+                raise PassRefused("a guard is a disjunction of bounds")
+            return [Guard(kept[0].bound, kept[0].index + Poly.const(1))]  # not (i < b): b < i + 1
         if isinstance(cond, A.Unary) and cond.op == "!":
             return self.conditions(cond.operand, not negate)
         if isinstance(cond, A.Binary) and cond.op in ("&&", "||"):
@@ -740,8 +767,12 @@ class ThreadEvaluator:
 
     def tile_store(self, target: A.Index, e: A.Assign) -> None:
         name = _tile_root(target)
-        if e.op != "=" or not self.in_thread or self.cond_depth > 0 or self.depth > 0 or self.guards:
+        if e.op != "=" or not self.in_thread or self.cond_depth > 0 or self.depth > 0:
             raise PassRefused(f"the tile {name} is not stored by every thread of the block, once")
+        for g in self.guards:
+            # the threads that stage a tile under an early exit: every thread of the launch passes it (checked at
+            # run time), else a tile element would hold what no thread stored
+            self.need(self.every_thread_passes(g, name))
         extents = self.tiles[name]
         indices = [self.value(x) for x in _tile_indices(target)]
         axes: list[str] = []
@@ -758,6 +789,22 @@ class ThreadEvaluator:
         for atom, extent in zip(axes, extents, strict=True):
             self.need(f"{extent} == xp_bd{atom[-1]}")  # every element written by exactly one thread
         self.staged[name] = Staged(tuple(axes), value, self.phase)
+
+    def every_thread_passes(self, g: Guard, tile: str) -> str:
+        """The C condition under which every thread of the launch satisfies ``g``: its index is a global thread
+        index (or a sum of one along each axis) plus a thread-free rest, its bound thread-free."""
+        index = g.index
+        largest = Poly()
+        for axis in "xy":
+            coeff, index = index.split(f"xp_g{axis}")
+            if coeff == Poly():
+                continue
+            if coeff != Poly.const(1):
+                raise PassRefused(f"the tile {tile} is stored under a guard scaled along {axis}")
+            largest = largest + Poly.atom(f"xp_gd{axis}") * Poly.atom(f"xp_bd{axis}") - Poly.const(1)
+        if (index.atoms() | g.bound.atoms()) & (RAW_THREAD_ATOMS | self.index_atoms()):
+            raise PassRefused(f"the tile {tile} is stored under a guard that is not on a global thread index")
+        return f"{(largest + index).c_text()} < {g.bound.c_text()}"
 
     def tile_read(self, e: A.Index) -> Any:
         name = _tile_root(e)
