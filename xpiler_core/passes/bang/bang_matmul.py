@@ -129,6 +129,8 @@ def emit(shape: MatmulShape, mt: int, kt: int) -> tuple[list[str], list[str], li
         ]
     lines.append("}")
     result = accs[0]
+    if shape.epilogue is not None and any(isinstance(n, A.Name) and n.id == "xp_mm_out" for n in A.walk(shape.epilogue)):
+        raise PassRefused("the stored expression reads the element it stores (beta * C): not staged on the MLU")
     if shape.epilogue is not None:
         # the element-wise epilogue of the source, on each valid element of the accumulator tiles
         result = "xp_mm_out"

@@ -290,7 +290,9 @@ def emit(shape: MatmulShape, mc: int, kc: int, nc: int) -> tuple[list[str], list
         "for (long xp_er = 0; xp_er < xp_gemm_m; ++xp_er)",
         "for (long xp_ec = 0; xp_ec < xp_gemm_n; ++xp_ec) {",
         "const long xp_e = xp_er * xp_gemm_n + xp_ec;",
-        f"({base(shape.out, '')})[xp_er * {shape.out.lead.c_text()} + xp_ec] = (float)({value});",
+        f"float *const xp_mm_out = {base(shape.out, '')};",
+        f"const long xp_eo = xp_er * {shape.out.lead.c_text()} + xp_ec;",
+        "xp_mm_out[xp_eo] = (float)(" + value + ");",
         "}",
     ])
     lines.append("}")

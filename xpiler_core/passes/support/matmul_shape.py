@@ -26,6 +26,7 @@ from xpiler_core.passes.support.bang_thread import (
     Mul,
     Poly,
     Select,
+    Store,
     Sum,
     ThreadEvaluator,
     free_of,
@@ -78,10 +79,24 @@ def _pure_helper(fn: A.Function, helpers: dict[str, A.Function], depth: int = 0)
     return True
 
 
-def stored_epilogue(ep: Epilogue, ev: ThreadEvaluator) -> tuple[list[Sum], A.Expr]:
-    """The accumulated sums an epilogue reads, and the epilogue over ``xp_mm_acc<i>[xp_e]``."""
+def stored_epilogue(ep: Epilogue, ev: ThreadEvaluator, store: Store | None = None) -> tuple[list[Sum], A.Expr]:
+    """The accumulated sums an epilogue reads, and the epilogue over ``xp_mm_acc<i>[xp_e]``; a read of the
+    element the thread stores (``beta * C[i]``) is ``xp_mm_out[xp_eo]``, what that element held before."""
     sums: list[Sum] = []
     slots: dict[str, int] = {}
+
+    def own_element(n: A.Index) -> bool:
+        if store is None:
+            return False
+        saved = ev.env
+        ev.env = dict(ep.env)
+        try:
+            value = ev.value(n)
+        except PassRefused:
+            return False
+        finally:
+            ev.env = saved
+        return isinstance(value, Load) and value.base == store.base and value.offset == store.offset
 
     def slot(name: str) -> A.Expr:
         value = ep.env.get(name)
@@ -96,7 +111,9 @@ def stored_epilogue(ep: Epilogue, ev: ThreadEvaluator) -> tuple[list[Sum], A.Exp
         if isinstance(n, A.Index):
             if isinstance(n.base, A.Name) and n.base.id in ep.thread_arrays and n.index == A.name("xp_t"):
                 return slot(n.base.id)
-            raise PassRefused("the stored expression reads memory besides the accumulators")
+            if own_element(n):
+                return A.Index(A.name("xp_mm_out"), A.name("xp_eo"))
+            raise PassRefused("the stored expression reads memory besides the accumulators and the stored element")
         if isinstance(n, A.Call):
             name = print_expr(n.func, Dialect.BANG).split("<")[0].strip()
             if name not in MATH_FUNCS and not (name in ev.helpers and _pure_helper(ev.helpers[name], ev.helpers)):
@@ -137,7 +154,7 @@ def recognize(ev: ThreadEvaluator) -> MatmulShape:
         sums = [st.value]
     elif st.source is not None:
         try:
-            sums, epilogue = stored_epilogue(st.source, ev)
+            sums, epilogue = stored_epilogue(st.source, ev, st)
         except PassRefused as refusal:  # say why the value itself was not modelled too
             why = st.source.reason or "not a sum of products"
             raise PassRefused(f"{refusal.reason}; the stored value: {why}") from None
