@@ -76,6 +76,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing as t
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -983,6 +984,15 @@ def binop(op: str, left: Expr, right: Expr) -> Binary:
 
 def assign(target: Expr, value: Expr, op: str = "=") -> Assign:
     return Assign(op, target, value)
+
+
+def instance_symbol(entry: str) -> str:
+    """The C name of an exported wrapper of a template instantiation (``gemm<128, 8>`` → ``gemm__128_8``): a
+    spec may name its entry so; any other name is its own symbol."""
+    if "<" not in entry:
+        return entry
+    base, _, rest = entry.partition("<")
+    return base.strip() + "__" + "_".join(t for t in re.split(r"\W+", rest) if t)
 
 
 def call(func: str | Expr, *args: Expr) -> Call:

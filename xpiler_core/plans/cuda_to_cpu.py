@@ -48,11 +48,12 @@ from xpiler_core.translation import (
 from xpiler_core.verify.targets import gcc_verdict, host_isa
 
 DEFAULT_PASSES = ["detensorization", "grid_reduce", "block_reduce", "loop_recovery", "cpu_gemm", "device_mirrors",
-                  "affine_index", "reduction_idiom", "thread_interchange", "partial_accumulators",
-                  "grid_flatten", "loop_binding", "delinearize", "unroll_pragmas", "boundary_split"]
+                  "affine_index", "reduction_idiom", "tree_reduce", "thread_interchange",
+                  "partial_accumulators", "grid_flatten", "loop_binding", "delinearize", "unroll_pragmas", "boundary_split"]
 # Optional steps that reassociate floating point or restructure code: dropped first when a candidate fails.
 _DROP_FIRST = ("boundary_split", "grid_reduce", "block_reduce", "cpu_gemm", "device_mirrors", "affine_index",
-               "delinearize", "reduction_idiom", "thread_interchange", "partial_accumulators", "grid_flatten")
+               "delinearize", "reduction_idiom", "tree_reduce", "thread_interchange", "partial_accumulators",
+               "grid_flatten")
 
 
 def recovery_params_from_spec(
@@ -63,7 +64,8 @@ def recovery_params_from_spec(
     if spec is None:
         return params
     recovery = params.setdefault("loop_recovery", {})
-    for key, value in spec_launch_params(spec, module.function(spec.entry)).items():
+    # a template kernel's instance (``gemm<128, 8>``) is launched through its template
+    for key, value in spec_launch_params(spec, module.function(spec.entry.partition("<")[0].strip())).items():
         recovery.setdefault(key, value)
     if spec.kind == "host":
         recovery.setdefault("wrapper", False)

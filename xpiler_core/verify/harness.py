@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from xpiler_core import ast as A
 from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect
 from xpiler_core.progress import CancelToken
@@ -438,6 +439,8 @@ def _judge_order(spec: KernelSpec, sizes: dict[str, int], first: Mapping[str, np
 def _program(
     spec: KernelSpec, text: str, dialect: Dialect, entry: str, kind: str, warp: int | None, display: str
 ) -> Program:
+    if kind == "host" and dialect is Dialect.C and "<" in entry:
+        entry = A.instance_symbol(entry)  # a template kernel's instance, exported under a C name
     if spec.entry_shim and entry == spec.entry and f"{entry}(" not in text:
         text = f"{text}\n{spec.entry_shim}\n"
     elif kind == "host" and not spec.entry_shim:

@@ -1045,18 +1045,33 @@ def _device_only(fn: A.Function) -> bool:
                for n in A.walk(fn.body))
 
 
+def _template_formals(header: str) -> list[str]:
+    """The parameter names of a template header (``template <int BM, typename T>`` → [BM, T])."""
+    inner = header.strip()
+    inner = inner[inner.find("<") + 1: inner.rfind(">")]
+    names = []
+    for formal in inner.split(","):
+        words = re.findall(r"[A-Za-z_]\w*", formal.split("=")[0])
+        if words:
+            names.append(words[-1])
+    return names
+
+
 def _wrapper(kernel: A.Function, grid: list[A.Expr], block: list[A.Expr], smem: A.Expr,
-             extra: list[str]) -> A.Function:
+             extra: list[str], instance: str = "") -> A.Function:
+    """``instance``: the template arguments (``<128, 8>``) of the instantiation the wrapper launches; the
+    wrapper is then named :func:`A.instance_symbol` of it."""
     params = tuple(p for p in kernel.params if isinstance(p, A.Param))
     args = tuple(A.Name(p.name) for p in params if p.name)
     params = (*params, *(A.Param(e, A.ctype("int")) for e in extra))
-    call = A.Call(A.Name(f"{kernel.name}_blocks"), (A.call("dim3", *grid), A.call("dim3", *block),
-                                                    A.Cast(A.ctype("size_t"), smem), *args))
-    return A.Function(kernel.name, A.ctype("void"), params, A.Block((A.ExprStmt(call),)), linkage="C")
+    call = A.Call(A.Name(f"{kernel.name}_blocks{instance}"), (A.call("dim3", *grid), A.call("dim3", *block),
+                                                              A.Cast(A.ctype("size_t"), smem), *args))
+    name = A.instance_symbol(kernel.name + instance)
+    return A.Function(name, A.ctype("void"), params, A.Block((A.ExprStmt(call),)), linkage="C")
 
 
 def _wrap_kernel(target: A.Function, module: A.Module, params: dict[str, Any], new_kernels: dict[str, A.Function],
-                 ctx: PassContext, explicit: bool) -> A.Function:
+                 ctx: PassContext, explicit: bool, instance: str = "") -> A.Function:
     """An ``extern "C"`` function with the kernel's own parameters that launches it over its derived extents;
     the block loops are renamed ``NAME_blocks``. Refuses when block or grid cannot be derived."""
     block = _split_dims(str(params.get("block") or "")) or infer_block(target, module)
@@ -1073,7 +1088,7 @@ def _wrap_kernel(target: A.Function, module: A.Module, params: dict[str, Any], n
     smem = (_split_dims(str(params.get("shared_bytes") or "0")) or [A.lit(0)])[0]
     new_kernels[target.name] = A.replace(new_kernels[target.name], name=f"{target.name}_blocks")
     extra = [e.strip() for e in str(params.get("launch_params") or "").split(",") if e.strip()] if explicit else []
-    return _wrapper(target, grid, block, smem, extra)
+    return _wrapper(target, grid, block, smem, extra, instance)
 
 
 _USING_NVCUDA = re.compile(r"\s*using\s+namespace\s+nvcuda\s*;\s*")
@@ -1125,10 +1140,18 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     exported: list[str] = []
     if wrap:
         if entry_name:
-            target = next((k for k in kernels if k.name == entry_name), None)
+            # a template kernel's instantiation (``gemm<128, 8>``): the wrapper launches that instance
+            base, bracket, rest = entry_name.partition("<")
+            instance = bracket + rest
+            target = next((k for k in kernels if k.name == base.strip()), None)
             if target is None:
                 raise PassRefused(f"entry={entry_name}: no __global__ kernel of that name")
-            wrappers.append(_wrap_kernel(target, module, params, new_kernels, ctx, explicit=True))
+            if instance and (target.template is None or any(
+                    re.search(rf"\b{re.escape(formal)}\b", p.type.base) for p in target.params
+                    if isinstance(p, A.Param) for formal in _template_formals(target.template))):
+                raise PassRefused(f"entry={entry_name}: not an instance of a template kernel whose parameter types "
+                                  "are its own (a wrapper could not spell them)")
+            wrappers.append(_wrap_kernel(target, module, params, new_kernels, ctx, explicit=True, instance=instance))
         elif len(kernels) == 1:
             try:
                 wrappers.append(_wrap_kernel(kernels[0], module, params, new_kernels, ctx, explicit=True))

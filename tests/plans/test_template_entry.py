@@ -1,0 +1,93 @@
+"""A spec may name a template kernel's instantiation as its entry (``scale_rows<4>``, what a repository's
+launcher instantiates): the CPU translation exports a wrapper of that instance under a C name
+(``scale_rows__4``) and the harness calls it there. Before, the output kept only the template and the tests
+failed on a missing symbol, reported as "the translation computes different results". Reference: numpy."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import build_shared
+from xpiler_core.cli import main
+
+SOURCE = r"""
+template <int ROWS_PER_BLOCK>
+__global__ void scale_rows(const float* x, float* y, int cols, float s) {
+  __shared__ float row_scale[ROWS_PER_BLOCK];
+  if (threadIdx.x < ROWS_PER_BLOCK) row_scale[threadIdx.x] = s * (blockIdx.x * ROWS_PER_BLOCK + threadIdx.x + 1);
+  __syncthreads();
+  for (int r = 0; r < ROWS_PER_BLOCK; ++r) {
+    int row = blockIdx.x * ROWS_PER_BLOCK + r;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) y[row * cols + c] = x[row * cols + c] * row_scale[r];
+  }
+}
+"""
+
+SPEC = """
+name = "scale_rows"
+source = "rows.cu"
+entry = "scale_rows<4>"
+kind = "kernel"
+grid = ["rows / 4"]
+block = [32]
+reference = "ref.py:scale_rows"
+[[args]]
+name = "x"
+dtype = "float32"
+shape = ["rows", "cols"]
+role = "in"
+[[args]]
+name = "y"
+dtype = "float32"
+shape = ["rows", "cols"]
+role = "out"
+[[args]]
+name = "cols"
+dtype = "int32"
+role = "scalar"
+value = "cols"
+[[args]]
+name = "s"
+dtype = "float32"
+role = "scalar"
+value = "0.5"
+[[cases]]
+rows = 8
+cols = 37
+[[cases]]
+rows = 12
+cols = 5
+"""
+
+REFERENCE = """
+import numpy as np
+def scale_rows(x, cols, s):
+    rows = x.shape[0]
+    return (x * (s * np.arange(1, rows + 1, dtype=np.float32))[:, None]).astype(np.float32)
+"""
+
+
+def test_template_instance_entry_is_exported_and_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "rows.cu").write_text(SOURCE)
+    (tmp_path / "spec.toml").write_text(SPEC)
+    (tmp_path / "ref.py").write_text(REFERENCE)
+    out = tmp_path / "rows.cpp"
+    code = main(["translate", str(tmp_path / "rows.cu"), "--to", "cpu", "--spec", str(tmp_path / "spec.toml"),
+                 "-o", str(out)])
+    capsys.readouterr()
+    manifest = json.loads((tmp_path / ".xpiler" / "rows.cpp.json").read_text())
+    assert code == 0, manifest["outcome"]["reason"]
+    # the exported instance computes what numpy does (independently of the tool's own harness)
+    lib = ctypes.CDLL(str(build_shared(out.read_text(), tmp_path / "build")))
+    x = np.random.default_rng(1).standard_normal((16, 9)).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    # the grid (rows / 4) is no function of the kernel's parameters: the wrapper takes it last
+    assert "scale_rows__4(const float *x, float *y, int cols, float s, int xp_grid_x)" in out.read_text()
+    lib.scale_rows__4(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data), ctypes.c_int(9),
+                      ctypes.c_float(0.5), ctypes.c_int(4))
+    np.testing.assert_allclose(y, x * (0.5 * np.arange(1, 17, dtype=np.float32))[:, None], rtol=1e-6)
