@@ -1,0 +1,241 @@
+"""Shared-memory tree reductions → one vectorized sum per block (a CPU speed pass after loop recovery).
+
+The textbook block reduction stages one value per thread in a shared array and folds it in ``log2(blockDim)``
+barrier-separated rounds: interleaved (``for (s = 1; s < blockDim.x; s *= 2) if (t % (2 * s) == 0)
+a[t] += a[t + s];``, the test on the thread index or on the global index ``blockIdx.x * blockDim.x + t``) or
+sequential (``for (s = blockDim.x / 2; s > 0; s >>= 1) if (t < s) a[t] += a[t + s];``). After loop recovery
+each round is a loop over the block's threads with a test per thread: ``log2(n)`` passes over the block, most
+threads idle, a modulo per thread. For a block of ``n`` threads, ``n`` a power of two, both forms leave the sum
+of ``a[0..n)`` in ``a[0]`` (and partial sums elsewhere). So, where nothing after the rounds reads the array
+but at ``a[0]``, the rounds become ``a[0] = a[0] + a[1] + ... + a[n-1]`` as one ``omp simd`` reduction —
+behind the run-time precondition that the block is one-dimensional with a power-of-two size (else the rounds
+run as written). The sum is reassociated: the plan verifies the result and drops the pass when it fails.
+
+Refuses a function whose rounds are spelled otherwise, combine by another operator, or whose array is read
+past the rounds at another index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xpiler_core import ast as A
+from xpiler_core.dialect import Dialect
+from xpiler_core.passes.base import PassContext, PassInfo, PassRefused
+from xpiler_core.passes.support.ast_support import enter, leave, parse_expr, parse_stmts
+from xpiler_core.passes.support.per_function import is_bound_kernel, rewrite_each
+from xpiler_core.printer import print_expr
+
+INFO = PassInfo(
+    name="tree_reduce",
+    summary="Shared-memory tree reductions (interleaved or sequential rounds) → one vectorized sum per block",
+    kind="ast",
+    directions=("cuda->cpu",),
+)
+
+THREAD_VARS = ("xp_tz", "xp_ty", "xp_tx")
+
+
+def _c(e: A.Node) -> str:
+    return print_expr(e, Dialect.C) if isinstance(e, A.Expr) else ""
+
+
+def _thread_body(s: A.Stmt) -> list[A.Stmt] | None:
+    """The statements inside a recovered ``xp_tz``/``xp_ty``/``xp_tx`` loop nest (its ``xp_t`` declaration
+    left out), or None when ``s`` is no such nest."""
+    for var in THREAD_VARS:
+        if not isinstance(s, A.For):
+            return None
+        view = s.canonical()
+        if view is None or view.var != var:
+            return None
+        body = s.body
+        stmts = [x for x in (body.stmts if isinstance(body, A.Block) else (body,))
+                 if not isinstance(x, A.Empty | A.Comment | A.Pragma)]
+        if var != "xp_tx":
+            if len(stmts) != 1:
+                return None
+            s = stmts[0]
+            continue
+        return [x for x in stmts if not (isinstance(x, A.DeclStmt) and [d.name for d in x.decls] == ["xp_t"])]
+    return None
+
+
+def _normalized(node: A.Stmt, tx_arrays: set[str]) -> A.Stmt:
+    """``node`` with per-thread copies of the thread index (``t[xp_t]`` after ``int t = threadIdx.x;``) read
+    as ``xp_tx``."""
+    def visit(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Index) and isinstance(n.base, A.Name) and n.base.id in tx_arrays and _is(n.index, "xp_t"):
+            return A.Name("xp_tx")
+        return None
+
+    out = A.rewrite(node, visit)
+    assert isinstance(out, A.Stmt)
+    return out
+
+
+def _is(e: A.Expr, name: str) -> bool:
+    return isinstance(e, A.Name) and e.id == name
+
+
+def _thread_index(e: A.Expr, globals_: set[str]) -> bool:
+    """``xp_tx`` or a per-thread variable holding the global index (``idx[xp_t]``)."""
+    if _is(e, "xp_tx"):
+        return True
+    return (isinstance(e, A.Index) and isinstance(e.base, A.Name) and e.base.id in globals_
+            and _is(e.index, "xp_t"))
+
+
+def _fold(stmt: A.Stmt, stride: str, tx_arrays: set[str]) -> tuple[str, A.Expr] | None:
+    """``if (cond) a[xp_tx] += a[xp_tx + stride];`` (or ``a[xp_tx] = a[xp_tx] + a[xp_tx + stride]``) →
+    (array, cond)."""
+    stmt = _normalized(stmt, tx_arrays)
+    if not (isinstance(stmt, A.If) and stmt.else_ is None):
+        return None
+    then = stmt.then.stmts if isinstance(stmt.then, A.Block) else (stmt.then,)
+    if len(then) != 1 or not (isinstance(then[0], A.ExprStmt) and isinstance(then[0].expr, A.Assign)):
+        return None
+    asg = then[0].expr
+    target = asg.target
+    if not (isinstance(target, A.Index) and isinstance(target.base, A.Name) and _is(target.index, "xp_tx")):
+        return None
+    array = target.base.id
+    other: A.Expr | None = None
+    if asg.op == "+=":
+        other = asg.value
+    elif asg.op == "=" and isinstance(asg.value, A.Binary) and asg.value.op == "+" and asg.value.left == target:
+        other = asg.value.right
+    if not (isinstance(other, A.Index) and _is(other.base, array) and isinstance(other.index, A.Binary)
+            and other.index.op == "+" and _is(other.index.left, "xp_tx") and _is(other.index.right, stride)):
+        return None
+    return array, stmt.cond
+
+
+def _rounds(loop: A.For, globals_: set[str], tx_arrays: set[str]) -> str | None:
+    """The shared array a tree reduction's rounds fold, or None when ``loop`` is no such loop."""
+    view = loop.canonical()
+    init = loop.init
+    if view is None and isinstance(init, A.DeclStmt) and len(init.decls) == 1:
+        stride = init.decls[0].name
+    elif view is not None:
+        stride = view.var
+    else:
+        return None
+    body = loop.body.stmts if isinstance(loop.body, A.Block) else (loop.body,)
+    body = tuple(s for s in body if not isinstance(s, A.Empty | A.Comment | A.Pragma))
+    if len(body) != 1:
+        return None
+    inner = _thread_body(body[0])
+    if inner is None or len(inner) != 1:
+        return None
+    found = _fold(inner[0], stride, tx_arrays)
+    if found is None:
+        return None
+    array, cond = found
+    start = init.decls[0].init if isinstance(init, A.DeclStmt) and len(init.decls) == 1 else None
+    text = _c(loop.cond) if loop.cond is not None else ""
+    step = _c(loop.step) if loop.step is not None else ""
+    interleaved = (A.const_int(start) == 1 if start is not None else False) and text == f"{stride} < xp_bdx" and (
+        step in (f"{stride} *= 2", f"{stride} = {stride} * 2", f"{stride} <<= 1"))
+    sequential = start is not None and _c(start) in ("xp_bdx / 2", "xp_bdx >> 1") and text == f"{stride} > 0" \
+        and step in (f"{stride} /= 2", f"{stride} >>= 1", f"{stride} = {stride} / 2", f"{stride} = {stride} >> 1")
+    if interleaved and isinstance(cond, A.Binary) and cond.op == "==" and A.const_int(cond.right) == 0:
+        mod = cond.left
+        if (isinstance(mod, A.Binary) and mod.op == "%" and _thread_index(mod.left, globals_)
+                and _c(mod.right) in (f"{stride} * 2", f"2 * {stride}", f"({stride} * 2)", f"({stride} << 1)",
+                                             f"{stride} << 1")):
+            return array
+    if sequential and isinstance(cond, A.Binary) and cond.op == "<" and _is(cond.left, "xp_tx") \
+            and _is(cond.right, stride):
+        return array
+    return None
+
+
+def _index_arrays(stmts: list[A.Stmt]) -> tuple[set[str], set[str]]:
+    """Per-thread variables set to the thread index ``xp_tx``, and those set to the block's global index
+    ``xp_bx * xp_bdx + xp_tx`` (either order, through the former too)."""
+    assigned: list[tuple[str, A.Expr]] = []
+    for s in stmts:
+        for st in _thread_body(s) or []:
+            if isinstance(st, A.ExprStmt) and isinstance(st.expr, A.Assign) and st.expr.op == "=":
+                t = st.expr.target
+                if isinstance(t, A.Index) and isinstance(t.base, A.Name) and _is(t.index, "xp_t"):
+                    assigned.append((t.base.id, st.expr.value))
+    counts: dict[str, int] = {}
+    for s in stmts:  # every write of a per-thread variable, whatever its form (a copy must be written once)
+        for n in A.walk(s):
+            target = n.target if isinstance(n, A.Assign) else (
+                n.operand if isinstance(n, A.Unary) and n.op in ("++", "--") else None)
+            if isinstance(target, A.Index) and isinstance(target.base, A.Name):
+                counts[target.base.id] = counts.get(target.base.id, 0) + 1
+    tx = {name for name, value in assigned if counts[name] == 1 and _is(value, "xp_tx")}
+    forms = ("xp_bx * xp_bdx + xp_tx", "xp_tx + xp_bx * xp_bdx", "xp_bdx * xp_bx + xp_tx", "xp_tx + xp_bdx * xp_bx")
+    globals_ = {name for name, value in assigned if counts[name] == 1
+                and _c(_normalized(A.ExprStmt(value), tx).expr) in forms}  # type: ignore[attr-defined]
+    return tx, globals_
+
+
+def _reads_only_first(stmts: list[A.Stmt], array: str) -> bool:
+    """Every later mention of ``array`` is the element ``array[0]``."""
+    for s in stmts:
+        for n in A.walk(s):
+            if isinstance(n, A.Index) and _is(n.base, array):
+                if A.const_int(n.index) != 0:
+                    return False
+            elif isinstance(n, A.Name) and n.id in (array, "xp_dsmem"):
+                parents_ok = any(isinstance(p, A.Index) and p.base is n for p in A.walk(s))
+                if not parents_ok:
+                    return False
+    return True
+
+
+def _summed(array: str, loop: A.For) -> A.If:
+    sum_lines = parse_stmts([
+        "{",
+        f"float xp_tree = {array}[0];",
+        "#pragma omp simd reduction(+ : xp_tree)",
+        f"for (int xp_i = 1; xp_i < xp_bdx; ++xp_i) xp_tree += {array}[xp_i];",
+        f"{array}[0] = xp_tree;",
+        "}",
+    ], Dialect.C)
+    cond = parse_expr("xp_bdy == 1 && xp_bdz == 1 && xp_bdx > 0 && (xp_bdx & (xp_bdx - 1)) == 0", Dialect.C)
+    return A.If(cond, A.Block(tuple(sum_lines)), loop)
+
+
+def _rewrite_block(stmts: list[A.Stmt], counts: list[int]) -> list[A.Stmt]:
+    out: list[A.Stmt] = []
+    tx_arrays, globals_ = _index_arrays(stmts)
+    for k, s in enumerate(stmts):
+        if isinstance(s, A.For) and _thread_body(s) is None:
+            array = _rounds(s, globals_, tx_arrays)
+            if array is not None and _reads_only_first(stmts[k + 1:], array):
+                out.append(_summed(array, s))
+                counts[0] += 1
+                continue
+        out.append(s)
+    return out
+
+
+def _rewrite(fn: A.Function, counts: list[int]) -> A.Function:
+    before = counts[0]
+
+    def visit(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Block):
+            stmts = [A.rewrite(s, visit) for s in n.stmts]
+            return A.replace(n, stmts=tuple(_rewrite_block(stmts, counts)))
+        return None
+
+    new = A.replace(fn, body=A.rewrite(fn.body, visit))
+    if counts[0] == before:
+        raise PassRefused("no shared-memory tree reduction (interleaved or sequential rounds of a[t] += a[t + s]) "
+                          "whose array is read afterwards only at a[0]")
+    return new
+
+
+def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
+    module = enter(unit)
+    counts = [0]
+    result = rewrite_each(module, is_bound_kernel, lambda fn: _rewrite(fn, counts), nothing="no bound kernels")
+    ctx.notes.append(f"tree_reduce: {counts[0]} shared-memory tree reduction(s) summed in one vectorized loop "
+                     f"per block ({', '.join(result.done)})")
+    return leave(unit, result.module, ctx)
