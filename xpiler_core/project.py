@@ -71,6 +71,16 @@ class ProjectConfig:
             flags.append(f"-std={self.std}")
         return flags
 
+    def define_values(self) -> dict[str, str]:
+        """The macros ``-D`` defines, as the compiler sees them (``-DN`` is ``N`` = 1; ``-U`` removes one)."""
+        values: dict[str, str] = {}
+        for d in self.defines:
+            name, eq, value = d.partition("=")
+            values[name.strip()] = value if eq else "1"
+        for u in self.undefines:
+            values.pop(u, None)
+        return values
+
     def to_dict(self) -> dict[str, Any]:
         return {"include_dirs": list(self.include_dirs), "defines": list(self.defines),
                 "undefines": list(self.undefines), "std": self.std, "program_args": list(self.program_args),

@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 
 from tests.conftest import build_shared, loop_recovered
+from xpiler_core.dialect import Dialect
+from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes import get_pass
 from xpiler_core.passes.base import PassRefused
-from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
+from xpiler_core.plans.cuda_to_cpu import translate_to_cpu, translate_unit
 
 KERNELS = r"""
 __global__ void gemm_nn(const float* A, const float* B, float* C, int M, int N, int K) {
@@ -384,3 +386,40 @@ def test_transposed_output_is_scattered(cbuild) -> None:  # noqa: ANN001
     c = np.full((N, M), np.nan, np.float32)
     lib.run(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K))
     np.testing.assert_allclose(c, (a.astype(np.float64) @ b).T, rtol=1e-4, atol=1e-4)
+
+
+# the tile size comes from the build (-DTW=16), the tile count is a float ceil, the tile loads are if/else
+CEIL_IF_ELSE = r"""
+__global__ void mm_ceil(float* A, float* B, float* C, int N1, int N2, int N3) {
+  int i = TW * blockIdx.y + threadIdx.y, j = TW * blockIdx.x + threadIdx.x;
+  __shared__ float sa[TW][TW];
+  __shared__ float sb[TW][TW];
+  float value = 0;
+  for (int phase = 0; phase < ceil((float)N2 / TW); phase++) {
+    if ((i < N1) && ((phase * TW + threadIdx.x) < N2)) sa[threadIdx.y][threadIdx.x] = A[i * N2 + phase * TW + threadIdx.x];
+    else sa[threadIdx.y][threadIdx.x] = 0.0f;
+    if (((phase * TW + threadIdx.y) < N2) && (j < N3)) sb[threadIdx.y][threadIdx.x] = B[(phase * TW + threadIdx.y) * N3 + j];
+    else sb[threadIdx.y][threadIdx.x] = 0.0f;
+    __syncthreads();
+    for (int k = 0; k < TW; k++) value += sa[threadIdx.y][k] * sb[k][threadIdx.x];
+    __syncthreads();
+  }
+  if ((i < N1) && (j < N3)) C[i * N3 + j] = value;
+}
+extern "C" void run(float* A, float* B, float* C, int N1, int N2, int N3) {
+  mm_ceil<<<dim3((N3 + TW - 1) / TW, (N1 + TW - 1) / TW), dim3(TW, TW)>>>(A, B, C, N1, N2, N3);
+}
+"""
+
+
+@pytest.mark.parametrize(("M", "K", "N"), [(1, 1, 1), (37, 19, 53), (64, 48, 32)])
+def test_build_macro_tiles_with_float_ceil_and_if_else_loads(tmp_path, M: int, K: int, N: int) -> None:  # noqa: ANN001
+    text, records, _ctx = translate_unit(ParsedUnit(CEIL_IF_ELSE, "k.cu", Dialect.CUDA), defines={"TW": "16"})
+    assert text is not None
+    assert next(r for r in records if r["name"] == "cpu_gemm")["changed"]
+    lib = ctypes.CDLL(str(build_shared("#define TW 16\n" + text, tmp_path)))
+    rng = np.random.default_rng(M + N)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    lib.run(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), ctypes.c_int(M), ctypes.c_int(K), ctypes.c_int(N))
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * max(1.0, np.sqrt(K)))

@@ -91,3 +91,83 @@ def test_template_instance_entry_is_exported_and_verified(tmp_path: Path, capsys
     lib.scale_rows__4(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data), ctypes.c_int(9),
                       ctypes.c_float(0.5), ctypes.c_int(4))
     np.testing.assert_allclose(y, x * (0.5 * np.arange(1, 17, dtype=np.float32))[:, None], rtol=1e-6)
+
+
+TILED = r"""
+template <int T>
+__global__ void tgemm(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float As[T][T];
+  __shared__ float Bs[T][T];
+  int row = blockIdx.y * T + threadIdx.y, col = blockIdx.x * T + threadIdx.x;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {
+    As[threadIdx.y][threadIdx.x] = (row < M && k0 + threadIdx.x < K) ? A[row * K + k0 + threadIdx.x] : 0.0f;
+    Bs[threadIdx.y][threadIdx.x] = (k0 + threadIdx.y < K && col < N) ? B[(k0 + threadIdx.y) * N + col] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+"""
+
+TILED_SPEC = """
+name = "tgemm"
+source = "tgemm.cu"
+entry = "tgemm<16>"
+kind = "kernel"
+grid = ["ceil_div(N, 16)", "ceil_div(M, 16)"]
+block = [16, 16]
+reference = "ref.py:tgemm"
+tolerance = { atol = 1e-3, rtol = 1e-3 }
+[[args]]
+name = "A"
+dtype = "float32"
+shape = ["M", "K"]
+role = "in"
+[[args]]
+name = "B"
+dtype = "float32"
+shape = ["K", "N"]
+role = "in"
+[[args]]
+name = "C"
+dtype = "float32"
+shape = ["M", "N"]
+role = "out"
+[[args]]
+name = "M"
+dtype = "int32"
+role = "scalar"
+value = "M"
+[[args]]
+name = "N"
+dtype = "int32"
+role = "scalar"
+value = "N"
+[[args]]
+name = "K"
+dtype = "int32"
+role = "scalar"
+value = "K"
+[[cases]]
+M = 33
+N = 47
+K = 29
+"""
+
+
+def test_template_instance_is_instantiated_for_the_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the instance's values are written into its own block function, so the tile extents are constants and the
+    # matrix product is recognized (the template itself has no tile size to recognize)
+    (tmp_path / "tgemm.cu").write_text(TILED)
+    (tmp_path / "spec.toml").write_text(TILED_SPEC)
+    (tmp_path / "ref.py").write_text("import numpy as np\ndef tgemm(A, B, M, N, K):\n"
+                                     "    return (A.astype(np.float64) @ B).astype(np.float32)\n")
+    code = main(["translate", str(tmp_path / "tgemm.cu"), "--to", "cpu", "--spec", str(tmp_path / "spec.toml"),
+                 "-o", str(tmp_path / "tgemm.cpp")])
+    capsys.readouterr()
+    manifest = json.loads((tmp_path / ".xpiler" / "tgemm.cpp.json").read_text())
+    assert code == 0, manifest["outcome"]["reason"]
+    gemm = next(p for p in manifest["passes"] if p["name"] == "cpu_gemm")
+    assert gemm["changed"], gemm["refused"]

@@ -9,6 +9,7 @@ A pass whose preconditions fail raises :class:`PassRefused` with the reason inst
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -85,6 +86,8 @@ class PassContext:
     unresolved: list[Unresolved] = field(default_factory=list)
     # names the project's own headers declare (functions, macros, types): user code, never mapped as API
     project_names: frozenset[str] = frozenset()
+    # the project's -D macros (NAME → value text), as its build defines them: a pass may read their values
+    defines: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

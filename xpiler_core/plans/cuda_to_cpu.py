@@ -19,6 +19,7 @@ import dataclasses
 import re
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,11 +160,12 @@ def run_ast_passes(
 
 def translate_unit(
     unit: ParsedUnit, spec: Any | None = None, pass_params: dict[str, dict[str, Any]] | None = None,
-    passes: list[str] | None = None,
+    passes: list[str] | None = None, defines: Mapping[str, str] | None = None,
 ) -> tuple[str | None, list[PassRecord], PassContext]:
-    """The candidate text (``None`` when loop recovery refused) and the pass records."""
+    """The candidate text (``None`` when loop recovery refused) and the pass records; ``defines``: the
+    project's ``-D`` macros (passes may read their values, as the build sees them)."""
     module = unit.module
-    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file=unit.path)
+    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file=unit.path, defines=dict(defines or {}))
     params = recovery_params_from_spec(module, spec, pass_params)
     params.setdefault("loop_binding", {}).setdefault("isa", host_isa())
     # the source's warp width (HIP: 64) reaches block_reduce as it reaches loop recovery
@@ -218,13 +220,14 @@ def plan(
     inlined = inlined + [name for name in own.other_units()]
     work = unit if whole == unit.text else unit.with_text(whole)
     spec = load_spec(options.spec_path) if options.spec_path else None
+    defines = project.config.define_values()
     pass_names = list(options.passes or DEFAULT_PASSES)
     portable_only = options.cpu_tier == "portable"
     if portable_only:  # the structural passes are not run: their output would be neither checked nor written
         candidate, records = None, list[PassRecord]()
         ctx = PassContext(source_dialect=work.dialect, target=Dialect.C, file=unit.path)
     else:
-        candidate, records, ctx = translate_unit(work, spec, options.pass_params, pass_names)
+        candidate, records, ctx = translate_unit(work, spec, options.pass_params, pass_names, defines)
     if inlined:
         ctx.notes.append("headers with device code inlined into the translation: "
                          + ", ".join(Path(h).name for h in inlined))
@@ -239,7 +242,7 @@ def plan(
 
             def check(text: str, recs: list[PassRecord]) -> _Checked:
                 runner.build = project.candidate_build(text, c_units)
-                tested, tested_recs, specs, note = _tests_for(work, text, recs, tests, spec, options, Path(tmp))
+                tested, tested_recs, specs, note = _tests_for(work, text, recs, tests, spec, options, Path(tmp), defines)
                 program = project.program_check(runner, 1, cancel) if tests.program else None
                 found = gather_evidence(tested, specs, runner, seed=options.seed, time_limit_s=options.run_time_limit_s, cancel=cancel,
                                         progress=progress, shrink=False, program_check=program)
@@ -347,7 +350,7 @@ def _fallbacks(best: _Checked, work: ParsedUnit, spec: Any, options: TranslateOp
     droppable = [n for n in _DROP_FIRST if any(r["name"] == n and r["changed"] for r in best.records)]
     if droppable:
         kept = [n for n in pass_names if n not in droppable]
-        retry, retry_records, _ = translate_unit(work, spec, options.pass_params, kept)
+        retry, retry_records, _ = translate_unit(work, spec, options.pass_params, kept, ctx.defines)
         if retry is not None:
             again = check(retry, retry_records)
             if _passed(again):
@@ -357,7 +360,7 @@ def _fallbacks(best: _Checked, work: ParsedUnit, spec: Any, options: TranslateOp
         optional = pass_names[pass_names.index("loop_recovery") + 1:]
         base = [n for n in pass_names[: pass_names.index("loop_recovery") + 1] if n not in _DROP_FIRST]
         if optional:
-            fallback, base_records, _ = translate_unit(work, spec, options.pass_params, base)
+            fallback, base_records, _ = translate_unit(work, spec, options.pass_params, base, ctx.defines)
             if fallback is not None:
                 again = check(fallback, base_records)
                 if _passed(again):
@@ -373,7 +376,8 @@ def _exported(candidate: str) -> list[str]:
 
 
 def _tests_for(work: ParsedUnit, candidate: str, records: list[PassRecord], tests: TestSet, spec: Any,
-               options: TranslateOptions, tmp: Path) -> tuple[str, list[PassRecord], TestSet, str]:
+               options: TranslateOptions, tmp: Path, defines: Mapping[str, str]) -> tuple[str, list[PassRecord],
+                                                                                     TestSet, str]:
     """What to run the candidate on: the automatic tests launch a kernel the candidate may keep behind the
     file's own host code (then the same passes build a wrapper with the tests' launch) or take extra launch
     arguments; a kernel exported with its launch configuration cannot be called by them."""
@@ -383,7 +387,8 @@ def _tests_for(work: ParsedUnit, candidate: str, records: list[PassRecord], test
     test_spec = tests.specs[0] if tests.specs else None
     if (test_spec is not None and spec is None and test_spec.kind == "kernel"
             and not re.search(rf'extern "C" void {re.escape(test_spec.entry)}\s*\(', candidate)):
-        variant, variant_recs, _ = translate_unit(work, test_spec, options.pass_params, [r["name"] for r in records])
+        variant, variant_recs, _ = translate_unit(work, test_spec, options.pass_params, [r["name"] for r in records],
+                                                  defines)
         if variant is not None and gcc_verdict(variant).ok:
             candidate, records = variant, variant_recs
             note = (f"tests ran kernel {test_spec.entry} through a wrapper with the tests' launch; the output keeps "

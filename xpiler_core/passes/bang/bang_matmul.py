@@ -180,7 +180,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     budget = int_param(params, "onchip_budget", 48 * 1024, 8 * 1024, 1 << 24)
     helpers = {f.name: f for f in module.functions() if not f.is_kernel and "_blocks" not in f.name}
     result = rewrite_each(module, is_bound_kernel, lambda fn: tensorize_matmul(fn, helpers, mt, budget, nram, wram,
-                                                                         module_int_constants(module)),
+                                                                         module_int_constants(module, ctx.defines)),
                           nothing="no bound kernels", tolerate=(AssertionError, KeyError, ValueError, RecursionError))
     ctx.notes.extend(f"{name}: matrix product on __bang_matmul (WRAM filter tiles)" for name in result.done)
     items = list(result.module.items)

@@ -461,7 +461,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     kc = int_param(params, "kc", 256, 8, 8192)
     nc = int_param(params, "nc", 2048, 16, 1 << 16)
     helpers = {f.name: f for f in module.functions() if not f.is_kernel and "_blocks" not in f.name}
-    consts = module_int_constants(module)
+    consts = module_int_constants(module, ctx.defines)
     kinds: dict[str, str] = {}
     result = rewrite_each(module, is_bound_kernel, lambda fn: tensorize(fn, helpers, consts, mc, kc, nc, kinds),
                           nothing="no bound kernels", tolerate=(AssertionError, KeyError, ValueError, RecursionError))

@@ -265,12 +265,49 @@ class _Inliner:
         specialized: A.Function = A.rewrite(fn, specialize)
         return A.replace(specialized, template=None)
 
+    @staticmethod
+    def _explicit_types(fn: A.Function, callee: str) -> tuple[A.Function, str]:
+        """``f<8, size_t>`` against ``template <int B, typename T>``: ``fn`` with ``T`` written as ``size_t``
+        and the callee left with the value arguments (``f<8>``), for :meth:`_template_bindings`; unchanged when
+        the call names no type argument or is not understood."""
+        if fn.template is None or "<" not in callee:
+            return fn, callee
+        formals = [f.strip() for f in fn.template.strip().strip("<>").split(",")]
+        actuals = [a.strip() for a in callee[callee.index("<") + 1: callee.rindex(">")].split(",")]
+        if len(formals) != len(actuals):
+            return fn, callee
+        types: dict[str, A.Type] = {}
+        kept_formals, kept_actuals = [], []
+        for formal, actual in zip(formals, actuals, strict=True):
+            words = formal.split()
+            if len(words) == 2 and words[0] in ("typename", "class"):
+                if not re.fullmatch(r"(?:unsigned |signed |long |const )*[A-Za-z_]\w*(?:::\w+)*", actual):
+                    return fn, callee
+                types[words[1]] = A.Type(actual)
+            else:
+                kept_formals.append(formal)
+                kept_actuals.append(actual)
+        if not types:
+            return fn, callee
+
+        def specialize(n: A.Node) -> A.Node | None:
+            if isinstance(n, A.Type) and n.base in types:
+                return A.Type(types[n.base].base, n.quals, n.pointers, n.reference)
+            return None
+
+        specialized: A.Function = A.rewrite(fn, specialize)
+        header = "<" + ", ".join(kept_formals) + ">" if kept_formals else None
+        name = callee[: callee.index("<")].strip()
+        return A.replace(specialized, template=header), name + ("<" + ", ".join(kept_actuals) + ">" if kept_formals
+                                                                else "")
+
     def _expand(self, call: A.Call, depth: int, at: A.Stmt) -> tuple[list[A.Stmt], A.Expr]:
         assert call.callee is not None
         fn = self.functions[call.callee.split("<")[0].strip()]
         if fn.template is not None and "<" not in call.callee:
             fn = self._deduce_types(fn, call) or fn
-        template_args = self._template_bindings(fn, call.callee, at)
+        fn, callee = self._explicit_types(fn, call.callee)
+        template_args = self._template_bindings(fn, callee, at)
         params = [p for p in fn.params if isinstance(p, A.Param)]
         if len(params) != len(fn.params) or len(params) != len(call.args):
             raise PassRefused(f"cannot inline '{fn.name}': parameter list not understood", at.span)
@@ -307,7 +344,13 @@ class _Inliner:
                     raise PassRefused(f"cannot inline '{fn.name}': reference argument is not a variable", at.span)
                 renames[p.name] = arg
                 continue
-            ptype = A.replace(p.type, quals=tuple(q for q in p.type.quals if q != "const"))
+            # the copy drops its top-level const (expansion may assign it per thread): a pointer keeps what it
+            # points to const (``const float* in``) and drops the const after its last star
+            if p.type.pointers:
+                ptype = A.replace(p.type, pointers=(*p.type.pointers[:-1], tuple(
+                    q for q in p.type.pointers[-1] if q != "const")))
+            else:
+                ptype = A.replace(p.type, quals=tuple(q for q in p.type.quals if q != "const"))
             inner.append(A.DeclStmt((A.VarDecl(f"{p.name}_i{k}", ptype, p.dims, arg),)))
         body: list[A.Stmt] = list(body_stmts)
         if tail is not None and not ret_void:
@@ -1071,9 +1114,10 @@ def _wrapper(kernel: A.Function, grid: list[A.Expr], block: list[A.Expr], smem: 
 
 
 def _wrap_kernel(target: A.Function, module: A.Module, params: dict[str, Any], new_kernels: dict[str, A.Function],
-                 ctx: PassContext, explicit: bool, instance: str = "") -> A.Function:
-    """An ``extern "C"`` function with the kernel's own parameters that launches it over its derived extents;
-    the block loops are renamed ``NAME_blocks``. Refuses when block or grid cannot be derived."""
+                 ctx: PassContext, explicit: bool, instance: str = "") -> list[A.Function]:
+    """An ``extern "C"`` function with the kernel's own parameters that launches it over its derived extents
+    (preceded by the instance's own block function when ``instance`` names one); the block loops are renamed
+    ``NAME_blocks``. Refuses when block or grid cannot be derived."""
     block = _split_dims(str(params.get("block") or "")) or infer_block(target, module)
     if not block:
         raise PassRefused(f"cannot infer the block size of '{target.name}': no launch site, spec or "
@@ -1088,7 +1132,30 @@ def _wrap_kernel(target: A.Function, module: A.Module, params: dict[str, Any], n
     smem = (_split_dims(str(params.get("shared_bytes") or "0")) or [A.lit(0)])[0]
     new_kernels[target.name] = A.replace(new_kernels[target.name], name=f"{target.name}_blocks")
     extra = [e.strip() for e in str(params.get("launch_params") or "").split(",") if e.strip()] if explicit else []
-    return _wrapper(target, grid, block, smem, extra, instance)
+    wrapper = _wrapper(target, grid, block, smem, extra, instance)
+    special = _instantiated(new_kernels[target.name], instance) if instance else None
+    if special is None:
+        return [wrapper]
+    # the wrapper launches the instance's own copy, its template's values written in (later passes see them)
+    call = A.rewrite(wrapper.body, lambda n: A.replace(n, func=A.Name(special.name)) if isinstance(n, A.Call) and isinstance(
+        n.func, A.Name) and n.func.id == f"{target.name}_blocks{instance}" else None)
+    assert isinstance(call, A.Block)
+    return [special, A.replace(wrapper, body=call)]
+
+
+def _instantiated(fn: A.Function, instance: str) -> A.Function | None:
+    """A non-template copy of the template block function ``fn`` for ``instance`` (``<128, 8>``) when every
+    template parameter is a value the instance gives as an integer literal; None otherwise."""
+    if fn.template is None:
+        return None
+    formals = _template_formals(fn.template)
+    if re.search(r"\b(typename|class)\b", fn.template):
+        return None
+    actuals = [a.strip() for a in instance.strip()[1:-1].split(",")]
+    if len(actuals) != len(formals) or not all(re.fullmatch(r"-?\d+[uUlL]*", a) for a in actuals):
+        return None
+    values = {f: A.lit(int(re.sub(r"[uUlL]+$", "", a))) for f, a in zip(formals, actuals, strict=True)}
+    return A.replace(A.substitute(fn, values), name=A.instance_symbol(fn.name + instance), template=None)
 
 
 _USING_NVCUDA = re.compile(r"\s*using\s+namespace\s+nvcuda\s*;\s*")
@@ -1151,10 +1218,10 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                     if isinstance(p, A.Param) for formal in _template_formals(target.template))):
                 raise PassRefused(f"entry={entry_name}: not an instance of a template kernel whose parameter types "
                                   "are its own (a wrapper could not spell them)")
-            wrappers.append(_wrap_kernel(target, module, params, new_kernels, ctx, explicit=True, instance=instance))
+            wrappers.extend(_wrap_kernel(target, module, params, new_kernels, ctx, explicit=True, instance=instance))
         elif len(kernels) == 1:
             try:
-                wrappers.append(_wrap_kernel(kernels[0], module, params, new_kernels, ctx, explicit=True))
+                wrappers.extend(_wrap_kernel(kernels[0], module, params, new_kernels, ctx, explicit=True))
             except PassRefused:
                 if ctx.target is not Dialect.C or params.get("block") or params.get("grid"):
                     raise
@@ -1169,7 +1236,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             # their launch configuration as leading arguments, and the note says which.
             for k in kernels:
                 try:
-                    wrappers.append(_wrap_kernel(k, module, {}, new_kernels, ctx, explicit=False))
+                    wrappers.extend(_wrap_kernel(k, module, {}, new_kernels, ctx, explicit=False))
                 except PassRefused:
                     new_kernels[k.name] = A.replace(new_kernels[k.name], qualifiers=tuple(
                         q for q in new_kernels[k.name].qualifiers if q != "static"))

@@ -17,6 +17,7 @@ run-time precondition ``(hi - lo) % T == 0`` is recorded. Conditional values ``c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,6 +186,7 @@ class Predicate:
 
 FLOAT_VALUES = (Load, Mul, Sum, Zero, FConst, Add, Scale, Max, Select)
 MAX_CALLS = ("max", "fmaxf", "fmax", "std::max", "__fmaxf")
+ROUNDING_CALLS = ("ceil", "ceilf", "floor", "floorf", "std::ceil", "std::floor")
 
 
 @dataclass(frozen=True)
@@ -493,6 +495,14 @@ class ThreadEvaluator:
         then = [x for x in stmts_of(s.then) if not isinstance(x, A.Empty)]
         exits = then and isinstance(then[-1], A.Continue | A.Return)
         if s.else_ is not None:
+            # `if (c) x = v; else x = w;` is the select `x = c ? v : w` (a zero-padded tile load)
+            other = [x for x in stmts_of(s.else_) if not isinstance(x, A.Empty)]
+            if len(then) == len(other) == 1 and all(isinstance(x, A.ExprStmt) and isinstance(x.expr, A.Assign)
+                                                    and x.expr.op == "=" for x in (then[0], other[0])):
+                a, b = then[0].expr, other[0].expr  # type: ignore[union-attr]
+                if isinstance(a, A.Assign) and isinstance(b, A.Assign) and a.target == b.target:
+                    self.expr_stmt(A.assign(a.target, A.Ternary(cond, a.value, b.value)))
+                    return
             raise PassRefused("the thread branches (if/else)")
         if exits:
             if self.depth > 0 or not self.in_thread or self.cond_depth > 0 or not isinstance(then[-1], A.Continue):
@@ -790,6 +800,20 @@ class ThreadEvaluator:
             self.need(f"{extent} == xp_bd{atom[-1]}")  # every element written by exactly one thread
         self.staged[name] = Staged(tuple(axes), value, self.phase)
 
+    def thread_free_text(self, e: A.Expr) -> str | None:
+        """``e`` as C text over the function's integer parameters and literals (constants written as their
+        values), or None when it reads anything else (a thread's value, a local, memory)."""
+        names = {n.id for n in A.walk(e) if isinstance(n, A.Name)}
+        calls = {n.func.id for n in A.walk(e) if isinstance(n, A.Call) and isinstance(n.func, A.Name)}
+        if any(isinstance(n, A.Index | A.Assign) or (isinstance(n, A.Unary) and n.op in ("++", "--", "*", "&"))
+               for n in A.walk(e)):
+            return None
+        if not (names - calls) <= (self.int_params - set(self.env)) | set(self.consts) or not calls <= set(
+                ROUNDING_CALLS):
+            return None
+        literal = A.substitute(e, {c: A.lit(v) for c, v in self.consts.items() if c in names})
+        return "(" + print_expr(literal, Dialect.C) + ")"
+
     def every_thread_passes(self, g: Guard, tile: str) -> str:
         """The C condition under which every thread of the launch satisfies ``g``: its index is a global thread
         index (or a sum of one along each axis) plus a thread-free rest, its bound thread-free."""
@@ -905,6 +929,10 @@ class ThreadEvaluator:
             if not isinstance(ptr, Ptr):
                 raise PassRefused(f"{name} of something other than a global pointer")
             return Load(ptr.base, ptr.offset)
+        if fn is None and name in ROUNDING_CALLS and len(e.args) == 1:
+            opaque = self.thread_free_text(e)
+            if opaque is not None:
+                return Poly.atom(f"(long){opaque}")  # ceil((float)K / T): a thread-free integer, opaque
         if fn is None:
             if len(e.args) == 1 and isinstance(strip_casts(e.args[0]), A.Literal) and name in (
                     "float", "T", "double", "int") and isinstance(self.value(e.args[0]), Zero | Poly):
@@ -1015,9 +1043,10 @@ def _atoms_of(v: Any) -> set[str]:
     return set()
 
 
-def module_int_constants(module: A.Module) -> dict[str, int]:
-    """File-scope integer constants: ``#define NAME <int>`` and ``const``/``constexpr`` integer variables."""
-    out: dict[str, int] = {}
+def module_int_constants(module: A.Module, defines: Mapping[str, str] | None = None) -> dict[str, int]:
+    """File-scope integer constants: ``#define NAME <int>``, ``const``/``constexpr`` integer variables, and the
+    project's integer ``-D`` macros (``defines``; the file's own definitions win, as a later ``#define``)."""
+    out: dict[str, int] = {name: int(v) for name, v in (defines or {}).items() if v.strip().lstrip("-").isdigit()}
     for item in module.items:
         if isinstance(item, A.Opaque) and item.text.startswith("#define"):
             parts = item.text.split()

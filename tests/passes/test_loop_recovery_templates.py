@@ -1,0 +1,43 @@
+"""Loop recovery inlines a device template called with explicit type arguments (``scale<4, double>(…)``, as
+the CUDA samples' ``matrixMul<16, size_t>``): the type parameters are written in, the value parameters bound
+as before. It refused ("only value template parameters are supported") and the kernel fell to the portable
+tier. The inlined parameter copies keep a pointer's pointee const (``const float* in``): the copy had dropped
+it and g++ rejected the assignment from a ``const float*``. Reference: numpy."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from tests.conftest import build_shared
+from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
+
+SOURCE = r"""
+template <int SPAN, typename IndexT>
+__device__ void scaled_copy(float* out, const float* in, IndexT width) {
+  __shared__ float tile[64];
+  IndexT i = (IndexT)blockIdx.x * blockDim.x + threadIdx.x;
+  tile[threadIdx.x] = i < width ? in[i] * SPAN : 0.0f;
+  __syncthreads();
+  if (i < width) out[i] = tile[blockDim.x - 1 - threadIdx.x] + tile[threadIdx.x];
+}
+
+__global__ void entry(float* out, const float* in, size_t width) { scaled_copy<4, size_t>(out, in, width); }
+
+extern "C" void run(float* out, const float* in, size_t width) { entry<<<(width + 63) / 64, 64>>>(out, in, width); }
+"""
+
+
+def test_explicit_type_arguments_are_inlined(tmp_path) -> None:  # noqa: ANN001
+    text, records, _ctx = translate_to_cpu(SOURCE, "k.cu")
+    assert text is not None
+    recovery = next(r for r in records if r["name"] == "loop_recovery")
+    assert recovery["changed"], recovery["refused"]
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    width = 64 * 3
+    x = np.random.default_rng(0).standard_normal(width).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    lib.run(ctypes.c_void_p(y.ctypes.data), ctypes.c_void_p(x.ctypes.data), ctypes.c_size_t(width))
+    tiles = 4.0 * x.reshape(3, 64)
+    np.testing.assert_allclose(y, (tiles[:, ::-1] + tiles).ravel(), rtol=1e-6)
