@@ -497,10 +497,9 @@ class ThreadEvaluator:
         if s.else_ is not None:
             # `if (c) x = v; else x = w;` is the select `x = c ? v : w` (a zero-padded tile load)
             other = [x for x in stmts_of(s.else_) if not isinstance(x, A.Empty)]
-            if len(then) == len(other) == 1 and all(isinstance(x, A.ExprStmt) and isinstance(x.expr, A.Assign)
-                                                    and x.expr.op == "=" for x in (then[0], other[0])):
-                a, b = then[0].expr, other[0].expr  # type: ignore[union-attr]
-                if isinstance(a, A.Assign) and isinstance(b, A.Assign) and a.target == b.target:
+            if len(then) == len(other) == 1 and isinstance(then[0], A.ExprStmt) and isinstance(other[0], A.ExprStmt):
+                a, b = then[0].expr, other[0].expr
+                if isinstance(a, A.Assign) and isinstance(b, A.Assign) and a.op == b.op == "=" and a.target == b.target:
                     self.expr_stmt(A.assign(a.target, A.Ternary(cond, a.value, b.value)))
                     return
             raise PassRefused("the thread branches (if/else)")
