@@ -31,6 +31,7 @@ bare-kernel wrapper (C expressions over the kernel parameters, comma-separated p
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -1056,6 +1057,57 @@ def _launch_to_call(node: A.Node) -> A.Node | None:
     return None
 
 
+_OPAQUE_LAUNCH = re.compile(r"\b([A-Za-z_]\w*)(\s*<[^<>;]*>)?\s*<<<(.*?)>>>\s*\(", re.DOTALL)
+
+
+def _top_level_split(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur.strip())
+    return [p for p in parts if p]
+
+
+def _opaque_launches(text: str, renamed: dict[str, str]) -> str:
+    """Launches inside code the AST keeps as text (a ``switch`` choosing a kernel) as calls of the block
+    functions, like :func:`_launch_to_call` (the stream is not needed: launches run in order)."""
+    def call(m: re.Match[str]) -> str:
+        config = _top_level_split(m.group(3))
+        if not config:
+            return m.group(0)
+        grid, block = f"dim3({config[0]})", f"dim3({config[1]})" if len(config) > 1 else "dim3(1)"
+        smem = f"(size_t)({config[2]})" if len(config) > 2 else "(size_t)0"
+        name = renamed.get(m.group(1), m.group(1)) + (m.group(2) or "").strip()
+        no_args = text[m.end():].lstrip().startswith(")")
+        return f"{name}({grid}, {block}, {smem}" + ("" if no_args else ", ")
+    return _OPAQUE_LAUNCH.sub(call, text)
+
+
+def _opaque_launch_text(n: A.Node, renamed: dict[str, str], pointers: set[str]) -> A.Node | None:
+    if not isinstance(n, A.Opaque):
+        return None
+    text = _launch_pointer_types(_opaque_launches(n.text, renamed), pointers)
+    if pointers:  # a kernel's address taken (inside a switch) for a pointer the host code launches
+        for old, new in renamed.items():
+            text = re.sub(rf"&\s*{re.escape(old)}\b(?!\s*\()", f"&{new}", text)
+    return A.replace(n, text=text) if text != n.text else None
+
+
+def _launch_pointer_types(text: str, pointers: set[str]) -> str:
+    """``void (*k)(float *, int)`` → ``void (*k)(dim3, dim3, size_t, float *, int)`` for a function pointer the
+    host code launches as a kernel (it now points at a block function)."""
+    for name in pointers:
+        text = re.sub(rf"(\bvoid\s*\(\s*\*\s*{re.escape(name)}\s*\)\s*\()(\s*\)|\s*void\s*\))?",
+                      lambda m: m.group(1) + ("dim3, dim3, size_t)" if m.group(2) else "dim3, dim3, size_t, "), text)
+    return text
+
+
 def _split_dims(text: str) -> list[A.Expr]:
     from xpiler_core.frontend.lower import lower_text
 
@@ -1261,12 +1313,21 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             if item.name in new_kernels:
                 items.append(new_kernels[item.name])
                 continue
+            # kernels launched through function pointers: the pointers take the block functions' signature
+            pointers = {n.kernel.id for n in A.walk(item) if isinstance(n, A.Launch) and isinstance(n.kernel, A.Name)
+                        and n.kernel.id not in new_kernels}
             item = A.rewrite(item, _launch_to_call)
+            item = A.rewrite(item, functools.partial(_opaque_launch_text, renamed=renamed, pointers=pointers))
             if renamed:
                 # the file's own launches go to the block loops, not to the wrapper with the kernel's name
                 item = A.rewrite(item, lambda n: A.replace(n, func=A.Name(renamed[n.func.id])) if isinstance(
                     n, A.Call) and isinstance(n.func, A.Name) and n.func.id in renamed and len(n.args) >= 3
                     and isinstance(n.args[0], A.Call) and n.args[0].callee == "dim3" else None)
+                if pointers:
+                    # a kernel's address taken for a pointer the host code launches: the block function's
+                    item = A.rewrite(item, lambda n: A.Unary("&", A.Name(renamed[n.operand.id])) if isinstance(
+                        n, A.Unary) and n.op == "&" and isinstance(n.operand, A.Name) and n.operand.id in renamed
+                        else None)
             if item.is_device:
                 # internal linkage, unless the function is part of the program's interface: callable from host
                 # code or declared before (a prototype without static: static after it is an error)

@@ -88,6 +88,10 @@ def lower_cooperative_groups(module: A.Module) -> A.Module:
                 if name in shfl and len(args) == 2:
                     return A.call(shfl[name], full, args[0], args[1], s)
                 raise PassRefused(f"cooperative groups: thread_block_tile::{name} is not supported", n.span)
+        if (isinstance(n, A.Call) and n.callee in ("cg::sync", "cooperative_groups::sync") and len(n.args) == 1
+                and isinstance(n.args[0], A.Name) and (n.args[0].id in blocks or n.args[0].id in tiles)):
+            # the free function: cg::sync(g) is g.sync()
+            return A.call("__syncthreads") if n.args[0].id in blocks else A.call("__syncwarp")
         if isinstance(n, A.Call) and n.callee in ("cg::reduce", "cooperative_groups::reduce"):
             if len(n.args) != 3 or not isinstance(n.args[0], A.Name) or n.args[0].id not in tiles:
                 raise PassRefused("cg::reduce over something other than a tiled_partition tile", n.span)
