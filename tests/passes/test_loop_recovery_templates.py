@@ -1,7 +1,8 @@
 """Loop recovery inlines a device template called with explicit type arguments (``scale<4, double>(…)``, as
 the CUDA samples' ``matrixMul<16, size_t>``): the type parameters are written in, the value parameters bound
 as before. It refused ("only value template parameters are supported") and the kernel fell to the portable
-tier. The inlined parameter copies keep a pointer's pointee const (``const float* in``): the copy had dropped
+tier. A function-like macro naming an inlined local is expanded where it is used (the local is renamed).
+The inlined parameter copies keep a pointer's pointee const (``const float* in``): the copy had dropped
 it and g++ rejected the assignment from a ``const float*``. Reference: numpy."""
 
 from __future__ import annotations
@@ -41,3 +42,30 @@ def test_explicit_type_arguments_are_inlined(tmp_path) -> None:  # noqa: ANN001
     lib.run(ctypes.c_void_p(y.ctypes.data), ctypes.c_void_p(x.ctypes.data), ctypes.c_size_t(width))
     tiles = 4.0 * x.reshape(3, 64)
     np.testing.assert_allclose(y, (tiles[:, ::-1] + tiles).ravel(), rtol=1e-6)
+
+
+# a function-like macro that names the inlined function's shared array (as the CUDA samples' AS(i, j)): the
+# inliner renames the array, so the macro is expanded where the function uses it (it named a missing array)
+MACRO_SOURCE = r"""
+#define AT(i) tile[i]
+__device__ void mirror(float* out, const float* in) {
+  __shared__ float tile[32];
+  int i = blockIdx.x * 32 + threadIdx.x;
+  AT(threadIdx.x) = in[i];
+  __syncthreads();
+  out[i] = AT(31 - threadIdx.x);
+}
+__global__ void entry(float* out, const float* in) { mirror(out, in); }
+extern "C" void run(float* out, const float* in, int blocks) { entry<<<blocks, 32>>>(out, in); }
+"""
+
+
+def test_macro_naming_an_inlined_local_is_expanded(tmp_path) -> None:  # noqa: ANN001
+    text, records, _ctx = translate_to_cpu(MACRO_SOURCE, "k.cu")
+    assert text is not None
+    assert next(r for r in records if r["name"] == "loop_recovery")["changed"]
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    x = np.random.default_rng(2).standard_normal(96).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    lib.run(ctypes.c_void_p(y.ctypes.data), ctypes.c_void_p(x.ctypes.data), ctypes.c_int(3))
+    np.testing.assert_array_equal(y, x.reshape(3, 32)[:, ::-1].ravel())
