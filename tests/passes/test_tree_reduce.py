@@ -3,7 +3,9 @@
 Three textbook spellings (interleaved rounds tested on the thread index, on the global index, sequential
 halving rounds) translated by the CPU plan, built with g++ and run against numpy; a launch whose block is not a
 power of two takes the rounds as written (checked against a numpy emulation of those rounds); a kernel that
-reads the array past the rounds at another element is left alone and still computes what the source does."""
+reads the array past the rounds at another element is left alone and still computes what the source does;
+an integer sum stays exact (the sum is taken in the array's own type: a float accumulator rounded block sums
+past 2^24); partial sums a loop around the rounds reads when it comes round again keep the rounds."""
 
 from __future__ import annotations
 
@@ -133,6 +135,61 @@ __global__ void two_halves(const float* in, float* out) {
 
 def test_array_read_elsewhere_after_the_rounds_is_refused() -> None:
     recovered, ctx = loop_recovered(READS_PARTIAL)
+    tree = get_pass("tree_reduce")
+    with pytest.raises(PassRefused):
+        tree.apply(recovered, tree.INFO.defaults(), ctx)
+
+
+INT_SUMS = r"""
+__global__ void int_sums(const int* in, int* out) {
+  __shared__ int s[256];
+  int t = threadIdx.x;
+  s[t] = in[blockIdx.x * blockDim.x + t];
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
+extern "C" void run(const int* in, int* out, int blocks) { int_sums<<<blocks, 256>>>(in, out); }
+"""
+
+
+def test_integer_sums_stay_exact(tmp_path) -> None:  # noqa: ANN001
+    # block sums near 2^30: a float accumulator would round them (24-bit mantissa)
+    text, records, _ctx = translate_to_cpu(INT_SUMS, "k.cu")
+    assert text is not None and next(r for r in records if r["name"] == "tree_reduce")["changed"]
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    x = np.random.default_rng(5).integers(1 << 21, 1 << 22, size=4 * 256, dtype=np.int32)
+    out = np.zeros(4, np.int32)
+    lib.run(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data), ctypes.c_int(4))
+    np.testing.assert_array_equal(out, x.reshape(4, 256).astype(np.int64).sum(axis=1))
+
+
+LOOPED_PARTIALS = r"""
+__global__ void carried(const float* in, float* out, int rows) {
+  __shared__ float s[64];
+  int t = threadIdx.x;
+  float carry = 0.0f;
+  for (int r = 0; r < rows; ++r) {
+    carry += s[t] * (r > 0);  // reads the previous row's partial sums (other than s[0])
+    __syncthreads();
+    s[t] = in[r * 64 + t];
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+      if (t < stride) s[t] += s[t + stride];
+      __syncthreads();
+    }
+    if (t == 0) out[r] = s[0];
+  }
+  out[rows + t] = carry;
+}
+"""
+
+
+def test_partials_read_by_the_next_iteration_are_refused() -> None:
+    recovered, ctx = loop_recovered(LOOPED_PARTIALS)
     tree = get_pass("tree_reduce")
     with pytest.raises(PassRefused):
         tree.apply(recovered, tree.INFO.defaults(), ctx)

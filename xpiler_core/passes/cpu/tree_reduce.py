@@ -17,7 +17,7 @@ past the rounds at another index.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
@@ -34,6 +34,7 @@ INFO = PassInfo(
 )
 
 THREAD_VARS = ("xp_tz", "xp_ty", "xp_tx")
+N = TypeVar("N", bound=A.Node)
 
 
 def _c(e: A.Node) -> str:
@@ -61,7 +62,7 @@ def _thread_body(s: A.Stmt) -> list[A.Stmt] | None:
     return None
 
 
-def _normalized(node: A.Stmt, tx_arrays: set[str]) -> A.Stmt:
+def _normalized(node: N, tx_arrays: set[str]) -> N:
     """``node`` with per-thread copies of the thread index (``t[xp_t]`` after ``int t = threadIdx.x;``) read
     as ``xp_tx``."""
     def visit(n: A.Node) -> A.Node | None:
@@ -69,9 +70,7 @@ def _normalized(node: A.Stmt, tx_arrays: set[str]) -> A.Stmt:
             return A.Name("xp_tx")
         return None
 
-    out = A.rewrite(node, visit)
-    assert isinstance(out, A.Stmt)
-    return out
+    return A.rewrite(node, visit)
 
 
 def _is(e: A.Expr, name: str) -> bool:
@@ -151,48 +150,76 @@ def _rounds(loop: A.For, globals_: set[str], tx_arrays: set[str]) -> str | None:
     return None
 
 
-def _index_arrays(stmts: list[A.Stmt]) -> tuple[set[str], set[str]]:
+def _index_arrays(body: A.Stmt) -> tuple[set[str], set[str]]:
     """Per-thread variables set to the thread index ``xp_tx``, and those set to the block's global index
-    ``xp_bx * xp_bdx + xp_tx`` (either order, through the former too)."""
+    ``xp_bx * xp_bdx + xp_tx`` (either order, through the former too), each written once in the function."""
     assigned: list[tuple[str, A.Expr]] = []
-    for s in stmts:
-        for st in _thread_body(s) or []:
-            if isinstance(st, A.ExprStmt) and isinstance(st.expr, A.Assign) and st.expr.op == "=":
-                t = st.expr.target
-                if isinstance(t, A.Index) and isinstance(t.base, A.Name) and _is(t.index, "xp_t"):
-                    assigned.append((t.base.id, st.expr.value))
     counts: dict[str, int] = {}
-    for s in stmts:  # every write of a per-thread variable, whatever its form (a copy must be written once)
-        for n in A.walk(s):
-            target = n.target if isinstance(n, A.Assign) else (
-                n.operand if isinstance(n, A.Unary) and n.op in ("++", "--") else None)
-            if isinstance(target, A.Index) and isinstance(target.base, A.Name):
-                counts[target.base.id] = counts.get(target.base.id, 0) + 1
+    for n in A.walk(body):
+        if isinstance(n, A.For):
+            for st in _thread_body(n) or []:
+                if isinstance(st, A.ExprStmt) and isinstance(st.expr, A.Assign) and st.expr.op == "=":
+                    t = st.expr.target
+                    if isinstance(t, A.Index) and isinstance(t.base, A.Name) and _is(t.index, "xp_t"):
+                        assigned.append((t.base.id, st.expr.value))
+        # every write of a per-thread variable, whatever its form (a copy must be written once)
+        target = n.target if isinstance(n, A.Assign) else (
+            n.operand if isinstance(n, A.Unary) and n.op in ("++", "--") else None)
+        if isinstance(target, A.Index) and isinstance(target.base, A.Name):
+            counts[target.base.id] = counts.get(target.base.id, 0) + 1
     tx = {name for name, value in assigned if counts[name] == 1 and _is(value, "xp_tx")}
     forms = ("xp_bx * xp_bdx + xp_tx", "xp_tx + xp_bx * xp_bdx", "xp_bdx * xp_bx + xp_tx", "xp_tx + xp_bdx * xp_bx")
-    globals_ = {name for name, value in assigned if counts[name] == 1
-                and _c(_normalized(A.ExprStmt(value), tx).expr) in forms}  # type: ignore[attr-defined]
+    globals_ = {name for name, value in assigned if counts[name] == 1 and _c(_normalized(value, tx)) in forms}
     return tx, globals_
 
 
-def _reads_only_first(stmts: list[A.Stmt], array: str) -> bool:
-    """Every later mention of ``array`` is the element ``array[0]``."""
-    for s in stmts:
-        for n in A.walk(s):
-            if isinstance(n, A.Index) and _is(n.base, array):
-                if A.const_int(n.index) != 0:
-                    return False
-            elif isinstance(n, A.Name) and n.id in (array, "xp_dsmem"):
-                parents_ok = any(isinstance(p, A.Index) and p.base is n for p in A.walk(s))
-                if not parents_ok:
-                    return False
-    return True
+BLOCK_LOOPS = ("xp_bz", "xp_by", "xp_bx")
+
+
+def _later_code(body: A.Stmt, rounds: A.For) -> tuple[list[A.Node], A.Node]:
+    """What runs after the rounds and before the block ends: the statements after them in each enclosing block
+    up to the block loop, and the whole body of any loop of the kernel's own around them (it comes round
+    again); a new block iteration declares its shared arrays anew. Also the block loop (or ``body``)."""
+    parent: dict[int, A.Node] = {}
+    for n in A.walk(body):
+        for c in A.children(n):
+            parent[id(c)] = n
+    later: list[A.Node] = []
+    node: A.Node = rounds
+    while id(node) in parent:
+        up = parent[id(node)]
+        if isinstance(up, A.For) and (view := up.canonical()) is not None and view.var in BLOCK_LOOPS:
+            return later, up
+        if isinstance(up, A.Block):
+            at = next(i for i, c in enumerate(up.stmts) if c is node)
+            later.extend(up.stmts[at + 1:])
+        elif isinstance(up, A.For | A.While | A.DoWhile):
+            later.append(up)
+        node = up
+    return later, body
+
+
+def _reads_only_first(body: A.Stmt, array: str, rounds: A.For) -> bool:
+    """After the rounds (see :func:`_later_code`) the code reads ``array`` only at ``array[0]`` (writes are
+    fine) and never names it otherwise (no alias, no pointer arithmetic); a dynamic shared buffer it points
+    into is named once in the block, by its declaration."""
+    inside = {id(n) for n in A.walk(rounds)}
+    later, block = _later_code(body, rounds)
+    nodes = [n for top in later for n in A.walk(top) if id(n) not in inside]
+    written = {id(n.target) for n in nodes if isinstance(n, A.Assign) and n.op == "="}
+    bases = {id(n.base) for n in nodes if isinstance(n, A.Index)}
+    for n in nodes:
+        if isinstance(n, A.Index) and _is(n.base, array) and id(n) not in written and A.const_int(n.index) != 0:
+            return False
+        if isinstance(n, A.Name) and n.id == array and id(n) not in bases:
+            return False
+    return sum(isinstance(n, A.Name) and n.id == "xp_dsmem" for n in A.walk(block)) <= 1
 
 
 def _summed(array: str, loop: A.For) -> A.If:
     sum_lines = parse_stmts([
         "{",
-        f"float xp_tree = {array}[0];",
+        f"auto xp_tree = {array}[0];",  # the array's own element type: an int sum stays exact
         "#pragma omp simd reduction(+ : xp_tree)",
         f"for (int xp_i = 1; xp_i < xp_bdx; ++xp_i) xp_tree += {array}[xp_i];",
         f"{array}[0] = xp_tree;",
@@ -202,34 +229,20 @@ def _summed(array: str, loop: A.For) -> A.If:
     return A.If(cond, A.Block(tuple(sum_lines)), loop)
 
 
-def _rewrite_block(stmts: list[A.Stmt], counts: list[int]) -> list[A.Stmt]:
-    out: list[A.Stmt] = []
-    tx_arrays, globals_ = _index_arrays(stmts)
-    for k, s in enumerate(stmts):
-        if isinstance(s, A.For) and _thread_body(s) is None:
-            array = _rounds(s, globals_, tx_arrays)
-            if array is not None and _reads_only_first(stmts[k + 1:], array):
-                out.append(_summed(array, s))
-                counts[0] += 1
-                continue
-        out.append(s)
-    return out
-
-
 def _rewrite(fn: A.Function, counts: list[int]) -> A.Function:
-    before = counts[0]
-
-    def visit(n: A.Node) -> A.Node | None:
-        if isinstance(n, A.Block):
-            stmts = [A.rewrite(s, visit) for s in n.stmts]
-            return A.replace(n, stmts=tuple(_rewrite_block(stmts, counts)))
-        return None
-
-    new = A.replace(fn, body=A.rewrite(fn.body, visit))
-    if counts[0] == before:
+    tx_arrays, globals_ = _index_arrays(fn.body)
+    chosen: dict[int, str] = {}
+    for n in A.walk(fn.body):
+        if isinstance(n, A.For) and _thread_body(n) is None:
+            array = _rounds(n, globals_, tx_arrays)
+            if array is not None and _reads_only_first(fn.body, array, n):
+                chosen[id(n)] = array
+    if not chosen:
         raise PassRefused("no shared-memory tree reduction (interleaved or sequential rounds of a[t] += a[t + s]) "
-                          "whose array is read afterwards only at a[0]")
-    return new
+                          "whose array is read elsewhere only at a[0]")
+    counts[0] += len(chosen)
+    return A.replace(fn, body=A.rewrite(fn.body, lambda n: _summed(chosen[id(n)], n) if isinstance(
+        n, A.For) and id(n) in chosen else None))
 
 
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:

@@ -311,7 +311,7 @@ class _Inliner:
         return A.replace(specialized, template=header), name + ("<" + ", ".join(kept_actuals) + ">" if kept_formals
                                                                 else "")
 
-    def _expand_macros(self, fn: A.Function, local: set[str], at: A.Stmt) -> A.Function:
+    def _expand_macros(self, fn: A.Function, local: set[str]) -> A.Function:
         """``fn`` with its calls of function-like macros whose bodies name its locals expanded in place."""
         wanted = {name: m for name, m in self.macros.items()
                   if set(re.findall(r"[A-Za-z_]\w*", m[1])) & local}
@@ -348,7 +348,7 @@ class _Inliner:
             raise PassRefused(f"cannot inline '{fn.name}': parameter list not understood", at.span)
         k = next(self.counter)
         local = {p.name for p in params if p.name} | {n.name for n in A.walk(fn.body) if isinstance(n, A.VarDecl)}
-        fn = self._expand_macros(fn, local, at)
+        fn = self._expand_macros(fn, local)
         self.types.update({f"{name}_i{k}": t for name, t in A.declared_types(fn).items() if name in local})
         renames: dict[str, A.Expr] = {**template_args, **{nm: A.Name(f"{nm}_i{k}") for nm in local}}
         body_stmts = list(fn.body.stmts)
