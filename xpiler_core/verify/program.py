@@ -37,6 +37,7 @@ from xpiler_core.dialect import Dialect
 from xpiler_core.progress import Cancelled, CancelToken
 from xpiler_core.project import BuildSettings, ProjectConfig
 from xpiler_core.runtime import children
+from xpiler_core.verify.harness import UNINITIALIZED
 
 DEFAULT_TIMEOUT_S = 120.0
 SOURCE_RERUNS = 2  # runs of the source again before a different verdict is blamed on the translation
@@ -297,12 +298,24 @@ def first_difference(a: list[str], b: list[str], atol: float, rtol: float,
     return None
 
 
-def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfig | None,
-                 rerun_source: Any = None) -> ProgramReport:
-    """Judge the candidate run against the source run (see the module docstring)."""
+def _judging(config: ProjectConfig | None) -> tuple[float, float, list[re.Pattern[str]]]:
+    """The tolerances and the ignored-line patterns a comparison of program runs uses."""
     atol = config.atol if config is not None and config.atol is not None else DEFAULT_ATOL
     rtol = config.rtol if config is not None and config.rtol is not None else DEFAULT_RTOL
     patterns = [re.compile(p) for p in (config.ignore_patterns if config is not None else ProjectConfig().ignore_patterns)]
+    return atol, rtol, patterns
+
+
+def _unstable_lines(first: list[str], again: list[str], atol: float, rtol: float) -> set[int]:
+    """The lines two runs of the same program print differently (time, a random seed): not compared."""
+    return {i for i in range(max(len(first), len(again)))
+            if i >= len(first) or i >= len(again) or not lines_match(first[i], again[i], atol, rtol)}
+
+
+def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfig | None,
+                 rerun_source: Any = None) -> ProgramReport:
+    """Judge the candidate run against the source run (see the module docstring)."""
+    atol, rtol, patterns = _judging(config)
     why = candidate.failure()
     if why and candidate.exit_code != source.exit_code:
         return ProgramReport(source, candidate, False, False, f"the translated program {why}")
@@ -335,8 +348,7 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
         # a line that differs between two runs of the source itself depends on time or a random seed
         again: ProgramRun = rerun_source()
         again_lines, _ = _kept_lines(again.stdout, patterns)
-        unstable = {i for i in range(max(len(src_lines), len(again_lines)))
-                    if i >= len(src_lines) or i >= len(again_lines) or not lines_match(src_lines[i], again_lines[i], atol, rtol)}
+        unstable = _unstable_lines(src_lines, again_lines, atol, rtol)
         difference = first_difference(src_lines, cand_lines, atol, rtol, unstable)
     if difference is not None:
         i, want, got = difference
@@ -477,9 +489,7 @@ def uninitialized_read(source: ProgramRun, poisoned: ProgramRun, rerun_source: A
     another verdict) where a plain second run agrees with the first: it reads device memory it never wrote."""
     if poisoned.failure() or poisoned.exit_code != source.exit_code:
         return None  # judged where the source runs normally
-    atol = config.atol if config is not None and config.atol is not None else DEFAULT_ATOL
-    rtol = config.rtol if config is not None and config.rtol is not None else DEFAULT_RTOL
-    patterns = [re.compile(p) for p in (config.ignore_patterns if config is not None else ProjectConfig().ignore_patterns)]
+    atol, rtol, patterns = _judging(config)
     first, _ = _kept_lines(source.stdout, patterns)
     other, _ = _kept_lines(poisoned.stdout, patterns)
     difference = first_difference(first, other, atol, rtol)
@@ -487,12 +497,11 @@ def uninitialized_read(source: ProgramRun, poisoned: ProgramRun, rerun_source: A
         return None
     again: ProgramRun = rerun_source()
     again_lines, _ = _kept_lines(again.stdout, patterns)
-    unstable = {i for i in range(max(len(first), len(again_lines)))
-                if i >= len(first) or i >= len(again_lines) or not lines_match(first[i], again_lines[i], atol, rtol)}
+    unstable = _unstable_lines(first, again_lines, atol, rtol)
     difference = first_difference(first, other, atol, rtol, unstable)
     if difference is None:
         return None
     i, want, got = difference
-    return (f"the source reads device memory it never wrote: its output line {i + 1} changes with what freshly "
+    return (f"{UNINITIALIZED}: its output line {i + 1} changes with what freshly "
             f"allocated device memory holds ('{want[:120]}' with zero-filled allocations, '{got[:120]}' poisoned) — "
             "a GPU returns whatever that memory last held")
