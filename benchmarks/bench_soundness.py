@@ -60,9 +60,11 @@ def judge_spec(source: Path, scratch: Path) -> Path | None:
     return built.spec_path
 
 
-def run(command: list[str], env: dict[str, str] | None = None, timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
+def run(command: list[str], env: dict[str, str] | None = None, timeout: float = 600.0,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False,
+                              cwd=cwd)
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(command, 124, "", f"timed out after {timeout:g} s")
 
@@ -76,8 +78,10 @@ def sweep_one(source: Path, seeds: int, translator: Path | None, scratch: Path) 
     out = scratch / "out.cpp"
     # the spec goes to the translation too: a kernel's CPU output then has the extern "C" entry its tests call
     # (the launch shape is the spec's); it is not tested there (--no-verify)
-    done = run([sys.executable, "-m", "xpiler_core", "translate", str(source), "--to", "cpu", "--no-verify",
-                *(["--spec", str(spec)] if spec is not None else []), "-o", str(out), "--json"], env=env)
+    done = run([sys.executable, "-m", "xpiler_core", "translate", str(source.resolve()), "--to", "cpu", "--no-verify",
+                *(["--spec", str(spec)] if spec is not None else []), "-o", str(out), "--json"], env=env,
+               # not from a checkout: `python -m` puts the working folder first on the path, ahead of PYTHONPATH
+               cwd=scratch)
     if not out.exists():
         row["verdict"], row["detail"] = "translate failed", (done.stderr.strip().splitlines() or ["?"])[-1][:160]
         return row

@@ -74,12 +74,11 @@ def emit(shape: MatmulShape, mt: int, kt: int) -> tuple[list[str], list[str], li
     carve = [f"__nram__ float xp_mm_a[{mt * kt}];", f"__nram__ float xp_mm_bt[{NT * kt}];",
              f"__nram__ float xp_mm_out[{mt * NT}];", f"__wram__ float xp_mm_w[{NT * kt}];",
              f"__nram__ float xp_mm_bs[{kt * NT}];", *(f"__nram__ float {acc}[{mt * NT}];" for acc in accs)]
-    pre = ["xp_bdz == 1"] + [f"({print_expr(c, Dialect.BANG)}) == xp_bd{axis}" for axis, c in
-                             sorted(shape.block_sizes.items())] + [f"({c})" for c in shape.preconditions]
-    rows = "(long)xp_gdy * xp_bdy"
+    pre = ["xp_bdz == 1", *shape.launch.checks] + [f"({c})" for c in shape.preconditions]
+    rows = shape.launch.rows
     if shape.rows is not None:
         rows = f"xp_mm_min({shape.rows.c_text()}, {rows})"
-    cols = "(long)xp_gdx * xp_bdx"
+    cols = shape.launch.cols
     if shape.cols is not None:
         cols = f"xp_mm_min({shape.cols.c_text()}, {cols})"
     pre.append(f"{shape.out.lead.c_text()} >= {cols}")  # output rows do not overlap

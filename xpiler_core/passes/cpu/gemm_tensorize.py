@@ -238,12 +238,11 @@ def _block_nest(fn: A.Function) -> tuple[int, A.For] | None:
 
 def emit(shape: MatmulShape, mc: int, kc: int, nc: int) -> tuple[list[str], list[str]]:
     """(preconditions, the statements that compute the whole launch's output)."""
-    pre = ["xp_bdz == 1"] + [f"({print_expr(c, Dialect.C)}) == xp_bd{axis}" for axis, c in
-                             sorted(shape.block_sizes.items())] + [f"({c})" for c in shape.preconditions]
-    rows = "(long)xp_gdy * xp_bdy"
+    pre = ["xp_bdz == 1", *shape.launch.checks] + [f"({c})" for c in shape.preconditions]
+    rows = shape.launch.rows
     if shape.rows is not None:
         rows = f"xp_gemm_min({shape.rows.c_text()}, {rows})"
-    cols = "(long)xp_gdx * xp_bdx"
+    cols = shape.launch.cols
     if shape.cols is not None:
         cols = f"xp_gemm_min({shape.cols.c_text()}, {cols})"
     pre.append(f"{shape.out.lead.c_text()} >= {cols}")  # output rows do not overlap

@@ -580,12 +580,19 @@ class _Fission:
     def uniform_decl(self, s: A.Stmt) -> bool:
         if not isinstance(s, A.DeclStmt):
             return False
-        for d in s.decls:
-            if d.is_shared or d.dims or d.init is None or d.name in self.assigned or d.init_style != "=":
-                return False
-            if not self.is_uniform(d.init):
-                return False
-        return True
+        earlier: set[str] = set()  # `const int a0 = K * by, a1 = a0 + K;`: a later declarator reads an earlier
+        try:
+            for d in s.decls:
+                if d.is_shared or d.dims or d.init is None or d.name in self.assigned or d.init_style != "=":
+                    return False
+                if not self.is_uniform(d.init):
+                    return False
+                if d.name not in self.uniform:
+                    earlier.add(d.name)
+                    self.uniform.add(d.name)
+            return True
+        finally:
+            self.uniform -= earlier
 
     # region → block-level statements
     def region(self, stmts: tuple[A.Stmt, ...], guards: tuple[A.Expr, ...]) -> list[A.Stmt]:

@@ -17,6 +17,7 @@ run-time precondition ``(hi - lo) % T == 0`` is recorded. Conditional values ``c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,9 +30,13 @@ from xpiler_core.printer import print_expr
 THREAD_LOOPS = ("xp_tz", "xp_ty", "xp_tx")
 PREDICATE_PREFIX = "xp_p"  # loop recovery's per-thread conditions kept across barriers
 RAW_THREAD_ATOMS = {"xp_tx", "xp_ty", "xp_tz", "xp_bx", "xp_by", "xp_t"}
+BLOCK_ATOMS = {"xp_bx", "xp_by"}
 MAX_INLINE_DEPTH = 4
-DIGIT = {"xp_gx": "xp_dx", "xp_gy": "xp_dy"}  # atoms of a split global index: digits and quotients
-QUOTIENT = {"xp_gx": "xp_qx", "xp_gy": "xp_qy"}
+INTEGER_TYPE = re.compile(r"\b(int|unsigned|uint|long|short|size_t|ssize_t|ptrdiff_t|u?int(8|16|32|64)_t)\b")
+# atoms of a split global or thread index (``threadIdx.x % 32``, ``threadIdx.x / 32``): digits and quotients
+DIGIT = {"xp_gx": "xp_dx", "xp_gy": "xp_dy", "xp_tx": "xp_dtx", "xp_ty": "xp_dty"}
+QUOTIENT = {"xp_gx": "xp_qx", "xp_gy": "xp_qy", "xp_tx": "xp_qtx", "xp_ty": "xp_qty"}
+THREAD_SPLITS = ("xp_tx", "xp_ty")  # thread indices a block splits into rows and columns
 # ----- integer polynomials over named atoms ------------------------------------------------------------
 Monomial = tuple[str, ...]
 
@@ -169,9 +174,11 @@ class Select:
 
 @dataclass(frozen=True)
 class Staged:
-    """A block-level tile element as the thread at ``axes`` (one raw thread atom per dimension) stored it."""
+    """A block-level tile element as the thread at ``axes`` stored it: per dimension, the thread atoms of its
+    index with their weights (``As[ty][tx]``: ``((ty, 1),), ((tx, 1),)``; ``As[tx / 32 * 32 + tx % 32]``:
+    ``((xp_qtx1, 32), (xp_dtx0, 1)),``), a mixed radix that covers the dimension once."""
 
-    axes: tuple[str, ...]
+    axes: tuple[tuple[tuple[str, int], ...], ...]
     value: Any
     phase: int
 
@@ -182,6 +189,13 @@ class Predicate:
     it stands for."""
 
     guards: tuple[Guard, ...]
+
+
+@dataclass(frozen=True)
+class Unset:
+    """A variable whose value the symbolic thread does not know (set under a condition): reading it refuses."""
+
+    reason: str
 
 
 FLOAT_VALUES = (Load, Mul, Sum, Zero, FConst, Add, Scale, Max, Select)
@@ -252,6 +266,7 @@ class ThreadEvaluator:
     # base atom (``xp_gx``/``xp_gy``) → the radices, innermost first (see :meth:`delinearize`)
     radices: dict[str, list[Poly]] = field(default_factory=dict)
     registers: dict[str, int] = field(default_factory=dict)  # thread-local arrays of constant extent
+    indices: set[str] = field(default_factory=set)  # variables declared as pointers or integers (not values)
 
     # statements
     def run(self, stmts: list[A.Stmt] | tuple[A.Stmt, ...]) -> None:
@@ -284,6 +299,8 @@ class ThreadEvaluator:
             raise PassRefused(f"the thread does {type(s).__name__} (not a straight matrix-product thread)")
 
     def decl(self, d: A.VarDecl) -> None:
+        if d.type.pointers or INTEGER_TYPE.search(d.type.base):
+            self.indices.add(d.name)
         if d.dims:
             if len(d.dims) == 1 and isinstance(d.dims[0], A.Name) and d.dims[0].id == "xp_nt" and d.init is None:
                 self.thread_arrays.add(d.name)  # a per-thread variable of loop recovery
@@ -364,6 +381,7 @@ class ThreadEvaluator:
         raise PassRefused("the thread assigns through an unsupported target")
 
     def loop(self, s: A.For) -> None:
+        s = self.companions(s)
         view = s.canonical()
         if view is not None and view.var in THREAD_LOOPS:
             if self.depth > 0 or self.cond_depth > 0:
@@ -429,6 +447,28 @@ class ThreadEvaluator:
         self.leave_sum(var, saved)
         for acc, body_value in zip(names, values, strict=True):
             self.env[acc] = Sum(var, lo, hi, body_value)
+
+    def companions(self, s: A.For) -> A.For:
+        """``for (a = a0, b = b0; a < e; a += s, b += t) body`` → ``b = b0;`` here, then ``for (a = a0; a < e; a
+        += s) { body; b += t; }`` (the same iterations: the body has no ``continue`` of its own that would skip
+        the update); other loops are returned as they are."""
+        updates = _comma_items(s.step) if s.step is not None else []
+        decls = s.init.decls if isinstance(s.init, A.DeclStmt) else ()
+        if len(updates) < 2 or len(decls) != len(updates) or not isinstance(s.cond, A.Binary):
+            return s
+        counted = next((d for d in decls if A.name(d.name) in (s.cond.left, s.cond.right)), None)
+        targets = [u.target.id if isinstance(u, A.Assign) and isinstance(u.target, A.Name) else "" for u in updates]
+        if counted is None or sorted(targets) != sorted(d.name for d in decls) or _own_continue(s.body):
+            return s
+        others = [d for d in decls if d is not counted]
+        if any(counted.name in A.free_names(d.init) for d in others if d.init is not None):
+            return s
+        for d in others:
+            self.decl(d)
+        own = next(u for u, t in zip(updates, targets, strict=True) if t == counted.name)
+        moved = [A.ExprStmt(u) for u, t in zip(updates, targets, strict=True) if t != counted.name]
+        body = A.Block((*stmts_of(s.body), *moved))
+        return A.replace(s, init=A.DeclStmt((counted,)), step=own, body=body)
 
     def enter_sum(self, view: A.LoopView, decls: list[A.Stmt]) -> tuple[str, Poly, Poly, dict[str, Any]]:
         """A summation atom for the loop variable over the loop's range, the loop's declarations evaluated;
@@ -514,13 +554,26 @@ class ThreadEvaluator:
             self.guards += [g for g in self.conditions(cond, negate=True) if g not in self.guards]
             return
         mark = len(self.guards)
-        self.guards += self.conditions(cond, negate=False)
+        added = self.conditions(cond, negate=False)
+        self.guards += added
+        before = dict(self.env)
         self.cond_depth += 1
         try:
             self.run(then)
         finally:
             self.cond_depth -= 1
         del self.guards[mark:]
+        # a variable set only where the condition holds keeps its value elsewhere: zero, or the thread's value
+        # is not one expression (refused; it was wrongly taken as set unconditionally)
+        for name, old in before.items():
+            new = self.env.get(name)
+            if new is old:
+                continue
+            if isinstance(new, FLOAT_VALUES) and (isinstance(old, Zero) or old == Poly()):
+                inner = new.value if isinstance(new, Select) else new
+                self.env[name] = Select(_union(tuple(added), new.guards if isinstance(new, Select) else ()), inner)
+            else:
+                self.env[name] = Unset(f"{name} is read after a condition that may not have set it")
 
     def conditions(self, cond: A.Expr, negate: bool) -> list[Guard]:
         cond = strip_casts(cond)
@@ -569,6 +622,8 @@ class ThreadEvaluator:
             if e.id in self.env:
                 if self.env[e.id] is None:
                     raise PassRefused(f"{e.id} is read before it is set")
+                if isinstance(self.env[e.id], Unset):
+                    raise PassRefused(self.env[e.id].reason)
                 return self.env[e.id]
             if e.id in self.ptr_params:
                 return Ptr(e.id, Poly())
@@ -584,6 +639,8 @@ class ThreadEvaluator:
         if register is not None:
             if self.env.get(register) is None:
                 raise PassRefused(f"{register} is read before it is set")
+            if isinstance(self.env[register], Unset):
+                raise PassRefused(self.env[register].reason)
             return self.env[register]
         if isinstance(e, A.Ternary):
             other = self.value(e.else_)
@@ -696,12 +753,12 @@ class ThreadEvaluator:
         if b.atoms() & (RAW_THREAD_ATOMS | self.index_atoms()):
             raise PassRefused(f"integer operator {op} by a thread-dependent value")
         level: tuple[str, int] | None = None
-        for base in ("xp_gx", "xp_gy"):
+        for base in DIGIT:
             for i in range(len(self.radices.get(base, [])) + 1):
                 if a == Poly.atom(self.quotient(base, i)):
                     level = (base, i)
         if level is None:
-            raise PassRefused(f"integer operator {op} in an index that is not a thread's global index")
+            raise PassRefused(f"integer operator {op} in an index that is not a thread's global or block index")
         base, m = level
         radices = self.radices.setdefault(base, [])
         rest, j = b, m
@@ -784,20 +841,93 @@ class ThreadEvaluator:
             self.need(self.every_thread_passes(g, name))
         extents = self.tiles[name]
         indices = [self.value(x) for x in _tile_indices(target)]
-        axes: list[str] = []
-        for p in indices:
-            atom = next((a for a in THREAD_LOOPS if p == Poly.atom(a)), None)
-            if atom is None or atom in axes:
-                raise PassRefused(f"the tile {name} is not stored one element per thread")
-            axes.append(atom)
-        if len(axes) != len(extents):
+        if len(indices) != len(extents):
             raise PassRefused(f"the tile {name} is stored through a partial index")
+        layouts = [self.radix_layout(p, extent, name) for p, extent in zip(indices, extents, strict=True)]
+        atoms = [a for layout in layouts for a, _ in layout]
+        if len(set(atoms)) != len(atoms):
+            raise PassRefused(f"the tile {name} is not stored one element per thread")
         value = self.value(e.value)
         if not isinstance(value, FLOAT_VALUES):
             raise PassRefused(f"the tile {name} stages something other than floating-point values")
-        for atom, extent in zip(axes, extents, strict=True):
-            self.need(f"{extent} == xp_bd{atom[-1]}")  # every element written by exactly one thread
-        self.staged[name] = Staged(tuple(axes), value, self.phase)
+        self.staged[name] = Staged(tuple(layouts), value, self.phase)
+
+    def radix_layout(self, index: Poly, extent: int, tile: str) -> tuple[tuple[str, int], ...]:
+        """The thread atoms of one dimension's store index with their weights, outermost first: a mixed radix
+        (weights 1, r0, r0*r1, ...; the last atom's range times its weight is the extent) in which every element
+        of the dimension is stored by one thread. The atoms' ranges are the launch's (checked at run time) or
+        the digits' radices."""
+        terms = sorted(((m[0], c) for m, c in index.terms if len(m) == 1), key=lambda t: t[1])
+        if len(terms) != len(index.terms) or not terms:
+            raise PassRefused(f"the tile {tile} is not stored one element per thread")
+        weight = 1
+        for k, (atom, c) in enumerate(terms):
+            if self.thread_part(atom) is None or c != weight:
+                raise PassRefused(f"the tile {tile} is not stored one element per thread")
+            following = terms[k + 1][1] if k + 1 < len(terms) else extent
+            if following % weight:
+                raise PassRefused(f"the tile {tile} is not stored one element per thread")
+            self.part_range(atom, following // weight, f"the tile {tile}")
+            weight = following
+        return tuple(reversed(terms))
+
+    def thread_part(self, atom: str) -> tuple[str, int, int | None] | None:
+        """A thread index's own atom, a digit or a quotient of it: (axis, product of the radices below it, its
+        radix when it is a digit); None for anything else (or a split by a value that is not a constant)."""
+        for axis in "xyz":
+            base = f"xp_t{axis}"
+            if atom == base:
+                return axis, 1, None
+            radices = self.radices.get(base, [])
+            if not radices:
+                continue
+            product = 1
+            for i, r in enumerate(radices):
+                if atom in (f"{DIGIT[base]}{i}", self.quotient(base, i + 1)):
+                    if r.atoms() or not r.terms:
+                        return None
+                    radix = dict(r.terms)[()]
+                    return (axis, product, radix) if atom.startswith(DIGIT[base]) else (axis, product * radix, None)
+                product *= dict(r.terms).get((), 0) if not r.atoms() else 0
+        return None
+
+    def part_range(self, atom: str, extent: int, what: str) -> None:
+        """Require a thread part to range over ``[0, extent)``: a digit's radix is known; a thread index or its
+        last quotient ranges over the block's extent (divided by the radices below it), checked at run time."""
+        part = self.thread_part(atom)
+        if part is None:
+            raise PassRefused(f"{what} is indexed by {atom}, not a thread's index")
+        axis, below, radix = part
+        if radix is not None:
+            if radix != extent:
+                raise PassRefused(f"{what} is indexed by a digit of radix {radix} over {extent} elements")
+            return
+        self.need(f"{extent * below} == xp_bd{axis}")
+
+    def depends(self, atom: str, part: str) -> bool:
+        """Whether ``atom`` (read in a staged value) varies with the thread part ``part`` (a thread index, or a
+        digit or quotient of one): the flat thread number and a global index vary with every part of their
+        axis, a thread index with its digits; digits of one index are independent of each other."""
+        if atom == part:
+            return True
+        if atom == "xp_t":
+            return True
+        mine = self.thread_part(part)
+        if mine is None:
+            return True
+        axis = mine[0]
+        if axis in "xy" and (atom == f"xp_g{axis}" or atom.startswith((DIGIT[f"xp_g{axis}"], QUOTIENT[f"xp_g{axis}"]))):
+            return True  # the global index (or a digit of it) the thread's index is part of
+        other = self.thread_part(atom)
+        if other is None or other[0] != axis:
+            return False
+        (_, p_mine, r_mine), (_, p_other, r_other) = mine, other
+        if r_mine is not None and r_other is not None:
+            return False  # two different digits
+        if r_mine is None and r_other is None:
+            return True  # the index and a quotient, or two quotients
+        digit_below, quotient_below = (p_mine, p_other) if r_mine is not None else (p_other, p_mine)
+        return quotient_below <= digit_below  # a quotient varies with the digits above its level
 
     def thread_free_text(self, e: A.Expr) -> str | None:
         """``e`` as C text over the function's integer parameters and literals (constants written as their
@@ -838,16 +968,22 @@ class ThreadEvaluator:
         if len(indices) != len(staged.axes):
             raise PassRefused(f"the tile {name} is read through a partial index")
         mapping: dict[str, Poly] = {}
-        for axis, p, extent in zip(staged.axes, indices, self.tiles[name], strict=True):
-            if p == Poly.atom(axis):
-                continue  # this thread's own coordinate along the axis
-            atoms = p.atoms()
-            var = atoms.pop() if len(atoms) == 1 else ""
-            if p != Poly.atom(var) or var not in self.ranges or self.ranges[var] != (Poly(), Poly.const(extent)):
+        for layout, p, extent in zip(staged.axes, indices, self.tiles[name], strict=True):
+            # the read index in the store's radix: each weight's coefficient is the storing thread's part
+            by_weight = {w: a for a, w in layout}
+            read = {c: m for m, c in p.terms}
+            if len(read) != len(p.terms) or set(read) != set(by_weight) or any(len(m) != 1 for m in read.values()):
                 raise PassRefused(f"the tile {name} is read at an index that is not a thread's or a sum over it")
-            if f"xp_g{axis[-1]}" in _atoms_of(staged.value) or "xp_t" in _atoms_of(staged.value):
-                raise PassRefused(f"the staged value of {name} depends on the global index of its thread")
-            mapping[axis] = p
+            for (part, weight), upper in zip(layout, (extent, *(w for _, w in layout[:-1])), strict=True):
+                var = read[weight][0]
+                if var == part:
+                    continue  # this thread's own coordinate
+                if var not in self.ranges or self.ranges[var] != (Poly(), Poly.const(upper // weight)):
+                    raise PassRefused(f"the tile {name} is read at an index that is not a thread's or a sum over it")
+                mapping[part] = Poly.atom(var)
+        for part in mapping:
+            if any(a != part and self.depends(a, part) for a in _atoms_of(staged.value)):
+                raise PassRefused(f"the staged value of {name} depends on the index of the thread that stored it")
         return subst_value(staged.value, mapping)
 
     def tile_loop(self, s: A.For, view: A.LoopView) -> None:
@@ -858,18 +994,45 @@ class ThreadEvaluator:
         if not (isinstance(step, Poly) and not step.atoms() and isinstance(lo, Poly) and isinstance(hi, Poly)):
             raise PassRefused("a tile loop whose step is not a constant")
         tile = dict(step.terms).get((), 0)
-        if tile <= 0 or (lo.atoms() | hi.atoms()) & (RAW_THREAD_ATOMS | self.index_atoms()):
+        # bounds the block's threads share: a block index may set them (``aBegin = wA * T * blockIdx.y``)
+        if tile <= 0 or (lo.atoms() | hi.atoms()) & ((RAW_THREAD_ATOMS - BLOCK_ATOMS) | self.index_atoms()):
             raise PassRefused("a tile loop that does not step forward over thread-free bounds")
         before, stores, guards, staged = dict(self.env), len(self.stores), len(self.guards), dict(self.staged)
         q = self.fresh("xp_q")
         self.env[view.var] = lo + Poly.atom(q) * step
+        # pointers and indices the loop advances (``A += T;``): each enters an iteration at its value before the
+        # loop plus an unknown offset (an atom); what one iteration adds to it, free of that atom, is its step,
+        # so the offset in the q-th iteration is q times the step
+        entries: dict[str, str] = {}
+        for name in sorted((_assigned_names(s.body) & self.indices) - {view.var}):
+            if isinstance(before.get(name), Poly | Ptr):
+                entries[name] = self.fresh("xp_iv")
+                self.env[name] = self.combine("+", before[name], Poly.atom(entries[name]))
+        marks = len(self.preconditions)
         self.run(stmts_of(s.body))
         if len(self.stores) != stores or len(self.guards) != guards:
             raise PassRefused("a tile loop stores results or exits")
+        if any(iv in c for c in self.preconditions[marks:] for iv in entries.values()):
+            raise PassRefused("a tile loop's checks depend on what it advances")
         after, self.env, self.staged = self.env, before, staged
+        steps: dict[str, Poly] = {}
+        for name, iv in entries.items():
+            new, entry = after.get(name), self.combine("+", before[name], Poly.atom(iv))
+            if isinstance(new, Ptr) and isinstance(entry, Ptr) and new.base == entry.base:
+                delta = new.offset - entry.offset
+            elif isinstance(new, Poly) and isinstance(entry, Poly):
+                delta = new - entry
+            else:
+                raise PassRefused(f"a tile loop sets {name} to something other than itself plus a step")
+            if delta.atoms() & ({q, *entries.values()} | self.sum_atoms):
+                raise PassRefused(f"a tile loop advances {name} by a step that changes from tile to tile")
+            steps[iv] = Poly.atom(q) * delta
+            self.env[name] = None  # its value after the loop (the trip count times the step) is not modelled
         for name, new in after.items():
-            if name not in before or name == view.var or new is before[name]:
+            if name not in before or name == view.var or name in entries or new is before[name]:
                 continue
+            if steps and isinstance(new, Sum):
+                new = subst_value(new, steps)
             if not (isinstance(before[name], Zero) or before[name] == Poly()) or not isinstance(new, Sum):
                 raise PassRefused(f"{name} carries a value across tiles that is not a sum from zero")
             self.env[name] = self.merge_tiles(new, q, tile, lo, hi)
@@ -956,6 +1119,41 @@ class ThreadEvaluator:
             self.env, self.guards, self.thread_arrays = saved_env, saved_guards, saved_arrays
             self.cond_depth, self.in_thread = saved_flags
             self.depth -= 1
+
+
+def _comma_items(e: A.Expr) -> list[A.Expr]:
+    if isinstance(e, A.Binary) and e.op == ",":
+        return _comma_items(e.left) + _comma_items(e.right)
+    return [e]
+
+
+def _own_continue(s: A.Stmt) -> bool:
+    """Whether ``s`` holds a ``continue`` of the loop it is the body of (not one of a nested loop)."""
+    if isinstance(s, A.Continue):
+        return True
+    if isinstance(s, A.For | A.While | A.DoWhile):
+        return False
+    if isinstance(s, A.Block):
+        return any(_own_continue(x) for x in s.stmts)
+    if isinstance(s, A.If):
+        return _own_continue(s.then) or (s.else_ is not None and _own_continue(s.else_))
+    return isinstance(s, A.Opaque)  # text the AST does not model might hold one
+
+
+def _assigned_names(s: A.Stmt) -> set[str]:
+    """Variables (and loop recovery's per-thread arrays, by name) a statement assigns or increments."""
+    out: set[str] = set()
+    for n in A.walk(s):
+        target: A.Expr | None = None
+        if isinstance(n, A.Assign):
+            target = n.target
+        elif isinstance(n, A.Unary) and n.op in ("++", "--"):
+            target = n.operand
+        if isinstance(target, A.Index) and isinstance(target.base, A.Name) and target.index == A.name("xp_t"):
+            target = target.base
+        if isinstance(target, A.Name):
+            out.add(target.id)
+    return out
 
 
 def _polys(v: Any) -> list[Poly]:

@@ -19,6 +19,7 @@ from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import PassRefused
 from xpiler_core.passes.support.bang_thread import (
+    DIGIT,
     RAW_THREAD_ATOMS,
     Epilogue,
     Guard,
@@ -31,6 +32,8 @@ from xpiler_core.passes.support.bang_thread import (
     ThreadEvaluator,
     free_of,
     linear,
+    subst_poly,
+    subst_value,
 )
 from xpiler_core.printer import print_expr
 
@@ -41,6 +44,17 @@ class Operand:
     origin: Poly  # offset at b = 0, row/col 0, k = 0
     batch_stride: Poly
     lead: Poly  # leading dimension (row stride)
+
+
+@dataclass(frozen=True)
+class LaunchGeometry:
+    """How the launch's threads cover the output: ``rows`` and ``cols`` (C text over ``xp_gd?``/``xp_bd?``)
+    are the extents the row and column indices run over, ``checks`` (C conditions) make every thread of a
+    block a distinct (row, column) of its block's tile, the tile's extents being the ones assumed."""
+
+    rows: str
+    cols: str
+    checks: tuple[str, ...]
 
 
 @dataclass
@@ -54,7 +68,7 @@ class MatmulShape:
     rows: Poly | None  # guard bound on gy
     cols: Poly | None  # guard bound on gx
     batched: bool
-    block_sizes: dict[str, A.Expr]
+    launch: LaunchGeometry
     epilogue: A.Expr | None = None  # element-wise expression of xp_mm_acc<i>[xp_e], or the plain product
     preconditions: tuple[str, ...] = ()  # C conditions (over the block function's names) the shape needs
 
@@ -145,6 +159,94 @@ def _product(value: Sum, store_guards: tuple[Guard, ...]) -> tuple[Load, Load]:
     return body.left, body.right
 
 
+@dataclass(frozen=True)
+class _Coordinate:
+    """One output coordinate of a thread: ``atom`` (a formed global index, or a thread part ``T`` whose
+    coordinate is ``scale * B + T`` for the block index along ``block_axis``)."""
+
+    atom: str
+    block_axis: str
+    thread_axis: str
+    extent: str  # C text: how far the coordinate runs over the launch
+    coefficient: Poly  # in the output offset
+    checks: tuple[str, ...]
+    scale: int = 0  # 0 for a formed global index
+
+
+def _paired_coordinates(ev: ThreadEvaluator, offset: Poly) -> tuple[dict[str, Poly], LaunchGeometry] | None:
+    """The output index as ``row * ld + col`` where a coordinate is a block index times a constant tile extent
+    plus a part of the thread index, written apart (``C += blockIdx.x * 32 * N; C[threadIdx.x / 32 * N +
+    threadIdx.x % 32]``: row ``32 bx + tx / 32``, column ``32 by + tx % 32``): each thread part ``T`` is paired
+    with the block index ``B`` whose coefficient is ``T``'s times ``C``; the other coordinate may be a global
+    index the evaluator already formed (``xp_gx``). Returns the substitution (``T -> g - C B``, and a renaming
+    of a formed index) that names the coordinates ``xp_gy`` (the row) and ``xp_gx`` (the column, coefficient
+    1), with the launch they need: every part ranges over ``[0, C)`` and the parts of each thread index are all
+    of it (else two threads would compute one output); None when the offset is not of this form."""
+    coordinates: list[_Coordinate] = []
+    for formed in ("xp_gx", "xp_gy"):
+        if formed in offset.atoms():
+            axis = formed[-1]
+            size = ev.block_sizes.get(axis)
+            if size is None:
+                return None
+            coordinates.append(_Coordinate(formed, axis, axis, f"(long)xp_gd{axis} * xp_bd{axis}",
+                                           offset.split(formed)[0], (f"({print_expr(size, Dialect.C)}) == xp_bd{axis}",)))
+    for part in sorted(a for a in offset.atoms() if ev.thread_part(a) is not None):
+        coeff, _ = offset.split(part)
+        found = [(axis, ratio) for axis in "xy" if (ratio := _multiple(offset.split(f"xp_b{axis}")[0], coeff))]
+        if len(found) != 1:
+            return None
+        axis, scale = found[0]
+        saved = list(ev.preconditions)
+        try:
+            ev.part_range(part, scale, "the output")
+        except PassRefused:
+            return None
+        checks = tuple(x for x in ev.preconditions if x not in saved)
+        ev.preconditions[:] = saved
+        thread_axis = (ev.thread_part(part) or ("",))[0]
+        coordinates.append(_Coordinate(part, axis, thread_axis, f"(long)xp_gd{axis} * {scale}L", coeff, checks, scale))
+    if len(coordinates) != 2 or coordinates[0].block_axis == coordinates[1].block_axis:
+        return None
+    columns = [x for x in coordinates if x.coefficient == Poly.const(1)]
+    if len(columns) != 1:
+        return None
+    mapping: dict[str, Poly] = {}
+    extents: dict[str, str] = {}
+    checks_all: list[str] = []
+    for x in coordinates:
+        name = "xp_gx" if x is columns[0] else "xp_gy"
+        mapping[x.atom] = Poly.atom(name) - Poly.atom(f"xp_b{x.block_axis}") * Poly.const(x.scale)
+        extents[name] = x.extent
+        checks_all += [c for c in x.checks if c not in checks_all]
+    # the parts of each thread index must make it whole: all of it, or all its digits and its last quotient
+    for axis in "xyz":
+        base = f"xp_t{axis}"
+        formed_here = any(not x.scale and x.thread_axis == axis for x in coordinates)
+        mine = {x.atom for x in coordinates if x.scale and x.thread_axis == axis}
+        radices = ev.radices.get(base, [])
+        whole = {ev.quotient(base, len(radices)), *(f"{DIGIT[base]}{i}" for i in range(len(radices)))}
+        if formed_here and mine:
+            return None
+        if not mine and not formed_here:
+            checks_all.append(f"xp_bd{axis} == 1")
+        elif mine and mine != whole and mine != {base}:
+            return None
+    return mapping, LaunchGeometry(extents["xp_gy"], extents["xp_gx"], tuple(checks_all))
+
+
+def _multiple(block: Poly, coeff: Poly) -> int | None:
+    """The positive integer ``c`` with ``block == c * coeff``, if there is one."""
+    if not coeff.terms:
+        return None
+    monomial, unit = coeff.terms[0]
+    scaled = dict(block.terms).get(monomial)
+    if scaled is None or scaled % unit:
+        return None
+    ratio = scaled // unit
+    return ratio if ratio > 0 and coeff * Poly.const(ratio) == block else None
+
+
 def recognize(ev: ThreadEvaluator) -> MatmulShape:
     if len(ev.stores) != 1:
         raise PassRefused(f"the thread stores {len(ev.stores)} values (a matrix product stores one)")
@@ -160,6 +262,16 @@ def recognize(ev: ThreadEvaluator) -> MatmulShape:
             raise PassRefused(f"{refusal.reason}; the stored value: {why}") from None
     else:
         raise PassRefused("the stored value is not a sum of products")
+    launch = LaunchGeometry("(long)xp_gdy * xp_bdy", "(long)xp_gdx * xp_bdx", tuple(
+        f"({print_expr(c, Dialect.C)}) == xp_bd{axis}" for axis, c in sorted(ev.block_sizes.items())))
+    paired = None if {"xp_gx", "xp_gy"} <= st.offset.atoms() else _paired_coordinates(ev, st.offset)
+    if paired is not None:
+        mapping, launch = paired
+        st = Store(st.base, subst_poly(st.offset, mapping), st.value, tuple(
+            Guard(subst_poly(g.index, mapping), subst_poly(g.bound, mapping)) for g in st.guards), st.source)
+        sums = [subst_value(x, mapping) for x in sums]
+    elif set(ev.block_sizes) != {"x", "y"}:
+        raise PassRefused("the output is not indexed by both blockIdx.x/threadIdx.x and blockIdx.y/threadIdx.y")
     first = sums[0]
     k = first.var
     if any(x.var != k or x.lo != first.lo or x.hi != first.hi for x in sums):
@@ -216,12 +328,10 @@ def recognize(ev: ThreadEvaluator) -> MatmulShape:
             cols = g.bound if cols is None else _refuse("two bounds on the column")
         else:
             raise PassRefused("a guard bounds something other than the output row or column")
-    if set(ev.block_sizes) != {"x", "y"}:
-        raise PassRefused("the output is not indexed by both blockIdx.x/threadIdx.x and blockIdx.y/threadIdx.y")
     return MatmulShape(
         out=Operand(st.base, orest, oc["xp_bz"], oc["xp_gy"]), lhs=lhs, rhs=rhs,
         rhs_filter_layout=layouts.pop(), k_lo=first.lo, k_hi=first.hi, rows=rows, cols=cols, batched=batch_used,
-        block_sizes=dict(ev.block_sizes), epilogue=epilogue, preconditions=tuple(ev.preconditions))
+        launch=launch, epilogue=epilogue, preconditions=tuple(ev.preconditions))
 
 
 def _refuse(reason: str) -> Poly:

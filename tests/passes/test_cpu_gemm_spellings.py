@@ -1,0 +1,216 @@
+"""CPU GEMM tensorization of tiled kernels in the spellings of hand-optimized SGEMMs.
+
+A block of ``T * T`` threads in one dimension, the thread's row and column within the tile taken as
+``threadIdx.x / T`` and ``threadIdx.x % T``; the tile's position added to the operand pointers up front (``A +=
+blockIdx.x * T * K``) and the pointers advanced tile by tile inside the loop (``A += T``); a tile loop that walks
+two offsets at once (``for (a = aBegin, b = bBegin; a <= aEnd; a += T, b += T * N)``). Each kernel is translated
+by the CPU plan, built with g++ and run against numpy in float64; a counter in the micro-kernel tells whether
+the tensorized path ran or the launch fell back to the recovered loops (a block of another shape fails the
+run-time checks). Spellings the recognizer must not take (a staged value that reads the storing thread's raw
+index, an output set only under a condition) still compute the source's result on the loops.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import build_shared
+from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
+
+# the product kept only in the first columns (a value set under a condition): the soundness set's kernel
+KEPT = Path(__file__).resolve().parents[2] / "benchmarks" / "soundness" / "kept_under_condition" / \
+    "kept_under_condition.cu"
+
+KERNELS = r"""
+#define T 16
+
+// rows of the output along blockIdx.x, columns along blockIdx.y; C = alpha * A @ B + beta * C
+__global__ void split_rows_x(int M, int N, int K, float alpha, const float *A, const float *B, float beta,
+                             float *C) {
+  __shared__ float As[T * T];
+  __shared__ float Bs[T * T];
+  const unsigned r = threadIdx.x / T, c = threadIdx.x % T;
+  A += blockIdx.x * T * K;
+  B += blockIdx.y * T;
+  C += blockIdx.x * T * N + blockIdx.y * T;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {
+    As[r * T + c] = A[r * K + c];
+    Bs[r * T + c] = B[r * N + c];
+    __syncthreads();
+    A += T;
+    B += T * N;
+    for (int k = 0; k < T; ++k) acc += As[r * T + k] * Bs[k * T + c];
+    __syncthreads();
+  }
+  C[r * N + c] = alpha * acc + beta * C[r * N + c];
+}
+
+// the usual orientation (columns along blockIdx.x), the B tile stored transposed, the pointers advanced by
+// one tile per iteration through local copies
+__global__ void split_transposed_tile(const float *A, const float *B, float *C, int M, int N, int K) {
+  __shared__ float As[T][T];
+  __shared__ float Bt[T][T];
+  const int tr = threadIdx.x / T, tc = threadIdx.x % T;
+  const float *a = A + (blockIdx.y * T + tr) * K + tc;
+  const float *b = B + tr * N + blockIdx.x * T + tc;
+  float acc = 0.0f;
+  for (int t = 0; t < K / T; ++t) {
+    As[tr][tc] = a[0];
+    Bt[tc][tr] = b[0];
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += As[tr][k] * Bt[tc][k];
+    __syncthreads();
+    a += T;
+    b += T * N;
+  }
+  C[(blockIdx.y * T + tr) * N + blockIdx.x * T + tc] = acc;
+}
+
+// the staged value reads threadIdx.x itself, not the row and column it was split into: forwarding a tile
+// element to another thread must not keep the reader's threadIdx.x
+__global__ void split_reads_raw_index(const float *A, const float *B, float *C, int M, int N, int K) {
+  __shared__ float As[T * T];
+  __shared__ float Bs[T * T];
+  const int r = threadIdx.x / T, c = threadIdx.x % T;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {
+    As[r * T + c] = A[(blockIdx.y * T + r) * K + k0 + threadIdx.x - r * T];  // threadIdx.x - r * T is c
+    Bs[r * T + c] = B[(k0 + r) * N + blockIdx.x * T + c];
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += As[r * T + k] * Bs[k * T + c];
+    __syncthreads();
+  }
+  C[(blockIdx.y * T + r) * N + blockIdx.x * T + c] = acc;
+}
+
+// the CUDA samples' spelling: the tile loop walks the offsets of both operands at once
+__global__ void two_offsets(float *C, const float *A, const float *B, int K, int N) {
+  __shared__ float As[T][T];
+  __shared__ float Bs[T][T];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int aBegin = K * T * blockIdx.y, aEnd = aBegin + K - 1, bBegin = T * blockIdx.x;
+  float acc = 0;
+  for (int a = aBegin, b = bBegin; a <= aEnd; a += T, b += T * N) {
+    As[ty][tx] = A[a + K * ty + tx];
+    Bs[ty][tx] = B[b + N * ty + tx];
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+  }
+  const int c = N * T * blockIdx.y + T * blockIdx.x;
+  C[c + N * ty + tx] = acc;
+}
+
+extern "C" void run_two_offsets(const float *A, const float *B, float *C, int M, int N, int K) {
+  two_offsets<<<dim3(N / T, M / T), dim3(T, T)>>>(C, A, B, K, N);
+}
+
+extern "C" void run_split_rows_x(int M, int N, int K, float alpha, const float *A, const float *B, float beta,
+                                 float *C, int threads) {
+  split_rows_x<<<dim3(M / T, N / T), dim3(threads)>>>(M, N, K, alpha, A, B, beta, C);
+}
+
+extern "C" void run_split_transposed_tile(const float *A, const float *B, float *C, int M, int N, int K) {
+  split_transposed_tile<<<dim3(N / T, M / T), dim3(T * T)>>>(A, B, C, M, N, K);
+}
+
+extern "C" void run_split_reads_raw_index(const float *A, const float *B, float *C, int M, int N, int K) {
+  split_reads_raw_index<<<dim3(N / T, M / T), dim3(T * T)>>>(A, B, C, M, N, K);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    text, records, _ctx = translate_to_cpu(KERNELS + KEPT.read_text(encoding="utf-8"), "split.cu")
+    assert text is not None
+    record = next(r for r in records if r["name"] == "cpu_gemm")
+    assert record["changed"], record
+    marker = "  if (M <= 0 || N <= 0) return;"
+    text = text.replace("static void xp_sgemm(", 'extern "C" { int xp_gemm_calls = 0; }\nstatic void xp_sgemm(', 1)
+    text = text.replace(marker, "  __atomic_fetch_add(&xp_gemm_calls, 1, __ATOMIC_RELAXED);\n" + marker, 1)
+    return ctypes.CDLL(str(build_shared(text, tmp_path_factory.mktemp("split"))))
+
+
+def _calls(lib: ctypes.CDLL) -> ctypes.c_int:
+    calls = ctypes.c_int.in_dll(lib, "xp_gemm_calls")
+    calls.value = 0
+    return calls
+
+
+def _ptr(x: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(x.ctypes.data)
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(16, 16, 16), (48, 32, 80), (112, 64, 48)])
+def test_split_block_with_advancing_pointers_is_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    rng = np.random.default_rng(M * N + K)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c0 = rng.standard_normal((M, N)).astype(np.float32)
+    c = c0.copy()
+    calls = _calls(lib)
+    lib.run_split_rows_x(M, N, K, ctypes.c_float(1.5), _ptr(a), _ptr(b), ctypes.c_float(0.5), _ptr(c), 256)
+    assert calls.value == 1  # the tensorized path ran
+    expected = 1.5 * (a.astype(np.float64) @ b) + 0.5 * c0
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_split_block_of_another_size_runs_the_loops(lib: ctypes.CDLL) -> None:
+    # 128 threads cover half of each 16 x 16 tile: the run-time checks fail and the recovered loops run (they
+    # read the tile rows no thread wrote, as the source does, so only the path taken is checked)
+    M = N = K = 32
+    a, b, c = np.ones((M, K), np.float32), np.ones((K, N), np.float32), np.zeros((M, N), np.float32)
+    calls = _calls(lib)
+    lib.run_split_rows_x(M, N, K, ctypes.c_float(1.0), _ptr(a), _ptr(b), ctypes.c_float(0.0), _ptr(c), 128)
+    assert calls.value == 0
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(16, 32, 16), (64, 48, 96)])
+def test_transposed_tile_through_local_pointers(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    rng = np.random.default_rng(M + N * K)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    calls = _calls(lib)
+    lib.run_split_transposed_tile(_ptr(a), _ptr(b), _ptr(c), M, N, K)
+    assert calls.value == 1
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_staged_value_of_the_raw_thread_index_stays_on_the_loops(lib: ctypes.CDLL) -> None:
+    M, N, K = 32, 48, 64
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    calls = _calls(lib)
+    lib.run_split_reads_raw_index(_ptr(a), _ptr(b), _ptr(c), M, N, K)
+    assert calls.value == 0
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(16, 16, 16), (32, 80, 48)])
+def test_tile_loop_walking_two_offsets(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    rng = np.random.default_rng(M * 7 + N + K)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    calls = _calls(lib)
+    lib.run_two_offsets(_ptr(a), _ptr(b), _ptr(c), M, N, K)
+    assert calls.value == 1
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_output_set_under_a_condition_is_not_taken_for_the_product(lib: ctypes.CDLL) -> None:
+    M, N, K, keep = 19, 23, 31, 5
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    calls = _calls(lib)
+    lib.run_kept_under_condition(_ptr(a), _ptr(b), _ptr(c), M, N, K, keep)
+    assert calls.value == 0
+    expected = a.astype(np.float64) @ b
+    expected[:, keep:] = 0.0
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))
