@@ -1,11 +1,14 @@
 """Are unverified CPU translations right? Every kernel translated to CPU with ``--no-verify`` (the output a user
 gets when no test runs), then judged on its own spec at several input seeds.
 
-    python benchmarks/bench_soundness.py [--set suite --set styles ...] [--seeds 3] [--translator DIR] [--json OUT]
+    python benchmarks/bench_soundness.py [--set suite --set styles ...] [--dir DIR ...] [--seeds 3] [--translator DIR]
+                                         [--json OUT]
 
 Kernels: the suite (a spec with a numpy reference each), the styles and wave64 kernels and the repair styles (a
 spec beside the file, else the automatic spec built from the source, whose reference is the source on the
-runtime), and ``benchmarks/soundness`` (kernels whose lowering once went wrong silently). The judge is
+runtime), and ``benchmarks/soundness`` (kernels whose lowering once went wrong silently); ``--dir`` adds
+folders of kernels written by others, each with its spec beside it (``bench_tiled.py --workdir`` prepares the
+tiled corpus that way). The judge is
 the CPU runner of this checkout (as a translation's own tests run it), whatever ``--translator`` names:
 a folder holding another checkout's ``xpiler_core`` (a worktree of an older commit) translates instead, so the
 same judge gives before → after. A kernel with no spec and none buildable is listed as "no judge".
@@ -19,6 +22,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from xpiler_core.dialect import detect_dialect  # noqa: E402
 from xpiler_core.plans.cuda_to_cpu import spec_with_launch_args  # noqa: E402
-from xpiler_core.project import build_settings  # noqa: E402
+from xpiler_core.project import build_settings, load_project  # noqa: E402
 from xpiler_core.verify import autospec  # noqa: E402
 from xpiler_core.verify.spec import load_spec, spec_beside  # noqa: E402
 from xpiler_core.verify.targets import CpuRunner  # noqa: E402
@@ -69,13 +73,18 @@ def run(command: list[str], env: dict[str, str] | None = None, timeout: float = 
         return subprocess.CompletedProcess(command, 124, "", f"timed out after {timeout:g} s")
 
 
-def sweep_one(source: Path, seeds: int, translator: Path | None, scratch: Path) -> dict[str, str]:
-    row = {"kernel": str(source.relative_to(HERE)), "verdict": "", "detail": ""}
+def sweep_one(source: Path, seeds: int, translator: Path | None, scratch: Path, root: Path = HERE) -> dict[str, str]:
+    row = {"kernel": str(source.relative_to(root)), "verdict": "", "detail": ""}
     env = dict(os.environ)
     if translator is not None:
         env["PYTHONPATH"] = str(translator)
     spec = judge_spec(source, scratch / "spec")
-    out = scratch / "out.cpp"
+    # translated where a user translates it: beside the source (a copy of its folder), so the headers it
+    # includes and its project file (xpiler.toml: -I, -D) are found, by the translation and by its build
+    folder = scratch / "src"
+    shutil.copytree(source.parent, folder, ignore=shutil.ignore_patterns("*.so", "*.o", "out.cpp"))
+    source = folder / source.name
+    out = folder / f"{source.stem}_soundness.cpp"
     # the spec goes to the translation too: a kernel's CPU output then has the extern "C" entry its tests call
     # (the launch shape is the spec's); it is not tested there (--no-verify)
     done = run([sys.executable, "-m", "xpiler_core", "translate", str(source.resolve()), "--to", "cpu", "--no-verify",
@@ -104,8 +113,8 @@ def sweep_one(source: Path, seeds: int, translator: Path | None, scratch: Path) 
     if grid_params:
         loaded = spec_with_launch_args(loaded, ", ".join(grid_params), scratch / "launch")
     # headers the output ships beside it (the portable tier's SIMT headers) are part of its build
-    companions = {str(h.relative_to(scratch)): h.read_text(encoding="utf-8") for h in scratch.rglob("*.h")}
-    runner = CpuRunner(build=build_settings(None, str(out), text, companions))
+    companions = {str(h.relative_to(folder)): h.read_text(encoding="utf-8") for h in folder.rglob("*.h")}
+    runner = CpuRunner(build=build_settings(load_project(str(out)), str(out), text, companions))
     for seed in range(seeds):
         report = runner.run(loaded, text, seed, None)
         if report.build_error:
@@ -129,14 +138,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--translator", type=Path, help="translate with the xpiler_core in this folder")
     parser.add_argument("--only", action="append", default=[], help="kernels whose path contains this")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--dir", action="append", type=Path, default=[],
+                        help="also the kernels under this folder, each with its spec beside it (code by others, "
+                             "e.g. the --workdir bench_tiled.py prepared); only these when no --set is given")
     args = parser.parse_args(argv)
     rows = []
-    for name in args.set or sorted(SETS):
-        for source in kernels(SETS[name]):
+    roots = [(SETS[name], HERE) for name in (args.set or ([] if args.dir else sorted(SETS)))]
+    roots += [(folder.resolve(), folder.resolve().parent) for folder in args.dir]
+    for folder, root in roots:
+        for source in kernels(folder):
             if args.only and not any(o in str(source) for o in args.only):
                 continue
             with tempfile.TemporaryDirectory(prefix="xpiler-soundness-") as tmp:
-                row = sweep_one(source, args.seeds, args.translator, Path(tmp))
+                row = sweep_one(source, args.seeds, args.translator, Path(tmp), root)
             rows.append(row)
             print(f"{row['kernel']:<58} {row['verdict']:<17} {row['detail']}", flush=True)
     counts = Counter(r["verdict"] for r in rows)

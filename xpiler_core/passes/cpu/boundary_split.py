@@ -15,7 +15,8 @@ iteration through the original body). Head and tail run the original body; the i
 proven checks are constants, calling a copy of each device function specialized the same way.
 
 Taken for loops that declare a signed integer variable, step by one, do not have constant bounds (filter loops
-are unrolled instead) and carry no pragma but ``omp simd`` and GCC's loop pragmas (a parallel-for pragma would become three parallel regions), and only when a proven check is
+are unrolled instead) and carry no pragma but ``omp simd`` and GCC's loop pragmas (a parallel-for pragma would become three parallel regions)
+nor stand inside the nest an OpenMP ``collapse`` joins, and only when a proven check is
 inside an inner loop or a called function (checked many times per iteration); an enclosing loop of a split
 loop is not split again (the code grows at most threefold). Refuses when no loop qualifies.
 """
@@ -469,6 +470,32 @@ def _stacked_pragmas(fn: A.Function) -> bool:
                for n in A.walk(fn) if isinstance(n, A.Block) for a, b in zip(n.stmts, n.stmts[1:], strict=False))
 
 
+_COLLAPSE = re.compile(r"\bcollapse\s*\(\s*(\d+)\s*\)")
+
+
+def _collapsed_vars(fn: A.Function) -> set[str]:
+    """Variables of the loops an OpenMP ``collapse(n)`` pragma joins to the loop it stands before (the 2nd to
+    n-th of the nest): splitting one would leave the nest imperfect, which the compiler rejects."""
+    out: set[str] = set()
+    for block in A.walk(fn):
+        if not isinstance(block, A.Block):
+            continue
+        for pragma, loop in zip(block.stmts, block.stmts[1:], strict=False):
+            found = _COLLAPSE.search(pragma.text) if isinstance(pragma, A.Pragma) else None
+            if found is None or not isinstance(loop, A.For):
+                continue
+            inner: A.Stmt = loop
+            for _ in range(int(found.group(1)) - 1):
+                body = inner.body if isinstance(inner, A.For) else None
+                while isinstance(body, A.Block) and len(body.stmts) == 1:
+                    body = body.stmts[0]
+                if not isinstance(body, A.For) or (view := body.canonical()) is None:
+                    break
+                out.add(view.var)
+                inner = body
+    return out
+
+
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
     fresh = fresh_namer(module)
@@ -479,13 +506,17 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         if _stacked_pragmas(fn):
             continue
         signed = _signed_names(fn)
+        collapsed = _collapsed_vars(fn)
 
-        def split(loop: A.For, pragma: A.Pragma | None, signed: set[str] = signed) -> list[A.Stmt] | None:
+        def split(loop: A.For, pragma: A.Pragma | None, signed: set[str] = signed,
+                  collapsed: set[str] = collapsed) -> list[A.Stmt] | None:
             if declares_prefix(loop.body, "xp_bs_"):
                 return None  # a loop inside was split: this one is not split again (the code grows at most 3x)
             view = loop.canonical()
             if view is None or any(n.startswith("xp_bs_") for e in (view.start, view.stop) for n in A.free_names(e)):
                 return None  # not canonical, or a part of a split loop offered again by the traversal
+            if view.var in collapsed:
+                return None
             if pragma is not None and not _LOOP_PRAGMAS.match(pragma.text.strip()):
                 return None
             proofs = _prove_loop(loop, module, signed)

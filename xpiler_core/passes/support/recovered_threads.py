@@ -1,0 +1,74 @@
+"""Loops the loop recovery writes for a block's threads, and the per-thread copies of the thread index in them
+(shared by the CPU passes that read recovered blocks: ``tree_reduce``, ``thread_zero``)."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from xpiler_core import ast as A
+from xpiler_core.dialect import Dialect
+from xpiler_core.printer import print_expr
+
+THREAD_VARS = ("xp_tz", "xp_ty", "xp_tx")
+N = TypeVar("N", bound=A.Node)
+
+
+def is_name(e: A.Expr, name: str) -> bool:
+    return isinstance(e, A.Name) and e.id == name
+
+
+def thread_body(s: A.Stmt) -> list[A.Stmt] | None:
+    """The statements inside a recovered ``xp_tz``/``xp_ty``/``xp_tx`` loop nest (its ``xp_t`` declaration
+    left out), or None when ``s`` is no such nest."""
+    for var in THREAD_VARS:
+        if not isinstance(s, A.For):
+            return None
+        view = s.canonical()
+        if view is None or view.var != var:
+            return None
+        body = s.body
+        stmts = [x for x in (body.stmts if isinstance(body, A.Block) else (body,))
+                 if not isinstance(x, A.Empty | A.Comment | A.Pragma)]
+        if var != "xp_tx":
+            if len(stmts) != 1:
+                return None
+            s = stmts[0]
+            continue
+        return [x for x in stmts if not (isinstance(x, A.DeclStmt) and [d.name for d in x.decls] == ["xp_t"])]
+    return None
+
+
+def read_copies_as_index(node: N, tx_arrays: set[str]) -> N:
+    """``node`` with per-thread copies of the thread index (``t[xp_t]`` after ``int t = threadIdx.x;``) read
+    as ``xp_tx``."""
+    def visit(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Index) and isinstance(n.base, A.Name) and n.base.id in tx_arrays and is_name(
+                n.index, "xp_t"):
+            return A.Name("xp_tx")
+        return None
+
+    return A.rewrite(node, visit)
+
+
+def thread_index_copies(body: A.Stmt) -> tuple[set[str], set[str]]:
+    """Per-thread variables set to the thread index ``xp_tx``, and those set to the block's global index
+    ``xp_bx * xp_bdx + xp_tx`` (either order, through the former too), each written once in the function."""
+    assigned: list[tuple[str, A.Expr]] = []
+    counts: dict[str, int] = {}
+    for n in A.walk(body):
+        if isinstance(n, A.For):
+            for st in thread_body(n) or []:
+                if isinstance(st, A.ExprStmt) and isinstance(st.expr, A.Assign) and st.expr.op == "=":
+                    t = st.expr.target
+                    if isinstance(t, A.Index) and isinstance(t.base, A.Name) and is_name(t.index, "xp_t"):
+                        assigned.append((t.base.id, st.expr.value))
+        # every write of a per-thread variable, whatever its form (a copy must be written once)
+        target = n.target if isinstance(n, A.Assign) else (
+            n.operand if isinstance(n, A.Unary) and n.op in ("++", "--") else None)
+        if isinstance(target, A.Index) and isinstance(target.base, A.Name):
+            counts[target.base.id] = counts.get(target.base.id, 0) + 1
+    tx = {name for name, value in assigned if counts[name] == 1 and is_name(value, "xp_tx")}
+    forms = ("xp_bx * xp_bdx + xp_tx", "xp_tx + xp_bx * xp_bdx", "xp_bdx * xp_bx + xp_tx", "xp_tx + xp_bdx * xp_bx")
+    globals_ = {name for name, value in assigned
+                if counts[name] == 1 and print_expr(read_copies_as_index(value, tx), Dialect.C) in forms}
+    return tx, globals_
