@@ -99,3 +99,64 @@ def test_non_folds_are_refused(kernel: str) -> None:
     reduce = get_pass("grid_reduce")
     with pytest.raises(PassRefused):
         reduce.apply(module, reduce.INFO.defaults(), ctx)
+
+
+# the tutorials' spelling: the partial kept in the thread's own slot of the shared array, a while loop over the
+# grid (cf. the OLCF training series' reduce_a)
+SLOT_WHILE = r"""
+__global__ void slot_while(const float* x, float* out, size_t n) {
+  __shared__ float s[256];
+  int tid = threadIdx.x;
+  s[tid] = 0.0f;
+  size_t i = threadIdx.x + blockDim.x * blockIdx.x;
+  while (i < n) {
+    s[tid] += x[i];
+    i += gridDim.x * blockDim.x;
+  }
+  for (unsigned int h = blockDim.x / 2; h > 0; h >>= 1) {
+    __syncthreads();
+    if (tid < h) s[tid] += s[tid + h];
+  }
+  if (tid == 0) atomicAdd(out, s[0]);
+}
+
+extern "C" void run_slot_while(const float* x, float* out, size_t n, int blocks) {
+  slot_while<<<blocks, 256>>>(x, out, n);
+}
+"""
+
+
+def test_own_slot_partial_over_a_while_loop(cbuild) -> None:  # noqa: ANN001
+    text, records, _ctx = translate_to_cpu(SLOT_WHILE, "k.cu")
+    assert text is not None
+    assert next(r for r in records if r["name"] == "grid_reduce")["changed"]
+    lib = cbuild(text, True)
+    rng = np.random.default_rng(3)
+    for n, blocks in ((1, 1), (300, 2), (100_003, 7), (1 << 20, 640)):
+        x = rng.uniform(0, 1, n).astype(np.float32)
+        total = np.array([0.5], np.float32)
+        lib.run_slot_while(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(total.ctypes.data), ctypes.c_size_t(n),
+                           ctypes.c_int(blocks))
+        np.testing.assert_allclose(total[0], 0.5 + np.sum(x.astype(np.float64)), rtol=1e-4)
+
+
+@pytest.mark.parametrize("kernel", [
+    # the slot is read by another thread before the fold ends (no barrier, but a read of the array)
+    "__shared__ float s[128]; int t = threadIdx.x; s[t] = 0.0f; float peek = s[0]; "
+    "for (int i = blockIdx.x * blockDim.x + t; i < n; i += gridDim.x * blockDim.x) s[t] += x[i]; "
+    "if (t == 0) atomicAdd(out, s[0] + peek);",
+    # the slot's index changes
+    "__shared__ float s[128]; int t = threadIdx.x; s[t] = 0.0f; t = t ^ 1; "
+    "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) s[t] += x[i]; "
+    "if (threadIdx.x == 0) atomicAdd(out, s[0]);",
+    # the while loop's index is read after it
+    "float v = 0.0f; int i = blockIdx.x * blockDim.x + threadIdx.x; while (i < n) { v += x[i]; "
+    "i += gridDim.x * blockDim.x; } atomicAdd(out, v + (float)i);",
+])
+def test_slot_and_while_spellings_that_are_not_folds_are_refused(kernel: str) -> None:
+    text = f"__global__ void k(const float* x, float* out, int n) {{ {kernel} }}"
+    module = lower_text(text, "k.cu")
+    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="k.cu")
+    reduce = get_pass("grid_reduce")
+    with pytest.raises(PassRefused):
+        reduce.apply(module, reduce.INFO.defaults(), ctx)

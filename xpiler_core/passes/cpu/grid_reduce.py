@@ -8,7 +8,9 @@ The CUDA shape (any block combine: warp shuffles, shared-memory trees, device he
     ... block combine of v ...
     atomicOp(P, R);
 
-(or ``T v = (i < N) ? E(i) : INIT`` with ``i`` the global thread index) becomes a kernel that one thread
+(or ``T v = (i < N) ? E(i) : INIT`` with ``i`` the global thread index; the fold may also be spelled ``T i =
+G; while (i < N) { v (+)= E(i); i += S; }`` and the partial kept in the thread's own slot of a shared array,
+``s[t] = INIT; ... s[t] += E(i)``: both are read as the form above first) becomes a kernel that one thread
 runs (loop recovery then keeps no thread loops around it, see grid_flatten):
 
     if (all thread and block indices are 0) {
@@ -36,12 +38,13 @@ Parameters: ``min_parallel`` (elements below which the reduction runs on one thr
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo
 from xpiler_core.passes.cpu.grid_flatten import _effect_free, _pure_functions, _same_sum
-from xpiler_core.passes.support.ast_support import enter, int_param, leave, parallel_or_serial
+from xpiler_core.passes.support.ast_support import enter, int_param, leave, parallel_or_serial, scalar_writes
 from xpiler_core.passes.support.cas_atomic import CasAtomic, cas_atomic
 from xpiler_core.passes.support.per_function import kernel_or_why, rewrite_each
 
@@ -318,8 +321,68 @@ def _fold(stmt: A.Stmt, var: str) -> tuple[str, A.Expr] | None:
     return found
 
 
+def _while_as_for(stmts: list[A.Stmt]) -> list[A.Stmt]:
+    """``T i = G; while (i < N) { B; i += S; }`` → ``for (T i = G; i < N; i += S) B`` where ``B`` neither writes
+    ``i`` nor leaves the loop early and nothing after reads ``i`` (the same iterations, the same values)."""
+    out = list(stmts)
+    for k in range(len(out) - 1):
+        decl, loop = out[k], out[k + 1]
+        if not (isinstance(decl, A.DeclStmt) and len(decl.decls) == 1 and isinstance(loop, A.While)):
+            continue
+        d = decl.decls[0]
+        body = [x for x in A.stmts_of(loop.body) if not isinstance(x, A.Empty | A.Comment)]
+        step = body[-1] if body else None
+        inner = A.Block(tuple(body[:-1]))
+        if not (d.init is not None and not d.dims and isinstance(loop.cond, A.Binary) and loop.cond.op == "<"
+                and loop.cond.left == A.Name(d.name) and isinstance(step, A.ExprStmt)
+                and isinstance(step.expr, A.Assign) and step.expr.op == "+=" and step.expr.target == A.Name(d.name)):
+            continue
+        if d.name in A.read_write(inner).writes or d.name in A.free_names(A.Block(tuple(out[k + 2:]))) or any(
+                isinstance(n, A.Continue | A.Break | A.Return | A.Opaque) for n in A.walk(inner)):
+            continue
+        out[k] = A.For(decl, loop.cond, step.expr, inner)
+        out[k + 1] = A.Empty()
+    return [x for x in out if not isinstance(x, A.Empty)]
+
+
+def _replacing(old: A.Expr, new: A.Expr) -> Callable[[A.Node], A.Node | None]:
+    return lambda n: new if n == old else None
+
+
+def _own_slot_partial(kernel: A.Function, stmts: list[A.Stmt]) -> list[A.Stmt]:
+    """A partial kept in the thread's own slot of a shared array, ``s[t] = INIT; for (...) s[t] += E;`` (``t``
+    a per-thread value declared once and never written again, nothing between the two that names ``s``)
+    → ``T v = INIT; for (...) v += E; s[t] = v;``: the slot ends with the same value, and no other thread reads
+    it before a barrier, which only comes after."""
+    arrays = {d.name: d.type for st in stmts if isinstance(st, A.DeclStmt) for d in st.decls
+              if d.dims and "__shared__" in d.storage}
+    fixed = {d.name for st in stmts if isinstance(st, A.DeclStmt) for d in st.decls if not d.dims and d.init}
+    fixed -= scalar_writes(kernel.body)
+    out = list(stmts)
+    for k, st in enumerate(out):
+        target = st.expr.target if isinstance(st, A.ExprStmt) and isinstance(st.expr, A.Assign) else None
+        if not (isinstance(st, A.ExprStmt) and isinstance(st.expr, A.Assign) and st.expr.op == "="
+                and isinstance(target, A.Index) and isinstance(target.base, A.Name) and target.base.id in arrays
+                and isinstance(target.index, A.Name) and target.index.id in fixed):
+            continue
+        at = next((j for j in range(k + 1, len(out)) if isinstance(out[j], A.For)), None)
+        if at is None or target.base.id in A.free_names(A.Block(tuple(out[k + 1:at]))):
+            continue
+        loop = out[at]
+        assert isinstance(loop, A.For)
+        partial = A.fresh_name(kernel, "xp_part")
+        body = A.rewrite(loop.body, _replacing(target, A.Name(partial)))
+        if target.base.id in A.free_names(body) or _fold(body, partial) is None:
+            continue
+        element = A.replace(arrays[target.base.id], quals=())
+        decl = A.DeclStmt((A.VarDecl(partial, element, (), st.expr.value),))
+        store = A.ExprStmt(A.assign(target, A.Name(partial)))
+        return [*out[:k], *out[k + 1:at], decl, A.replace(loop, body=body), store, *out[at + 1:]]
+    return out
+
+
 def _rewrite(kernel: A.Function, module: A.Module, pure: set[str], min_parallel: int) -> A.Function | str:
-    stmts = list(kernel.body.stmts)
+    stmts = _own_slot_partial(kernel, _while_as_for(list(kernel.body.stmts)))
     functions = {f.name: f for f in module.functions()}
     helpers = _atomic_helpers(module)
     names = set(functions)
