@@ -93,12 +93,7 @@ FOLD = "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.
     "v = v * x[i]; atomicAdd(out, v);",
 ])
 def test_non_folds_are_refused(kernel: str) -> None:
-    text = f"__global__ void k(const float* x, float* out, int n) {{ {kernel} }}"
-    module = lower_text(text, "k.cu")
-    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="k.cu")
-    reduce = get_pass("grid_reduce")
-    with pytest.raises(PassRefused):
-        reduce.apply(module, reduce.INFO.defaults(), ctx)
+    _assert_refused(kernel)
 
 
 # the tutorials' spelling: the partial kept in the thread's own slot of the shared array, a while loop over the
@@ -154,6 +149,10 @@ def test_own_slot_partial_over_a_while_loop(cbuild) -> None:  # noqa: ANN001
     "i += gridDim.x * blockDim.x; } atomicAdd(out, v + (float)i);",
 ])
 def test_slot_and_while_spellings_that_are_not_folds_are_refused(kernel: str) -> None:
+    _assert_refused(kernel)
+
+
+def _assert_refused(kernel: str) -> None:
     text = f"__global__ void k(const float* x, float* out, int n) {{ {kernel} }}"
     module = lower_text(text, "k.cu")
     ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="k.cu")
