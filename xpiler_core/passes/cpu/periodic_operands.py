@@ -84,6 +84,7 @@ def _element_types(fn: A.Function) -> dict[str, tuple[A.Type, bool]]:
 
 def _rewrite_loop(loop: A.For, pragma: A.Pragma | None, types: dict[str, tuple[A.Type, bool]],
                   fresh: Any) -> list[A.Stmt] | None:
+    original_pragma = pragma
     outer_pragma: A.Pragma | None = None  # the chunks' loop: shared out over threads as the loop was
     parallel = _PARALLEL_SIMD.match(pragma.text.strip()) if pragma is not None else None
     if parallel is not None:
@@ -124,7 +125,6 @@ def _rewrite_loop(loop: A.For, pragma: A.Pragma | None, types: dict[str, tuple[A
         return parse_expr(text, Dialect.C)
 
     fills: list[A.Stmt] = []
-    by_node: dict[str, str] = {}
     for (base, offset_text, period), (table, node) in tables.items():
         element = types[base][0]
         fills.append(A.DeclStmt((A.VarDecl(table, element, (A.lit(length),), None),)))
@@ -132,15 +132,13 @@ def _rewrite_loop(loop: A.For, pragma: A.Pragma | None, types: dict[str, tuple[A
         source = A.Index(node.base, expr(f"{offset_text} + {phase}" if offset_text else phase))
         fills.append(A.For(A.decl(j, "long", A.lit(0)), expr(f"{j} < {length}"), A.Unary("++", A.Name(j)),
                            A.ExprStmt(A.assign(A.Index(A.Name(table), A.Name(j)), source))))
-        by_node[f"{base}|{offset_text}|{period}"] = table
 
     def replace(n: A.Node) -> A.Node | None:
         if isinstance(n, A.Index) and isinstance(n.base, A.Name):
             found = _periodic(n.index, view.var)
-            if found is not None:
-                table = by_node.get(f"{n.base.id}|{_text(found[0])}|{found[1]}")
-                if table is not None:
-                    return A.Index(A.Name(table), expr(f"{view.var} - {i0}"))
+            chosen = tables.get((n.base.id, _text(found[0]), found[1])) if found is not None else None
+            if chosen is not None:
+                return A.Index(A.Name(chosen[0]), expr(f"{view.var} - {i0}"))
         return None
 
     chunk = A.For(A.decl(view.var, view.var_type, A.Name(i0)), expr(f"{view.var} < {i0} + {count}"),
@@ -148,18 +146,12 @@ def _rewrite_loop(loop: A.For, pragma: A.Pragma | None, types: dict[str, tuple[A
     walk = A.For(A.decl(i0, "long", A.Name(lo)), expr(f"{i0} < {hi}"), A.assign(A.Name(i0), A.lit(length), "+="),
                  A.Block((A.DeclStmt((A.VarDecl(count, A.Type("long"), (), expr(
                      f"{hi} - {i0} < {length} ? {hi} - {i0} : {length}")),)), *([pragma] if pragma else []), chunk)))
-    original = A.Block((*([A.Pragma(_joined(outer_pragma, pragma))] if outer_pragma else [pragma] if pragma else []),
-                        loop))
+    original = A.Block((*([original_pragma] if original_pragma else []), loop))
     bounds = A.DeclStmt((A.VarDecl(lo, A.Type("long", ("const",)), (), A.Cast(A.ctype("long"), view.start)),
                          A.VarDecl(hi, A.Type("long", ("const",)), (), A.Cast(A.ctype("long"), view.stop))))
     check = expr(f"{lo} >= 0 && {hi} - {lo} >= {longest}")
     chunks = (*([outer_pragma] if outer_pragma else []), walk)
     return [A.Block((bounds, A.If(check, A.Block((*fills, *chunks)), original)))]
-
-
-def _joined(outer: A.Pragma, inner: A.Pragma | None) -> str:
-    """The original ``omp parallel for simd CLAUSES`` back from its two halves."""
-    return outer.text.replace("omp parallel for", "omp parallel for simd", 1) if inner is not None else outer.text
 
 
 def _text(e: A.Expr | None) -> str:

@@ -867,7 +867,9 @@ class ThreadEvaluator:
             following = terms[k + 1][1] if k + 1 < len(terms) else extent
             if following % weight:
                 raise PassRefused(f"the tile {tile} is not stored one element per thread")
-            self.part_range(atom, following // weight, f"the tile {tile}")
+            condition = self.part_range(atom, following // weight, f"the tile {tile}")
+            if condition is not None:
+                self.need(condition)
             weight = following
         return tuple(reversed(terms))
 
@@ -891,9 +893,10 @@ class ThreadEvaluator:
                 product *= dict(r.terms).get((), 0) if not r.atoms() else 0
         return None
 
-    def part_range(self, atom: str, extent: int, what: str) -> None:
-        """Require a thread part to range over ``[0, extent)``: a digit's radix is known; a thread index or its
-        last quotient ranges over the block's extent (divided by the radices below it), checked at run time."""
+    def part_range(self, atom: str, extent: int, what: str) -> str | None:
+        """The run-time condition under which a thread part ranges over ``[0, extent)`` (None: it always does):
+        a digit's radix is known; a thread index or its last quotient ranges over the block's extent divided by
+        the radices below it. Refuses a digit of another radix."""
         part = self.thread_part(atom)
         if part is None:
             raise PassRefused(f"{what} is indexed by {atom}, not a thread's index")
@@ -901,8 +904,8 @@ class ThreadEvaluator:
         if radix is not None:
             if radix != extent:
                 raise PassRefused(f"{what} is indexed by a digit of radix {radix} over {extent} elements")
-            return
-        self.need(f"{extent * below} == xp_bd{axis}")
+            return None
+        return f"{extent * below} == xp_bd{axis}"
 
     def depends(self, atom: str, part: str) -> bool:
         """Whether ``atom`` (read in a staged value) varies with the thread part ``part`` (a thread index, or a

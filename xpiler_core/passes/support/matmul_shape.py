@@ -197,13 +197,11 @@ def _paired_coordinates(ev: ThreadEvaluator, offset: Poly) -> tuple[dict[str, Po
         if len(found) != 1:
             return None
         axis, scale = found[0]
-        saved = list(ev.preconditions)
         try:
-            ev.part_range(part, scale, "the output")
+            condition = ev.part_range(part, scale, "the output")
         except PassRefused:
             return None
-        checks = tuple(x for x in ev.preconditions if x not in saved)
-        ev.preconditions[:] = saved
+        checks = (condition,) if condition is not None and condition not in ev.preconditions else ()
         thread_axis = (ev.thread_part(part) or ("",))[0]
         coordinates.append(_Coordinate(part, axis, thread_axis, f"(long)xp_gd{axis} * {scale}L", coeff, checks, scale))
     if len(coordinates) != 2 or coordinates[0].block_axis == coordinates[1].block_axis:
