@@ -15,6 +15,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import build_shared
+from xpiler_core.dialect import Dialect
+from xpiler_core.frontend.lower import lower_text
+from xpiler_core.passes import get_pass
+from xpiler_core.passes.base import PassContext, PassRefused
 from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
 
 KERNELS = r"""
@@ -73,3 +77,18 @@ def test_bias_without_restrict_reads_as_written(lib: ctypes.CDLL, n: int) -> Non
     y = np.full(n, np.nan, np.float32)
     lib.run_bias_alias(_ptr(x), _ptr(b), _ptr(y), n)
     np.testing.assert_allclose(y, x + b[np.arange(n) % 4], rtol=1e-6, atol=1e-6)
+
+
+def test_offset_read_from_an_array_the_loop_writes_is_not_tabled() -> None:
+    # the channel offset comes from memory the loop overwrites: a table filled before the loop would keep the
+    # old offset
+    text = r"""
+void shift(const float* __restrict__ s, float* __restrict__ y, int* __restrict__ off, int n) {
+  for (int i = 0; i < n; ++i) { y[i] = s[off[0] + i % 4]; off[0] = 0; }
+}
+"""
+    module = lower_text(text, "k.c")
+    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="k.c")
+    periodic = get_pass("periodic_operands")
+    with pytest.raises(PassRefused):
+        periodic.apply(module, periodic.INFO.defaults(), ctx)

@@ -110,7 +110,9 @@ def _rewrite_loop(loop: A.For, pragma: A.Pragma | None, types: dict[str, tuple[A
             continue
         offset, period = found
         base = n.base.id
-        if base in written or not types[base][1] or (offset is not None and A.free_names(offset) & changing):
+        # the offset reads nothing the loop changes: no scalar it sets, no array it stores into
+        if base in written or not types[base][1] or (offset is not None and A.free_names(offset) & (
+                changing | written)):
             continue
         key = (base, _text(offset), period)
         if key not in tables:
