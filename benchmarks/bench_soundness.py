@@ -82,7 +82,7 @@ def sweep_one(source: Path, seeds: int, translator: Path | None, scratch: Path, 
     # translated where a user translates it: beside the source (a copy of its folder), so the headers it
     # includes and its project file (xpiler.toml: -I, -D) are found, by the translation and by its build
     folder = scratch / "src"
-    shutil.copytree(source.parent, folder, ignore=shutil.ignore_patterns("*.so", "*.o", "out.cpp"))
+    shutil.copytree(source.parent, folder, symlinks=True, ignore=shutil.ignore_patterns("*.so", "*.o", "out.cpp"))
     source = folder / source.name
     out = folder / f"{source.stem}_soundness.cpp"
     # the spec goes to the translation too: a kernel's CPU output then has the extern "C" entry its tests call
