@@ -15,8 +15,10 @@ Anything else gets no spec and a reason — the translation is then "compiled-no
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +28,9 @@ from xpiler_core.frontend.model import Function, FunctionKind, KernelModel, Para
 from xpiler_core.frontend.source import parse_text
 from xpiler_core.project import BuildSettings
 from xpiler_core.verify.entry_shim import shim_for
-from xpiler_core.verify.host_record import EntryParam, RecordedShapes, record_entry
+from xpiler_core.verify.host_record import EntryParam, EntryRecorder, RecordedShapes, record_entry
+from xpiler_core.verify.shape_solve import SolvedSizes, solve_sizes
+from xpiler_core.verify.shape_solve import describe as describe_solved
 
 # Sizes the tests use for each integer size parameter (case i uses the i-th value; several parameters
 # take the values in a rotated order so that they differ from each other).
@@ -122,7 +126,11 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     guessed = False
     if entries:
         recorded = record_shapes(entries[0], text, path, dialect, build)
-        host = _host_spec(model, entries[0], text, recorded)
+        params = entry_params(entries[0])
+        display = Path(path).name or f"source{dialect.suffix}"
+        recorder = None if params is None else functools.partial(
+            EntryRecorder, text, dialect, display, entries[0].name, params, build=build)
+        host = _host_spec(model, entries[0], text, recorded, recorder)
         if isinstance(host, str):
             reasons.append(host)
             built = host
@@ -167,6 +175,16 @@ def record_shapes(entry: Function, text: str, path: str, dialect: Dialect,
     (not CUDA/HIP, a parameter the probe cannot pass, a source that does not build or copies nothing)."""
     if dialect not in (Dialect.CUDA, Dialect.HIP) or not any(p.is_pointer for p in entry.params):
         return None
+    params = entry_params(entry)
+    if params is None:
+        return None
+    display = Path(path).name or f"source{dialect.suffix}"
+    recorded = record_entry(text, dialect, display, entry.name, params, build=build)
+    return None if isinstance(recorded, str) else recorded
+
+
+def entry_params(entry: Function) -> list[EntryParam] | None:
+    """The entry's parameters as a recorded run passes them; None when one cannot be passed."""
     params: list[EntryParam] = []
     for p in entry.params:
         dtype = _dtype(p)
@@ -184,9 +202,7 @@ def record_shapes(entry: Function, text: str, path: str, dialect: Dialect,
             params.append(EntryParam(p.name, "handle"))
         else:
             return None
-    display = Path(path).name or f"source{dialect.suffix}"
-    recorded = record_entry(text, dialect, display, entry.name, params, build=build)
-    return None if isinstance(recorded, str) else recorded
+    return params
 
 
 def _dtype(param: Param) -> str | None:
@@ -308,11 +324,13 @@ def _positive_assignment(names: list[str], values: list[int], shapes: dict[str, 
 
 
 def _host_spec(model: KernelModel, entry: Function, text: str,
-               recorded: RecordedShapes | None = None) -> tuple[str, str, bool] | str:
+               recorded: RecordedShapes | None = None,
+               recorder: Callable[[], EntryRecorder] | None = None) -> tuple[str, str, bool] | str:
     """(spec, how it was built, whether its sizes are guesses: see :class:`AutoSpec`), or why there is none.
 
     ``recorded``: what a run of the entry on the runtime copied (:mod:`host_record`); its lengths and
-    directions take the place of those read from the code."""
+    directions take the place of those read from the code. ``recorder``: the entry built to record it again
+    (sizes for kernels with their shape built in are solved with it: :mod:`shape_solve`)."""
     body = text[entry.body_span.start_byte : entry.body_span.end_byte] if entry.body_span else ""
     locals_ = integer_locals(body)
     sizes = [p.name for p in entry.params if p.name and _is_int_scalar(p)]
@@ -361,6 +379,14 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
         from_loops = extents_from_loops(text, entry.name, set(sizes))
         shapes.update(from_loops)
         roles.update({name: {"in", "out"} for name in written_buffers(text, entry.name)})
+    extent = fixed_kernel_extent(model, entry, text) if len(sizes) == 1 else None
+    solved = _solve_fixed_shape(model, entry, text, sizes, shapes, copied, roles, recorded, recorder) \
+        if extent is None else None
+    if solved is not None:
+        # one case at the sizes solved: the lengths the entry's copies reached there, as constants
+        shapes = {name: str(length) for name, length in solved.lengths.items()}
+        roles = {name: set(role) for name, role in solved.roles.items()}
+        copied = set()
     for p in entry.params:
         if not p.name:
             return f"host entry {entry.name} has an unnamed parameter"
@@ -396,7 +422,12 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
         return f"host entry {entry.name} takes no integer size parameter to vary"
     lines.append(f"tolerance = {_tolerance(dtypes)}")
     lines.append("")
-    extent = fixed_kernel_extent(model, entry, text) if len(sizes) == 1 else None
+    if solved is not None:
+        case = "".join(f"{name} = {value}\n" for name, value in solved.sizes.items())
+        spec = "\n".join(lines + args) + f"\n[[cases]]\n{case}"
+        # still guesses of a kind: a source that fails at them says the sizes are wrong, not that it is
+        return spec, f"tests built from host entry {entry.name}: {describe_solved(solved)}, random inputs, " \
+                     "compared with the source", True
     if extent is not None:
         # kernels with their extent built in (generated code): the entry is right only at that size
         spec = "\n".join(lines + args) + f"\n[[cases]]\n{sizes[0]} = {extent}\n"
@@ -423,6 +454,36 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
         "compared with the source"
     )
     return spec, reason, guessed
+
+
+def _solve_fixed_shape(model: KernelModel, entry: Function, text: str, sizes: list[str], shapes: dict[str, str],
+                       copied: set[str], roles: dict[str, set[str]], recorded: RecordedShapes | None,
+                       recorder: Callable[[], EntryRecorder] | None) -> SolvedSizes | None:
+    """The sizes the entry is written for when its kernels have their shape built in (see :mod:`shape_solve`)."""
+    launched = _fixed_shape_kernels(model, entry)
+    if not launched or not sizes or recorded is None or recorder is None:
+        return None
+    try:
+        from xpiler_core.frontend.lower import lower_text
+
+        module = lower_text(text, model.path, model.dialect)
+    except Exception:  # noqa: BLE001 - an unlowerable file keeps the usual sizes
+        return None
+    buffer_bytes: dict[str, int] = {}
+    formulas: dict[str, tuple[str, int]] = {}
+    for p in entry.params:
+        dtype = _dtype(p)
+        if p.is_pointer and p.name and dtype is not None:
+            buffer_bytes[p.name] = _DTYPE_BYTES[dtype]
+            if p.name in shapes:
+                formulas[p.name] = (shapes[p.name].replace(_ELEM, str(_DTYPE_BYTES[dtype])),
+                                    1 if p.name in copied else _DTYPE_BYTES[dtype])
+    outputs = {name for name, role in roles.items() if "out" in role}
+    return solve_sizes(module, launched, sizes, formulas, outputs, buffer_bytes, recorded, recorder, _pointee_bytes)
+
+
+def _pointee_bytes(pointee: A.Type) -> int | None:
+    return None if pointee.pointers else _TYPE_BYTES.get(" ".join(pointee.base.split()))
 
 
 # Bytes of the types copies are sized with; a type not listed is taken to be the buffer's own element.

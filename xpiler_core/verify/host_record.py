@@ -19,13 +19,13 @@ import itertools
 import math
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from xpiler_core.dialect import Dialect
 from xpiler_core.project import BuildSettings
 from xpiler_core.runtime.build import build_library
-from xpiler_core.runtime.record import Launch, Record, parse_record
+from xpiler_core.runtime.record import Alloc, Copy, Launch, Record, parse_record
 from xpiler_core.runtime.sandbox import CallArg, call_library
 from xpiler_core.verify.entry_shim import add_entry_shim
 
@@ -43,6 +43,8 @@ LARGE_PROBE_SETS: tuple[tuple[int, ...], ...] = (
     (1000, 1009, 1013, 1019, 1021, 1031, 1033, 1039),
     (4099, 4111, 4127, 4129, 4133, 4139, 4153, 4157),
 )
+# Sizes of mixed magnitude (large and small alternating) for the run that confirms the fitted formulas.
+CONFIRM_SET: tuple[int, ...] = (97, 89, 7, 83, 5, 3, 79, 2)
 PROBE_BUFFER_BYTES = 1 << 30  # virtual: untouched pages cost nothing
 PROBE_TIMEOUT_S = 20.0
 MAX_FACTORS = 3  # size parameters one buffer length may multiply
@@ -65,6 +67,44 @@ class RecordedShapes:
     roles: dict[str, set[str]]
     launches: list[Launch]  # those of the first probe run
     sizes_tried: list[dict[str, int]]
+    # per buffer parameter, the kernel arguments (kernel, position) backed by it in the first probe run
+    bindings: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    # the launches of every probe run (and of the run confirming the formulas), with its sizes
+    launch_sets: list[tuple[dict[str, int], list[Launch]]] = field(default_factory=list)
+
+
+class EntryRecorder:
+    """The entry built once on the runtime (in a temporary folder it owns), recorded at any sizes asked."""
+
+    def __init__(self, text: str, dialect: Dialect, display_name: str, entry: str, params: Sequence[EntryParam],
+                 *, build: BuildSettings | None = None, warp_size: int | None = None) -> None:
+        self.params = list(params)
+        shimmed = add_entry_shim(text, dialect, entry, display_name)
+        self.symbol = entry
+        if shimmed is not None:
+            text, self.symbol = shimmed
+        self._tmp = tempfile.TemporaryDirectory(prefix="xpiler-record-")
+        self.work = Path(self._tmp.name)
+        built = build_library(text, dialect, self.work / "build",
+                              warp_size=warp_size or (64 if dialect is Dialect.HIP else 32),
+                              display_name=display_name, build=build)
+        self.library = built.library if built.ok else None
+        self.calls = 0
+
+    def __enter__(self) -> EntryRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._tmp.cleanup()
+
+    def record(self, case: dict[str, int]) -> tuple[Record, dict[str, tuple[int, int]]] | None:
+        """What one call at the sizes ``case`` allocated, copied and launched (kernels not run), with the probe
+        buffers' (address, bytes); None when the call failed."""
+        if self.library is None:
+            return None
+        self.calls += 1
+        buffers = sum(p.kind == "buffer" for p in self.params)
+        return _call(self.library, self.symbol, self.params, case, self.work / f"call{self.calls}", buffers)
 
 
 def record_entry(
@@ -80,44 +120,48 @@ def record_entry(
     """Build ``entry`` on the runtime and record it at the probe sizes; or why it could not be recorded."""
     if dialect not in (Dialect.CUDA, Dialect.HIP):
         return "only CUDA/HIP host code copies through the runtime"
-    shimmed = add_entry_shim(text, dialect, entry, display_name)
-    symbol = entry
-    if shimmed is not None:
-        text, symbol = shimmed
     buffers = [p for p in params if p.kind == "buffer"]
     if not buffers:
         return "the entry takes no buffer"
     sizes = [p.name for p in params if p.kind == "size"]
-    with tempfile.TemporaryDirectory(prefix="xpiler-record-") as tmp:
-        work = Path(tmp)
-        built = build_library(text, dialect, work / "build", warp_size=warp_size or (64 if dialect is Dialect.HIP
-                                                                                    else 32),
-                              display_name=display_name, build=build)
-        if not built.ok or built.library is None:
+    with EntryRecorder(text, dialect, display_name, entry, params, build=build, warp_size=warp_size) as recorder:
+        if recorder.library is None:
             return "the source does not build on the runtime"
         per_set: list[tuple[dict[str, int], dict[str, tuple[int, set[str]]]]] = []
         launches: list[Launch] = []
+        bindings: dict[str, list[tuple[str, int]]] = {}
+        launch_sets: list[tuple[dict[str, int], list[Launch]]] = []
         for family in (PROBE_SETS, LARGE_PROBE_SETS):
             per_set = []
-            for index, values in enumerate(family if sizes else family[:1]):
+            launch_sets = []
+            for values in family if sizes else family[:1]:
                 record = None
                 # the values as given, then largest first and smallest first: sizes often have an order
                 # (an input longer than its filter) the source checks or silently needs
-                for attempt, ordered in enumerate(_orders(values[: len(sizes)])):
+                for ordered in _orders(values[: len(sizes)]):
                     case = dict(zip(sizes, ordered, strict=True))
-                    record = _call(built.library, symbol, params, case, work / f"call{index}-{attempt}",
-                                   len(buffers))
+                    record = recorder.record(case)
                     if record is not None and record[0].copies:
                         break
                 if record is None or not record[0].copies:
                     break  # refused these sizes (or failed): try larger ones
                 if not per_set:
                     launches = record[0].launches
+                    bindings = bind_buffers(*record)
                 per_set.append((case, record[0].touched(record[1])))
+                launch_sets.append((case, record[0].launches))
             if per_set and len(per_set) == (len(family) if sizes else 1):
                 break
         else:
             return "the entry copied nothing at the probe sizes (or failed at every one)"
+        # one more call at sizes of mixed magnitude confirms the formulas: sizes that divide (a stride) all
+        # larger than those they divide fit ``(h - k) / s + 1`` as the constant 1 in every probe set above
+        confirm = dict(zip(sizes, CONFIRM_SET[: len(sizes)], strict=False)) if len(sizes) > 1 else None
+        confirmed = recorder.record(confirm) if confirm is not None else None
+    checks = list(per_set)
+    if confirm is not None and confirmed is not None and confirmed[0].copies:
+        checks.append((confirm, confirmed[0].touched(confirmed[1])))
+        launch_sets.append((confirm, confirmed[0].launches))
     shapes: dict[str, str] = {}
     roles: dict[str, set[str]] = {}
     for p in buffers:
@@ -127,11 +171,58 @@ def record_entry(
             continue
         lengths = [-(-s[0] // p.element_bytes) for s in seen if s is not None]
         formula = fit_length([case for case, _ in per_set], lengths)
-        if formula is None:
+        if formula is None or not _holds(formula, p, checks[len(per_set):]):
             continue
         shapes[p.name] = formula
         roles[p.name] = set().union(*(s[1] for s in seen if s is not None))
-    return RecordedShapes(shapes, roles, launches, [case for case, _ in per_set])
+    return RecordedShapes(shapes, roles, launches, [case for case, _ in per_set], bindings, launch_sets)
+
+
+def _holds(formula: str, param: EntryParam,
+           checks: Sequence[tuple[dict[str, int], dict[str, tuple[int, set[str]]]]]) -> bool:
+    """``formula`` gives the length ``param``'s copies reached in every extra run of ``checks``."""
+    from xpiler_core.verify.expr import ExprError, evaluate_int
+
+    for case, reached in checks:
+        touched = reached.get(param.name)
+        try:
+            if touched is not None and evaluate_int(formula, case) != -(-touched[0] // param.element_bytes):
+                return False
+        except (ExprError, ZeroDivisionError):
+            return False
+    return True
+
+
+def bind_buffers(record: Record, regions: dict[str, tuple[int, int]]) -> dict[str, list[tuple[str, int]]]:
+    """Per buffer parameter of the entry: the kernel arguments (kernel, argument position) that point into the
+    device allocation its copies filled or drained (or into the buffer itself)."""
+    allocs = [op for op in record.ops if isinstance(op, Alloc)]
+
+    def region(address: int) -> str | None:
+        return next((name for name, (base, size) in regions.items() if base <= address < base + size), None)
+
+    def alloc(address: int) -> Alloc | None:
+        return next((a for a in reversed(allocs) if a.address <= address < a.address + max(1, a.bytes)), None)
+
+    backing: dict[int, set[str]] = {}
+    for op in record.copies:
+        if isinstance(op, Copy):
+            for host, device in ((op.src, op.dst), (op.dst, op.src)):
+                name, target = region(host), alloc(device)
+                if name is not None and target is not None:
+                    backing.setdefault(target.address, set()).add(name)
+    bound: dict[str, list[tuple[str, int]]] = {}
+    for launch in record.launches:
+        for position, arg in enumerate(launch.args):
+            if arg.kind != "ptr":
+                continue
+            target = alloc(int(arg.value))
+            names = backing.get(target.address, set()) if target is not None else set()
+            if (direct := region(int(arg.value))) is not None:
+                names = names | {direct}
+            for name in names:
+                bound.setdefault(name, []).append((launch.kernel, position))
+    return bound
 
 
 def _orders(values: Sequence[int]) -> list[tuple[int, ...]]:

@@ -1,0 +1,152 @@
+"""Sizes for host entries whose kernels have their shape built in, and the index bounds they are solved with.
+
+References are independent of the code under test: the elements a kernel touches enumerated thread by thread
+in Python (for the interval bounds), the shape each test source is written for (stated by hand), and the
+source's own run on the runtime at the sizes chosen (the harness runs it against itself)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xpiler_core.dialect import Dialect
+from xpiler_core.frontend.lower import lower_text
+from xpiler_core.verify.autospec import build_spec
+from xpiler_core.verify.harness import run_spec
+from xpiler_core.verify.index_bounds import buffer_bounds, module_constants
+from xpiler_core.verify.shape_solve import _fit_dimension
+from xpiler_core.verify.spec import load_spec
+
+STRIDED = """
+#define STEP {step}
+__global__ void strided(const float* src, float* dst) {{
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= {rows}) return;
+  for (int c = {start}; c < {cols}; c += STEP) {{
+    dst[idx * {cols} + c] = src[(idx * {cols} + c) % {modulus} + {offset}];
+  }}
+}}
+"""
+
+
+def _touched(rows: int, cols: int, start: int, step: int, modulus: int, offset: int,
+             grid: int, block: int) -> tuple[set[int], set[int]]:
+    """The elements of src read and of dst written, thread by thread, as the kernel above runs."""
+    reads, writes = set(), set()
+    for idx in range(grid * block):
+        if idx >= rows:
+            continue
+        for c in range(start, cols, step):
+            writes.add(idx * cols + c)
+            reads.add((idx * cols + c) % modulus + offset)
+    return reads, writes
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 40), cols=st.integers(1, 24), start=st.integers(0, 3), step=st.integers(1, 5),
+       modulus=st.integers(1, 50), offset=st.integers(0, 9), grid=st.integers(1, 6), block=st.integers(1, 16))
+def test_bounds_contain_every_element_touched(rows: int, cols: int, start: int, step: int, modulus: int,
+                                              offset: int, grid: int, block: int) -> None:
+    text = STRIDED.format(rows=rows, cols=cols, start=start, step=step, modulus=modulus, offset=offset)
+    module = lower_text(text, "strided.cu", Dialect.CUDA)
+    bounds = buffer_bounds(module.kernels()[0], module_constants(module), (grid, 1, 1), (block, 1, 1))
+    reads, writes = _touched(rows, cols, start, step, modulus, offset, grid, block)
+    for name, touched, got in (("src", reads, bounds["src"].read), ("dst", writes, bounds["dst"].write)):
+        assert bounds[name].known
+        if not touched:
+            continue
+        assert got is not None
+        assert got[0] <= min(touched) and max(touched) <= got[1], (name, got, min(touched), max(touched))
+    if writes:
+        # written with an affine index inside guarded counted loops: the bound is the exact highest element
+        assert bounds["dst"].write is not None and bounds["dst"].write[1] == max(writes)
+
+
+def test_a_pointer_passed_on_is_not_claimed() -> None:
+    text = """
+__device__ void fill(float* p, int n) { for (int i = 0; i < n; ++i) p[i] = 0; }
+__global__ void k(float* a, float* b) { if (threadIdx.x < 8) a[threadIdx.x] = 1; fill(b, 100); }
+"""
+    module = lower_text(text, "k.cu", Dialect.CUDA)
+    bounds = buffer_bounds(module.kernels()[0], {})
+    assert bounds["a"].known and bounds["a"].write == (0, 7)
+    assert not bounds["b"].known
+
+
+def test_a_launch_divisor_fitted_by_chance_is_refused() -> None:
+    # grid.y = ceil(n / 16) at four probe runs; ceil(b / 17) also gives 3, 4, 7, 6 there
+    cases = [{"b": 37, "m": 23, "k": 29, "n": 41}, {"b": 67, "m": 47, "k": 59, "n": 53},
+             {"b": 113, "m": 83, "k": 101, "n": 97}, {"b": 97, "m": 89, "k": 7, "n": 83}]
+    assert _fit_dimension(cases, [3, 4, 7, 6], set()) == "ceil_div(n, 16)"
+
+
+# A generated-style row reduction over a 48 x 40 matrix: the kernel has its shape built in, the host entry takes
+# the sizes and is right only at rows = 48, cols = 40.
+FIXED_ROWS = r"""
+#include <cuda_runtime.h>
+#define ROWS 48
+#define COLS 40
+__global__ void rowdot(const float* x, const float* w, float* y) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < ROWS) {
+    float acc = 0.0f;
+    for (int c = 0; c < COLS; c += 4) {
+      acc += x[r * COLS + c] * w[c] + x[r * COLS + c + 1] * w[c + 1]
+           + x[r * COLS + c + 2] * w[c + 2] + x[r * COLS + c + 3] * w[c + 3];
+    }
+    y[r] = acc;
+  }
+}
+extern "C" void rowdot_kernel(float* x, float* w, float* y, int rows, int cols) {
+  float *dx, *dw, *dy;
+  cudaMalloc(&dx, rows * cols * sizeof(float));
+  cudaMalloc(&dw, cols * sizeof(float));
+  cudaMalloc(&dy, rows * sizeof(float));
+  cudaMemcpy(dx, x, rows * cols * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(dw, w, cols * sizeof(float), cudaMemcpyHostToDevice);
+  rowdot<<<(rows + 31) / 32, 32>>>(dx, dw, dy);
+  cudaMemcpy(y, dy, rows * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(dx); cudaFree(dw); cudaFree(dy);
+}
+"""
+
+# Batches along blockIdx.y with no guard: the width is built in (64), any batch count is right; the launch's
+# shape decides what the kernel touches, so it is fitted from the probe runs.
+UNGUARDED_BATCH = r"""
+#include <cuda_runtime.h>
+__global__ void twice(const float* in, float* out) {
+  out[blockIdx.y * 64 + threadIdx.x] = 2.0f * in[blockIdx.y * 64 + threadIdx.x];
+}
+extern "C" void twice_kernel(float* in, float* out, int batch, int width) {
+  float *din, *dout;
+  cudaMalloc(&din, batch * width * sizeof(float));
+  cudaMalloc(&dout, batch * width * sizeof(float));
+  cudaMemcpy(din, in, batch * width * sizeof(float), cudaMemcpyHostToDevice);
+  twice<<<dim3(1, batch), 64>>>(din, dout);
+  cudaMemcpy(out, dout, batch * width * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(din); cudaFree(dout);
+}
+"""
+
+
+def _solved_case(text: str, name: str, tmp_path: Path) -> dict[str, int]:
+    built = build_spec(text, name, Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    assert "solved from the kernels' built-in shape" in built.reason, built.reason
+    spec = load_spec(str(built.spec_path))
+    assert len(spec.cases) == 1
+    # the source itself runs clean at the sizes chosen: in bounds, every output element written
+    report = run_spec(spec, candidate_text=text, candidate_dialect=Dialect.CUDA)
+    assert report.passed and report.tested, report.first_failure()
+    return {k: int(v) for k, v in spec.cases[0].items() if isinstance(v, int)}
+
+
+def test_sizes_of_a_kernel_with_its_shape_built_in(tmp_path: Path) -> None:
+    assert _solved_case(FIXED_ROWS, "rowdot.cu", tmp_path) == {"rows": 48, "cols": 40}
+
+
+def test_sizes_through_the_launch_shape(tmp_path: Path) -> None:
+    case = _solved_case(UNGUARDED_BATCH, "twice.cu", tmp_path)
+    assert case["width"] == 64 and case["batch"] >= 1

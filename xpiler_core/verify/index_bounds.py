@@ -1,0 +1,360 @@
+"""The range of elements a kernel reads and writes in each of its buffer parameters, by interval arithmetic.
+
+Generated kernels (TVM and the like) have their shape built in: ``if (idx < 2048) B[idx * 8192 + j] = ...``.
+Their host entry still takes sizes, and is right only at the sizes whose buffers the kernels fill exactly. The
+tests find those sizes (:mod:`shape_solve`) by comparing what the host allocates with what this module bounds:
+each index expression is evaluated over intervals — the thread and block indices within the launch (or any
+launch when it is not given), counted loops over their ranges, guards (``if (i < d0 && j < d1)``, an early
+``return``) narrowing what they compare — to the lowest and highest element it can touch.
+
+A buffer whose pointer is used any other way (passed to a call, cast, stored) or indexed through a name the
+kernel assigns is *unknown*: nothing is claimed about it. The bounds may be wider than what runs (a guard this
+does not read) but never narrower; the sizes chosen with them are confirmed by running the source.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from xpiler_core import ast as A
+from xpiler_core.verify.expr import ExprError, evaluate_int
+
+INF = 1 << 62
+MAX_BLOCK_THREADS = 1024  # no launch has more threads in one block dimension
+Interval = tuple[int, int]  # lowest and highest value, inclusive; beyond ±INF is unbounded
+ANY: Interval = (-INF, INF)
+
+
+@dataclass
+class BufferBounds:
+    """Elements a kernel touches in one pointer parameter (relative to the pointer), or ``known=False``."""
+
+    read: Interval | None = None  # None: never read
+    write: Interval | None = None  # None: never written
+    known: bool = True
+
+    @property
+    def bounded(self) -> bool:
+        return self.known and all(r is None or (r[0] > -INF and r[1] < INF) for r in (self.read, self.write))
+
+
+def _clamp(v: int) -> int:
+    return max(-INF, min(INF, v))
+
+
+def _join(a: Interval | None, b: Interval) -> Interval:
+    return b if a is None else (min(a[0], b[0]), max(a[1], b[1]))
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _binary(op: str, x: Interval, y: Interval) -> Interval:
+    if op == "+":
+        return _clamp(x[0] + y[0]), _clamp(x[1] + y[1])
+    if op == "-":
+        return _clamp(x[0] - y[1]), _clamp(x[1] - y[0])
+    if op == "*":
+        corners = [x[0] * y[0], x[0] * y[1], x[1] * y[0], x[1] * y[1]]
+        return _clamp(min(corners)), _clamp(max(corners))
+    if op == "/" and y[0] > 0:
+        corners = [_trunc_div(a, b) for a in x for b in y]
+        return min(corners), max(corners)
+    if op == "%" and y[0] > 0:
+        if x[0] >= 0:
+            return 0, min(x[1], y[1] - 1)
+        return -(y[1] - 1), y[1] - 1
+    if op == ">>" and y[0] >= 0 and y[0] == y[1] and y[0] < 63:
+        return x[0] >> y[0], x[1] >> y[0]
+    if op == "<<" and y[0] >= 0 and y[0] == y[1] and y[0] < 62:
+        return _clamp(x[0] << y[0]), _clamp(x[1] << y[0])
+    if op == "&" and (x[0] >= 0 or y[0] >= 0):
+        highs = [h for lo, h in (x, y) if lo >= 0]
+        return 0, min(highs)
+    if op in ("|", "^") and x[0] >= 0 and y[0] >= 0 and max(x[1], y[1]) < INF:
+        return 0, (1 << max(x[1], y[1]).bit_length()) - 1
+    return ANY
+
+
+def _narrow(interval: Interval, op: str, limit: Interval) -> Interval:
+    """``interval`` of a value known to satisfy ``value op limit``."""
+    lo, hi = interval
+    if op == "<":
+        hi = min(hi, limit[1] - 1)
+    elif op == "<=":
+        hi = min(hi, limit[1])
+    elif op == ">":
+        lo = max(lo, limit[0] + 1)
+    elif op == ">=":
+        lo = max(lo, limit[0])
+    return lo, hi
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+_OBJECT_MACRO = re.compile(r"#\s*define\s+([A-Za-z_]\w*)\s+([^\n]+)$")
+
+
+def module_constants(module: A.Module) -> dict[str, int]:
+    """Integer object-like macros (``#define M_outer 32``) and file-scope integer constants of ``module``."""
+    found: dict[str, int] = {}
+    for item in module.items:
+        if isinstance(item, A.Opaque) and (macro := _OBJECT_MACRO.match(item.text.strip())):
+            try:
+                found[macro.group(1)] = evaluate_int(macro.group(2).replace("/", "//"), found)
+            except (ExprError, ValueError, TypeError, ZeroDivisionError, OverflowError):
+                continue
+        elif isinstance(item, A.DeclStmt):
+            for d in item.decls:
+                if d.init is not None and not d.dims and not d.type.pointers and "const" in d.type.quals + d.storage \
+                        and (value := A.const_int(d.init, found)) is not None:
+                    found[d.name] = value
+    return found
+
+
+class _Bounder:
+    def __init__(self, fn: A.Function, constants: dict[str, int],
+                 grid: tuple[int, int, int] | None, block: tuple[int, int, int] | None) -> None:
+        self.grid, self.block = grid, block
+        self.constants = constants
+        # a pointer to pointers or an array parameter is indexed in units this does not follow: not claimed
+        self.buffers = {p.name: BufferBounds(known=len(p.type.pointers) == 1 and not p.dims) for p in fn.params
+                        if isinstance(p, A.Param) and p.name and (p.type.pointers or p.dims)}
+        # names assigned after their declaration: their declared value says nothing later
+        self.assigned: set[str] = set()
+        for node in A.walk(fn.body):
+            if isinstance(node, A.Assign) and isinstance(node.target, A.Name):
+                self.assigned.add(node.target.id)
+            elif isinstance(node, A.Unary) and node.op in ("++", "--", "&") and isinstance(node.operand, A.Name):
+                self.assigned.add(node.operand.id)
+        self.accounted: dict[str, int] = dict.fromkeys(self.buffers, 0)
+        self.aliases: dict[str, tuple[str, Interval]] = {}
+
+    # -------------------------------------------------------------------------------------- expressions
+    def value(self, e: A.Expr, env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> Interval:
+        got = self._value(e, env, guards)
+        narrowed = guards.get(e)
+        return got if narrowed is None else (max(got[0], narrowed[0]), min(got[1], narrowed[1]))
+
+    def _value(self, e: A.Expr, env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> Interval:
+        if isinstance(e, A.Literal):
+            v = e.int_value
+            return (v, v) if v is not None else ANY
+        if isinstance(e, A.Name):
+            if e.id in env:
+                return env[e.id]
+            if e.id in self.constants:
+                return self.constants[e.id], self.constants[e.id]
+            return ANY
+        if (ref := A.builtin_ref(e)) is not None:
+            axis = "xyz".index(ref[1])
+            if ref[0] == "threadIdx":
+                return 0, (self.block[axis] if self.block else MAX_BLOCK_THREADS) - 1
+            if ref[0] == "blockDim":
+                return (self.block[axis],) * 2 if self.block else (1, MAX_BLOCK_THREADS)
+            if ref[0] == "blockIdx":
+                return 0, (self.grid[axis] - 1 if self.grid else INF)
+            return (self.grid[axis],) * 2 if self.grid else (1, INF)
+        if isinstance(e, A.Cast) and not e.type.pointers:
+            return self.value(e.operand, env, guards)
+        if isinstance(e, A.Call) and e.callee in ("static_cast<int>", "static_cast<unsigned>", "int", "size_t") \
+                and len(e.args) == 1:
+            return self.value(e.args[0], env, guards)
+        if isinstance(e, A.Call) and e.callee in ("min", "max", "std::min", "std::max", "__min", "__max") \
+                and len(e.args) == 2:
+            x, y = (self.value(a, env, guards) for a in e.args)
+            pick = min if "min" in (e.callee or "") else max
+            return pick(x[0], y[0]), pick(x[1], y[1])
+        if isinstance(e, A.Unary) and not e.postfix and e.op in ("-", "+"):
+            x = self.value(e.operand, env, guards)
+            return x if e.op == "+" else (-x[1], -x[0])
+        if isinstance(e, A.Binary):
+            return _binary(e.op, self.value(e.left, env, guards), self.value(e.right, env, guards))
+        if isinstance(e, A.Ternary):
+            x, y = self.value(e.then, env, guards), self.value(e.else_, env, guards)
+            return min(x[0], y[0]), max(x[1], y[1])
+        return ANY
+
+    # -------------------------------------------------------------------------------------- accesses
+    def _pointer(self, e: A.Expr, env: dict[str, Interval],
+                 guards: dict[A.Expr, Interval]) -> tuple[str, Interval] | None:
+        """(buffer parameter, element offset) of a pointer expression: ``P``, an alias, ``P + e``, ``&P[e]``."""
+        if isinstance(e, A.Name):
+            if e.id in self.buffers:
+                self.accounted[e.id] += 1
+                return e.id, (0, 0)
+            return self.aliases.get(e.id)
+        if isinstance(e, A.Binary) and e.op in ("+", "-"):
+            base = self._pointer(e.left, env, guards)
+            if base is not None:
+                off = self.value(e.right, env, guards)
+                if e.op == "-":
+                    off = (-off[1], -off[0])
+                return base[0], _binary("+", base[1], off)
+        if isinstance(e, A.Unary) and e.op == "&" and isinstance(e.operand, A.Index):
+            return self._element(e.operand, env, guards)
+        return None
+
+    def _element(self, e: A.Index, env: dict[str, Interval],
+                 guards: dict[A.Expr, Interval]) -> tuple[str, Interval] | None:
+        base = self._pointer(e.base, env, guards)
+        if base is None:
+            return None
+        return base[0], _binary("+", base[1], self.value(e.index, env, guards))
+
+    def touch(self, e: A.Expr, env: dict[str, Interval], guards: dict[A.Expr, Interval],
+              write: bool = False, read: bool = True) -> None:
+        """Record the accesses of expression ``e`` (``write``: ``e`` is an assignment target)."""
+        if isinstance(e, A.Index) or (isinstance(e, A.Unary) and e.op == "*"):
+            where = self._element(e, env, guards) if isinstance(e, A.Index) else self._pointer(e.operand, env, guards)
+            if where is not None:
+                bounds = self.buffers[where[0]]
+                if read:
+                    bounds.read = _join(bounds.read, where[1])
+                if write:
+                    bounds.write = _join(bounds.write, where[1])
+            inner = e.index if isinstance(e, A.Index) else None
+            self.touch(e.base if isinstance(e, A.Index) else e.operand, env, guards)
+            if inner is not None:
+                self.touch(inner, env, guards)
+            return
+        if isinstance(e, A.Assign):
+            self.touch(e.target, env, guards, write=True, read=e.op != "=")
+            self.touch(e.value, env, guards)
+            return
+        if isinstance(e, A.Unary) and e.op in ("++", "--"):
+            self.touch(e.operand, env, guards, write=True)
+            return
+        if isinstance(e, A.Call) and (e.callee or "").startswith("atomic") and e.args:
+            where = self._pointer(e.args[0], env, guards)
+            if where is not None:
+                bounds = self.buffers[where[0]]
+                bounds.read = _join(bounds.read, where[1])
+                bounds.write = _join(bounds.write, where[1])
+            for arg in e.args[1:]:
+                self.touch(arg, env, guards)
+            return
+        for child in A.children(e):
+            if isinstance(child, A.Expr):
+                self.touch(child, env, guards)
+
+    # -------------------------------------------------------------------------------------- statements
+    def guard(self, cond: A.Expr, env: dict[str, Interval], guards: dict[A.Expr, Interval],
+              negate: bool = False) -> tuple[dict[str, Interval], dict[A.Expr, Interval]]:
+        """Environments narrowed by ``cond`` holding (``negate``: by it failing)."""
+        env, guards = dict(env), dict(guards)
+        joiner = "||" if negate else "&&"
+        parts: list[A.Expr] = []
+        stack = [cond]
+        while stack:
+            part = stack.pop()
+            if isinstance(part, A.Binary) and part.op == joiner:
+                stack += [part.left, part.right]
+            else:
+                parts.append(part)
+        for part in parts:
+            if not (isinstance(part, A.Binary) and part.op in _FLIP):
+                continue
+            op = _NEGATE[part.op] if negate else part.op
+            for subject, other, how in ((part.left, part.right, op), (part.right, part.left, _FLIP[op])):
+                if A.free_names(subject) & self.assigned:
+                    continue
+                limit = self.value(other, env, guards)
+                if isinstance(subject, A.Name) and subject.id in env:
+                    env[subject.id] = _narrow(env[subject.id], how, limit)
+                elif not isinstance(subject, A.Literal):
+                    guards[subject] = _narrow(self.value(subject, env, guards), how, limit)
+        return env, guards
+
+    def sequence(self, stmts: tuple[A.Stmt, ...], env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> None:
+        env = dict(env)
+        for stmt in stmts:
+            if isinstance(stmt, A.If) and stmt.else_ is None and _exits(stmt.then):
+                self.touch(stmt.cond, env, guards)
+                env, guards = self.guard(stmt.cond, env, guards, negate=True)
+                continue
+            self.stmt(stmt, env, guards)
+
+    def stmt(self, s: A.Stmt, env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> None:
+        if isinstance(s, A.Block):
+            self.sequence(s.stmts, env, guards)
+        elif isinstance(s, A.DeclStmt):
+            for d in s.decls:
+                if d.init is not None:
+                    self.touch(d.init, env, guards)
+                if d.type.pointers and d.init is not None and not d.dims and d.name not in self.assigned:
+                    where = self._pointer(d.init, env, guards)
+                    if where is not None:
+                        self.aliases[d.name] = where
+                        continue
+                if d.init is not None and d.init_style == "=" and not d.dims and not d.type.pointers \
+                        and d.name not in self.assigned:
+                    env[d.name] = self.value(d.init, env, guards)
+                else:
+                    env[d.name] = ANY
+        elif isinstance(s, A.ExprStmt):
+            self.touch(s.expr, env, guards)
+        elif isinstance(s, A.If):
+            self.touch(s.cond, env, guards)
+            self.stmt(s.then, *self.guard(s.cond, env, guards))
+            if s.else_ is not None:
+                self.stmt(s.else_, *self.guard(s.cond, env, guards, negate=True))
+        elif isinstance(s, A.For):
+            view = s.canonical()
+            inner = dict(env)
+            if view is not None:
+                start, stop = self.value(view.start, env, guards), self.value(view.stop, env, guards)
+                self.touch(view.start, env, guards)
+                last = max(start[0], stop[1] - 1)
+                step = A.const_int(view.step, self.constants)
+                if step is not None and step > 1 and start[0] == start[1] and last < INF:
+                    last = start[0] + (last - start[0]) // step * step  # the last value the step reaches
+                inner[view.var] = (start[0], last)
+            else:
+                if s.init is not None:
+                    self.stmt(s.init, inner, guards)
+                for decl in s.init.decls if isinstance(s.init, A.DeclStmt) else ():
+                    inner[decl.name] = ANY
+            if s.cond is not None:
+                self.touch(s.cond, inner, guards)
+            if s.step is not None:
+                self.touch(s.step, inner, guards)
+            self.stmt(s.body, inner, guards)
+        elif isinstance(s, A.While | A.DoWhile):
+            self.touch(s.cond, env, guards)
+            self.stmt(s.body, env, guards)
+        elif isinstance(s, A.Return) and s.value is not None:
+            self.touch(s.value, env, guards)
+        elif isinstance(s, A.Opaque):
+            for name in self.buffers:
+                if name in s.text:
+                    self.buffers[name].known = False
+
+
+def _exits(s: A.Stmt) -> bool:
+    if isinstance(s, A.Block):
+        return len(s.stmts) == 1 and _exits(s.stmts[0])
+    return isinstance(s, A.Return)
+
+
+def buffer_bounds(fn: A.Function, constants: dict[str, int] | None = None,
+                  grid: tuple[int, int, int] | None = None,
+                  block: tuple[int, int, int] | None = None) -> dict[str, BufferBounds]:
+    """Per pointer parameter of kernel ``fn``: the elements it reads and writes, for a launch of ``grid`` blocks
+    of ``block`` threads (any launch when not given). ``constants``: the file's integer macros and constants."""
+    bounder = _Bounder(fn, constants or {}, grid, block)
+    bounder.sequence(fn.body.stmts, {}, {})
+    # a buffer used other than through the accesses bounded (passed on, cast, stored) is not claimed
+    uses = {name: 0 for name in bounder.buffers}
+    for node in A.walk(fn.body):
+        if isinstance(node, A.Name) and node.id in uses:
+            uses[node.id] += 1
+    for name, bounds in bounder.buffers.items():
+        if uses[name] > bounder.accounted[name] or name in bounder.assigned:
+            bounds.known = False
+    return bounder.buffers

@@ -1,0 +1,404 @@
+"""The sizes a host entry is written for, when its kernels have their shape built in and take no size.
+
+Generated kernels hard-code their shape (``if (idx < 2048) B[idx * 8192 + j] = ...``); the host entry around
+them still takes sizes, allocates and copies by them, and is right only where the two agree. Guessed sizes read
+past the kernels' buffers or leave outputs unwritten, so nothing can be tested at them. This finds sizes where
+they agree, in two steps:
+
+1. *Candidates.* The elements each kernel touches in each buffer, bounded over any launch
+   (:mod:`index_bounds`), are compared with the lengths the host gives the buffers behind them (formulas over
+   the sizes, from the recorded probe runs). Sizes are drawn from the integer constants of the kernels and the
+   file (and 1); one size may instead be solved from a length it alone leaves open. Sizes at which every
+   bounded buffer is exactly as long as what the kernels touch come first; if there are none, long enough.
+2. *Confirmation.* The entry runs for real on the runtime at each candidate, kernels skipped
+   (``XPILER_RECORD_ONLY``): its allocations and launches at those sizes bound the kernels again with the launch
+   it really makes, every access must fall inside the allocation it points into, and every element copied back
+   to the caller must be one the kernels may write. The first candidate that fits exactly wins.
+
+Only a run of the source at the chosen sizes then decides whether they are right: the tests run it first and
+drop a case where it fails, as for any sizes.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from xpiler_core import ast as A
+from xpiler_core.runtime.record import Alloc, Copy, Launch, Record
+from xpiler_core.verify.expr import ExprError, evaluate_int
+from xpiler_core.verify.host_record import EntryRecorder, RecordedShapes, fit_length
+from xpiler_core.verify.index_bounds import BufferBounds, buffer_bounds, module_constants
+
+MAX_VALUE = 1 << 24  # the largest size tried
+SEARCH_NODES = 200_000  # partial assignments visited per phase
+MAX_CANDIDATES = 64
+CONFIRM_RUNS = 24
+CONFIRM_SECONDS = 20.0
+
+
+@dataclass
+class SolvedSizes:
+    sizes: dict[str, int]
+    lengths: dict[str, int]  # per buffer parameter of the entry: elements its copies reached at those sizes
+    roles: dict[str, set[str]]
+    exact: bool  # every bounded buffer exactly as long as what the kernels touch
+    runs: int  # confirmation runs made
+
+
+Touched = tuple[int | None, int | None]  # bytes up to the highest element written, and read (None: not)
+
+
+@dataclass(frozen=True)
+class _Need:
+    """One host buffer behind one kernel argument: its length in bytes must match what the kernel touches."""
+
+    formula: str
+    names: frozenset[str]  # the sizes it depends on (with those of its kernel's launch when ``static`` is None)
+    unit_bytes: int  # bytes per unit of the formula
+    output: bool  # copied back to the caller: the kernels must write all of it
+    kernel: str
+    param: str
+    elem: int  # bytes of the kernel parameter's element
+    static: Touched | None  # what the kernel touches at any launch, when that is bounded
+
+    def holds(self, sizes: dict[str, int], exact: bool, touched: Touched) -> bool | None:
+        try:
+            length = evaluate_int(self.formula, sizes) * self.unit_bytes
+        except (ExprError, ZeroDivisionError, OverflowError, TypeError, ValueError):
+            return None
+        write, read = touched
+        need = max(write or 0, read or 0)
+        if length <= 0 or length < need:
+            return False
+        if self.output and write is not None and length != write:
+            return False
+        return length == need if exact else True
+
+
+def _length(need: _Need, sizes: dict[str, int]) -> int:
+    try:
+        return evaluate_int(need.formula, sizes) * need.unit_bytes
+    except (ExprError, ZeroDivisionError, OverflowError, TypeError, ValueError):
+        return MAX_VALUE
+
+
+def _touched(bounds: BufferBounds | None, elem: int) -> Touched | None:
+    if bounds is None or not bounds.bounded or (bounds.read is None and bounds.write is None) \
+            or any(r is not None and r[0] < 0 for r in (bounds.read, bounds.write)):
+        return None
+    return ((bounds.write[1] + 1) * elem if bounds.write is not None else None,
+            (bounds.read[1] + 1) * elem if bounds.read is not None else None)
+
+
+class _Launches:
+    """Each kernel's launch shape as formulas over the sizes, fitted to the probe runs (``(m + 15) / 16``,
+    ``batch``, ``256``), and what the kernel touches at the shape some sizes give."""
+
+    def __init__(self, launch_sets: list[tuple[dict[str, int], list[Launch]]], kernels: dict[str, A.Function],
+                 constants: dict[str, int], divisors: set[int]) -> None:
+        self.kernels, self.constants = kernels, constants
+        self.formulas: dict[str, list[str]] = {}
+        self._bounds: dict[tuple[str, tuple[int, ...]], dict[str, BufferBounds]] = {}
+        cases = [case for case, _ in launch_sets]
+        for name in kernels:
+            shapes: list[tuple[int, ...]] = []
+            for _, launches in launch_sets:
+                first = next((x for x in launches if kernel_name(x.kernel) == name), None)
+                if first is None:
+                    break
+                shapes.append((*first.grid, *first.block))
+            if len(shapes) != len(cases) or len(cases) < 3:
+                continue
+            fitted = [_fit_dimension(cases, [shape[d] for shape in shapes], divisors) for d in range(6)]
+            if all(f is not None for f in fitted):
+                self.formulas[name] = [f for f in fitted if f is not None]
+
+    def names(self, kernel: str) -> frozenset[str]:
+        return frozenset().union(*(_formula_names(f) for f in self.formulas.get(kernel, [])))
+
+    def touched(self, need: _Need, sizes: dict[str, int]) -> Touched | None:
+        if need.static is not None:
+            return need.static
+        formulas = self.formulas.get(need.kernel)
+        if formulas is None:
+            return None
+        try:
+            shape = tuple(evaluate_int(f, sizes) for f in formulas)
+        except (ExprError, ZeroDivisionError, OverflowError, TypeError, ValueError):
+            return None
+        if any(v <= 0 for v in shape):
+            return None
+        key = (need.kernel, shape)
+        if key not in self._bounds:
+            self._bounds[key] = buffer_bounds(self.kernels[need.kernel], self.constants,
+                                              (shape[0], shape[1], shape[2]), (shape[3], shape[4], shape[5]))
+        return _touched(self._bounds[key].get(need.param), need.elem)
+
+
+def _fit_dimension(cases: list[dict[str, int]], values: list[int], divisors: set[int]) -> str | None:
+    """A formula for one launch dimension: as a buffer length is fitted, else ``ceil_div(a [* b], c)`` with
+    ``c`` a power of two or one of the code's own constants (``divisors``): a few probe runs leave a range of
+    divisors open, and any other one would fit by chance."""
+    formula = fit_length(cases, values)
+    if formula is not None:
+        return formula
+    names = list(cases[0])
+    for r in (1, 2):
+        for subset in itertools.combinations(names, r):
+            low, high = 1, MAX_VALUE
+            for case, g in zip(cases, values, strict=True):
+                product = math.prod(case[n] for n in subset)
+                if g <= 0:
+                    break
+                low = max(low, -(-product // g))  # ceil(p / c) = g  ⟺  p / g <= c < p / (g - 1)
+                if g > 1:
+                    high = min(high, -(-product // (g - 1)) - 1)
+            else:
+                fitting = [c for c in divisors | {1 << k for k in range(25)} if low <= c <= high]
+                if fitting:
+                    return f"ceil_div({' * '.join(subset)}, {min(fitting)})"
+    return None
+
+
+def kernel_name(runtime_name: str) -> str:
+    """``void ns::kern<4>(float*)`` → ``kern``: a launch record's kernel as the source names it."""
+    head = runtime_name.split("(", 1)[0].strip().split(" ")[-1]
+    return head.split("<", 1)[0].split("::")[-1]
+
+
+def _values(module: A.Module, kernels: list[A.Function], constants: dict[str, int]) -> list[int]:
+    """Sizes to try: the integer literals of the kernels and the file's constants, most frequent first, and 1."""
+    counts: dict[int, int] = {}
+    for fn in kernels:
+        for node in A.walk(fn.body):
+            if isinstance(node, A.Literal) and (v := node.int_value) is not None and 1 <= v <= MAX_VALUE:
+                counts[v] = counts.get(v, 0) + 1
+    for v in constants.values():
+        if 1 <= v <= MAX_VALUE:
+            counts[v] = counts.get(v, 0) + 1
+    counts.setdefault(1, 0)
+    return sorted(counts, key=lambda v: (-counts[v], -v))
+
+
+def _formula_names(formula: str) -> frozenset[str]:
+    try:
+        tree = ast.parse(formula, mode="eval")
+    except SyntaxError:
+        return frozenset()
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)) - {"max", "min", "ceil_div"}
+
+
+def _derive(need: _Need, name: str, sizes: dict[str, int], exact: bool, launches: _Launches) -> int | None:
+    """The one value of ``name`` (all other sizes set) at which ``need`` holds: the smallest at which the
+    buffer is long enough, when its length grows with ``name`` (and what the kernel touches does not)."""
+    if need.static is None:
+        return None
+
+    def length(v: int) -> int | None:
+        try:
+            return evaluate_int(need.formula, {**sizes, name: v}) * need.unit_bytes
+        except (ExprError, ZeroDivisionError, OverflowError, TypeError, ValueError):
+            return None
+
+    write, read = need.static
+    target = write if need.output and write is not None else max(write or 0, read or 0)
+    low, high = length(1), length(MAX_VALUE)
+    if low is None or high is None or high <= low or high < target:
+        return None
+    lo, hi = 1, MAX_VALUE
+    while lo < hi:
+        mid = (lo + hi) // 2
+        got = length(mid)
+        if got is None:
+            return None
+        if got >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    trial = {**sizes, name: lo}
+    return lo if need.holds(trial, exact, need.static) else None
+
+
+def _search(names: list[str], values: list[int], needs: list[_Need], exact: bool, derive: bool,
+            launches: _Launches) -> list[dict[str, int]]:
+    """Assignments of ``names`` from ``values`` meeting every need (``derive``: exactly one name is instead
+    solved from a need it alone leaves open)."""
+    by_depth: dict[int, list[_Need]] = {}
+    position = {n: i for i, n in enumerate(names)}
+    for need in needs:
+        depth = max((position[n] for n in need.names if n in position), default=-1)
+        by_depth.setdefault(depth, []).append(need)
+    found: list[dict[str, int]] = []
+    visited = 0
+
+    def meets(need: _Need, sizes: dict[str, int]) -> bool:
+        touched = launches.touched(need, sizes)
+        return touched is not None and need.holds(sizes, exact, touched) is True
+
+    def complete(sizes: dict[str, int], deferred: str | None) -> dict[str, int] | None:
+        if deferred is None:
+            return sizes if all(meets(n, sizes) for n in needs) else None
+        for need in needs:
+            if deferred in need.names and (value := _derive(need, deferred, sizes, exact, launches)) is not None:
+                trial = {**sizes, deferred: value}
+                if all(meets(n, trial) for n in needs):
+                    return trial
+        return None
+
+    def visit(depth: int, sizes: dict[str, int], deferred: str | None) -> Iterator[dict[str, int]]:
+        nonlocal visited
+        visited += 1
+        if visited > SEARCH_NODES:
+            return
+        if depth == len(names):
+            if derive and deferred is None:
+                return
+            done = complete(sizes, deferred)
+            if done is not None:
+                yield done
+            return
+        name = names[depth]
+        choices: list[int | None] = [*values, None] if derive and deferred is None else list(values)
+        for value in choices:
+            if value is None:
+                yield from visit(depth + 1, sizes, name)
+                continue
+            trial = {**sizes, name: value}
+            checks = [n for n in by_depth.get(depth, []) if deferred is None or deferred not in n.names]
+            if all(meets(n, trial) for n in checks):
+                yield from visit(depth + 1, trial, deferred)
+
+    for solution in visit(0, {}, None):
+        if solution not in found:
+            found.append(solution)
+        if len(found) >= MAX_CANDIDATES:
+            break
+    return found
+
+
+def _confirm(record: Record, regions: dict[str, tuple[int, int]], kernels: dict[str, A.Function],
+             constants: dict[str, int], element_bytes: Callable[[A.Type], int | None]) -> tuple[bool, bool]:
+    """(every access inside its allocation and every element copied back writable, every argument's
+    allocation exactly as long as what its kernel touches) for the launches of ``record``."""
+    allocs = [op for op in record.ops if isinstance(op, Alloc)]
+
+    def alloc(address: int) -> Alloc | None:
+        return next((a for a in reversed(allocs) if a.address <= address < a.address + max(1, a.bytes)), None)
+
+    written: dict[int, int] = {}  # allocation → bytes up to the highest element written; -1: not bounded
+    exact = True
+    for launch in record.launches:
+        fn = kernels.get(kernel_name(launch.kernel))
+        if fn is None:
+            return False, False
+        bounds = buffer_bounds(fn, constants, launch.grid, launch.block)
+        params = [p for p in fn.params if isinstance(p, A.Param)]
+        for param, arg in zip(params, launch.args, strict=False):
+            if arg.kind != "ptr" or not param.name or param.name not in bounds:
+                continue
+            target = alloc(int(arg.value))
+            elem = element_bytes(param.type.pointee())
+            got: BufferBounds = bounds[param.name]
+            if target is None or elem is None or not got.bounded:
+                exact = False
+                if target is not None:
+                    written[target.address] = -1
+                continue
+            offset = int(arg.value) - target.address
+            touched = [r for r in (got.read, got.write) if r is not None]
+            if any(lo * elem + offset < 0 or (hi + 1) * elem + offset > target.bytes for lo, hi in touched):
+                return False, False
+            top = max((hi + 1) * elem + offset for _, hi in touched) if touched else 0
+            exact = exact and top == target.bytes
+            if got.write is not None and written.get(target.address, 0) >= 0:
+                written[target.address] = max(written.get(target.address, 0), (got.write[1] + 1) * elem + offset)
+    for op in record.copies:
+        if isinstance(op, Copy) and (source := alloc(op.src)) is not None \
+                and any(base <= op.dst < base + size for base, size in regions.values()):
+            reach = written.get(source.address)
+            if reach is None or (reach >= 0 and op.src - source.address + op.bytes > reach):
+                return False, False  # copies back what no kernel writes
+    return True, exact
+
+
+def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas: dict[str, tuple[str, int]],
+                outputs: set[str], buffer_bytes: dict[str, int], recorded: RecordedShapes, recorder: Callable[[], EntryRecorder],
+                element_bytes: Callable[[A.Type], int | None]) -> SolvedSizes | None:
+    """Sizes for ``sizes`` at which the kernels ``launched`` touch exactly the buffers the entry gives them,
+    confirmed by recording the entry at them; or None.
+
+    ``formulas``: per buffer parameter of the entry, its length as a formula over the sizes and the bytes one
+    unit of it stands for; ``outputs``: the buffer parameters the entry copies results into; ``buffer_bytes``: per buffer parameter, the bytes of its elements; ``recorded``: the probe runs (which kernel arguments each buffer backs);
+    ``recorder``: builds the entry to record it again; ``element_bytes``: the size of a pointee type."""
+    kernels = {fn.name: fn for fn in module.functions() if fn.name in launched}
+    if not kernels or not sizes:
+        return None
+    constants = module_constants(module)
+    static = {name: buffer_bounds(fn, constants) for name, fn in kernels.items()}
+    values = _values(module, list(kernels.values()), constants)
+    launches = _Launches(recorded.launch_sets, kernels, constants, set(values))
+    needs: list[_Need] = []
+    for buffer, uses in recorded.bindings.items():
+        if buffer not in formulas:
+            continue
+        formula, unit = formulas[buffer]
+        for kernel, position in uses:
+            fn = kernels.get(kernel_name(kernel))
+            params = [p for p in fn.params if isinstance(p, A.Param)] if fn is not None else []
+            if fn is None or position >= len(params) or not params[position].name:
+                continue
+            param = params[position]
+            elem = element_bytes(param.type.pointee())
+            if elem is None or not param.name or param.name not in static[fn.name]:
+                continue
+            bounds = static[fn.name][param.name]
+            touched = _touched(bounds, elem)
+            if touched is None and (not bounds.known or fn.name not in launches.formulas):
+                continue  # nothing to compare: the kernel's use of it is not bounded at any launch
+            names = _formula_names(formula) | (launches.names(fn.name) if touched is None else frozenset())
+            needs.append(_Need(formula, names, unit, buffer in outputs, fn.name, param.name, elem, touched))
+    if not needs:
+        return None
+    weight = {n: sum(n in need.names for need in needs) for n in sizes}
+    order = sorted(sizes, key=lambda n: -weight[n])
+    started = time.monotonic()
+    runs = 0
+    with recorder() as entry:
+        for exact, derive in ((True, False), (True, True), (False, False), (False, True)):
+            # the smallest first: where several sizes fit (a batch the kernels do not guard), the test is cheaper
+            candidates = sorted(_search(order, values, needs, exact, derive, launches),
+                                key=lambda c: sum(_length(n, c) for n in needs))
+            best: tuple[dict[str, int], Record, dict[str, tuple[int, int]], bool] | None = None
+            for sizes_tried in candidates:
+                if runs >= CONFIRM_RUNS or time.monotonic() - started > CONFIRM_SECONDS:
+                    break
+                runs += 1
+                got_record = entry.record(sizes_tried)
+                if got_record is None or not got_record[0].launches:
+                    continue
+                fits, tight = _confirm(*got_record, kernels, constants, element_bytes)
+                if fits and (best is None or tight):
+                    best = (sizes_tried, *got_record, tight)
+                if fits and tight:
+                    break
+            if best is not None:
+                chosen, record, regions, tight = best
+                reached = record.touched(regions)
+                lengths = {name: -(-span // buffer_bytes.get(name, 1)) for name, (span, _) in reached.items()}
+                roles = {name: set(role) for name, (_, role) in reached.items()}
+                return SolvedSizes({n: chosen[n] for n in sizes}, lengths, roles, tight, runs)
+    return None
+
+
+def describe(solved: SolvedSizes) -> str:
+    values = ", ".join(f"{n}={v}" for n, v in solved.sizes.items())
+    how = "exactly as long as" if solved.exact else "long enough for"
+    return (f"sizes {values} solved from the kernels' built-in shape (every buffer {how} what the kernels touch, "
+            f"confirmed by recording the entry at them: {solved.runs} run{'s' if solved.runs != 1 else ''})")
+
+
