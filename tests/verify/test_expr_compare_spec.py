@@ -75,3 +75,36 @@ def test_spec_errors_are_located(tmp_path: Path) -> None:
     p.write_text('source = "k.cu"\nentry = "k"\n')
     with pytest.raises(XpilerError, match="reference"):
         load_spec(p)
+
+
+_LEAVES = st.one_of(st.integers(-50, 50).map(str), st.sampled_from(["a", "b", "c"]))
+
+
+def _expressions() -> st.SearchStrategy[str]:
+    return st.recursive(
+        _LEAVES,
+        lambda inner: st.one_of(
+            st.tuples(inner, st.sampled_from(["+", "-", "*", "//", "%", "/"]), inner).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(st.sampled_from(["max", "min", "ceil_div"]), inner, inner).map(
+                lambda t: f"{t[0]}({t[1]}, {t[2]})"),
+            inner.map(lambda e: f"-{e}"),
+        ),
+        max_leaves=8,
+    )
+
+
+@given(expr=_expressions(), a=st.integers(-20, 20), b=st.integers(1, 20), c=st.integers(-5, 30))
+def test_compiled_expressions_agree_with_the_interpreter(expr: str, a: int, b: int, c: int) -> None:
+    from xpiler_core.verify.expr import compile_int
+
+    env = {"a": a, "b": b, "c": c}
+    try:
+        expected: int | str = evaluate_int(expr, env)
+    except (ExprError, ZeroDivisionError) as exc:
+        expected = type(exc).__name__
+    try:
+        got: int | str = compile_int(expr)(env)
+    except (ExprError, ZeroDivisionError) as exc:
+        got = type(exc).__name__
+    assert got == expected

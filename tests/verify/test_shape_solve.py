@@ -150,3 +150,29 @@ def test_sizes_of_a_kernel_with_its_shape_built_in(tmp_path: Path) -> None:
 def test_sizes_through_the_launch_shape(tmp_path: Path) -> None:
     case = _solved_case(UNGUARDED_BATCH, "twice.cu", tmp_path)
     assert case["width"] == 64 and case["batch"] >= 1
+
+
+# A generated-style gather whose launch is ceil(batch * rows * cols / 128) blocks (a product of three sizes no
+# launch formula is fitted to): the shape is assumed from the code's constants and confirmed by a run.
+ASSUMED_LAUNCH = r"""
+#include <cuda_runtime.h>
+__global__ void unpad(const float* in, float* out) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  out[i] = in[(i / 16) * 20 + i % 16];
+}
+extern "C" void unpad_kernel(float* in, float* out, int batch, int rows, int cols) {
+  int total = batch * rows * cols;
+  float *din, *dout;
+  cudaMalloc(&din, batch * rows * (cols + 4) * sizeof(float));
+  cudaMalloc(&dout, total * sizeof(float));
+  cudaMemcpy(din, in, batch * rows * (cols + 4) * sizeof(float), cudaMemcpyHostToDevice);
+  unpad<<<(total + 127) / 128, 128>>>(din, dout);
+  cudaMemcpy(out, dout, total * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(din); cudaFree(dout);
+}
+"""
+
+
+def test_sizes_through_an_assumed_launch(tmp_path: Path) -> None:
+    case = _solved_case(ASSUMED_LAUNCH, "unpad.cu", tmp_path)
+    assert case["cols"] == 16 and (case["batch"] * case["rows"] * case["cols"]) % 128 == 0

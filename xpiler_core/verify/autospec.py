@@ -476,10 +476,18 @@ def _solve_fixed_shape(model: KernelModel, entry: Function, text: str, sizes: li
         if p.is_pointer and p.name and dtype is not None:
             buffer_bytes[p.name] = _DTYPE_BYTES[dtype]
             if p.name in shapes:
-                formulas[p.name] = (shapes[p.name].replace(_ELEM, str(_DTYPE_BYTES[dtype])),
-                                    1 if p.name in copied else _DTYPE_BYTES[dtype])
+                # read from C integer arithmetic: a division there truncates
+                formula = _C_DIVISION.sub("//", shapes[p.name].replace(_ELEM, str(_DTYPE_BYTES[dtype])))
+                formulas[p.name] = (formula, 1 if p.name in copied else _DTYPE_BYTES[dtype])
     outputs = {name for name, role in roles.items() if "out" in role}
-    return solve_sizes(module, launched, sizes, formulas, outputs, buffer_bytes, recorded, recorder, _pointee_bytes)
+    try:
+        return solve_sizes(module, launched, sizes, formulas, outputs, buffer_bytes, recorded, recorder,
+                           _pointee_bytes)
+    except (RecursionError, ArithmeticError, ValueError, OSError):
+        return None  # a kernel too deep or odd to bound: the usual sizes
+
+
+_C_DIVISION = re.compile(r"(?<!/)/(?!/)")
 
 
 def _pointee_bytes(pointee: A.Type) -> int | None:

@@ -5,11 +5,14 @@ them still takes sizes, allocates and copies by them, and is right only where th
 past the kernels' buffers or leave outputs unwritten, so nothing can be tested at them. This finds sizes where
 they agree, in two steps:
 
-1. *Candidates.* The elements each kernel touches in each buffer, bounded over any launch
-   (:mod:`index_bounds`), are compared with the lengths the host gives the buffers behind them (formulas over
-   the sizes, from the recorded probe runs). Sizes are drawn from the integer constants of the kernels and the
-   file (and 1); one size may instead be solved from a length it alone leaves open. Sizes at which every
-   bounded buffer is exactly as long as what the kernels touch come first; if there are none, long enough.
+1. *Candidates.* The elements each kernel touches in each buffer (:mod:`index_bounds`) are compared with the
+   lengths the host gives the buffers behind them (formulas over the sizes, from the recorded probe runs).
+   What a kernel touches is bounded over any launch where its guards allow, else at the launch the sizes give
+   (its shape fitted to the probe runs: ``ceil_div(m, 16)``), else at each launch shape the code's constants
+   suggest. Sizes are drawn from the integer constants of the kernels and the file (and 1); up to two may
+   instead be solved from a length that leaves only them open. Sizes at which every bounded buffer is exactly
+   as long as what the kernels touch come first; then long enough and no longer than the sizes' steps allow;
+   the smallest test first.
 2. *Confirmation.* The entry runs for real on the runtime at each candidate, kernels skipped
    (``XPILER_RECORD_ONLY``): its allocations and launches at those sizes bound the kernels again with the launch
    it really makes, every access must fall inside the allocation it points into, and every element copied back
@@ -26,19 +29,20 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xpiler_core import ast as A
 from xpiler_core.runtime.record import Alloc, Copy, Launch, Record
-from xpiler_core.verify.expr import ExprError, evaluate_int
+from xpiler_core.verify.expr import ExprError, IntFunction, compile_int
 from xpiler_core.verify.host_record import EntryRecorder, RecordedShapes, fit_length
-from xpiler_core.verify.index_bounds import BufferBounds, buffer_bounds, module_constants
+from xpiler_core.verify.index_bounds import MAX_BLOCK_THREADS, BufferBounds, buffer_bounds, module_constants
 
 MAX_VALUE = 1 << 24  # the largest size tried
 SEARCH_NODES = 200_000  # partial assignments visited per phase
 MAX_CANDIDATES = 64
 CONFIRM_RUNS = 24
 CONFIRM_SECONDS = 20.0
+SEARCH_SECONDS = 3.0  # for the candidates, all phases together
 
 
 @dataclass
@@ -65,11 +69,18 @@ class _Need:
     param: str
     elem: int  # bytes of the kernel parameter's element
     static: Touched | None  # what the kernel touches at any launch, when that is bounded
+    length_of: IntFunction = field(compare=False, hash=False)  # ``formula`` compiled
+
+    def length(self, sizes: dict[str, int]) -> int | None:
+        """The buffer's length in bytes at ``sizes``."""
+        try:
+            return self.length_of(sizes) * self.unit_bytes
+        except (ExprError, ZeroDivisionError, OverflowError, TypeError, ValueError):
+            return None
 
     def holds(self, sizes: dict[str, int], exact: bool, touched: Touched) -> bool | None:
-        try:
-            length = evaluate_int(self.formula, sizes) * self.unit_bytes
-        except (ExprError, ZeroDivisionError, OverflowError, TypeError, ValueError):
+        length = self.length(sizes)
+        if length is None:
             return None
         write, read = touched
         need = max(write or 0, read or 0)
@@ -77,14 +88,25 @@ class _Need:
             return False
         if self.output and write is not None and length != write:
             return False
-        return length == need if exact else True
+        if length == need:
+            return True
+        if exact:
+            return False
+        # long enough, and as short as the sizes allow: one less of any of them and it would not be
+        return any((self.length({**sizes, n: sizes[n] - 1}) or 0) < need for n in self.names
+                   if n in sizes and sizes[n] > 1)
 
 
 def _length(need: _Need, sizes: dict[str, int]) -> int:
+    got = need.length(sizes)
+    return MAX_VALUE if got is None else got
+
+
+def _non_negative(parts: list[IntFunction], sizes: dict[str, int]) -> bool:
     try:
-        return evaluate_int(need.formula, sizes) * need.unit_bytes
+        return all(part(sizes) >= 0 for part in parts)
     except (ExprError, ZeroDivisionError, OverflowError, TypeError, ValueError):
-        return MAX_VALUE
+        return False
 
 
 def _touched(bounds: BufferBounds | None, elem: int) -> Touched | None:
@@ -103,6 +125,8 @@ class _Launches:
                  constants: dict[str, int], divisors: set[int]) -> None:
         self.kernels, self.constants = kernels, constants
         self.formulas: dict[str, list[str]] = {}
+        self.seen: dict[str, list[tuple[int, ...]]] = {}  # per kernel, its (grid, block) in each probe run
+        self._compiled: dict[str, list[IntFunction]] = {}
         self._bounds: dict[tuple[str, tuple[int, ...]], dict[str, BufferBounds]] = {}
         cases = [case for case, _ in launch_sets]
         for name in kernels:
@@ -114,9 +138,11 @@ class _Launches:
                 shapes.append((*first.grid, *first.block))
             if len(shapes) != len(cases) or len(cases) < 3:
                 continue
+            self.seen[name] = shapes
             fitted = [_fit_dimension(cases, [shape[d] for shape in shapes], divisors) for d in range(6)]
             if all(f is not None for f in fitted):
                 self.formulas[name] = [f for f in fitted if f is not None]
+                self._compiled[name] = [compile_int(f) for f in self.formulas[name]]
 
     def names(self, kernel: str) -> frozenset[str]:
         return frozenset().union(*(_formula_names(f) for f in self.formulas.get(kernel, [])))
@@ -124,20 +150,44 @@ class _Launches:
     def touched(self, need: _Need, sizes: dict[str, int]) -> Touched | None:
         if need.static is not None:
             return need.static
-        formulas = self.formulas.get(need.kernel)
+        formulas = self._compiled.get(need.kernel)
         if formulas is None:
             return None
         try:
-            shape = tuple(evaluate_int(f, sizes) for f in formulas)
+            shape = tuple(f(sizes) for f in formulas)
         except (ExprError, ZeroDivisionError, OverflowError, TypeError, ValueError):
             return None
         if any(v <= 0 for v in shape):
             return None
-        key = (need.kernel, shape)
+        return self.at(need.kernel, shape, need.param, need.elem)
+
+    def at(self, kernel: str, shape: tuple[int, ...], param: str, elem: int) -> Touched | None:
+        """What ``kernel`` touches in ``param`` when launched with ``shape`` (grid, block)."""
+        key = (kernel, shape)
         if key not in self._bounds:
-            self._bounds[key] = buffer_bounds(self.kernels[need.kernel], self.constants,
+            self._bounds[key] = buffer_bounds(self.kernels[kernel], self.constants,
                                               (shape[0], shape[1], shape[2]), (shape[3], shape[4], shape[5]))
-        return _touched(self._bounds[key].get(need.param), need.elem)
+        return _touched(self._bounds[key].get(param), elem)
+
+    def assumed(self, kernel: str, values: list[int]) -> list[tuple[int, ...]]:
+        """Launch shapes to assume for a kernel whose shape no formula fits (``ceil_div`` of a local the host
+        computes): those of the probe runs with the dimensions that changed between them set to each of the
+        code's constants (at most two such dimensions)."""
+        shapes = self.seen.get(kernel, [])
+        if not shapes or kernel in self.formulas:
+            return []
+        varying = [d for d in range(6) if len({shape[d] for shape in shapes}) > 1]
+        if not varying or len(varying) > 2:
+            return []
+        limits = (1 << 31) - 1, 65535, 65535, MAX_BLOCK_THREADS, MAX_BLOCK_THREADS, 64
+        choices = [[v for v in values if v <= limits[d]] for d in varying]
+        out = []
+        for picked in itertools.product(*choices):
+            shape = list(shapes[0])
+            for d, v in zip(varying, picked, strict=True):
+                shape[d] = v
+            out.append(tuple(shape))
+        return out
 
 
 def _fit_dimension(cases: list[dict[str, int]], values: list[int], divisors: set[int]) -> str | None:
@@ -193,87 +243,108 @@ def _formula_names(formula: str) -> frozenset[str]:
     return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)) - {"max", "min", "ceil_div"}
 
 
-def _derive(need: _Need, name: str, sizes: dict[str, int], exact: bool, launches: _Launches) -> int | None:
-    """The one value of ``name`` (all other sizes set) at which ``need`` holds: the smallest at which the
-    buffer is long enough, when its length grows with ``name`` (and what the kernel touches does not)."""
+def _derive(need: _Need, name: str, sizes: dict[str, int], exact: bool) -> int | None:
+    """The value of ``name`` (all other sizes of ``need`` set) at which ``need`` holds, when the buffer's length
+    moves one way with it: where it first reaches what the kernel touches (an output: where it equals it)."""
     if need.static is None:
         return None
 
     def length(v: int) -> int | None:
-        try:
-            return evaluate_int(need.formula, {**sizes, name: v}) * need.unit_bytes
-        except (ExprError, ZeroDivisionError, OverflowError, TypeError, ValueError):
-            return None
+        return need.length({**sizes, name: v})
 
     write, read = need.static
     target = write if need.output and write is not None else max(write or 0, read or 0)
     low, high = length(1), length(MAX_VALUE)
-    if low is None or high is None or high <= low or high < target:
+    if low is None or high is None or low == high:
+        return None
+    grows = high > low
+    if (high if grows else low) < target:
         return None
     lo, hi = 1, MAX_VALUE
-    while lo < hi:
+    while lo < hi:  # the first value at which the length has reached the target (grows), or fallen to it
         mid = (lo + hi) // 2
         got = length(mid)
         if got is None:
             return None
-        if got >= target:
+        if (got >= target) if grows else (got <= target):
             hi = mid
         else:
             lo = mid + 1
-    trial = {**sizes, name: lo}
-    return lo if need.holds(trial, exact, need.static) else None
+    if not grows and (length(lo) or 0) < target:
+        lo -= 1  # falling: the last value still long enough
+    return lo if lo >= 1 and need.holds({**sizes, name: lo}, exact, need.static) else None
+
+
+MAX_DERIVED = 2  # sizes solved from a need instead of drawn from the constants, per candidate
 
 
 def _search(names: list[str], values: list[int], needs: list[_Need], exact: bool, derive: bool,
-            launches: _Launches) -> list[dict[str, int]]:
-    """Assignments of ``names`` from ``values`` meeting every need (``derive``: exactly one name is instead
-    solved from a need it alone leaves open)."""
-    by_depth: dict[int, list[_Need]] = {}
+            launches: _Launches, deadline: float) -> list[dict[str, int]]:
+    """Assignments of ``names`` from ``values`` meeting every need, until ``deadline`` (``time.monotonic``).
+    ``derive``: some names (at least one, at most ``MAX_DERIVED``) are instead solved from a need that leaves
+    only them open."""
     position = {n: i for i, n in enumerate(names)}
+    by_depth: dict[int, list[_Need]] = {}
     for need in needs:
-        depth = max((position[n] for n in need.names if n in position), default=-1)
-        by_depth.setdefault(depth, []).append(need)
+        by_depth.setdefault(max((position[n] for n in need.names if n in position), default=0), []).append(need)
     found: list[dict[str, int]] = []
     visited = 0
+    derived: dict[tuple[int, str, tuple[int, ...]], int | None] = {}
 
     def meets(need: _Need, sizes: dict[str, int]) -> bool:
         touched = launches.touched(need, sizes)
         return touched is not None and need.holds(sizes, exact, touched) is True
 
-    def complete(sizes: dict[str, int], deferred: str | None) -> dict[str, int] | None:
-        if deferred is None:
-            return sizes if all(meets(n, sizes) for n in needs) else None
-        for need in needs:
-            if deferred in need.names and (value := _derive(need, deferred, sizes, exact, launches)) is not None:
-                trial = {**sizes, deferred: value}
-                if all(meets(n, trial) for n in needs):
-                    return trial
+    def derive_once(need: _Need, name: str, sizes: dict[str, int]) -> int | None:
+        key = (id(need), name, tuple(sizes[n] for n in sorted(need.names - {name})))
+        if key not in derived:
+            derived[key] = _derive(need, name, sizes, exact)
+        return derived[key]
+
+    def settle(sizes: dict[str, int], ready: list[_Need]) -> dict[str, int] | None:
+        """``sizes`` with deferred names solved from ready needs that leave only them open, if every ready need
+        whose names are all set then holds; else None."""
+        progress = True
+        while progress:
+            progress = False
+            for need in ready:
+                open_ = [n for n in need.names if n not in sizes]
+                if len(open_) == 1 and open_[0] in deferred:
+                    value = derive_once(need, open_[0], sizes)
+                    if value is None:
+                        return None
+                    sizes = {**sizes, open_[0]: value}
+                    progress = True
+        if all(meets(n, sizes) for n in ready if n.names <= sizes.keys()):
+            return sizes
         return None
 
-    def visit(depth: int, sizes: dict[str, int], deferred: str | None) -> Iterator[dict[str, int]]:
+    deferred: list[str] = []  # names whose value is to be solved from a need, along the current path
+
+    def visit(depth: int, sizes: dict[str, int], pending: list[_Need]) -> Iterator[dict[str, int]]:
         nonlocal visited
         visited += 1
-        if visited > SEARCH_NODES:
+        if visited > SEARCH_NODES or time.monotonic() > deadline:
             return
         if depth == len(names):
-            if derive and deferred is None:
-                return
-            done = complete(sizes, deferred)
-            if done is not None:
-                yield done
+            if (not derive or deferred) and sizes.keys() >= set(names) and all(meets(n, sizes) for n in needs):
+                yield sizes
             return
         name = names[depth]
-        choices: list[int | None] = [*values, None] if derive and deferred is None else list(values)
+        ready = [*pending, *by_depth.get(depth, [])]
+        choices: list[int | None] = [*values, None] if derive and len(deferred) < MAX_DERIVED else list(values)
         for value in choices:
             if value is None:
-                yield from visit(depth + 1, sizes, name)
-                continue
-            trial = {**sizes, name: value}
-            checks = [n for n in by_depth.get(depth, []) if deferred is None or deferred not in n.names]
-            if all(meets(n, trial) for n in checks):
-                yield from visit(depth + 1, trial, deferred)
+                deferred.append(name)
+            settled = settle(sizes if value is None else {**sizes, name: value}, ready)
+            if settled is not None:
+                # needs still waiting on a deferred name are checked once it is solved
+                waiting = [n for n in ready if not n.names <= settled.keys()]
+                yield from visit(depth + 1, settled, waiting)
+            if value is None:
+                deferred.pop()
 
-    for solution in visit(0, {}, None):
+    for solution in visit(0, {}, []):
         if solution not in found:
             found.append(solution)
         if len(found) >= MAX_CANDIDATES:
@@ -342,41 +413,91 @@ def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas
     static = {name: buffer_bounds(fn, constants) for name, fn in kernels.items()}
     values = _values(module, list(kernels.values()), constants)
     launches = _Launches(recorded.launch_sets, kernels, constants, set(values))
-    needs: list[_Need] = []
-    for buffer, uses in recorded.bindings.items():
-        if buffer not in formulas:
+
+    compiled: dict[str, IntFunction] = {}
+    for buffer, (formula, _) in formulas.items():
+        try:
+            compiled[buffer] = compile_int(formula)
+        except ExprError:
             continue
-        formula, unit = formulas[buffer]
-        for kernel, position in uses:
-            fn = kernels.get(kernel_name(kernel))
-            params = [p for p in fn.params if isinstance(p, A.Param)] if fn is not None else []
-            if fn is None or position >= len(params) or not params[position].name:
+
+    parts: list[IntFunction] = []  # every sub-expression of every length formula
+    for formula, _ in formulas.values():
+        try:
+            tree = ast.parse(formula, mode="eval")
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp):
+                try:
+                    parts.append(compile_int(ast.unparse(node)))
+                except ExprError:
+                    continue
+
+    def needs_at(assumed: dict[str, tuple[int, ...]]) -> list[_Need]:
+        """What each host buffer must match, with the kernels in ``assumed`` launched with that shape."""
+        needs: list[_Need] = []
+        for buffer, uses in recorded.bindings.items():
+            if buffer not in compiled:
                 continue
-            param = params[position]
-            elem = element_bytes(param.type.pointee())
-            if elem is None or not param.name or param.name not in static[fn.name]:
-                continue
-            bounds = static[fn.name][param.name]
-            touched = _touched(bounds, elem)
-            if touched is None and (not bounds.known or fn.name not in launches.formulas):
-                continue  # nothing to compare: the kernel's use of it is not bounded at any launch
-            names = _formula_names(formula) | (launches.names(fn.name) if touched is None else frozenset())
-            needs.append(_Need(formula, names, unit, buffer in outputs, fn.name, param.name, elem, touched))
-    if not needs:
+            formula, unit = formulas[buffer]
+            for kernel, position in uses:
+                fn = kernels.get(kernel_name(kernel))
+                params = [p for p in fn.params if isinstance(p, A.Param)] if fn is not None else []
+                if fn is None or position >= len(params) or not params[position].name:
+                    continue
+                param = params[position]
+                elem = element_bytes(param.type.pointee())
+                if elem is None or not param.name or param.name not in static[fn.name]:
+                    continue
+                bounds = static[fn.name][param.name]
+                touched = _touched(bounds, elem)
+                if touched is None and fn.name in assumed and bounds.known:
+                    touched = launches.at(fn.name, assumed[fn.name], param.name, elem)
+                    if touched is None:
+                        continue
+                elif touched is None and (not bounds.known or fn.name not in launches.formulas):
+                    continue  # nothing to compare: the kernel's use of it is not bounded at any launch
+                names = _formula_names(formula) | (launches.names(fn.name) if touched is None else frozenset())
+                needs.append(_Need(formula, names, unit, buffer in outputs, fn.name, param.name, elem, touched,
+                                   compiled[buffer]))
+        return needs
+
+    # kernels whose launch shape no formula fits and whose buffers are bounded only with a launch: each shape
+    # the code's constants suggest is assumed in turn (the confirming run checks the launch really made)
+    unfitted = [name for name in kernels if launches.assumed(name, values)
+                and any(not b.bounded and b.known for b in static[name].values())]
+    assumptions: list[dict[str, tuple[int, ...]]] = [{}]
+    if len(unfitted) == 1:
+        assumptions += [{unfitted[0]: shape} for shape in launches.assumed(unfitted[0], values)]
+    cases = [(assumed, needs) for assumed in assumptions if (needs := needs_at(assumed))]
+    if not cases:
         return None
-    weight = {n: sum(n in need.names for need in needs) for n in sizes}
-    order = sorted(sizes, key=lambda n: -weight[n])
     started = time.monotonic()
     runs = 0
     with recorder() as entry:
         for exact, derive in ((True, False), (True, True), (False, False), (False, True)):
-            # the smallest first: where several sizes fit (a batch the kernels do not guard), the test is cheaper
-            candidates = sorted(_search(order, values, needs, exact, derive, launches),
-                                key=lambda c: sum(_length(n, c) for n in needs))
+            found: list[tuple[int, dict[str, int]]] = []
+            for _, needs in cases:
+                weight = {n: sum(n in need.names for need in needs) for n in sizes}
+                order = sorted(sizes, key=lambda n: -weight[n])
+                for candidate in _search(order, values, needs, exact, derive, launches,
+                                         started + SEARCH_SECONDS):
+                    # the smallest first: where several sizes fit (a batch the kernels do not guard), the
+                    # test is cheaper
+                    found.append((sum(_length(n, candidate) for n in needs), candidate))
+            # sizes at which a quantity the host computes from them is negative (an output height
+            # ``(h - k) / s + 1`` below zero, squared into a positive length) are not sizes it is written for
+            found = [item for item in found if _non_negative(parts, item[1])]
+            found.sort(key=lambda item: item[0])
             best: tuple[dict[str, int], Record, dict[str, tuple[int, int]], bool] | None = None
-            for sizes_tried in candidates:
+            tried: list[dict[str, int]] = []
+            for _, sizes_tried in found:
                 if runs >= CONFIRM_RUNS or time.monotonic() - started > CONFIRM_SECONDS:
                     break
+                if sizes_tried in tried:
+                    continue
+                tried.append(sizes_tried)
                 runs += 1
                 got_record = entry.record(sizes_tried)
                 if got_record is None or not got_record[0].launches:
