@@ -58,13 +58,17 @@ def evaluate(expr: str | int | float, env: Mapping[str, Any]) -> Any:
         return int(expr)
     if isinstance(expr, int | float):
         return expr
+    return _eval(_parse(expr), env, expr)
+
+
+def _parse(expr: object) -> ast.AST:
+    """The body of ``expr`` parsed as a Python expression (checked as it is evaluated)."""
     if not isinstance(expr, str) or len(expr) > MAX_LEN:
         raise ExprError(f"not an expression: {expr!r}")
     try:
-        tree = ast.parse(expr.strip(), mode="eval")
+        return ast.parse(expr.strip(), mode="eval").body
     except SyntaxError as exc:
         raise ExprError(f"cannot parse expression {expr!r}: {exc.msg}") from None
-    return _eval(tree.body, env, expr)
 
 
 def _eval(node: ast.AST, env: Mapping[str, Any], src: str) -> Any:
@@ -122,13 +126,7 @@ IntFunction = Callable[[Mapping[str, Any]], int]
 def compile_int(expr: str) -> IntFunction:
     """``expr`` parsed and checked once, as a function of the case variables giving :func:`evaluate_int`'s
     value (for formulas evaluated at many sizes); the same whitelist, no ``eval``."""
-    if not isinstance(expr, str) or len(expr) > MAX_LEN:
-        raise ExprError(f"not an expression: {expr!r}")
-    try:
-        tree = ast.parse(expr.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ExprError(f"cannot parse expression {expr!r}: {exc.msg}") from None
-    built = _closure(tree.body, expr)
+    built = _closure(_parse(expr), expr)
 
     def value(env: Mapping[str, Any]) -> int:
         got = built(env)
