@@ -15,7 +15,7 @@ from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.verify.autospec import build_spec
 from xpiler_core.verify.harness import run_spec
-from xpiler_core.verify.index_bounds import buffer_bounds, module_constants
+from xpiler_core.verify.index_bounds import buffer_bounds, guard_limits, module_constants
 from xpiler_core.verify.shape_solve import _fit_dimension
 from xpiler_core.verify.spec import load_spec
 
@@ -136,11 +136,12 @@ def _solved_case(text: str, name: str, tmp_path: Path) -> dict[str, int]:
     assert built.spec_path is not None, built.reason
     assert "solved from the kernels' built-in shape" in built.reason, built.reason
     spec = load_spec(str(built.spec_path))
-    assert len(spec.cases) == 1
+    assert spec.cases_are_alternatives and 1 <= len(spec.cases) <= 3
     # the source itself runs clean at the sizes chosen: in bounds, every output element written
     report = run_spec(spec, candidate_text=text, candidate_dialect=Dialect.CUDA)
-    assert report.passed and report.tested, report.first_failure()
-    return {k: int(v) for k, v in spec.cases[0].items() if isinstance(v, int)}
+    assert report.passed and len(report.tested) == 1, report.first_failure()
+    tested = report.tested[0].sizes
+    return {k: int(v) for k, v in tested.items() if not k.startswith("xp_len_")}
 
 
 def test_sizes_of_a_kernel_with_its_shape_built_in(tmp_path: Path) -> None:
@@ -176,3 +177,87 @@ extern "C" void unpad_kernel(float* in, float* out, int batch, int rows, int col
 def test_sizes_through_an_assumed_launch(tmp_path: Path) -> None:
     case = _solved_case(ASSUMED_LAUNCH, "unpad.cu", tmp_path)
     assert case["cols"] == 16 and (case["batch"] * case["rows"] * case["cols"]) % 128 == 0
+
+
+GUARDED_QUARTERS = """
+__global__ void quarters(const float* src, float* dst) {
+  if (blockIdx.x * 4 + (threadIdx.x >> 8) < 363) {
+    dst[blockIdx.x * 1024 + threadIdx.x] = src[(blockIdx.x * 1024 + threadIdx.x) % 5000];
+  }
+}
+"""
+
+
+def test_a_guard_on_another_expression_of_the_same_threads() -> None:
+    # the guard and the store index relate through the thread index; bounded in parts, the last block's
+    # threads past the guard do not count (the reference: every thread of the launch, enumerated)
+    module = lower_text(GUARDED_QUARTERS, "quarters.cu", Dialect.CUDA)
+    fn = module.kernels()[0]
+    grid, block = 91, 1024
+    written = [b * 1024 + t for b in range(grid) for t in range(block) if b * 4 + (t >> 8) < 363]
+    bounds = buffer_bounds(fn, {}, (grid, 1, 1), (block, 1, 1))
+    assert bounds["dst"].write == (min(written), max(written))
+    assert guard_limits(fn, {}) == {0: {91}}
+
+
+def test_alternative_cases_stop_at_the_first_the_source_runs_clean_at(tmp_path: Path) -> None:
+    (tmp_path / "rowdot.cu").write_text(FIXED_ROWS)
+    (tmp_path / "spec.toml").write_text("""
+name = "alternatives"
+source = "rowdot.cu"
+entry = "rowdot_kernel"
+kind = "host"
+reference_source = "rowdot.cu"
+reference_entry = "rowdot_kernel"
+cases_are_alternatives = true
+
+[[args]]
+name = "x"
+dtype = "float32"
+role = "in"
+shape = ["rows * cols"]
+init = "uniform(-1, 1)"
+
+[[args]]
+name = "w"
+dtype = "float32"
+role = "in"
+shape = ["cols"]
+init = "uniform(-1, 1)"
+
+[[args]]
+name = "y"
+dtype = "float32"
+role = "out"
+shape = ["rows"]
+
+[[args]]
+name = "rows"
+dtype = "int32"
+role = "scalar"
+value = "rows"
+
+[[args]]
+name = "cols"
+dtype = "int32"
+role = "scalar"
+value = "cols"
+
+[[cases]]
+rows = 40
+cols = 40
+
+[[cases]]
+rows = 48
+cols = 40
+
+[[cases]]
+rows = 64
+cols = 40
+""")
+    report = run_spec(load_spec(str(tmp_path / "spec.toml")), candidate_text=FIXED_ROWS,
+                      candidate_dialect=Dialect.CUDA)
+    # rows = 40: the kernel reads past x (its shape is 48 x 40); rows = 48 is the test; rows = 64 is not run
+    assert [c.sizes["rows"] for c in report.cases] == [40, 48]
+    assert report.cases[0].source_failed and "out-of-bounds" in (report.cases[0].error or "")
+    assert report.passed and [c.sizes["rows"] for c in report.tested] == [48]

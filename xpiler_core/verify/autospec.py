@@ -381,11 +381,12 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
         roles.update({name: {"in", "out"} for name in written_buffers(text, entry.name)})
     extent = fixed_kernel_extent(model, entry, text) if len(sizes) == 1 else None
     solved = _solve_fixed_shape(model, entry, text, sizes, shapes, copied, roles, recorded, recorder) \
-        if extent is None else None
-    if solved is not None:
-        # one case at the sizes solved: the lengths the entry's copies reached there, as constants
-        shapes = {name: str(length) for name, length in solved.lengths.items()}
-        roles = {name: set(role) for name, role in solved.roles.items()}
+        if extent is None else []
+    if solved:
+        # a case per sizes solved, tried in turn; each buffer's length is what the entry's copies reached there,
+        # given by a case variable of its own
+        shapes = {name: _LENGTH_VARIABLE + name for name in solved[0].lengths}
+        roles = {name: set(role) for name, role in solved[0].roles.items()}
         copied = set()
     for p in entry.params:
         if not p.name:
@@ -422,9 +423,12 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
         return f"host entry {entry.name} takes no integer size parameter to vary"
     lines.append(f"tolerance = {_tolerance(dtypes)}")
     lines.append("")
-    if solved is not None:
-        case = "".join(f"{name} = {value}\n" for name, value in solved.sizes.items())
-        spec = "\n".join(lines + args) + f"\n[[cases]]\n{case}"
+    if solved:
+        cases = "".join(
+            "[[cases]]\n" + "".join(f"{name} = {value}\n" for name, value in one.sizes.items())
+            + "".join(f"{_LENGTH_VARIABLE}{name} = {one.lengths.get(name, 0)}\n" for name in shapes) + "\n"
+            for one in solved)
+        spec = "\n".join([*lines[:-1], "cases_are_alternatives = true", "", *args]) + "\n" + cases
         # still guesses of a kind: a source that fails at them says the sizes are wrong, not that it is
         return spec, f"tests built from host entry {entry.name}: {describe_solved(solved)}, random inputs, " \
                      "compared with the source", True
@@ -458,17 +462,17 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
 
 def _solve_fixed_shape(model: KernelModel, entry: Function, text: str, sizes: list[str], shapes: dict[str, str],
                        copied: set[str], roles: dict[str, set[str]], recorded: RecordedShapes | None,
-                       recorder: Callable[[], EntryRecorder] | None) -> SolvedSizes | None:
+                       recorder: Callable[[], EntryRecorder] | None) -> list[SolvedSizes]:
     """The sizes the entry is written for when its kernels have their shape built in (see :mod:`shape_solve`)."""
     launched = _fixed_shape_kernels(model, entry)
     if not launched or not sizes or recorded is None or recorder is None:
-        return None
+        return []
     try:
         from xpiler_core.frontend.lower import lower_text
 
         module = lower_text(text, model.path, model.dialect)
     except Exception:  # noqa: BLE001 - an unlowerable file keeps the usual sizes
-        return None
+        return []
     buffer_bytes: dict[str, int] = {}
     formulas: dict[str, tuple[str, int]] = {}
     for p in entry.params:
@@ -484,10 +488,11 @@ def _solve_fixed_shape(model: KernelModel, entry: Function, text: str, sizes: li
         return solve_sizes(module, launched, sizes, formulas, outputs, buffer_bytes, recorded, recorder,
                            _pointee_bytes)
     except (RecursionError, ArithmeticError, ValueError, OSError):
-        return None  # a kernel too deep or odd to bound: the usual sizes
+        return []  # a kernel too deep or odd to bound: the usual sizes
 
 
 _C_DIVISION = re.compile(r"(?<!/)/(?!/)")
+_LENGTH_VARIABLE = "xp_len_"  # the case variable holding a buffer's length at sizes solved
 
 
 def _pointee_bytes(pointee: A.Type) -> int | None:

@@ -122,6 +122,9 @@ class _Bounder:
                  grid: tuple[int, int, int] | None, block: tuple[int, int, int] | None) -> None:
         self.grid, self.block = grid, block
         self.constants = constants
+        # sub-ranges of the x indices this analysis covers (a launch is bounded in parts: see buffer_bounds)
+        self.block_x: Interval | None = None
+        self.thread_x: Interval | None = None
         # a pointer to pointers or an array parameter is indexed in units this does not follow: not claimed
         self.buffers = {p.name: BufferBounds(known=len(p.type.pointers) == 1 and not p.dims) for p in fn.params
                         if isinstance(p, A.Param) and p.name and (p.type.pointers or p.dims)}
@@ -153,6 +156,10 @@ class _Bounder:
             return ANY
         if (ref := A.builtin_ref(e)) is not None:
             axis = "xyz".index(ref[1])
+            if axis == 0 and ref[0] == "threadIdx" and self.thread_x is not None:
+                return self.thread_x
+            if axis == 0 and ref[0] == "blockIdx" and self.block_x is not None:
+                return self.block_x
             if ref[0] == "threadIdx":
                 return 0, (self.block[axis] if self.block else MAX_BLOCK_THREADS) - 1
             if ref[0] == "blockDim":
@@ -245,8 +252,9 @@ class _Bounder:
 
     # -------------------------------------------------------------------------------------- statements
     def guard(self, cond: A.Expr, env: dict[str, Interval], guards: dict[A.Expr, Interval],
-              negate: bool = False) -> tuple[dict[str, Interval], dict[A.Expr, Interval]]:
-        """Environments narrowed by ``cond`` holding (``negate``: by it failing)."""
+              negate: bool = False) -> tuple[dict[str, Interval], dict[A.Expr, Interval]] | None:
+        """Environments narrowed by ``cond`` holding (``negate``: by it failing); None when it cannot (a
+        compared value outside every interval it may take: the branch is dead for these threads)."""
         env, guards = dict(env), dict(guards)
         joiner = "||" if negate else "&&"
         parts: list[A.Expr] = []
@@ -266,17 +274,33 @@ class _Bounder:
                     continue
                 limit = self.value(other, env, guards)
                 if isinstance(subject, A.Name) and subject.id in env:
-                    env[subject.id] = _narrow(env[subject.id], how, limit)
+                    narrowed = env[subject.id] = _narrow(env[subject.id], how, limit)
                 elif not isinstance(subject, A.Literal):
-                    guards[subject] = _narrow(self.value(subject, env, guards), how, limit)
+                    narrowed = guards[subject] = _narrow(self.value(subject, env, guards), how, limit)
+                else:
+                    continue
+                if narrowed[0] > narrowed[1]:
+                    return None
         return env, guards
+
+    def dead(self, s: A.Stmt) -> None:
+        """Code no thread of this part runs: its uses of the buffers are not unaccounted ones (the parts in
+        which it runs account for them)."""
+        for node in A.walk(s):
+            if isinstance(node, A.Name) and node.id in self.accounted:
+                self.accounted[node.id] += 1
 
     def sequence(self, stmts: tuple[A.Stmt, ...], env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> None:
         env = dict(env)
         for stmt in stmts:
             if isinstance(stmt, A.If) and stmt.else_ is None and _exits(stmt.then):
                 self.touch(stmt.cond, env, guards)
-                env, guards = self.guard(stmt.cond, env, guards, negate=True)
+                past = self.guard(stmt.cond, env, guards, negate=True)
+                if past is None:
+                    for rest in stmts[stmts.index(stmt) + 1:]:
+                        self.dead(rest)
+                    return  # every thread here returns
+                env, guards = past
                 continue
             self.stmt(stmt, env, guards)
 
@@ -301,9 +325,17 @@ class _Bounder:
             self.touch(s.expr, env, guards)
         elif isinstance(s, A.If):
             self.touch(s.cond, env, guards)
-            self.stmt(s.then, *self.guard(s.cond, env, guards))
+            taken = self.guard(s.cond, env, guards)
+            if taken is not None:
+                self.stmt(s.then, *taken)
+            else:
+                self.dead(s.then)
             if s.else_ is not None:
-                self.stmt(s.else_, *self.guard(s.cond, env, guards, negate=True))
+                other = self.guard(s.cond, env, guards, negate=True)
+                if other is not None:
+                    self.stmt(s.else_, *other)
+                else:
+                    self.dead(s.else_)
         elif isinstance(s, A.For):
             view = s.canonical()
             inner = dict(env)
@@ -342,19 +374,100 @@ def _exits(s: A.Stmt) -> bool:
     return isinstance(s, A.Return)
 
 
+def guard_limits(fn: A.Function, constants: dict[str, int]) -> dict[int, set[int]]:
+    """Per grid axis, the block counts at which a guard of ``fn`` stops the last blocks: for
+    ``if (blockIdx.x * 4 + (threadIdx.x >> 8) < 363)`` (the other terms never negative) 91 along x — generated
+    code launches exactly as many blocks as its guards let work. Names declared once from such a sum count."""
+    assigned = {n.target.id for n in A.walk(fn.body) if isinstance(n, A.Assign) and isinstance(n.target, A.Name)}
+    defined = {n.name: n.init for n in A.walk(fn.body) if isinstance(n, A.VarDecl) and n.init is not None
+               and n.init_style == "=" and not n.dims and n.name not in assigned}
+    probe = _Bounder(fn, constants, None, None)
+
+    def terms(e: A.Expr, depth: int = 0) -> list[A.Expr]:
+        while isinstance(e, A.Cast):
+            e = e.operand
+        if isinstance(e, A.Name) and e.id in defined and depth < 8:
+            return terms(defined[e.id], depth + 1)
+        if isinstance(e, A.Binary) and e.op == "+":
+            return terms(e.left, depth) + terms(e.right, depth)
+        return [e]
+
+    def block_factor(e: A.Expr) -> tuple[int, int] | None:
+        while isinstance(e, A.Cast):
+            e = e.operand
+        if isinstance(e, A.Binary) and e.op == "*":
+            for index, factor in ((e.left, e.right), (e.right, e.left)):
+                while isinstance(index, A.Cast):
+                    index = index.operand
+                ref = A.builtin_ref(index)
+                k = A.const_int(factor, constants)
+                if ref is not None and ref[0] == "blockIdx" and k is not None and k > 0:
+                    return "xyz".index(ref[1]), k
+        ref = A.builtin_ref(e)
+        return ("xyz".index(ref[1]), 1) if ref is not None and ref[0] == "blockIdx" else None
+
+    found: dict[int, set[int]] = {}
+    for node in A.walk(fn.body):
+        if not isinstance(node, A.If):
+            continue
+        for part in A.walk(node.cond):
+            if not (isinstance(part, A.Binary) and part.op in ("<", "<=")):
+                continue
+            limit = A.const_int(part.right, constants)
+            if limit is None or limit <= 0:
+                continue
+            summed = terms(part.left)
+            factors = [f for t in summed if (f := block_factor(t)) is not None]
+            others = [t for t in summed if block_factor(t) is None]
+            if len(factors) != 1 or any(probe.value(t, {}, {})[0] < 0 for t in others):
+                continue
+            axis, k = factors[0]
+            bound = limit if part.op == "<" else limit + 1
+            found.setdefault(axis, set()).add(-(-bound // k))
+    return found
+
+
+THREAD_CHUNKS = 4  # parts the threads of a block are bounded in, along x, when a launch is bounded in parts
+
+
 def buffer_bounds(fn: A.Function, constants: dict[str, int] | None = None,
                   grid: tuple[int, int, int] | None = None,
                   block: tuple[int, int, int] | None = None) -> dict[str, BufferBounds]:
     """Per pointer parameter of kernel ``fn``: the elements it reads and writes, for a launch of ``grid`` blocks
-    of ``block`` threads (any launch when not given). ``constants``: the file's integer macros and constants."""
-    bounder = _Bounder(fn, constants or {}, grid, block)
-    bounder.sequence(fn.body.stmts, {}, {})
-    # a buffer used other than through the accesses bounded (passed on, cast, stored) is not claimed
-    uses = {name: 0 for name in bounder.buffers}
-    for node in A.walk(fn.body):
-        if isinstance(node, A.Name) and node.id in uses:
-            uses[node.id] += 1
-    for name, bounds in bounder.buffers.items():
-        if uses[name] > bounder.accounted[name] or name in bounder.assigned:
-            bounds.known = False
-    return bounder.buffers
+    of ``block`` threads (any launch when not given). ``constants``: the file's integer macros and constants.
+
+    A given launch is bounded in parts and the parts joined: the last block along x apart from the others, and
+    the threads along x in chunks. Interval arithmetic loses how values relate (a guard on ``bx * 4 + (tx >>
+    8)`` says nothing of ``bx * 1024 + tx``), and parts this small make such a guard dead or alive as a whole
+    in each, so the last block's store past the guard is not counted."""
+    parts: list[tuple[Interval | None, Interval | None]] = [(None, None)]
+    if grid is not None and block is not None:
+        blocks = [(0, grid[0] - 2), (grid[0] - 1, grid[0] - 1)] if grid[0] > 1 else [(0, 0)]
+        chunk = max(1, -(-block[0] // THREAD_CHUNKS))
+        threads = [(t, min(t + chunk, block[0]) - 1) for t in range(0, block[0], chunk)]
+        parts = [(b, t) for b in blocks for t in threads]
+    joined: dict[str, BufferBounds] | None = None
+    for block_x, thread_x in parts:
+        bounder = _Bounder(fn, constants or {}, grid, block)
+        bounder.block_x, bounder.thread_x = block_x, thread_x
+        bounder.sequence(fn.body.stmts, {}, {})
+        # a buffer used other than through the accesses bounded (passed on, cast, stored) is not claimed
+        uses = {name: 0 for name in bounder.buffers}
+        for node in A.walk(fn.body):
+            if isinstance(node, A.Name) and node.id in uses:
+                uses[node.id] += 1
+        for name, bounds in bounder.buffers.items():
+            if uses[name] > bounder.accounted[name] or name in bounder.assigned:
+                bounds.known = False
+        if joined is None:
+            joined = bounder.buffers
+            continue
+        for name, bounds in bounder.buffers.items():
+            into = joined[name]
+            into.known = into.known and bounds.known
+            if bounds.read is not None:
+                into.read = _join(into.read, bounds.read)
+            if bounds.write is not None:
+                into.write = _join(into.write, bounds.write)
+    assert joined is not None
+    return joined

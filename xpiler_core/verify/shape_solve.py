@@ -35,14 +35,21 @@ from xpiler_core import ast as A
 from xpiler_core.runtime.record import Alloc, Copy, Launch, Record
 from xpiler_core.verify.expr import ExprError, IntFunction, compile_int
 from xpiler_core.verify.host_record import EntryRecorder, RecordedShapes, fit_length
-from xpiler_core.verify.index_bounds import MAX_BLOCK_THREADS, BufferBounds, buffer_bounds, module_constants
+from xpiler_core.verify.index_bounds import (
+    MAX_BLOCK_THREADS,
+    BufferBounds,
+    buffer_bounds,
+    guard_limits,
+    module_constants,
+)
 
 MAX_VALUE = 1 << 24  # the largest size tried
 SEARCH_NODES = 200_000  # partial assignments visited per phase
 MAX_CANDIDATES = 64
 CONFIRM_RUNS = 24
+ALTERNATIVES = 3  # sizes handed to the tests, tried in turn
 CONFIRM_SECONDS = 20.0
-SEARCH_SECONDS = 3.0  # for the candidates, all phases together
+SEARCH_SECONDS = 1.5  # for the candidates of each phase
 
 
 @dataclass
@@ -180,7 +187,10 @@ class _Launches:
         if not varying or len(varying) > 2:
             return []
         limits = (1 << 31) - 1, 65535, 65535, MAX_BLOCK_THREADS, MAX_BLOCK_THREADS, 64
-        choices = [[v for v in values if v <= limits[d]] for d in varying]
+        # the block counts the kernel's own guards stop at come first
+        guarded = guard_limits(self.kernels[kernel], self.constants)
+        choices = [list(dict.fromkeys([*sorted(guarded.get(d, set())), *(v for v in values if v <= limits[d])]))
+                   for d in varying]
         out = []
         for picked in itertools.product(*choices):
             shape = list(shapes[0])
@@ -399,16 +409,17 @@ def _confirm(record: Record, regions: dict[str, tuple[int, int]], kernels: dict[
 
 def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas: dict[str, tuple[str, int]],
                 outputs: set[str], buffer_bytes: dict[str, int], recorded: RecordedShapes, recorder: Callable[[], EntryRecorder],
-                element_bytes: Callable[[A.Type], int | None]) -> SolvedSizes | None:
+                element_bytes: Callable[[A.Type], int | None]) -> list[SolvedSizes]:
     """Sizes for ``sizes`` at which the kernels ``launched`` touch exactly the buffers the entry gives them,
-    confirmed by recording the entry at them; or None.
+    confirmed by recording the entry at them, best first (at most ``ALTERNATIVES``: the bounds cannot always
+    tell that an output is written everywhere, so the tests try them in turn); empty when there are none.
 
     ``formulas``: per buffer parameter of the entry, its length as a formula over the sizes and the bytes one
     unit of it stands for; ``outputs``: the buffer parameters the entry copies results into; ``buffer_bytes``: per buffer parameter, the bytes of its elements; ``recorded``: the probe runs (which kernel arguments each buffer backs);
     ``recorder``: builds the entry to record it again; ``element_bytes``: the size of a pointee type."""
     kernels = {fn.name: fn for fn in module.functions() if fn.name in launched}
     if not kernels or not sizes:
-        return None
+        return []
     constants = module_constants(module)
     static = {name: buffer_bounds(fn, constants) for name, fn in kernels.items()}
     values = _values(module, list(kernels.values()), constants)
@@ -472,17 +483,17 @@ def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas
         assumptions += [{unfitted[0]: shape} for shape in launches.assumed(unfitted[0], values)]
     cases = [(assumed, needs) for assumed in assumptions if (needs := needs_at(assumed))]
     if not cases:
-        return None
+        return []
     started = time.monotonic()
     runs = 0
     with recorder() as entry:
         for exact, derive in ((True, False), (True, True), (False, False), (False, True)):
+            deadline = time.monotonic() + SEARCH_SECONDS
             found: list[tuple[int, dict[str, int]]] = []
             for _, needs in cases:
                 weight = {n: sum(n in need.names for need in needs) for n in sizes}
                 order = sorted(sizes, key=lambda n: -weight[n])
-                for candidate in _search(order, values, needs, exact, derive, launches,
-                                         started + SEARCH_SECONDS):
+                for candidate in _search(order, values, needs, exact, derive, launches, deadline):
                     # the smallest first: where several sizes fit (a batch the kernels do not guard), the
                     # test is cheaper
                     found.append((sum(_length(n, candidate) for n in needs), candidate))
@@ -490,10 +501,11 @@ def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas
             # ``(h - k) / s + 1`` below zero, squared into a positive length) are not sizes it is written for
             found = [item for item in found if _non_negative(parts, item[1])]
             found.sort(key=lambda item: item[0])
-            best: tuple[dict[str, int], Record, dict[str, tuple[int, int]], bool] | None = None
+            fitting: list[tuple[bool, dict[str, int], Record, dict[str, tuple[int, int]]]] = []
             tried: list[dict[str, int]] = []
             for _, sizes_tried in found:
-                if runs >= CONFIRM_RUNS or time.monotonic() - started > CONFIRM_SECONDS:
+                if runs >= CONFIRM_RUNS or time.monotonic() - started > CONFIRM_SECONDS \
+                        or sum(tight for tight, *_ in fitting) >= ALTERNATIVES:
                     break
                 if sizes_tried in tried:
                     continue
@@ -503,23 +515,25 @@ def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas
                 if got_record is None or not got_record[0].launches:
                     continue
                 fits, tight = _confirm(*got_record, kernels, constants, element_bytes)
-                if fits and (best is None or tight):
-                    best = (sizes_tried, *got_record, tight)
-                if fits and tight:
-                    break
-            if best is not None:
-                chosen, record, regions, tight = best
-                reached = record.touched(regions)
-                lengths = {name: -(-span // buffer_bytes.get(name, 1)) for name, (span, _) in reached.items()}
-                roles = {name: set(role) for name, (_, role) in reached.items()}
-                return SolvedSizes({n: chosen[n] for n in sizes}, lengths, roles, tight, runs)
-    return None
+                if fits:
+                    fitting.append((tight, sizes_tried, *got_record))
+            if fitting:
+                fitting.sort(key=lambda item: not item[0])  # those that fit exactly first, in the order found
+                solved = []
+                for tight, chosen, record, regions in fitting[:ALTERNATIVES]:
+                    reached = record.touched(regions)
+                    lengths = {name: -(-span // buffer_bytes.get(name, 1)) for name, (span, _) in reached.items()}
+                    roles = {name: set(role) for name, (_, role) in reached.items()}
+                    solved.append(SolvedSizes({n: chosen[n] for n in sizes}, lengths, roles, tight, runs))
+                return solved
+    return []
 
 
-def describe(solved: SolvedSizes) -> str:
-    values = ", ".join(f"{n}={v}" for n, v in solved.sizes.items())
-    how = "exactly as long as" if solved.exact else "long enough for"
+def describe(solved: list[SolvedSizes]) -> str:
+    first = solved[0]
+    values = ", ".join(f"{n}={v}" for n, v in first.sizes.items())
+    how = "exactly as long as" if first.exact else "long enough for"
+    more = f"; {len(solved) - 1} alternative{'s' if len(solved) > 2 else ''} if the source fails there" \
+        if len(solved) > 1 else ""
     return (f"sizes {values} solved from the kernels' built-in shape (every buffer {how} what the kernels touch, "
-            f"confirmed by recording the entry at them: {solved.runs} run{'s' if solved.runs != 1 else ''})")
-
-
+            f"confirmed by recording the entry at them: {first.runs} run{'s' if first.runs != 1 else ''}{more})")

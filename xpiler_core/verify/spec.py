@@ -82,6 +82,9 @@ class KernelSpec:
     # C++ appended to the program under test and to the reference source before they are built: an
     # ``extern "C"`` function named ``entry`` that forwards to a host function with C++ linkage
     entry_shim: str | None = None
+    # the cases are alternative sizes, in order of preference (sizes solved for kernels whose shape is built
+    # in): the tests stop after the first case the source runs clean at
+    cases_are_alternatives: bool = False
 
     def source_text(self) -> str:
         return _read(self.source, self.path)
@@ -225,6 +228,7 @@ def spec_from_table(table: dict[str, Any], path: Path, text: str = "") -> Kernel
         warp_size=table.get("warp_size"),
         timeout_s=float(table.get("timeout_s", 60.0)),
         entry_shim=table.get("entry_shim"),
+        cases_are_alternatives=bool(table.get("cases_are_alternatives", False)),
     )
 
 
