@@ -44,10 +44,11 @@ from xpiler_core.verify.index_bounds import (
 )
 
 MAX_VALUE = 1 << 24  # the largest size tried
-SEARCH_NODES = 200_000  # partial assignments visited per phase
+SEARCH_NODES = 200_000  # partial assignments visited per search (a phase at one assumed launch)
 MAX_CANDIDATES = 64
 CONFIRM_RUNS = 24
 ALTERNATIVES = 3  # sizes handed to the tests, tried in turn
+MAX_ASSUMED = 32  # launch shapes assumed for a kernel whose shape no formula fits
 CONFIRM_SECONDS = 20.0
 SEARCH_SECONDS = 1.5  # for the candidates of each phase
 
@@ -179,7 +180,7 @@ class _Launches:
     def assumed(self, kernel: str, values: list[int]) -> list[tuple[int, ...]]:
         """Launch shapes to assume for a kernel whose shape no formula fits (``ceil_div`` of a local the host
         computes): those of the probe runs with the dimensions that changed between them set to each of the
-        code's constants (at most two such dimensions)."""
+        code's constants (at most two such dimensions; the first ``MAX_ASSUMED`` shapes)."""
         shapes = self.seen.get(kernel, [])
         if not shapes or kernel in self.formulas:
             return []
@@ -192,7 +193,7 @@ class _Launches:
         choices = [list(dict.fromkeys([*sorted(guarded.get(d, set())), *(v for v in values if v <= limits[d])]))
                    for d in varying]
         out = []
-        for picked in itertools.product(*choices):
+        for picked in itertools.islice(itertools.product(*choices), MAX_ASSUMED):
             shape = list(shapes[0])
             for d, v in zip(varying, picked, strict=True):
                 shape[d] = v
