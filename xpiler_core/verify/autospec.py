@@ -379,9 +379,11 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
         from_loops = extents_from_loops(text, entry.name, set(sizes))
         shapes.update(from_loops)
         roles.update({name: {"in", "out"} for name in written_buffers(text, entry.name)})
-    extent = fixed_kernel_extent(model, entry, text) if len(sizes) == 1 else None
-    solved = _solve_fixed_shape(model, entry, text, sizes, shapes, copied, roles, recorded, recorder) \
-        if extent is None else []
+    # kernels with their shape built in, lowered once for the two ways their sizes are found
+    module = _lowered(text, model) if sizes and _fixed_shape_kernels(model, entry) else None
+    extent = fixed_kernel_extent(model, entry, module) if len(sizes) == 1 and module is not None else None
+    solved = _solve_fixed_shape(model, entry, module, sizes, shapes, copied, roles, recorded, recorder) \
+        if extent is None and module is not None else []
     if solved:
         # a case per sizes solved, tried in turn; each buffer's length is what the entry's copies reached there,
         # given by a case variable of its own
@@ -460,18 +462,22 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
     return spec, reason, guessed
 
 
-def _solve_fixed_shape(model: KernelModel, entry: Function, text: str, sizes: list[str], shapes: dict[str, str],
-                       copied: set[str], roles: dict[str, set[str]], recorded: RecordedShapes | None,
+def _lowered(text: str, model: KernelModel) -> A.Module | None:
+    try:
+        from xpiler_core.frontend.lower import lower_text
+
+        return lower_text(text, model.path, model.dialect)
+    except Exception:  # noqa: BLE001 - an unlowerable file gets the usual sizes
+        return None
+
+
+def _solve_fixed_shape(model: KernelModel, entry: Function, module: A.Module, sizes: list[str],
+                       shapes: dict[str, str], copied: set[str], roles: dict[str, set[str]],
+                       recorded: RecordedShapes | None,
                        recorder: Callable[[], EntryRecorder] | None) -> list[SolvedSizes]:
     """The sizes the entry is written for when its kernels have their shape built in (see :mod:`shape_solve`)."""
     launched = _fixed_shape_kernels(model, entry)
     if not launched or not sizes or recorded is None or recorder is None:
-        return []
-    try:
-        from xpiler_core.frontend.lower import lower_text
-
-        module = lower_text(text, model.path, model.dialect)
-    except Exception:  # noqa: BLE001 - an unlowerable file keeps the usual sizes
         return []
     buffer_bytes: dict[str, int] = {}
     formulas: dict[str, tuple[str, int]] = {}
@@ -641,18 +647,13 @@ def _fixed_shape_kernels(model: KernelModel, entry: Function) -> set[str]:
     return launched
 
 
-def fixed_kernel_extent(model: KernelModel, entry: Function, text: str) -> int | None:
+def fixed_kernel_extent(model: KernelModel, entry: Function, module: A.Module) -> int | None:
     """The element count built into the kernels an entry launches, when they take no integer parameter and
     guard their threads with ``if (index < N)`` (N the largest such literal): generated kernels (TVM and the
-    like) hard-code their shape, and their host entry's size parameter is right only at that N."""
+    like) hard-code their shape, and their host entry's size parameter is right only at that N. ``module``:
+    the file lowered."""
     launched = _fixed_shape_kernels(model, entry)
     if not launched:
-        return None
-    try:
-        from xpiler_core.frontend.lower import lower_text
-
-        module = lower_text(text, model.path, model.dialect)
-    except Exception:  # noqa: BLE001 - an unlowerable file gets the usual sizes
         return None
     limits: list[int] = []
     for fn in module.functions():
