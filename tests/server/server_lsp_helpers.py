@@ -79,11 +79,26 @@ def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
     return text
 
 
+def _record_published_diagnostics(client: LanguageClient) -> None:
+    """Keep every publishDiagnostics the client receives, in order: waiting for "the next notification" loses one
+    that arrives while the waiter handles the previous (two publishes in one read, as on a loaded machine)."""
+    client.published = []  # type: ignore[attr-defined]
+    features = client.protocol.fm.features
+    keep_latest = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def record(params: types.PublishDiagnosticsParams) -> None:
+        client.published.append(params)  # type: ignore[attr-defined]
+        keep_latest(params)
+
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = record
+
+
 def make_editor_client() -> LanguageClient:
     client = make_test_lsp_client()
     _structure_code_action_or_command(client.protocol._converter)
     client.applied_edits = []  # type: ignore[attr-defined]
     client.custom_notifications = []  # type: ignore[attr-defined]
+    _record_published_diagnostics(client)
 
     @client.feature(types.WORKSPACE_APPLY_EDIT)
     def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
@@ -158,13 +173,15 @@ async def initialize(client: LanguageClient, options: dict[str, Any] | None = No
 
 
 async def wait_for_version(client: LanguageClient, uri: str, version: int, timeout: float = 45.0) -> list[types.Diagnostic]:
-    """The diagnostics the server publishes for ``uri`` at ``version``."""
+    """The diagnostics the server publishes for ``uri`` at ``version`` (the first such publish, received before the
+    call or after)."""
 
     async def poll() -> list[types.Diagnostic]:
         while True:
-            params = await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-            if params.uri == uri and params.version == version:
-                return list(params.diagnostics)
+            for params in client.published:  # type: ignore[attr-defined]
+                if params.uri == uri and params.version == version:
+                    return list(params.diagnostics)
+            await asyncio.sleep(0.01)
 
     return await asyncio.wait_for(poll(), timeout)
 
