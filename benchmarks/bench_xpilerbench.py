@@ -1207,7 +1207,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="each operator's largest configuration")
     ap.add_argument("--mode", choices=("shipped", "spec"), default="shipped",
                     help="shipped: as a user runs the tool (default); spec: the runner hands the tool a spec")
-    ap.add_argument("--json", type=Path, help="write every case record here")
+    ap.add_argument("--json", type=Path, help="write every case record here (after each case)")
+    ap.add_argument(
+        "--resume", action="store_true", help="keep the cases already in --json and run only the others"
+    )
     ap.add_argument("--workdir", type=Path, help="scratch folder (kept; default: a new temp folder)")
     ap.add_argument("--timeout", type=float, default=300.0, help="time limit of each subprocess (s)")
     ap.add_argument(
@@ -1215,13 +1218,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ns = ap.parse_args(argv)
     if ns.report:
-        fields = set(Case.__dataclass_fields__)
         try:
-            old = [
-                Case(**{k: v for k, v in r.items() if k in fields})
-                for f in ns.report
-                for r in json.loads(f.read_text())["cases"]
-            ]
+            old = [k for f in ns.report for k in read_cases(f)]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(f"cannot read the runs: {exc}", file=sys.stderr)
             return 2
@@ -1239,12 +1237,15 @@ def main(argv: list[str] | None = None) -> int:
     log(f"scratch: {workdir}")
     bench = Bench(ns.path, workdir, ns.timeout, ns.mode)
     directions = ns.direction or DIRECTIONS
-    cases: list[Case] = []
+    cases: list[Case] = read_cases(ns.json) if ns.resume and ns.json and ns.json.exists() else []
+    done = {(k.direction, k.name) for k in cases}
     for d in directions:
         src = d.split("->")[0]
         todo = select(list(bench.configs[src].values()), ns.op, ns.limit, ns.pick)
-        log(f"== {d}: {len(todo)} configurations")
+        log(f"== {d}: {len(todo)} configurations ({sum((d, c.name) in done for c in todo)} already run)")
         for i, c in enumerate(todo, 1):
+            if (d, c.name) in done:
+                continue
             try:
                 k = bench.case(d, c)
             except Exception as exc:  # a bug of this runner on one case must not stop the others
@@ -1262,11 +1263,21 @@ def main(argv: list[str] | None = None) -> int:
                 f"compile={k.compile_ok} compute={k.compute} src={k.source_check} gt={k.ground_truth} "
                 f"{k.seconds:.1f}s {(k.reason or k.compute_reason or k.compile_reason)[:100]}"
             )
-    text = summarize(cases, directions)
-    print(text)
-    if ns.json:
-        ns.json.write_text(json.dumps({"root": str(ns.path), "cases": [asdict(k) for k in cases]}, indent=1))
+            if ns.json:  # after each case: a run stopped part way keeps what it measured (--resume goes on)
+                write_cases(ns.json, ns.path, cases)
+    print(summarize(cases, directions))
     return 0
+
+
+def read_cases(path: Path) -> list[Case]:
+    fields = set(Case.__dataclass_fields__)
+    return [Case(**{k: v for k, v in r.items() if k in fields}) for r in json.loads(path.read_text())["cases"]]
+
+
+def write_cases(path: Path, root: Path, cases: list[Case]) -> None:
+    partial = path.with_suffix(path.suffix + ".partial")
+    partial.write_text(json.dumps({"root": str(root), "cases": [asdict(k) for k in cases]}, indent=1))
+    partial.replace(path)
 
 
 if __name__ == "__main__":
