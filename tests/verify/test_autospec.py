@@ -273,10 +273,14 @@ def test_the_extent_is_read_through_an_index_local(tmp_path: Path) -> None:
     assert [c["size"] for c in load_spec(str(built.spec_path)).cases] == [1300]
 
 
-# fixed-shape kernels (no size parameter, no guard) behind an entry with two sizes: any size tried is a guess
+# fixed-shape kernels (no size parameter, no guard) behind an entry with two sizes, with a row stride the size
+# solve does not follow (computed in steps): any size tried is a guess
 UNGUARDED_2D = """#include <hip/hip_runtime.h>
 __global__ void scale2d(const float *__restrict__ A, float *__restrict__ B) {
-  B[blockIdx.x * 4096 + threadIdx.x] = 2.0f * A[blockIdx.x * 4096 + threadIdx.x];
+  int stride = 64;
+  stride = stride * 64;
+  int at = (blockIdx.x * 64 + threadIdx.x) * stride / 4096;
+  B[at] = 2.0f * A[at];
 }
 extern "C" void scale2d_kernel(float *A, float *B, int rows, int cols) {
   float *d_A, *d_B;

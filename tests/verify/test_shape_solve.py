@@ -153,6 +153,35 @@ def test_sizes_through_the_launch_shape(tmp_path: Path) -> None:
     assert case["width"] == 64 and case["batch"] >= 1
 
 
+# One block's worth of threads, indexed by the thread alone (the block index unused), launched as
+# ceil(size / 320) blocks of 320 by the host: bounded at any launch only through a block's largest size (0..1023),
+# so what it touches must come from the launch the sizes give, and the block size (the host's constant, no power
+# of two) is the size it is written for.
+ONE_BLOCK = r"""
+#include <cuda_runtime.h>
+__global__ void __launch_bounds__(320) add(const float* a, const float* b, float* c) {
+  c[threadIdx.x] = a[threadIdx.x] + b[threadIdx.x];
+}
+extern "C" void add_kernel(float* a, float* b, float* c, int size) {
+  float *da, *db, *dc;
+  cudaMalloc(&da, size * sizeof(float));
+  cudaMalloc(&db, size * sizeof(float));
+  cudaMalloc(&dc, size * sizeof(float));
+  cudaMemcpy(da, a, size * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b, size * sizeof(float), cudaMemcpyHostToDevice);
+  dim3 threads(320);
+  dim3 blocks((size + 320 - 1) / 320);
+  add<<<blocks, threads>>>(da, db, dc);
+  cudaMemcpy(c, dc, size * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(da); cudaFree(db); cudaFree(dc);
+}
+"""
+
+
+def test_sizes_of_a_kernel_indexed_by_its_thread_alone(tmp_path: Path) -> None:
+    assert _solved_case(ONE_BLOCK, "add.cu", tmp_path) == {"size": 320}
+
+
 # A generated-style gather whose launch is ceil(batch * rows * cols / 128) blocks (a product of three sizes no
 # launch formula is fitted to): the shape is assumed from the code's constants and confirmed by a run.
 ASSUMED_LAUNCH = r"""

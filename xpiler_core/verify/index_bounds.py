@@ -33,6 +33,9 @@ class BufferBounds:
     read: Interval | None = None  # None: never read
     write: Interval | None = None  # None: never written
     known: bool = True
+    # the same at every launch (bounded by the code alone); False: bounded only through the largest a block
+    # can be, so what one launch touches may be less (``T[threadIdx.x]``)
+    launch_free: bool = True
 
     @property
     def bounded(self) -> bool:
@@ -119,8 +122,10 @@ def module_constants(module: A.Module) -> dict[str, int]:
 
 class _Bounder:
     def __init__(self, fn: A.Function, constants: dict[str, int],
-                 grid: tuple[int, int, int] | None, block: tuple[int, int, int] | None) -> None:
+                 grid: tuple[int, int, int] | None, block: tuple[int, int, int] | None,
+                 max_threads: int = MAX_BLOCK_THREADS) -> None:
         self.grid, self.block = grid, block
+        self.max_threads = max_threads  # of a block dimension, when no launch is given
         self.constants = constants
         # sub-ranges of the x indices this analysis covers (a launch is bounded in parts: see buffer_bounds)
         self.block_x: Interval | None = None
@@ -161,9 +166,9 @@ class _Bounder:
             if axis == 0 and ref[0] == "blockIdx" and self.block_x is not None:
                 return self.block_x
             if ref[0] == "threadIdx":
-                return 0, (self.block[axis] if self.block else MAX_BLOCK_THREADS) - 1
+                return 0, (self.block[axis] if self.block else self.max_threads) - 1
             if ref[0] == "blockDim":
-                return (self.block[axis],) * 2 if self.block else (1, MAX_BLOCK_THREADS)
+                return (self.block[axis],) * 2 if self.block else (1, self.max_threads)
             if ref[0] == "blockIdx":
                 return 0, (self.grid[axis] - 1 if self.grid else INF)
             return (self.grid[axis],) * 2 if self.grid else (1, INF)
@@ -440,15 +445,28 @@ def buffer_bounds(fn: A.Function, constants: dict[str, int] | None = None,
     the threads along x in chunks. Interval arithmetic loses how values relate (a guard on ``bx * 4 + (tx >>
     8)`` says nothing of ``bx * 1024 + tx``), and parts this small make such a guard dead or alive as a whole
     in each, so the last block's store past the guard is not counted."""
-    parts: list[tuple[Interval | None, Interval | None]] = [(None, None)]
-    if grid is not None and block is not None:
-        blocks = [(0, grid[0] - 2), (grid[0] - 1, grid[0] - 1)] if grid[0] > 1 else [(0, 0)]
-        chunk = max(1, -(-block[0] // THREAD_CHUNKS))
-        threads = [(t, min(t + chunk, block[0]) - 1) for t in range(0, block[0], chunk)]
-        parts = [(b, t) for b in blocks for t in threads]
+    if grid is None or block is None:
+        # any launch: bounded once with the largest block and once with a larger one; a buffer whose bounds
+        # move with it is bounded only through the block's size, not by the code
+        bounds = _bounds_in_parts(fn, constants, None, None, [(None, None)], MAX_BLOCK_THREADS)
+        larger = _bounds_in_parts(fn, constants, None, None, [(None, None)], 4 * MAX_BLOCK_THREADS)
+        for name, got in bounds.items():
+            other = larger[name]
+            got.launch_free = (got.read, got.write) == (other.read, other.write)
+        return bounds
+    blocks = [(0, grid[0] - 2), (grid[0] - 1, grid[0] - 1)] if grid[0] > 1 else [(0, 0)]
+    chunk = max(1, -(-block[0] // THREAD_CHUNKS))
+    threads = [(t, min(t + chunk, block[0]) - 1) for t in range(0, block[0], chunk)]
+    return _bounds_in_parts(fn, constants, grid, block, [(b, t) for b in blocks for t in threads],
+                            MAX_BLOCK_THREADS)
+
+
+def _bounds_in_parts(fn: A.Function, constants: dict[str, int] | None, grid: tuple[int, int, int] | None,
+                     block: tuple[int, int, int] | None, parts: list[tuple[Interval | None, Interval | None]],
+                     max_threads: int) -> dict[str, BufferBounds]:
     joined: dict[str, BufferBounds] | None = None
     for block_x, thread_x in parts:
-        bounder = _Bounder(fn, constants or {}, grid, block)
+        bounder = _Bounder(fn, constants or {}, grid, block, max_threads)
         bounder.block_x, bounder.thread_x = block_x, thread_x
         bounder.sequence(fn.body.stmts, {}, {})
         # a buffer used other than through the accesses bounded (passed on, cast, stored) is not claimed

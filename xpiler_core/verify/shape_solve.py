@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -246,6 +247,15 @@ def _values(module: A.Module, kernels: list[A.Function], constants: dict[str, in
     return sorted(counts, key=lambda v: (-counts[v], -v))
 
 
+def _launch_numbers(launches: _Launches) -> list[int]:
+    """The integer constants of the fitted launch formulas (block sizes, divisors), largest first."""
+    found: set[int] = set()
+    for formulas in launches.formulas.values():
+        for formula in formulas:
+            found.update(int(v) for v in re.findall(r"\b\d+\b", formula) if 1 < int(v) <= MAX_VALUE)
+    return sorted(found, reverse=True)
+
+
 def _formula_names(formula: str) -> frozenset[str]:
     try:
         tree = ast.parse(formula, mode="eval")
@@ -424,7 +434,12 @@ def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas
     constants = module_constants(module)
     static = {name: buffer_bounds(fn, constants) for name, fn in kernels.items()}
     values = _values(module, list(kernels.values()), constants)
-    launches = _Launches(recorded.launch_sets, kernels, constants, set(values))
+    # a launch's divisor is the host's constant (``(size + 320 - 1) / 320``), not always the kernels'
+    launches = _Launches(recorded.launch_sets, kernels, constants,
+                         set(values) | set(_values(module, list(module.functions()), constants)))
+    # a kernel that indexes by its thread alone is written for one block of its launch's size: the numbers of
+    # the fitted launch shapes are sizes to try too
+    values += [v for v in _launch_numbers(launches) if v not in values]
 
     compiled: dict[str, IntFunction] = {}
     for buffer, (formula, _) in formulas.items():
@@ -463,7 +478,8 @@ def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas
                 if elem is None or not param.name or param.name not in static[fn.name]:
                     continue
                 bounds = static[fn.name][param.name]
-                touched = _touched(bounds, elem)
+                # what it touches at any launch; one bounded only through a block's largest size is not that
+                touched = _touched(bounds, elem) if bounds.launch_free else None
                 if touched is None and fn.name in assumed and bounds.known:
                     touched = launches.at(fn.name, assumed[fn.name], param.name, elem)
                     if touched is None:
@@ -478,7 +494,7 @@ def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas
     # kernels whose launch shape no formula fits and whose buffers are bounded only with a launch: each shape
     # the code's constants suggest is assumed in turn (the confirming run checks the launch really made)
     unfitted = [name for name in kernels if launches.assumed(name, values)
-                and any(not b.bounded and b.known for b in static[name].values())]
+                and any((not b.bounded or not b.launch_free) and b.known for b in static[name].values())]
     assumptions: list[dict[str, tuple[int, ...]]] = [{}]
     if len(unfitted) == 1:
         assumptions += [{unfitted[0]: shape} for shape in launches.assumed(unfitted[0], values)]
