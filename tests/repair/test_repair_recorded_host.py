@@ -60,3 +60,59 @@ def test_replay_of_the_record_computes_what_the_program_computes() -> None:
     expected = w * inputs["x"] + inputs["y"]
     got = np.array([float(v) for v in replayed["y"].data], dtype=np.float32)
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+# A generated-style kernel with its shape built in (48 rows of 40, in the index math) behind a host entry that
+# takes sizes: the tests' sizes are solved from the code (rows = 48, cols = 40), and the source is right there
+# only, so repair's examples are those sizes as they are (shrinking them runs the kernel past its buffers).
+FIXED_SHAPE = r"""
+#include <cuda_runtime.h>
+__global__ void __launch_bounds__(64) rowscale(const float* x, const float* w, float* y) {
+  int r = blockIdx.x * 16 + (threadIdx.x >> 2);
+  if (r < 48) {
+    for (int c = (threadIdx.x & 3); c < 40; c += 4) {
+      y[r * 40 + c] = x[r * 40 + c] * w[c];
+    }
+  }
+}
+extern "C" void rowscale_kernel(float* x, float* w, float* y, int rows, int cols) {
+  float *dx, *dw, *dy;
+  cudaMalloc(&dx, rows * cols * sizeof(float));
+  cudaMalloc(&dw, cols * sizeof(float));
+  cudaMalloc(&dy, rows * cols * sizeof(float));
+  cudaMemcpy(dx, x, rows * cols * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(dw, w, cols * sizeof(float), cudaMemcpyHostToDevice);
+  rowscale<<<(rows + 15) / 16, 64>>>(dx, dw, dy);
+  cudaMemcpy(y, dy, rows * cols * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(dx); cudaFree(dw); cudaFree(dy);
+}
+"""
+
+
+def test_examples_of_a_kernel_with_its_shape_built_in_are_the_solved_sizes(tmp_path: Path) -> None:
+    """Shrunk sizes would be wrong for the source itself: with the buffers' lengths shrunk apart from the sizes
+    the entry copies by, its copies read past the caller's buffers (host memory nothing checks) and the
+    example's expected output is garbage."""
+    from xpiler_core.repair.examples import tiny_cases
+    from xpiler_core.verify.autospec import build_spec
+
+    built = build_spec(FIXED_SHAPE, "rowscale.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    assert tiny_cases(spec, 1024) == [{k: int(v) for k, v in case.items()} for case in spec.cases]
+
+
+@pytest.mark.parametrize(("old", "new"), [("if (r < 48)", "if (r < 47)"), ("w[c]", "w[c + 1]"), ("r * 40 + c] =", "r * 41 + c] =")])
+def test_bug_in_a_kernel_with_its_shape_built_in_is_repaired(tmp_path: Path, old: str, new: str) -> None:
+    from xpiler_core.verify.autospec import build_spec
+
+    built = build_spec(FIXED_SHAPE, "rowscale.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None and "solved" in built.reason, built.reason
+    spec = load_spec(str(built.spec_path))
+    assert spec.cases_are_alternatives
+    buggy = FIXED_SHAPE.replace(old, new)
+    before = run_spec(spec, candidate_text=buggy)
+    assert not before.passed, "the seeded bug is visible to the tests"
+    result = repair_candidate(buggy, str(spec.source), spec, budget_s=90.0, initial_report=before)
+    assert result.status == "repaired", result.message
+    assert result.text is not None and run_spec(spec, candidate_text=result.text, seed=7).passed
