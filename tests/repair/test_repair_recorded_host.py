@@ -19,7 +19,7 @@ from xpiler_core.repair.engine import repair_candidate
 from xpiler_core.repair.interp import Program
 from xpiler_core.verify.harness import run_spec
 from xpiler_core.verify.inputs import case_inputs
-from xpiler_core.verify.spec import load_spec
+from xpiler_core.verify.spec import KernelSpec, load_spec
 
 DATA = Path(__file__).resolve().parent / "data" / "recorded_host"
 
@@ -31,17 +31,22 @@ BUGS = [
 ]
 
 
+def _assert_repaired(spec: KernelSpec, buggy: str) -> None:
+    """The seeded bug fails the tests, is repaired, and the repair passes them on other inputs (seed 7)."""
+    before = run_spec(spec, candidate_text=buggy)
+    assert not before.passed, "the seeded bug is visible to the tests"
+    result = repair_candidate(buggy, str(spec.source), spec, budget_s=90.0, initial_report=before)
+    assert result.status == "repaired", result.message
+    assert result.text is not None and run_spec(spec, candidate_text=result.text, seed=7).passed
+
+
 @pytest.mark.parametrize(("old", "new"), BUGS)
 def test_kernel_bug_behind_real_host_code_is_repaired(old: str, new: str) -> None:
     spec = load_spec(DATA / "spec.toml")
     original = spec.source_text()
     assert original.count(old) == 1
     buggy = original.replace(old, new)
-    before = run_spec(spec, candidate_text=buggy)
-    assert not before.passed, "the seeded bug is visible to the tests"
-    result = repair_candidate(buggy, str(spec.source), spec, budget_s=90.0, initial_report=before)
-    assert result.status == "repaired", result.message
-    assert result.text is not None and run_spec(spec, candidate_text=result.text, seed=7).passed
+    _assert_repaired(spec, buggy)
 
 
 def test_replay_of_the_record_computes_what_the_program_computes() -> None:
@@ -111,8 +116,4 @@ def test_bug_in_a_kernel_with_its_shape_built_in_is_repaired(tmp_path: Path, old
     spec = load_spec(str(built.spec_path))
     assert spec.cases_are_alternatives
     buggy = FIXED_SHAPE.replace(old, new)
-    before = run_spec(spec, candidate_text=buggy)
-    assert not before.passed, "the seeded bug is visible to the tests"
-    result = repair_candidate(buggy, str(spec.source), spec, budget_s=90.0, initial_report=before)
-    assert result.status == "repaired", result.message
-    assert result.text is not None and run_spec(spec, candidate_text=result.text, seed=7).passed
+    _assert_repaired(spec, buggy)
