@@ -12,6 +12,7 @@ whose tests cannot be derived are listed with the reason. The files stay outside
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         built = build_spec(c.path.read_text(), c.path.name, dialect, ns.out / c.op)
         if built.spec_path is None or built.sizes_guessed and "solved" not in built.reason:
             print(f"{c.op:24s} skipped: {built.reason[:150]}")
+            shutil.rmtree(ns.out / c.op, ignore_errors=True)
             continue
         written += 1
         print(f"{c.op:24s} {c.path.name}: {built.reason[:120]}")
