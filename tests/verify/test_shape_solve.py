@@ -64,6 +64,65 @@ def test_bounds_contain_every_element_touched(rows: int, cols: int, start: int, 
         assert bounds["dst"].write is not None and bounds["dst"].write[1] == max(writes)
 
 
+TILES = """
+#include <mma.h>
+using namespace nvcuda;
+__global__ void tiles(half* a, half* b, float* c) {{
+  wmma::fragment<wmma::matrix_a, {m}, {n}, {k}, half, wmma::{a_layout}> fa;
+  wmma::fragment<wmma::matrix_b, {m}, {n}, {k}, half, wmma::{b_layout}> fb;
+  wmma::fragment<wmma::accumulator, {m}, {n}, {k}, float> fc;
+  int row = blockIdx.y * {m};
+  int col = blockIdx.x * {n};
+  if (row < {rows} && col < {cols}) {{
+    wmma::fill_fragment(fc, 0.0f);
+    for (int kk = 0; kk < {depth}; kk += {k}) {{
+      wmma::load_matrix_sync(fa, a + row * {lda} + kk, {lda});
+      wmma::load_matrix_sync(fb, b + kk * {ldb} + col, {ldb});
+      wmma::mma_sync(fc, fa, fb, fc);
+    }}
+    wmma::store_matrix_sync(c + row * {ldc} + col, fc, {ldc}, wmma::mem_{c_layout});
+  }}
+}}
+"""
+
+
+def _tile_elements(base: int, rows: int, cols: int, ld: int, layout: str) -> set[int]:
+    return {base + (r * ld + c if layout == "row_major" else c * ld + r) for r in range(rows) for c in range(cols)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.sampled_from([(16, 16, 16), (32, 8, 16), (8, 32, 16)]), tiles_r=st.integers(1, 4),
+       tiles_c=st.integers(1, 4), tiles_k=st.integers(1, 3), pad=st.integers(0, 5),
+       layouts=st.tuples(*[st.sampled_from(["row_major", "col_major"])] * 3), grid=st.integers(1, 6))
+def test_tensor_core_tiles_are_bounded_exactly(shape: tuple[int, int, int], tiles_r: int, tiles_c: int,
+                                               tiles_k: int, pad: int, layouts: tuple[str, str, str],
+                                               grid: int) -> None:
+    """A tile loaded or stored with a leading dimension covers rows × cols elements of it (row- or column-major);
+    a guard on a multiple of the tile size (``row = blockIdx.y * 16; row < 32``) leaves the multiples only. The
+    reference: every element of every tile of every block the guard admits, enumerated."""
+    m, n, k = shape
+    rows, cols, depth = m * tiles_r, n * tiles_c, k * tiles_k
+    lda, ldb, ldc = depth + pad, cols + pad, cols + 2 * pad
+    a_layout, b_layout, c_layout = layouts
+    text = TILES.format(m=m, n=n, k=k, rows=rows, cols=cols, depth=depth, lda=lda, ldb=ldb, ldc=ldc,
+                        a_layout=a_layout, b_layout=b_layout, c_layout=c_layout)
+    fn = lower_text(text, "tiles.cu", Dialect.CUDA).kernels()[0]
+    reads_a, reads_b, writes_c = set(), set(), set()
+    for by in range(grid + tiles_r):
+        for bx in range(grid + tiles_c):
+            row, col = by * m, bx * n
+            if not (row < rows and col < cols):
+                continue
+            for kk in range(0, depth, k):
+                reads_a |= _tile_elements(row * lda + kk, m, k, lda, a_layout)
+                reads_b |= _tile_elements(kk * ldb + col, k, n, ldb, b_layout)
+            writes_c |= _tile_elements(row * ldc + col, m, n, ldc, c_layout)
+    bounds = buffer_bounds(fn, {})
+    assert bounds["a"].read == (min(reads_a), max(reads_a))
+    assert bounds["b"].read == (min(reads_b), max(reads_b))
+    assert bounds["c"].write == (min(writes_c), max(writes_c)) and bounds["c"].launch_free
+
+
 def test_a_pointer_passed_on_is_not_claimed() -> None:
     text = """
 __device__ void fill(float* p, int n) { for (int i = 0; i < n; ++i) p[i] = 0; }

@@ -142,6 +142,12 @@ class _Bounder:
                 self.assigned.add(node.operand.id)
         self.accounted: dict[str, int] = dict.fromkeys(self.buffers, 0)
         self.aliases: dict[str, tuple[str, Interval]] = {}
+        # locals that hold a multiple of a constant (``row = blockIdx.y * 16``): a guard ``row < 32`` leaves 0
+        # and 16, not 0..31
+        self.steps: dict[str, int] = {}
+        # tensor-core fragments declared in the kernel: (rows, cols) of the tile each loads or stores, and its
+        # layout in memory (None: given at the store, as for an accumulator)
+        self.fragments: dict[str, tuple[int, int, str | None]] = {}
 
     # -------------------------------------------------------------------------------------- expressions
     def value(self, e: A.Expr, env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> Interval:
@@ -242,6 +248,10 @@ class _Bounder:
         if isinstance(e, A.Unary) and e.op in ("++", "--"):
             self.touch(e.operand, env, guards, write=True)
             return
+        if isinstance(e, A.Call) and (e.callee or "").rsplit("::", 1)[-1] in ("load_matrix_sync", "store_matrix_sync") \
+                and len(e.args) >= 3:
+            self._tile(e, env, guards)
+            return
         if isinstance(e, A.Call) and (e.callee or "").startswith("atomic") and e.args:
             where = self._pointer(e.args[0], env, guards)
             if where is not None:
@@ -254,6 +264,68 @@ class _Bounder:
         for child in A.children(e):
             if isinstance(child, A.Expr):
                 self.touch(child, env, guards)
+
+    def _step(self, e: A.Expr) -> int | None:
+        """The constant every value of integer expression ``e`` is a multiple of (``x * 16``, ``x << 4``)."""
+        while isinstance(e, A.Cast) and not e.type.pointers:
+            e = e.operand
+        if isinstance(e, A.Name):
+            return self.steps.get(e.id)
+        if not isinstance(e, A.Binary):
+            return None
+        if e.op == "*":
+            for factor in (e.left, e.right):
+                c = A.const_int(factor, self.constants)
+                if c is not None and c > 1:
+                    return c
+        if e.op == "<<" and (c := A.const_int(e.right, self.constants)) is not None and 0 < c < 31:
+            return 1 << c
+        return None
+
+    def _tile(self, call: A.Call, env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> None:
+        """``load_matrix_sync(frag, p, ldm[, layout])`` reads, ``store_matrix_sync(p, frag, ldm, layout)`` writes
+        a rows × cols tile at ``p`` with leading dimension ``ldm``: row-major elements ``p[r * ldm + c]``,
+        column-major ``p[c * ldm + r]``."""
+        store = (call.callee or "").endswith("store_matrix_sync")
+        frag_arg, pointer = (call.args[1], call.args[0]) if store else (call.args[0], call.args[1])
+        for arg in call.args[2:]:
+            self.touch(arg, env, guards)
+        where = self._pointer(pointer, env, guards)
+        if where is None:
+            self.touch(pointer, env, guards)
+            return
+        fragment = self.fragments.get(frag_arg.id) if isinstance(frag_arg, A.Name) else None
+        layout = fragment[2] if fragment is not None else None
+        if layout is None and len(call.args) >= 4 and isinstance(call.args[3], A.Name):
+            layout = "col_major" if call.args[3].id.endswith("col_major") else "row_major"
+        ldm = self.value(call.args[2], env, guards)
+        if fragment is None or layout is None or ldm[0] < 1:
+            self.buffers[where[0]].known = False  # a tile this does not size
+            return
+        rows, cols = fragment[:2] if layout == "row_major" else fragment[1::-1]
+        extent = _binary("+", _binary("*", (rows - 1, rows - 1), (0, ldm[1])), (0, cols - 1))
+        span = _binary("+", where[1], (0, extent[1]))
+        bounds = self.buffers[where[0]]
+        if store:
+            bounds.write = _join(bounds.write, span)
+        else:
+            bounds.read = _join(bounds.read, span)
+
+    def _fragment(self, name: str, type_text: str) -> None:
+        """A ``wmma::fragment<role, M, N, K, T[, layout]>`` declaration: the tile it loads or stores."""
+        got = _FRAGMENT.search(type_text)
+        if got is None:
+            return
+        parts = [part.strip() for part in got.group(1).split(",")]
+        role = parts[0].rsplit("::", 1)[-1]
+        sizes = [self.constants.get(v, int(v) if v.isdigit() else 0) for v in parts[1:4]]
+        if len(sizes) != 3 or min(sizes) < 1:
+            return
+        m, n, k = sizes
+        layout = next((p.rsplit("::", 1)[-1] for p in parts[4:] if p.endswith("_major")), None)
+        tile = {"matrix_a": (m, k), "matrix_b": (k, n), "accumulator": (m, n)}.get(role)
+        if tile is not None:
+            self.fragments[name] = (*tile, layout)
 
     # -------------------------------------------------------------------------------------- statements
     def guard(self, cond: A.Expr, env: dict[str, Interval], guards: dict[A.Expr, Interval],
@@ -279,9 +351,11 @@ class _Bounder:
                     continue
                 limit = self.value(other, env, guards)
                 if isinstance(subject, A.Name) and subject.id in env:
-                    narrowed = env[subject.id] = _narrow(env[subject.id], how, limit)
+                    narrowed = env[subject.id] = _multiples(_narrow(env[subject.id], how, limit),
+                                                            self.steps.get(subject.id))
                 elif not isinstance(subject, A.Literal):
-                    narrowed = guards[subject] = _narrow(self.value(subject, env, guards), how, limit)
+                    narrowed = guards[subject] = _multiples(_narrow(self.value(subject, env, guards), how, limit),
+                                                            self._step(subject))
                 else:
                     continue
                 if narrowed[0] > narrowed[1]:
@@ -314,6 +388,8 @@ class _Bounder:
             self.sequence(s.stmts, env, guards)
         elif isinstance(s, A.DeclStmt):
             for d in s.decls:
+                if "fragment<" in d.type.base:
+                    self._fragment(d.name, d.type.base)
                 if d.init is not None:
                     self.touch(d.init, env, guards)
                 if d.type.pointers and d.init is not None and not d.dims and d.name not in self.assigned:
@@ -324,6 +400,8 @@ class _Bounder:
                 if d.init is not None and d.init_style == "=" and not d.dims and not d.type.pointers \
                         and d.name not in self.assigned:
                     env[d.name] = self.value(d.init, env, guards)
+                    if (step := self._step(d.init)) is not None:
+                        self.steps[d.name] = step
                 else:
                     env[d.name] = ANY
         elif isinstance(s, A.ExprStmt):
@@ -371,6 +449,17 @@ class _Bounder:
             for name in self.buffers:
                 if name in s.text:
                     self.buffers[name].known = False
+
+
+def _multiples(interval: Interval, step: int | None) -> Interval:
+    """``interval`` shrunk to the multiples of ``step`` it holds (unchanged without a step or unbounded)."""
+    lo, hi = interval
+    if step is None or lo <= -INF or hi >= INF:
+        return interval
+    return -(-lo // step) * step, hi // step * step
+
+
+_FRAGMENT = re.compile(r"fragment\s*<(.*)>")
 
 
 def _exits(s: A.Stmt) -> bool:
