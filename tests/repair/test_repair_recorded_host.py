@@ -117,3 +117,73 @@ def test_bug_in_a_kernel_with_its_shape_built_in_is_repaired(tmp_path: Path, old
     assert spec.cases_are_alternatives
     buggy = FIXED_SHAPE.replace(old, new)
     _assert_repaired(spec, buggy)
+
+
+# Comparison flips that stop a loop from running or a guard from admitting threads. A row dot product whose
+# 20-step loop lies under the guard (more steps than a hole-controlled loop may take: only a loop whose own
+# condition depends on the hole is capped), and a window maximum whose inner loop's flipped condition leaves
+# the failing run short (the step cap must not come from it) and whose float maximum defeats the symbolic
+# encoding (the nearest completions are run instead, an operator flip before a new term in the bound).
+ROW_DOT = r"""
+#include <cuda_runtime.h>
+__global__ void rowdot(float* a, float* v, float* out) {
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < 5) {
+    float acc = 0.0f;
+    for (int i = 0; i < 20; i++) {
+      acc += a[row * 20 + i] * v[i];
+    }
+    out[row] = acc;
+  }
+}
+extern "C" void rowdot_kernel(float* a, float* v, float* out, int rows, int cols) {
+  float *da, *dv, *dout;
+  cudaMalloc(&da, rows * cols * sizeof(float));
+  cudaMalloc(&dv, cols * sizeof(float));
+  cudaMalloc(&dout, rows * sizeof(float));
+  cudaMemcpy(da, a, rows * cols * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(dv, v, cols * sizeof(float), cudaMemcpyHostToDevice);
+  int threads = 5;
+  rowdot<<<(rows + threads - 1) / threads, threads>>>(da, dv, dout);
+  cudaMemcpy(out, dout, rows * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(da); cudaFree(dv); cudaFree(dout);
+}
+"""
+
+WINDOW_MAX = r"""
+#include <cuda_runtime.h>
+__global__ void __launch_bounds__(256) winmax(float* in, float* out) {
+  float best = -3.4e38f;
+  for (int r = 0; r < 4; ++r) {
+    for (int c = 0; c < 4; ++c) {
+      if (((int)threadIdx.x) < 48) {
+        best = max(best, in[r * 192 + c * 48 + ((int)threadIdx.x)]);
+      }
+    }
+  }
+  if (((int)threadIdx.x) < 48) {
+    out[((int)threadIdx.x)] = best;
+  }
+}
+extern "C" void winmax_kernel(float* in, float* out, int channels, int window) {
+  float *din, *dout;
+  cudaMalloc(&din, channels * window * window * sizeof(float));
+  cudaMalloc(&dout, channels * sizeof(float));
+  cudaMemcpy(din, in, channels * window * window * sizeof(float), cudaMemcpyHostToDevice);
+  winmax<<<(channels + 255) / 256, 256>>>(din, dout);
+  cudaMemcpy(out, dout, channels * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(din); cudaFree(dout);
+}
+"""
+
+
+@pytest.mark.parametrize(("source", "old", "new"), [
+    (ROW_DOT, "if (row < 5)", "if (row >= 5)"),
+    (WINDOW_MAX, "c < 4;", "c >= 4;"),
+], ids=["guard_over_a_loop", "inner_loop_condition"])
+def test_a_flipped_comparison_is_repaired(tmp_path: Path, source: str, old: str, new: str) -> None:
+    from xpiler_core.verify.autospec import build_spec
+
+    built = build_spec(source, "kernel.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None and "solved" in built.reason, built.reason
+    _assert_repaired(load_spec(str(built.spec_path)), source.replace(old, new))

@@ -72,13 +72,13 @@ MAX_EXAMPLE_THREADS = 3072
 SKETCH_SECONDS = 4.0  # interpretation time one sketch may take
 SOLVER_SECONDS = 6.0
 PASSING_PER_LAUNCH = 2  # small cases tried per launch shape while none has failed yet
-THREAD_STEPS_MIN = 1500
+THREAD_STEPS_MIN = 12000  # a bug that shortens loops (`rv < 5` → `rv >= 5`) left the concrete runs short
 THREAD_STEPS_FACTOR = 4
 CAP_FIRST_ROUND = 2  # distance to the original an affine/comparison hole may move in the first round
 LEARN_ROUNDS = 64  # concrete runs one sketch may learn from when its symbolic encoding is refused
 LEARN_SECONDS = 6.0
 # Completions of one sketch run concretely when it cannot be encoded and no thread sample exists, by hole kind.
-CONCRETE_TRIES = {"const": 2, "rename": 3, "swap": 1}
+CONCRETE_TRIES = {"const": 2, "rename": 3, "swap": 1, "compare": 6, "affine": 4}
 ITERATIONS_MIN = 256  # iterations one loop of a concretely searched candidate may run ...
 ITERATIONS_FACTOR = 4  # ... or this many times the most any loop ran in the failing concrete runs
 # Interpretation time of one concretely searched candidate on the small examples: this many times what the
@@ -335,6 +335,8 @@ def repair_candidate(
         elif id(sk) in searched:
             opt.add(sk.objective > CAP_FIRST_ROUND)  # the first round tried the nearer completions
         opt.minimize(sk.objective)
+        if sk.tiebreak is not None:
+            opt.minimize(sk.tiebreak)  # lexicographic: after the distance
         checked = models = 0
         while checked < limit and models < 4 * limit + 8 and budget.left() > 0:
             if opt.check() != z3.sat:

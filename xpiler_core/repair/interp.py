@@ -1386,7 +1386,9 @@ class Thread:
                 self.prog.hot_loop, self.prog.hot_iterations = key, iterations
             if self.prog.iteration_cap is not None and iterations > self.prog.iteration_cap:
                 raise StepLimit("a loop ran far more iterations than any loop did concretely")
-            if not isinstance(self.pc, bool) and iterations > cap:
+            # only a loop whose own condition depends on the hole is capped: one under a hole-dependent branch
+            # (``if (row < H) for (i = 0; i < 16; i++)``) runs its concrete count
+            if not isinstance(c, bool) and not isinstance(self.pc, bool) and iterations > cap:
                 self.prog.obligations.append(z3.Not(_zb(self.pc)))
                 break
             ctx = _Loop()

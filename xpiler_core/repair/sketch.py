@@ -100,6 +100,9 @@ class Sketch:
     decode: Callable[[z3.ModelRef], list[Edit]]
     describe: Callable[[z3.ModelRef], dict[str, Any]]
     bounds: dict[str, tuple[int, int]] = field(default_factory=dict)  # unknown name → (lo, hi)
+    # among completions as near as each other, which to run first (smaller first): a comparison's operator
+    # flipped before a term added to its bound
+    tiebreak: Any = None
 
 
 class SourceText:
@@ -368,7 +371,7 @@ def compare_sketch(site: Site, fs: FunctionSites, macros: dict[str, Any], src: S
     return Sketch(
         "compare", site, {site.path: evaluate}, [sel, *hole.coefs, hole.c0],
         [*hole.constraints, sel >= 0, sel < len(CMP_OPS)], hole.cost + z3.If(sel == orig_sel, 0, 1), decode, describe,
-        {**hole.bounds, str(sel): (0, len(CMP_OPS) - 1)},
+        {**hole.bounds, str(sel): (0, len(CMP_OPS) - 1)}, hole.cost,
     )
 
 
