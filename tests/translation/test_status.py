@@ -4,6 +4,8 @@ tests or agreeing programs, and nothing unresolved; our own harness failing is n
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from xpiler_core.diagnostics import Span
@@ -84,3 +86,41 @@ def test_agreeing_programs_verify_and_differing_ones_do_not() -> None:
 
 def test_exit_codes_are_distinct() -> None:
     assert len(set(EXIT_CODES.values())) == len(Status) and EXIT_CODES[Status.VERIFIED] == 0
+
+
+# A kernel too long to emulate within the user's time limit: its source is not defective, so the result must
+# not say it fails; it says the run did not finish and how to allow it.
+SLOW = r"""
+#include <cuda_runtime.h>
+__global__ void spin(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float acc = 0.0f;
+    for (long long k = 0; k < 4000000000LL; ++k) acc += x[(i + k) % n] * 1e-9f;
+    y[i] = acc;
+  }
+}
+extern "C" void spin_kernel(float* x, float* y, int n) {
+  float *dx, *dy;
+  cudaMalloc(&dx, n * sizeof(float));
+  cudaMalloc(&dy, n * sizeof(float));
+  cudaMemcpy(dx, x, n * sizeof(float), cudaMemcpyHostToDevice);
+  spin<<<(n + 63) / 64, 64>>>(dx, dy, n);
+  cudaMemcpy(y, dy, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(dx); cudaFree(dy);
+}
+"""
+
+
+def test_a_source_too_long_to_emulate_is_not_called_defective(tmp_path: Path) -> None:
+    from xpiler_core.dialect import Dialect
+    from xpiler_core.pipeline import TranslateOptions, translate
+    from xpiler_core.project import ProjectConfig
+
+    source = tmp_path / "spin.cu"
+    source.write_text(SLOW)
+    options = TranslateOptions(Dialect.C, project=ProjectConfig(timeout_s=1.0), repair=False)
+    result = translate(SLOW, str(source), options)
+    assert result.status is Status.NOT_EXECUTED, result.summary
+    assert "did not finish within the time limit" in result.reason and "--timeout" in result.reason
+    assert "fails" not in result.reason and "defective" not in result.reason

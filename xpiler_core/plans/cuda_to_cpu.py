@@ -338,7 +338,10 @@ def _passed(checked: _Checked) -> bool:
 
 
 def _failed(checked: _Checked) -> bool:
+    """The candidate itself failed (not: the source failed every test case, which no other candidate changes)."""
     ev = checked.evidence
+    if ev.tests is not None and ev.tests.cases and not ev.tests.tested:
+        return False
     return bool(ev.compile is not None and (not ev.compile.ok or (ev.tests is not None and not ev.tests.passed) or (
         ev.program is not None and not ev.program.matched and not ev.program.source_failed)))
 

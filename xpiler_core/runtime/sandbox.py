@@ -56,6 +56,14 @@ class CallResult:
 WORKER = Path(__file__).resolve().parent / "worker.py"
 
 
+
+TIMEOUT_PREFIX = "timeout after"  # how a run stopped by its time limit is reported
+
+
+def is_timeout(error: str | None) -> bool:
+    """Whether ``error`` reports a run stopped by its time limit (not a fault of the program)."""
+    return bool(error) and TIMEOUT_PREFIX in (error or "")
+
 def _scalar(dtype: str, value: float | int | None) -> tuple[str, float | int]:
     """The ctypes type name and value the worker passes; 16-bit floats travel as their bit patterns."""
     v = 0 if value is None else value
@@ -156,7 +164,8 @@ def call_library(
             where = f" in kernel {kernel}" if kernel else (f" in {kernel_hint}" if kernel_hint else "")
             return CallResult(
                 False,
-                error=f"timeout after {timeout_s:g} s{where} (deadlock or endless loop); process killed",
+                error=f"{TIMEOUT_PREFIX} {timeout_s:g} s{where} (deadlock, endless loop or too long to emulate); "
+                      "process killed",
                 stdout=stdout,
                 stderr=stderr,
                 seconds=time.monotonic() - started,
