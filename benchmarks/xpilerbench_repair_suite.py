@@ -1,6 +1,7 @@
 """Build a repair suite from XpilerBench's CUDA (or HIP) files: code nobody here wrote, for ``bench_repair.py``.
 
-For each operator, its smallest configuration (or ``--pick middle``) is copied as shipped, and the tests the tool
+For each operator, its smallest configuration (or ``--pick middle``) is copied as shipped (the benchmark's own
+prelude of includes first, as ``bench_xpilerbench.py`` gives it to the tool), and the tests the tool
 derives on its own (``verify.autospec.build_spec``: the host entry recorded on the runtime, sizes solved where
 the kernels have their shape built in) become ``<op>/spec.toml`` with the source as the reference. Operators
 whose tests cannot be derived are listed with the reason. The files stay outside this repository:
@@ -16,7 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from bench_xpilerbench import load_configs, select
+from bench_xpilerbench import load_configs, select, shipped_preludes
 
 from xpiler_core.dialect import Dialect
 from xpiler_core.verify.autospec import build_spec
@@ -33,12 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     dialect = Dialect.CUDA if ns.platform == "cuda" else Dialect.HIP
     configs = select(load_configs(ns.path, ns.platform), ns.op, 1 if ns.pick == "smallest" else None,
                      None if ns.pick == "smallest" else "middle")
+    prelude = shipped_preludes(ns.path).get(ns.platform, "")
     written = 0
     for c in configs:
         if not c.path.is_file():
             print(f"{c.op:24s} skipped: {c.path.name} not in the tree")
             continue
-        built = build_spec(c.path.read_text(), c.path.name, dialect, ns.out / c.op)
+        built = build_spec(prelude + c.path.read_text(), c.path.name, dialect, ns.out / c.op)
         if built.spec_path is None or built.sizes_guessed and "solved" not in built.reason:
             print(f"{c.op:24s} skipped: {built.reason[:150]}")
             shutil.rmtree(ns.out / c.op, ignore_errors=True)
