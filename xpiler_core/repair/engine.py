@@ -411,11 +411,13 @@ def repair_candidate(
         # Counterexample-guided: encode the smallest failing example, add another only when a model
         # fits the encoded ones but not it (cheaper than encoding every example for every suspect).
         deadline = time.monotonic() + min(SKETCH_SECONDS, budget.left())
+        caps_hit: list[int] = []
         learn = False  # constraints learned from concrete runs of the sampled threads (see _learned_clauses)
         try:
             if id(sk) in refused:
                 raise Unsupported("refused before")
-            constraints = _encode(spec, prog, owner[id(sk)], entry, kind, sk, chosen[:1], deadline, samples)
+            constraints = _encode(spec, prog, owner[id(sk)], entry, kind, sk, chosen[:1], deadline, samples,
+                                  caps_hit=caps_hit)
         except (Unsupported, StepLimit) as exc:
             _log.debug("  not encoded: %s: %s", type(exc).__name__, exc)
             if samples.get(0) is None:
@@ -431,8 +433,13 @@ def repair_candidate(
         except (Infeasible, z3.Z3Exception, RecursionError) as exc:
             _log.debug("  not encoded: %s: %s", type(exc).__name__, exc)
             return None
-        if constraints is None:
-            _log.debug("  no hole value fits")
+        capped_loop = any(hits > 0 for hits in caps_hit)
+        if constraints is None or not learn and capped_loop and not _satisfiable(sk, constraints, budget):
+            # a loop the hole controls was cut at its cap (the failing run, which a bug may cut short, sets
+            # it): the fix may lie past the cap, so the nearest completions are run instead
+            _log.debug("  no hole value fits%s", " within the loop cap" if capped_loop else "")
+            if capped_loop and cap is not None and sk.kind in CONCRETE_TRIES:
+                return search_concretely(sk, cap, CONCRETE_TRIES[sk.kind])
             return None
         encoded = 1
         exact: set[int] = set()  # examples encoded with every thread (after a sampled encoding misled)
@@ -532,6 +539,13 @@ def repair_candidate(
                 if got is not None:
                     return got
     return done("unrepaired", f"no single-expression repair found among {result.suspects_tried} suspects")
+
+
+def _satisfiable(sk: SK.Sketch, constraints: list[Any], budget: _Budget) -> bool:
+    solver = z3.Solver()
+    solver.set("timeout", int(max(0.5, min(SOLVER_SECONDS, budget.left())) * 1000))
+    solver.add(*sk.constraints, *constraints)
+    return solver.check() != z3.unsat
 
 
 def _run(spec: KernelSpec, prog: Program, entry: str, kind: str, ex: EX.Example) -> dict[str, Buffer]:
@@ -698,7 +712,10 @@ def _rank_sketches(
 def _encode(
     spec: KernelSpec, prog: Program, fn: A.Function, entry: str, kind: str, sk: SK.Sketch, chosen: list[EX.Example],
     deadline: float | None = None, samples: dict[int, ThreadSample] | None = None, first: int = 0,
+    caps_hit: list[int] | None = None,
 ) -> list[Any] | None:
+    """The constraints under which the holed function gives every example's expected outputs (None: no hole
+    value can). ``caps_hit`` receives how often a hole-controlled loop was cut at its cap."""
     holed, evaluators = SK.install(fn, sk)
     sprog = Program(prog.module, {**prog.functions, fn.name: holed}, prog.macros, evaluators,
                     global_decls=prog.global_decls)
@@ -736,6 +753,8 @@ def _encode(
             sprog.observe = frozenset()
             buffers = _run(spec, sprog, entry, kind, ex)
             cs = _output_constraints(spec, ex, buffers)
+        if caps_hit is not None:
+            caps_hit.append(sprog.loop_caps_hit)
         if cs is None:
             return None
         constraints += cs + sprog.obligations

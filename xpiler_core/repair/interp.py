@@ -513,6 +513,15 @@ _ELEMENT_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigne
                   "uint16_t": 2, "unsigned short": 2, "half": 2, "__half": 2, "__nv_bfloat16": 2, "float2": 8,
                   "float4": 16, "double2": 16, "int2": 8, "int4": 16, "dim3": 12}
 # cudaMemcpyKind / hipMemcpyKind values (only their presence matters: copies go by the pointers' buffers)
+# the standard headers' limits (<cfloat>, <climits>, <cmath>) a kernel names as plain identifiers
+_STANDARD_CONSTANTS: dict[str, Any] = {
+    "FLT_MAX": np.float32(np.finfo(np.float32).max), "FLT_MIN": np.float32(np.finfo(np.float32).tiny),
+    "FLT_EPSILON": np.float32(np.finfo(np.float32).eps), "DBL_MAX": float(np.finfo(np.float64).max),
+    "DBL_MIN": float(np.finfo(np.float64).tiny), "DBL_EPSILON": float(np.finfo(np.float64).eps),
+    "INT_MAX": 2**31 - 1, "INT_MIN": -(2**31), "UINT_MAX": 2**32 - 1,
+    "INFINITY": np.float32(np.inf), "M_PI": float(np.pi), "M_E": float(np.e),
+}
+
 _COPY_KINDS = {f"{api}Memcpy{k}": i for api in ("cuda", "hip") for i, k in enumerate(
     ("HostToHost", "HostToDevice", "DeviceToHost", "DeviceToDevice", "Default"))}
 # host runtime calls that change nothing the interpreter models (memory stays valid until the run ends)
@@ -544,6 +553,7 @@ class Program:
     steps: int = 0
     max_steps: int = 3_000_000
     loop_cap: int = 12  # iterations of a loop whose condition depends on the hole
+    loop_caps_hit: int = 0  # times such a loop was cut at its cap (the encoding may then miss the fix)
     # Most iterations each loop (by source position) ran in the concrete runs: a loop whose condition depends
     # on the hole may run that many (plus LOOP_SLACK) before the cap above applies.
     loop_iters: dict[Any, int] = field(default_factory=dict)
@@ -691,6 +701,8 @@ class Thread:
             return _COPY_KINDS[name]
         if name in ("nullptr", "NULL"):
             return 0  # a null pointer compares and stores as 0; dereferencing it is refused as a non-pointer
+        if name in _STANDARD_CONSTANTS:
+            return _STANDARD_CONSTANTS[name]
         raise Unsupported(f"unknown name '{name}'")
 
     def tick(self) -> None:
@@ -1389,6 +1401,7 @@ class Thread:
             # only a loop whose own condition depends on the hole is capped: one under a hole-dependent branch
             # (``if (row < H) for (i = 0; i < 16; i++)``) runs its concrete count
             if not isinstance(c, bool) and not isinstance(self.pc, bool) and iterations > cap:
+                self.prog.loop_caps_hit += 1
                 self.prog.obligations.append(z3.Not(_zb(self.pc)))
                 break
             ctx = _Loop()
