@@ -414,3 +414,45 @@ def test_a_size_multiplying_built_in_constants_is_scaled_to_a_test_size(tmp_path
     assert built.spec_path is not None, built.reason
     cases = load_spec(str(built.spec_path)).cases
     assert cases and all(4096 * 512 * c["input_size"] * 4 <= (1 << 20) * 8 or c["input_size"] <= 3 for c in cases)
+
+
+# An entry that copies its buffers to the device and then launches the kernel on the caller's host pointers: on
+# a GPU the kernel faults (or reads garbage); on the runtime, one address space, it would seem to run.
+HOST_POINTERS_LAUNCHED = """#include <cuda_runtime.h>
+__global__ void twice(const float *in, float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 2.0f * in[i];
+}
+extern "C" void twice_kernel(float *in, float *out, int n) {
+  float *d_in, *d_out;
+  cudaMalloc(&d_in, n * sizeof(float));
+  cudaMalloc(&d_out, n * sizeof(float));
+  cudaMemcpy(d_in, in, n * sizeof(float), cudaMemcpyHostToDevice);
+  twice<<<(n + 63) / 64, 64>>>(in, out, n);
+  cudaMemcpy(out, d_out, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(d_in); cudaFree(d_out);
+}
+"""
+
+
+def test_host_memory_passed_to_a_kernel_is_the_source_s_defect(tmp_path: Path) -> None:
+    built = build_spec(HOST_POINTERS_LAUNCHED, "twice.cu", Dialect.CUDA, tmp_path / "bad")
+    assert built.spec_path is None
+    assert "source itself is defective" in built.reason and "'in'" in built.reason, built.reason
+    # the same entry launching its device copies is tested as usual
+    fixed = HOST_POINTERS_LAUNCHED.replace("(in, out, n);", "(d_in, d_out, n);")
+    assert build_spec(fixed, "twice.cu", Dialect.CUDA, tmp_path / "good").spec_path is not None
+
+
+def test_an_entry_taking_device_pointers_is_not_flagged(tmp_path: Path) -> None:
+    text = """#include <cuda_runtime.h>
+__global__ void twice(const float *in, float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 2.0f * in[i];
+}
+extern "C" void twice_launch(const float *d_in, float *d_out, int n) {
+  twice<<<(n + 63) / 64, 64>>>(d_in, d_out, n);
+}
+"""
+    built = build_spec(text, "twice.cu", Dialect.CUDA, tmp_path)
+    assert "defective" not in built.reason, built.reason

@@ -29,7 +29,7 @@ from xpiler_core.frontend.source import parse_text
 from xpiler_core.project import BuildSettings
 from xpiler_core.verify.entry_shim import shim_for
 from xpiler_core.verify.host_record import EntryParam, EntryRecorder, RecordedShapes, record_entry
-from xpiler_core.verify.shape_solve import SolvedSizes, solve_sizes
+from xpiler_core.verify.shape_solve import SolvedSizes, kernel_name, solve_sizes
 from xpiler_core.verify.shape_solve import describe as describe_solved
 
 # Sizes the tests use for each integer size parameter (case i uses the i-th value; several parameters
@@ -126,6 +126,13 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     guessed = False
     if entries:
         recorded = record_shapes(entries[0], text, path, dialect, build)
+        if recorded is not None and recorded.host_memory_launched:
+            # no test could say more than this: the source's own entry is wrong on any GPU
+            buffer, kernel, position = recorded.host_memory_launched[0]
+            return AutoSpec(None, "", (
+                f"the source itself is defective, so the translation is not judged: its entry {entries[0].name} "
+                f"copies '{buffer}' to or from the device as host memory and also passes '{buffer}' itself to "
+                f"kernel {kernel_name(kernel)} (argument {position + 1}), which a GPU cannot dereference"))
         params = entry_params(entries[0])
         display = Path(path).name or f"source{dialect.suffix}"
         recorder = None if params is None else functools.partial(

@@ -71,6 +71,9 @@ class RecordedShapes:
     bindings: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     # the launches of every probe run (and of the run confirming the formulas), with its sizes
     launch_sets: list[tuple[dict[str, int], list[Launch]]] = field(default_factory=list)
+    # buffers the entry copies to or from the device as host memory and also passes to a kernel itself (a
+    # GPU cannot dereference them): (buffer, kernel, argument position)
+    host_memory_launched: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 class EntryRecorder:
@@ -130,6 +133,7 @@ def record_entry(
         per_set: list[tuple[dict[str, int], dict[str, tuple[int, set[str]]]]] = []
         launches: list[Launch] = []
         bindings: dict[str, list[tuple[str, int]]] = {}
+        host_launched: list[tuple[str, str, int]] = []
         launch_sets: list[tuple[dict[str, int], list[Launch]]] = []
         for family in (PROBE_SETS, LARGE_PROBE_SETS):
             per_set = []
@@ -148,6 +152,7 @@ def record_entry(
                 if not per_set:
                     launches = record[0].launches
                     bindings = bind_buffers(*record)
+                    host_launched = host_memory_launched(*record)
                 per_set.append((case, record[0].touched(record[1])))
                 launch_sets.append((case, record[0].launches))
             if per_set and len(per_set) == (len(family) if sizes else 1):
@@ -175,7 +180,8 @@ def record_entry(
             continue
         shapes[p.name] = formula
         roles[p.name] = set().union(*(s[1] for s in seen if s is not None))
-    return RecordedShapes(shapes, roles, launches, [case for case, _ in per_set], bindings, launch_sets)
+    return RecordedShapes(shapes, roles, launches, [case for case, _ in per_set], bindings, launch_sets,
+                          host_launched)
 
 
 def _holds(formula: str, param: EntryParam,
@@ -223,6 +229,33 @@ def bind_buffers(record: Record, regions: dict[str, tuple[int, int]]) -> dict[st
             for name in names:
                 bound.setdefault(name, []).append((launch.kernel, position))
     return bound
+
+
+def host_memory_launched(record: Record, regions: dict[str, tuple[int, int]]) -> list[tuple[str, str, int]]:
+    """Kernel arguments that point into an entry buffer the entry also copies to or from a device allocation:
+    the caller's host memory (``transpose<<<g, b>>>(input, output)`` after ``cudaMemcpy(d_input, input, ...)``),
+    which a GPU cannot dereference — the runtime, sharing one address space, would run it."""
+    allocs = [op for op in record.ops if isinstance(op, Alloc)]
+
+    def region(address: int) -> str | None:
+        return next((name for name, (base, size) in regions.items() if base <= address < base + size), None)
+
+    def device(address: int) -> bool:
+        return any(a.address <= address < a.address + max(1, a.bytes) for a in allocs)
+
+    host_side: set[str] = set()
+    for op in record.copies:
+        if isinstance(op, Copy):
+            for host, other in ((op.src, op.dst), (op.dst, op.src)):
+                if (name := region(host)) is not None and device(other):
+                    host_side.add(name)
+    found: list[tuple[str, str, int]] = []
+    for launch in record.launches:
+        for position, arg in enumerate(launch.args):
+            if arg.kind == "ptr" and (name := region(int(arg.value))) is not None and name in host_side \
+                    and not device(int(arg.value)):
+                found.append((name, launch.kernel, position))
+    return found
 
 
 def _orders(values: Sequence[int]) -> list[tuple[int, ...]]:
