@@ -37,6 +37,7 @@ import time
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS: one thread (fixed when it loads)
@@ -58,8 +59,11 @@ from xpiler_core.verify.harness import _load_reference, reference_outputs  # noq
 from xpiler_core.verify.inputs import case_inputs  # noqa: E402
 from xpiler_core.verify.spec import load_spec  # noqa: E402
 
+torch: ModuleType | None
 try:
-    import torch
+    import torch as _torch
+
+    torch = _torch
 except ImportError:  # a benchmark-only dependency
     torch = None
 
