@@ -132,7 +132,8 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
             return AutoSpec(None, "", (
                 f"the source itself is defective, so the translation is not judged: its entry {entries[0].name} "
                 f"copies '{buffer}' to or from the device as host memory and also passes '{buffer}' itself to "
-                f"kernel {kernel_name(kernel)} (argument {position + 1}), which a GPU cannot dereference"))
+                f"kernel {kernel_name(kernel)} (argument {position + 1}): host memory, which a GPU without access to "
+                f"system-allocated memory (HMM) cannot dereference"))
         params = entry_params(entries[0])
         display = Path(path).name or f"source{dialect.suffix}"
         recorder = None if params is None else functools.partial(
