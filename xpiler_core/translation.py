@@ -316,17 +316,17 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
     defective = _source_defect_status(tests, guessed)
     if defective is not None:
         return defective
-    if tests is not None and tests.cases and not tests.tested and guessed:
-        return Status.NOT_EXECUTED, (f"no test at sizes the source supports: its kernels have their shape built in "
-                                     f"and take no size, and the source fails at every size guessed "
-                                     f"({tests.cases[0].error}); give --spec with the sizes it is written for "
-                                     "(xpiler spec init writes a draft)")
     if tests is not None and tests.cases and not tests.tested and all(is_timeout(c.error) for c in tests.cases):
         # the emulator's speed, not a defect of the source: say so, and how to allow it
         return Status.NOT_EXECUTED, ("not executed to the end: the source's run on the runtime (every thread "
                                      "emulated on the CPU) did not finish within the time limit at any test case, "
                                      f"so nothing was compared ({tests.cases[0].error}); give --timeout S to "
                                      "allow longer, or --spec with smaller sizes where its kernels take them")
+    if tests is not None and tests.cases and not tests.tested and guessed:
+        return Status.NOT_EXECUTED, (f"no test at sizes the source supports: its kernels have their shape built in "
+                                     f"and take no size, and the source fails at every size guessed "
+                                     f"({tests.cases[0].error}); give --spec with the sizes it is written for "
+                                     "(xpiler spec init writes a draft)")
     if tests is not None and tests.cases and not tests.tested:
         return Status.NOT_EXECUTED, ("the source itself fails at every test case, so nothing was compared: "
                                      f"{tests.cases[0].error}")
