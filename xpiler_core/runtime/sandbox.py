@@ -62,7 +62,7 @@ TIMEOUT_PREFIX = "timeout after"  # how a run stopped by its time limit is repor
 
 def is_timeout(error: str | None) -> bool:
     """Whether ``error`` reports a run stopped by its time limit (not a fault of the program)."""
-    return bool(error) and TIMEOUT_PREFIX in (error or "")
+    return error is not None and TIMEOUT_PREFIX in error
 
 def _scalar(dtype: str, value: float | int | None) -> tuple[str, float | int]:
     """The ctypes type name and value the worker passes; 16-bit floats travel as their bit patterns."""

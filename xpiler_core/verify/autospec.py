@@ -127,7 +127,7 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     if entries:
         recorded = record_shapes(entries[0], text, path, dialect, build)
         if recorded is not None and recorded.host_memory_launched:
-            # no test could say more than this: the source's own entry is wrong on any GPU
+            # no test could say more than this: the source's own entry is wrong on a GPU without HMM
             buffer, kernel, position = recorded.host_memory_launched[0]
             return AutoSpec(None, "", (
                 f"the source itself is defective, so the translation is not judged: its entry {entries[0].name} "

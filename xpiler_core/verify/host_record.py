@@ -205,10 +205,10 @@ def bind_buffers(record: Record, regions: dict[str, tuple[int, int]]) -> dict[st
     allocs = [op for op in record.ops if isinstance(op, Alloc)]
 
     def region(address: int) -> str | None:
-        return next((name for name, (base, size) in regions.items() if base <= address < base + size), None)
+        return _region_at(regions, address)
 
     def alloc(address: int) -> Alloc | None:
-        return next((a for a in reversed(allocs) if a.address <= address < a.address + max(1, a.bytes)), None)
+        return _allocation_at(allocs, address)
 
     backing: dict[int, set[str]] = {}
     for op in record.copies:
@@ -231,6 +231,16 @@ def bind_buffers(record: Record, regions: dict[str, tuple[int, int]]) -> dict[st
     return bound
 
 
+def _region_at(regions: dict[str, tuple[int, int]], address: int) -> str | None:
+    """The entry buffer (name → base, size) that holds ``address``."""
+    return next((name for name, (base, size) in regions.items() if base <= address < base + size), None)
+
+
+def _allocation_at(allocs: list[Alloc], address: int) -> Alloc | None:
+    """The latest device allocation that holds ``address``."""
+    return next((a for a in reversed(allocs) if a.address <= address < a.address + max(1, a.bytes)), None)
+
+
 def host_memory_launched(record: Record, regions: dict[str, tuple[int, int]]) -> list[tuple[str, str, int]]:
     """Kernel arguments that point into an entry buffer the entry also copies to or from a device allocation:
     the caller's host memory (``transpose<<<g, b>>>(input, output)`` after ``cudaMemcpy(d_input, input, ...)``),
@@ -238,10 +248,10 @@ def host_memory_launched(record: Record, regions: dict[str, tuple[int, int]]) ->
     allocs = [op for op in record.ops if isinstance(op, Alloc)]
 
     def region(address: int) -> str | None:
-        return next((name for name, (base, size) in regions.items() if base <= address < base + size), None)
+        return _region_at(regions, address)
 
     def device(address: int) -> bool:
-        return any(a.address <= address < a.address + max(1, a.bytes) for a in allocs)
+        return _allocation_at(allocs, address) is not None
 
     host_side: set[str] = set()
     for op in record.copies:
