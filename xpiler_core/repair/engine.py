@@ -63,6 +63,7 @@ from xpiler_core.repair.interp import (
     run_kernel,
 )
 from xpiler_core.repair.suspects import FunctionSites, collect, get_at, implicated_statements, iter_int_sites
+from xpiler_core.runtime.sandbox import is_timeout
 from xpiler_core.verify.harness import SpecReport, run_spec
 from xpiler_core.verify.spec import KernelSpec, load_spec
 
@@ -86,6 +87,7 @@ ITERATIONS_FACTOR = 4  # ... or this many times the most any loop ran in the fai
 CONCRETE_RUN_FACTOR = 2.0
 CONCRETE_RUN_SECONDS_MIN = 1.5
 CONCRETE_TIMEOUT_MIN = 3.0  # seconds a candidate checked on the harness may run (at least)
+HEAVY_EXAMPLE_SECONDS = 2.0  # interpretation time of the examples above which candidates go to the harness
 SAME_OUTCOME_LIMIT = 48  # hole values after which a wrong thread that never changes is deemed out of reach
 
 
@@ -136,6 +138,33 @@ def apply_edits(text: str, edits: Sequence[RepairEdit | SK.Edit]) -> str:
     for e in sorted(edits, key=lambda e: e.span.start_byte, reverse=True):
         data = data[: e.span.start_byte] + e.new.encode("utf-8") + data[e.span.end_byte :]
     return data.decode("utf-8")
+
+
+REPAIR_CHOICE_VARIABLE = "XPILER_REPAIR_CHOICE"
+# Read once per run (a function-local static is initialized once, thread-safely); -1 when unset: the original.
+_CHOICE_FUNCTION = (
+    "#include <stdlib.h>\n"
+    "static inline int xp_repair_choice_from_env() {{ const char* s = getenv(\"{var}\"); return s ? atoi(s) : -1; }}\n"
+    "static inline int xp_repair_choice() {{ static const int choice = xp_repair_choice_from_env(); return choice; }}\n"
+)
+
+
+def _selector_text(text: str, completions: Sequence[Sequence[SK.Edit]], dialect: Dialect) -> str | None:
+    """One program text holding every completion of a sketch: each edited span becomes ``(xp_repair_choice() ==
+    0 ? (new_0) : xp_repair_choice() == 1 ? (new_1) : ... (old))``. None when the completions do not edit the
+    same spans (then they are built one by one) or the dialect has no C++ to spell it in."""
+    if dialect not in (Dialect.CUDA, Dialect.HIP) or not completions:
+        return None
+    spans = [(e.span.start_byte, e.span.end_byte) for e in completions[0]]
+    if any([(e.span.start_byte, e.span.end_byte) for e in c] != spans for c in completions):
+        return None
+    if any(a[1] > b[0] for a, b in zip(sorted(spans), sorted(spans)[1:], strict=False)):
+        return None  # overlapping edits
+    merged = []
+    for i, first in enumerate(completions[0]):
+        arms = "".join(f"xp_repair_choice() == {k} ? ({c[i].new}) : " for k, c in enumerate(completions))
+        merged.append(SK.Edit(first.span, first.old, f"({arms}({first.old}))"))
+    return _CHOICE_FUNCTION.format(var=REPAIR_CHOICE_VARIABLE) + apply_edits(text, merged)
 
 
 def _outputs_match(spec: KernelSpec, ex: EX.Example, buffers: dict[str, Buffer]) -> tuple[bool, set[int], set[str]]:
@@ -320,6 +349,20 @@ def repair_candidate(
     iteration_cap = max(ITERATIONS_MIN, ITERATIONS_FACTOR * max(prog.loop_iters.values(), default=0))
     run_seconds = max(CONCRETE_RUN_SECONDS_MIN, CONCRETE_RUN_FACTOR * sum(ex.seconds for ex in chosen))
     searched: set[int] = set()  # sketches searched concretely within the first round's cap
+    # Examples too big for the interpreter (a shape built into the kernel leaves nothing to shrink): when the
+    # chosen examples take longer to interpret than the full cases take on the real harness, no symbolic
+    # encoding is tried (it is slower still) and candidates are screened on the harness directly.
+    # The harness's build is shared by the completions of a sketch, so its runs of the cases are what one more
+    # completion costs there. An example the interpreter's step budget stopped, where the compiled candidate
+    # ran to the end on the harness, is too big to interpret, not a loop that never ends.
+    interpreted = sum(ex.seconds for ex in chosen)
+    harness_runs = sum(c.seconds for c in report.cases)
+    ran_to_end = bool(report.cases) and not any(is_timeout(c.error) for c in report.cases)
+    heavy = interpreted > max(harness_runs, HEAVY_EXAMPLE_SECONDS) and (
+        ran_to_end or not any(ex.ran_out for ex in chosen))
+    if heavy:
+        _log.debug("examples take %.1f s to interpret (the harness runs the cases in %.1f s): candidates run on "
+                   "the harness", interpreted, harness_runs)
 
     def search_concretely(sk: SK.Sketch, cap: int | None, limit: int) -> RepairResult | None:
         """Enumerate the sketch's completions closest to the original first, each stitched and run concretely
@@ -338,6 +381,7 @@ def repair_candidate(
         if sk.tiebreak is not None:
             opt.minimize(sk.tiebreak)  # lexicographic: after the distance
         checked = models = 0
+        batch: list[tuple[z3.ModelRef, list[SK.Edit], str]] = []  # heavy examples: completions built as one
         while checked < limit and models < 4 * limit + 8 and budget.left() > 0:
             if opt.check() != z3.sat:
                 break
@@ -350,23 +394,51 @@ def repair_candidate(
                 continue
             tried.add(repaired)
             checked += 1
+            if heavy and edits:
+                batch.append((model, edits, repaired))
+                continue
             # The small examples on the interpreter first (no build); the harness only for what fits them.
             # A candidate whose loop never ends is stopped by time and by an iteration cap far above what any
             # loop ran concretely (a per-thread step cap from the failing run would be too tight: the bug may
             # end threads early).
-            bad = _first_misfit(spec, repaired, path, dialect, entry, kind, chosen, prog.warp_size,
-                                time.monotonic() + min(run_seconds, max(0.0, budget.left())), iteration_cap)
+            bad = None if heavy else _first_misfit(
+                spec, repaired, path, dialect, entry, kind, chosen, prog.warp_size,
+                time.monotonic() + min(run_seconds, max(0.0, budget.left())), iteration_cap)
             if bad is not None:
                 _log.debug("  candidate %s: misfit on small case %s", [(e.old, e.new) for e in edits], bad)
                 continue
-            full = run_spec(
-                screen_spec, candidate_text=repaired, candidate_dialect=dialect, candidate_entry=entry,
-                candidate_kind=kind, warp_size=warp_size, seed=seed, cancel=cancel,
-            )
-            _log.debug("  candidate %s: %s", [(e.old, e.new) for e in edits], "passes" if full.passed else "fails")
+            full = screen(repaired, edits)
             if full.passed:
                 return accept(sk, model, edits, repaired, full)
             result.false_repairs += 1  # it fit the small examples but not the full cases
+        return screen_batch(sk, batch) if batch else None
+
+    def screen(candidate: str, edits: list[SK.Edit], env: dict[str, str] | None = None) -> SpecReport:
+        """A candidate on the full cases under the screening time limit."""
+        full = run_spec(
+            screen_spec, candidate_text=candidate, candidate_dialect=dialect, candidate_entry=entry,
+            candidate_kind=kind, warp_size=warp_size, seed=seed, cancel=cancel, candidate_env=env,
+        )
+        _log.debug("  candidate %s: %s", [(e.old, e.new) for e in edits], "passes" if full.passed else "fails")
+        return full
+
+    def screen_batch(sk: SK.Sketch, batch: list[tuple[z3.ModelRef, list[SK.Edit], str]]) -> RepairResult | None:
+        """Completions of one sketch built once, as one program that takes the completion to run from its
+        environment (one build instead of one per completion: the build is most of a harness run), each run on
+        the full cases nearest first; the one that passes is checked again as the plain text it stands for."""
+        selector = _selector_text(text, [edits for _, edits, _ in batch], dialect)
+        for k, (model, edits, repaired) in enumerate(batch):
+            if budget.left() <= 0:
+                return None
+            if selector is not None:
+                chosen_run = screen(selector, edits, {REPAIR_CHOICE_VARIABLE: str(k)})
+                if chosen_run.build_error:
+                    selector = None  # a completion the selector cannot spell (an lvalue of two types): one by one
+                elif not chosen_run.passed:
+                    continue
+            full = screen(repaired, edits)
+            if full.passed:
+                return accept(sk, model, edits, repaired, full)
         return None
 
     def accept(sk: SK.Sketch, model: z3.ModelRef, edits: list[SK.Edit], repaired: str, full: SpecReport) -> RepairResult:
@@ -396,6 +468,9 @@ def repair_candidate(
                    src.of(sk.site.node)[:60], budget.left())
         if sk.kind == "swap":
             return search_concretely(sk, None, 1)  # one candidate: running it is cheaper than encoding it
+        if heavy:  # the nearest completions on the harness (the affine/comparison ones within the round's cap)
+            tries = CONCRETE_TRIES.get(sk.kind, 0)
+            return search_concretely(sk, cap, tries) if tries else None
         if interacting and sk.kind in ("rename", "const") and id(sk) not in presearched:
             # Threads interact: an encoding runs every thread symbolically (seconds, often refused), a
             # concrete run of the nearest completions costs a fraction of that. Constants still get their
@@ -607,6 +682,7 @@ def _choose_examples(
                 ok, w, m = False, set(), set()
                 faults.add(prog.loop_stmts[hot])
                 prog.loop_iters.pop(hot, None)
+                ex.ran_out = True
             ex.seconds = time.monotonic() - started
             if not ok:
                 chosen.append(ex)

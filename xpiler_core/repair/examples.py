@@ -49,6 +49,7 @@ class Example:
     shape: LaunchShape
     threads: int
     seconds: float = 0.0  # how long the candidate's concrete run on it took (set by the repair engine)
+    ran_out: bool = False  # that run was stopped by the interpreter's step budget (a loop that never ends)
     host_run: HostRun | None = None  # the candidate's host entry, run for real on it (set by the repair engine)
 
 

@@ -104,6 +104,11 @@ def _values(kind: str, elem_bytes: int, data: bytes) -> list[Any]:
     return list(array)
 
 
+# the Python types a buffer of each kind holds when its values are concrete (what a store converts to)
+_PLAIN: dict[str, set[type]] = {"float": {np.float32}, "half": {np.float16}, "double": {float}, "int": {int},
+                                "bool": {bool}}
+
+
 class _Memory:
     def __init__(self, prog: Program) -> None:
         self.prog = prog
@@ -147,8 +152,20 @@ class _Memory:
         buf = region.buffer
         if offset % buf.elem_bytes or len(data) % buf.elem_bytes:
             raise Unsupported("a copy that does not move whole elements")
-        for k, value in enumerate(_values(buf.kind, buf.elem_bytes, data)):
-            self.host.store(Ptr(buf, offset // buf.elem_bytes + k), value)
+        values = _values(buf.kind, buf.elem_bytes, data)
+        start = offset // buf.elem_bytes
+        if self._bulk(buf, start, len(values)):
+            buf.data[start : start + len(values)] = values  # already the buffer's kind: what a store converts to
+            if buf.writers is not None:
+                buf.writers.update(dict.fromkeys(range(start, start + len(values)), self.host.stmt_id))
+            return
+        for k, value in enumerate(values):
+            self.host.store(Ptr(buf, start + k), value)
+
+    def _bulk(self, buf: Buffer, start: int, count: int) -> bool:
+        """Elements ``[start, start + count)`` of ``buf`` can be written as one slice: in bounds, on the host's
+        unconditional path, with no store log (what an element-by-element store would do)."""
+        return buf.events is None and self.host.pc is True and 0 <= start and start + count <= len(buf.data)
 
     def copy(self, dst: int, src: int, nbytes: int, data: bytes | None = None) -> None:
         if nbytes == 0:
@@ -167,7 +184,17 @@ class _Memory:
         eb = like.elem_bytes
         if d_off % eb or s_off % eb or nbytes % eb:
             raise Unsupported("a copy that does not move whole elements")
-        for k in range(nbytes // eb):
+        count, d0, s0 = nbytes // eb, d_off // eb, s_off // eb
+        if self._bulk(d_buf, d0, count) and s_buf.events is None and s0 + count <= len(s_buf.data):
+            values = s_buf.data[s0 : s0 + count]
+            # plain values of the buffer's kind move as a slice; a symbolic one (a kernel's hole) goes through load
+            if {type(v) for v in values} <= _PLAIN[like.kind]:
+                d_buf.data[d0 : d0 + count] = values
+                if d_buf.writers is not None:
+                    sources = s_buf.writers or {}
+                    d_buf.writers.update({d0 + k: sources.get(s0 + k, self.host.stmt_id) for k in range(count)})
+                return
+        for k in range(count):
             at_src, at_dst = Ptr(s_buf, s_off // eb + k), Ptr(d_buf, d_off // eb + k)
             self.host.store(at_dst, self.host.load(at_src))
             # copied elements keep the statements that computed them (localization follows the data)

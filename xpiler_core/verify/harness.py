@@ -301,6 +301,7 @@ def _run_cases(
     workdir: Path,
     other_schedules: Sequence[Expectation] = (),
     poisoned: tuple[Expectation, Expectation] | None = None,
+    candidate_env: dict[str, str] | None = None,
 ) -> list[CaseResult]:
     """Each case: the reference's outputs, the candidate's, compared. ``other_schedules``: the reference program
     run again under other block orders, asked only when the candidate differs (see :func:`_judge_order`);
@@ -329,7 +330,7 @@ def _run_cases(
                 continue  # checked again at the next case: sizes that are a guess may be wrong in one case only
             # once it computes without: a source that reads unwritten memory does so at the first case it runs
             poisoned = None
-        run = run_program(candidate, spec, inputs, case, workdir / f"case{i}", cancel)
+        run = run_program(candidate, spec, inputs, case, workdir / f"case{i}", cancel, candidate_env)
         if not run.ok:
             results.append(
                 CaseResult(
@@ -471,9 +472,11 @@ def run_spec(
     cancel: CancelToken | None = None,
     build: BuildSettings | None = None,
     reference_build: BuildSettings | None = None,
+    candidate_env: dict[str, str] | None = None,
 ) -> SpecReport:
     """Run the spec's source (or a candidate) on every case and compare with the reference. ``build``: the
-    project settings of the program under test; ``reference_build``: those of a reference source."""
+    project settings of the program under test; ``reference_build``: those of a reference source;
+    ``candidate_env``: environment variables of the runs of the program under test (not of the reference's)."""
     if candidate_text is not None and candidate_dialect is Dialect.BANG:  # BANG C runs on the MLU model
         from xpiler_core.verify.bang import run_bang_spec
 
@@ -529,7 +532,8 @@ def run_spec(
             other_schedules = [_program_expectation(ref_built, spec, cancel, env) for env in OTHER_SCHEDULES]
             if ref_program.kind == "host":
                 poisoned = (_program_expectation(ref_built, spec, cancel, POISONED), other_schedules[0])
-        results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir, other_schedules, poisoned)
+        results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir, other_schedules, poisoned,
+                             candidate_env)
     return _report(results, time.monotonic() - started, program.warp_size)
 
 
