@@ -141,16 +141,17 @@ def _paths(v: Any, memo: dict[int, int]) -> int:
     return memo[key]
 
 
-def lift(fn: Callable[..., Any], *vals: Any) -> Any:
-    """Apply a concrete function to values, any of which may be a Choice or an Ite."""
+def lift(fn: Callable[..., Any], *vals: Any, deadline: float | None = None) -> Any:
+    """Apply a concrete function to values, any of which may be a Choice or an Ite. ``deadline``
+    (``time.monotonic()``): a product of many cases stops there (StepLimit) instead of running on."""
     if any(isinstance(v, Ite) for v in vals):
         memo: dict[int, int] = {}
         if math.prod(_paths(v, memo) for v in vals) > MAX_CASES:
             raise Unsupported("too many hole-dependent cases")
     for i, v in enumerate(vals):
         if isinstance(v, Ite):
-            a = lift(fn, *vals[:i], v.then, *vals[i + 1 :])
-            b = lift(fn, *vals[:i], v.else_, *vals[i + 1 :])
+            a = lift(fn, *vals[:i], v.then, *vals[i + 1 :], deadline=deadline)
+            b = lift(fn, *vals[:i], v.else_, *vals[i + 1 :], deadline=deadline)
             return merge(v.cond, a, b)
     combos: list[tuple[BoolLike, tuple[tuple[int, int], ...], list[Any]]] = [(True, (), [])]
     for v in vals:
@@ -164,6 +165,8 @@ def lift(fn: Callable[..., Any], *vals: Any) -> Any:
                 if cc is False:
                     continue
                 nxt.append((cc, f, [*args, c.value]))
+                if deadline is not None and len(nxt) & 255 == 0 and time.monotonic() > deadline:
+                    raise StepLimit("interpretation time budget exhausted")
         combos = nxt
         if len(combos) > MAX_CASES:
             raise Unsupported("too many hole-dependent cases")
@@ -1012,7 +1015,7 @@ class Thread:
             raise Unsupported(f"call to '{name}'")
         if name in ("max", "min") and any(isinstance(a, z3.ExprRef) for a in args):
             return _minmax(name == "max", args[0], args[1])
-        return lift(fn, *args)
+        return lift(fn, *args, deadline=self.prog.deadline)  # many hole-dependent cases take no step
 
     def warp_prelude(self, e: A.Expr) -> Iterator[None]:
         """Warp operations in ``e``, innermost first: each thread of the block contributes its operand, a block
