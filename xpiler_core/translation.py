@@ -458,6 +458,10 @@ def direction_label(source: Dialect, target: Dialect) -> str:
     return f"{src}->{names.get(target, target.value)}"
 
 
+# an automatic spec whose sizes came from the kernels' built-in shape (verify/shape_solve.describe)
+_SOLVED_SIZES = re.compile(r"sizes .* solved from the kernels' built-in shape")
+
+
 def make_summary(source: Dialect, target: Dialect, records: list[PassRecord], evidence: Evidence,
                  status: Status, reason: str, seconds: float, warp_size: int | None) -> str:
     """One summary format for every direction: passes, compile, tests, status."""
@@ -488,6 +492,11 @@ def make_summary(source: Dialect, target: Dialect, records: list[PassRecord], ev
         lines.append(f"tests: {passed}/{len(tested)} cases passed{at} vs the {against}"
                      + (f", max abs error {err:.3g}" if err is not None else "")
                      + (f"; {dropped} case(s) dropped: the source itself fails there" if dropped else ""))
+        solved = _SOLVED_SIZES.search(str((evidence.spec_info or {}).get("reason") or ""))
+        if solved is not None and evidence.spec_info and evidence.spec_info.get("auto"):
+            sizes = ", ".join(f"{k}={v}" for k, v in tested[0].sizes.items() if not k.startswith("xp_len_"))
+            lines.append(f"note: tested at {sizes}: sizes solved from the kernels' built-in shape (the entry's "
+                         "other sizes were not tested)")
         notes = list(dict.fromkeys(c.note for c in tested if c.note))
         lines.extend(f"note: {note}" for note in notes)
         if evidence.note:

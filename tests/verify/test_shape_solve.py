@@ -349,3 +349,14 @@ cols = 40
     assert [c.sizes["rows"] for c in report.cases] == [40, 48]
     assert report.cases[0].source_failed and "out-of-bounds" in (report.cases[0].error or "")
     assert report.passed and [c.sizes["rows"] for c in report.tested] == [48]
+
+
+def test_the_summary_says_the_sizes_were_solved(tmp_path: Path) -> None:
+    # a user reading "verified" must learn the test ran at the kernel's built-in shape, not at their own sizes
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    source = tmp_path / "rowdot.cu"
+    source.write_text(FIXED_ROWS)
+    result = translate(FIXED_ROWS, str(source), TranslateOptions(Dialect.C, repair=False))
+    assert result.status.value == "verified", result.summary
+    assert "note: tested at rows=48, cols=40: sizes solved from the kernels' built-in shape" in result.summary
