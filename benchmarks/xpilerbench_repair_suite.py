@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{c.op:24s} skipped: {c.path.name} not in the tree")
             continue
         built = build_spec(prelude + c.path.read_text(), c.path.name, dialect, ns.out / c.op)
-        if built.spec_path is None or built.sizes_guessed and "solved" not in built.reason:
+        if built.spec_path is None or built.sizes_origin == "guessed":
             print(f"{c.op:24s} skipped: {built.reason[:150]}")
             shutil.rmtree(ns.out / c.op, ignore_errors=True)
             continue

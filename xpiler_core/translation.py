@@ -94,6 +94,7 @@ class TestSet:
     program: bool = False  # the source is a whole program: run it and the translation (verify/program.py)
     dropped_cases: list[str] = field(default_factory=list)  # cases at which the source itself fails
     sizes_guessed: bool = False  # automatic tests whose sizes the code does not fix (fixed-shape kernels)
+    sizes_solved: bool = False  # ... found from the kernels' built-in shape (verify/shape_solve.py)
     error: str = ""  # building the tests failed in xpiler itself (a bug of ours; the translation is still written)
 
 
@@ -458,10 +459,6 @@ def direction_label(source: Dialect, target: Dialect) -> str:
     return f"{src}->{names.get(target, target.value)}"
 
 
-# an automatic spec whose sizes came from the kernels' built-in shape (verify/shape_solve.describe)
-_SOLVED_SIZES = re.compile(r"sizes .* solved from the kernels' built-in shape")
-
-
 def make_summary(source: Dialect, target: Dialect, records: list[PassRecord], evidence: Evidence,
                  status: Status, reason: str, seconds: float, warp_size: int | None) -> str:
     """One summary format for every direction: passes, compile, tests, status."""
@@ -492,8 +489,7 @@ def make_summary(source: Dialect, target: Dialect, records: list[PassRecord], ev
         lines.append(f"tests: {passed}/{len(tested)} cases passed{at} vs the {against}"
                      + (f", max abs error {err:.3g}" if err is not None else "")
                      + (f"; {dropped} case(s) dropped: the source itself fails there" if dropped else ""))
-        solved = _SOLVED_SIZES.search(str((evidence.spec_info or {}).get("reason") or ""))
-        if solved is not None and evidence.spec_info and evidence.spec_info.get("auto"):
+        if evidence.spec_info and evidence.spec_info.get("sizes_solved"):
             sizes = ", ".join(f"{k}={v}" for k, v in tested[0].sizes.items() if not k.startswith("xp_len_"))
             lines.append(f"note: tested at {sizes}: sizes solved from the kernels' built-in shape (the entry's "
                          "other sizes were not tested)")
@@ -645,7 +641,7 @@ def unresolved_dict(item: Unresolved, path: str) -> dict[str, Any]:
 
 def _spec_info(tests: TestSet) -> dict[str, Any]:
     info: dict[str, Any] = {"auto": tests.auto, "built": bool(tests.specs) or tests.program, "reason": tests.reason,
-                            "sizes_guessed": tests.sizes_guessed}
+                            "sizes_guessed": tests.sizes_guessed, "sizes_solved": tests.sizes_solved}
     if tests.spec_toml is not None:
         info["spec_toml"] = tests.spec_toml
     if tests.spec_path is not None:
@@ -862,7 +858,7 @@ def build_test_set(text: str, path: str, dialect: Dialect, options: TranslateOpt
     except XpilerError as exc:
         return TestSet([], auto=True, reason=f"the automatic test is not usable: {exc.message}")
     return TestSet([loaded], auto=True, reason=built.reason, spec_toml=built.spec_text,
-                   sizes_guessed=built.sizes_guessed)
+                   sizes_guessed=built.sizes_guessed, sizes_solved=built.sizes_origin == "solved")
 
 
 def finish_translation(

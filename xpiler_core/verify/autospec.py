@@ -21,6 +21,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
@@ -92,14 +93,23 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _STREAM = re.compile(r"^(cudaStream_t|hipStream_t|CUstream)$")
 
 
+SizeOrigin = Literal["code", "guessed", "solved"]
+
+
 @dataclass
 class AutoSpec:
     spec_path: Path | None
     spec_text: str
     reason: str  # the assumptions made, or why no spec could be built
-    # the entry's kernels have their shape built in and take no size: the sizes tried are guesses, so a source
-    # that runs past its buffers at them says the guess is wrong, not that the source is
-    sizes_guessed: bool = False
+    # where the sizes of the cases come from: the code ("code": its copies, loops or guards fix them), guesses
+    # ("guessed": the entry's kernels have their shape built in and take no size), or solved from that built-in
+    # shape ("solved"). Guessed and solved sizes are still guesses of a kind: a source that runs past its buffers
+    # at them says the sizes are wrong, not that the source is.
+    sizes_origin: SizeOrigin = "code"
+
+    @property
+    def sizes_guessed(self) -> bool:
+        return self.sizes_origin != "code"
 
 
 def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str | None = None,
@@ -123,7 +133,7 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
                        and "::" not in f.name][:1]
     reasons: list[str] = []
     built: tuple[str, str] | str = "nothing to test"
-    guessed = False
+    origin: SizeOrigin = "code"
     if entries:
         recorded = record_shapes(entries[0], text, path, dialect, build)
         if recorded is not None and recorded.host_memory_launched:
@@ -143,7 +153,7 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
             reasons.append(host)
             built = host
         else:
-            built, guessed = host[:2], host[2]
+            built, origin = host[:2], host[2]
     if not entries or isinstance(built, str):
         kernels = [k for k in model.kernels if k.kind is FunctionKind.KERNEL and not k.is_template]
         if not kernels:
@@ -174,7 +184,7 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     spec_text = body.replace("@SOURCE@", source_name)
     spec_path = workdir / "spec.toml"
     spec_path.write_text(spec_text, encoding="utf-8")
-    return AutoSpec(spec_path, spec_text, reason, sizes_guessed=guessed)
+    return AutoSpec(spec_path, spec_text, reason, sizes_origin=origin)
 
 
 def record_shapes(entry: Function, text: str, path: str, dialect: Dialect,
@@ -333,8 +343,8 @@ def _positive_assignment(names: list[str], values: list[int], shapes: dict[str, 
 
 def _host_spec(model: KernelModel, entry: Function, text: str,
                recorded: RecordedShapes | None = None,
-               recorder: Callable[[], EntryRecorder] | None = None) -> tuple[str, str, bool] | str:
-    """(spec, how it was built, whether its sizes are guesses: see :class:`AutoSpec`), or why there is none.
+               recorder: Callable[[], EntryRecorder] | None = None) -> tuple[str, str, SizeOrigin] | str:
+    """(spec, how it was built, where its sizes come from: see :class:`AutoSpec`), or why there is none.
 
     ``recorded``: what a run of the entry on the runtime copied (:mod:`host_record`); its lengths and
     directions take the place of those read from the code. ``recorder``: the entry built to record it again
@@ -439,23 +449,22 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
             + "".join(f"{_LENGTH_VARIABLE}{name} = {one.lengths.get(name, 0)}\n" for name in shapes) + "\n"
             for one in solved)
         spec = "\n".join([*lines[:-1], "cases_are_alternatives = true", "", *args]) + "\n" + cases
-        # still guesses of a kind: a source that fails at them says the sizes are wrong, not that it is
         return spec, f"tests built from host entry {entry.name}: {describe_solved(solved)}, random inputs, " \
-                     "compared with the source", True
+                     "compared with the source", "solved"
     if extent is not None:
         # kernels with their extent built in (generated code): the entry is right only at that size
         spec = "\n".join(lines + args) + f"\n[[cases]]\n{sizes[0]} = {extent}\n"
         return spec, (f"tests built from host entry {entry.name}: its kernels take no size and guard their "
                       f"threads with '< {extent}', so {sizes[0]} = {extent} (the only size the entry supports), "
-                      "random inputs, compared with the source"), False
+                      "random inputs, compared with the source"), "code"
     # sizes of an entry whose kernels have their shape built in and take none: guesses (no guard names them)
-    guessed = bool(sizes) and bool(_fixed_shape_kernels(model, entry))
+    origin: SizeOrigin = "guessed" if sizes and _fixed_shape_kernels(model, entry) else "code"
     # shapes fixed by constants in the code are tested at those shapes: one case
     spec = "\n".join(lines + args) + "\n" + (_cases(sizes, shapes) if sizes else "[[cases]]\n")
     if fixed:
         return spec, (f"tests built from host entry {entry.name}: the shapes its copies fix "
                       f"({', '.join(f'{n}: {shapes[n]}' for n in shapes)}), random inputs, compared with the source"), \
-            guessed
+            origin
     how = (f"assumed every buffer has {sizes[0]} elements (no copies in the entry)" if assumed_1d
            else "buffer lengths from the loops that index them" if from_loops
            else "buffer lengths and directions from what its copies touched in a run on the runtime "
@@ -467,7 +476,7 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
         f"sizes {', '.join(sizes)} varied over 3 cases (scaled down where they multiply), random inputs, "
         "compared with the source"
     )
-    return spec, reason, guessed
+    return spec, reason, origin
 
 
 def _lowered(text: str, model: KernelModel) -> A.Module | None:
