@@ -927,8 +927,13 @@ def _loop_step(step: Expr | None, var: str) -> Expr | None:
     return None
 
 
-def loop_view(loop: For) -> LoopView | None:
-    """Recognize an increasing counted loop; see :class:`LoopView`. ``None`` when not recognizable."""
+def loop_view(loop: For, *, scoped: bool = False) -> LoopView | None:
+    """Recognize an increasing counted loop; see :class:`LoopView`. ``None`` when not recognizable.
+
+    ``scoped``: a write to a name the body redeclares (``for (int i ...)`` nested in a loop over ``i``) writes
+    the inner variable, not the loop's, and does not stop the recognition. Off by default: passes that
+    substitute the loop variable through the body do not all respect shadowing, so they see such loops as
+    unrecognized; analyses that scope names themselves ask for it."""
     head = _loop_var_and_start(loop.init)
     if head is None or not isinstance(loop.cond, Binary):
         return None
@@ -951,11 +956,36 @@ def loop_view(loop: For) -> LoopView | None:
     body_rw = read_write(loop.body)
     if body_rw.opaque or read_write(bound).opaque or read_write(step).opaque:
         return None  # unmodeled text might assign the loop variable or the bound
-    touched = body_rw.writes | body_rw.address_taken
+    touched = outer_writes(loop.body) if scoped else body_rw.writes | body_rw.address_taken
     if var in touched or (free_names(bound) | free_names(step)) & touched:
         return None
     stop = binop("+", bound, Literal("1")) if inclusive else bound
     return LoopView(var, start, stop, step, var_type)
+
+
+def outer_writes(node: Node) -> frozenset[str]:
+    """Names ``node`` writes or takes the address of that live outside it: a name declared inside (in a block,
+    or a ``for`` header) stands for a new variable from its declaration to the end of its scope, so writes to
+    it there are not writes of the outer one. Initializers count as reads, as in C."""
+    if isinstance(node, Block):
+        found: set[str] = set()
+        shadowed: set[str] = set()
+        for stmt in node.stmts:
+            found |= outer_writes(stmt) - shadowed
+            if isinstance(stmt, DeclStmt):
+                shadowed |= {d.name for d in stmt.decls}
+        return frozenset(found)
+    if isinstance(node, DeclStmt):
+        return frozenset().union(*(outer_writes(c) for d in node.decls for c in children(d)))
+    if isinstance(node, For):
+        declared = {d.name for d in node.init.decls} if isinstance(node.init, DeclStmt) else set()
+        head = outer_writes(node.init) if node.init is not None else frozenset()
+        rest = frozenset().union(*(outer_writes(c) for c in (node.cond, node.step, node.body) if c is not None))
+        return head | (rest - declared)
+    if isinstance(node, Stmt):
+        return frozenset().union(*(outer_writes(c) for c in children(node)))
+    rw = read_write(node)
+    return rw.writes | rw.address_taken
 
 
 # ------------------------------------------------------------------------------------------- builders

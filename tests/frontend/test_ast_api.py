@@ -73,6 +73,20 @@ def test_canonical_loops() -> None:
     assert view is not None and print_node(view.stop) == "m + 1"
 
 
+def test_a_loop_whose_body_redeclares_its_variable_is_counted_when_scoped() -> None:
+    fn = lower_text("void f(int *p){ for (int i = 0; i < 3; i++) { for (int i = 0; i < 4; ++i) p[i] = 0;"
+                    " int j = 0; { int i = 5; i++; j++; } p[i] = j; } }", "a.c").functions()[0]
+    loop = fn.body.stmts[0]
+    assert isinstance(loop, A.For)
+    assert loop.canonical() is None  # unscoped: the inner writes look like writes of the outer i
+    view = A.loop_view(loop, scoped=True)
+    assert view is not None and view.var == "i"
+    assert A.outer_writes(loop.body) == frozenset()  # j is declared inside too
+    written = lower_text("void f(int *p){ for (int i = 0; i < 3; i++) { { int i = 5; } i++; } }", "a.c")
+    outer = written.functions()[0].body.stmts[0]
+    assert isinstance(outer, A.For) and A.loop_view(outer, scoped=True) is None  # i++ after the inner scope
+
+
 def test_read_write_sets() -> None:
     stmt = lower_text("void f(){ c[i] += a[i] * s; x = y++; p->v = *q; }").functions()[0].body
     rw = A.read_write(stmt)

@@ -456,3 +456,32 @@ extern "C" void twice_launch(const float *d_in, float *d_out, int n) {
 """
     built = build_spec(text, "twice.cu", Dialect.CUDA, tmp_path)
     assert "defective" not in built.reason, built.reason
+
+
+# a C function of built-in shape whose inner reduction loop reuses the outer loop's name
+SHADOWED_C = """
+extern "C" void rowsum4(const float *A, float *out) {
+  float part[4];
+  for (int i = 0; i < 3; i++) {
+    for (int k = 0; k < 2; k++) {
+      for (int i = 0; i < 4; ++i) part[i] = A[k * 4 + i];
+    }
+    float s = 0.0f;
+    for (int j = 0; j < 5; j++) s += A[i * 5 + j];
+    for (int i = 0; i < 4; ++i) s += part[i];
+    out[i] = s;
+  }
+}
+"""
+
+
+def test_c_extents_see_through_an_inner_loop_that_reuses_the_outer_name(tmp_path: Path) -> None:
+    built = build_spec(SHADOWED_C, "rowsum4.cpp", Dialect.C, tmp_path, entry="rowsum4")
+    assert built.spec_path is not None, built.reason
+    shapes = {a.name: evaluate_int(str(a.shape[0]), {}) for a in load_spec(str(built.spec_path)).args}
+    assert shapes == {"A": 3 * 5, "out": 3}  # the last row read is A[2*5 + 4]; the inner i's reach A[7]
+
+
+def test_a_shadowing_c_function_verifies_to_cuda() -> None:
+    result = translate(SHADOWED_C, "rowsum4.cpp", TranslateOptions(target=Dialect.CUDA))
+    assert result.status == "verified", result.summary

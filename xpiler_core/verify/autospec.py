@@ -768,12 +768,17 @@ def extents_from_loops(text: str, name: str, sizes: set[str]) -> dict[str, str]:
                         and not decl.dims and decl.name not in assigned else None
                     scope[decl.name] = value or ""  # a shadowing declaration hides what the name meant outside
             return
-        if isinstance(node, A.For) and (view := node.canonical()) is not None:
-            start = A.const_int(view.start)
-            stop = spell(view.stop, last)
-            if start is not None and start >= 0 and stop is not None:
-                visit(node.body, {**last, view.var: f"({stop} - 1)"})
-                return
+        if isinstance(node, A.For):
+            view = A.loop_view(node, scoped=True)  # this walk scopes names itself: inner loops may reuse `i`
+            if view is not None:
+                start = A.const_int(view.start)
+                stop = spell(view.stop, last)
+                if start is not None and start >= 0 and stop is not None:
+                    visit(node.body, {**last, view.var: f"({stop} - 1)"})
+                    return
+            if isinstance(node.init, A.DeclStmt):
+                # a loop not counted this way: the variables it declares are no index expression inside it
+                last = {**last, **{d.name: "" for d in node.init.decls}}
         if isinstance(node, A.Index) and isinstance(node.base, A.Name) and node.base.id in params:
             top = spell(node.index, last)
             if top is None:
