@@ -267,6 +267,33 @@ def test_sizes_through_an_assumed_launch(tmp_path: Path) -> None:
     assert case["cols"] == 16 and (case["batch"] * case["rows"] * case["cols"]) % 128 == 0
 
 
+# Rows guarded by a built-in count (600) over ceil(rows / 512) blocks, and a read indexed by the thread alone
+# (bounded through the launch): the probe runs' sizes all give one block, so the grid looks fixed; it is not.
+GRID_GROWS_PAST_PROBES = r"""
+#include <cuda_runtime.h>
+__global__ void __launch_bounds__(512) shift(const float* x, float* y) {
+  int r = blockIdx.x * 512 + threadIdx.x;
+  if (r < 600) {
+    float first = x[threadIdx.x * 8];
+    for (int c = 0; c < 8; ++c) y[r * 8 + c] = x[r * 8 + c] - first;
+  }
+}
+extern "C" void shift_kernel(float* x, float* y, int rows, int cols) {
+  float *dx, *dy;
+  cudaMalloc(&dx, rows * cols * sizeof(float));
+  cudaMalloc(&dy, rows * cols * sizeof(float));
+  cudaMemcpy(dx, x, rows * cols * sizeof(float), cudaMemcpyHostToDevice);
+  shift<<<(rows + 511) / 512, 512>>>(dx, dy);
+  cudaMemcpy(y, dy, rows * cols * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(dx); cudaFree(dy);
+}
+"""
+
+
+def test_sizes_where_the_grid_grows_past_the_probe_runs(tmp_path: Path) -> None:
+    assert _solved_case(GRID_GROWS_PAST_PROBES, "shift.cu", tmp_path) == {"rows": 600, "cols": 8}
+
+
 GUARDED_QUARTERS = """
 __global__ void quarters(const float* src, float* dst) {
   if (blockIdx.x * 4 + (threadIdx.x >> 8) < 363) {

@@ -153,6 +153,10 @@ class _Launches:
                 self.formulas[name] = [f for f in fitted if f is not None]
                 self._compiled[name] = [compile_int(f) for f in self.formulas[name]]
 
+    def grid_fixed_in_probes(self, kernel: str) -> bool:
+        """The kernel's grid was the same in every probe run (its fitted grid formulas are constants)."""
+        return kernel in self.formulas and all(len({shape[d] for shape in self.seen[kernel]}) == 1 for d in range(3))
+
     def names(self, kernel: str) -> frozenset[str]:
         return frozenset().union(*(_formula_names(f) for f in self.formulas.get(kernel, [])))
 
@@ -418,6 +422,10 @@ def _confirm(record: Record, regions: dict[str, tuple[int, int]], kernels: dict[
     return True, exact
 
 
+# (every bounded buffer exactly as long as what the kernels touch, some sizes solved from a length), in turn
+_PHASES = ((True, False), (True, True), (False, False), (False, True))
+
+
 def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas: dict[str, tuple[str, int]],
                 outputs: set[str], buffer_bytes: dict[str, int], recorded: RecordedShapes, recorder: Callable[[], EntryRecorder],
                 element_bytes: Callable[[A.Type], int | None]) -> list[SolvedSizes]:
@@ -499,15 +507,21 @@ def solve_sizes(module: A.Module, launched: set[str], sizes: list[str], formulas
     if len(unfitted) == 1:
         assumptions += [{unfitted[0]: shape} for shape in launches.assumed(unfitted[0], values)]
     cases = [(assumed, needs) for assumed in assumptions if (needs := needs_at(assumed))]
+    # a grid that did not change between the probe runs may still grow with the sizes past the probes'
+    # (``(size1 + 1023) / 1024`` is 1 at every probe): when nothing fits with it taken as fixed, the needs
+    # through it are left to the confirming runs, which see the launch really made
+    unsure = [(assumed, kept) for assumed, needs in cases
+              if len(kept := [n for n in needs if n.static is not None or n.kernel in assumed
+                              or not launches.grid_fixed_in_probes(n.kernel)]) not in (0, len(needs))]
     if not cases:
         return []
     started = time.monotonic()
     runs = 0
     with recorder() as entry:
-        for exact, derive in ((True, False), (True, True), (False, False), (False, True)):
+        for exact, derive, phase_cases in (*((e, d, cases) for e, d in _PHASES), *((e, d, unsure) for e, d in _PHASES)):
             deadline = time.monotonic() + SEARCH_SECONDS
             found: list[tuple[int, dict[str, int]]] = []
-            for _, needs in cases:
+            for _, needs in phase_cases:
                 weight = {n: sum(n in need.names for need in needs) for n in sizes}
                 order = sorted(sizes, key=lambda n: -weight[n])
                 for candidate in _search(order, values, needs, exact, derive, launches, deadline):
