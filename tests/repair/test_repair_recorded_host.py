@@ -213,3 +213,78 @@ def test_a_flipped_comparison_is_repaired(tmp_path: Path, source: str, old: str,
     built = build_spec(source, "kernel.cu", Dialect.CUDA, tmp_path)
     assert built.spec_path is not None, built.reason
     _assert_repaired(load_spec(str(built.spec_path)), source.replace(old, new))
+
+
+# Bugs in the host code itself (the launch's block size, the grid's rounding): the interpreter replays the host's
+# record, so these holes are screened on the harness. An invalid block size launches nothing at all.
+HOST_LAUNCH = r"""
+#include <cuda_runtime.h>
+__global__ void offset_square(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * x[i] + 1.0f;
+}
+extern "C" void offset_square_entry(const float* x, float* y, int n) {
+  float *dx, *dy;
+  cudaMalloc(&dx, n * sizeof(float));
+  cudaMalloc(&dy, n * sizeof(float));
+  cudaMemcpy(dx, x, n * sizeof(float), cudaMemcpyHostToDevice);
+  const int threads = 256;
+  int blocks = (n + threads - 1) / threads;
+  offset_square<<<blocks, threads>>>(dx, dy, n);
+  cudaMemcpy(y, dy, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(dx); cudaFree(dy);
+}
+"""
+
+
+@pytest.mark.parametrize(("old", "new"), [("threads = 256", "threads = 2048"),
+                                          ("(n + threads - 1) / threads", "(n + threads - 1) / threads - 1")])
+def test_a_bug_in_the_host_code_is_repaired_on_the_harness(tmp_path: Path, old: str, new: str) -> None:
+    from xpiler_core.verify.autospec import build_spec
+
+    built = build_spec(HOST_LAUNCH, "offset_square.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    assert HOST_LAUNCH.count(old) == 1
+    _assert_repaired(spec, HOST_LAUNCH.replace(old, new))
+
+
+# A transpose of a built-in 20 x 28 shape whose output row length is a declared constant: written as the input's
+# (28) by mistake, it breaks a guard and an index at once, and the right value is neither one off nor near.
+MIXED_EXTENT = r"""
+#include <cuda_runtime.h>
+__global__ void flip(const float* in, float* out) {
+  int r = blockIdx.y * blockDim.y + threadIdx.y;
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  int in_cols = 28;
+  int out_cols = 20;
+  if (r < 28 && c < out_cols) {
+    out[r * out_cols + c] = in[c * in_cols + r];
+  }
+}
+extern "C" void flip_kernel(float* in, float* out, int rows, int cols) {
+  float *din, *dout;
+  cudaMalloc(&din, rows * cols * sizeof(float));
+  cudaMalloc(&dout, rows * cols * sizeof(float));
+  cudaMemcpy(din, in, rows * cols * sizeof(float), cudaMemcpyHostToDevice);
+  dim3 block(8, 8);
+  dim3 grid((rows + 7) / 8, (cols + 7) / 8);
+  flip<<<grid, block>>>(din, dout);
+  cudaMemcpy(out, dout, rows * cols * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(din); cudaFree(dout);
+}
+"""
+
+
+def test_a_constant_mixed_up_with_another_extent_is_repaired(tmp_path: Path) -> None:
+    from xpiler_core.verify.autospec import build_spec
+
+    built = build_spec(MIXED_EXTENT, "flip.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    buggy = MIXED_EXTENT.replace("int out_cols = 20;", "int out_cols = 28;")
+    before = run_spec(spec, candidate_text=buggy)
+    assert not before.passed
+    result = repair_candidate(buggy, str(spec.source), spec, initial_report=before)
+    assert result.status == "repaired", result.message
+    assert result.text is not None and run_spec(spec, candidate_text=result.text, seed=7).passed

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ from xpiler_core.repair.interp import (
     ObservedRead,
     Program,
     StepLimit,
+    TimeLimit,
     Unsupported,
     _zb,
     and_,
@@ -87,6 +89,8 @@ ITERATIONS_FACTOR = 4  # ... or this many times the most any loop ran in the fai
 CONCRETE_RUN_FACTOR = 2.0
 CONCRETE_RUN_SECONDS_MIN = 1.5
 CONCRETE_TIMEOUT_MIN = 3.0  # seconds a candidate checked on the harness may run (at least)
+MAX_HOST_SUSPECTS = 24  # holes in host code (screened on the harness only)
+MAX_PLAUSIBLE_VALUES = 10  # values run for a constant searched concretely
 HEAVY_EXAMPLE_SECONDS = 2.0  # interpretation time of the examples above which candidates go to the harness
 SAME_OUTCOME_LIMIT = 48  # hole values after which a wrong thread that never changes is deemed out of reach
 
@@ -335,6 +339,19 @@ def repair_candidate(
                 owner[id(sk)] = target
                 sketches.append(sk)
     sketches = sketches[:max_suspects]
+    # Host code ran for real and the interpreter replays its record, so a hole there cannot be encoded or run
+    # on the small examples: its completions are screened on the harness (a launch of an invalid shape, a
+    # short copy). After the kernels' suspects, or alone when the failing runs launched nothing.
+    host_holes: set[int] = set()
+    if recorded:
+        host_sketches = []
+        for target in (f for f in _reachable(prog, fn) if not f.is_kernel and not f.is_device):
+            for sk in _rank_sketches(collect(target, prog.macros), prog, src, set(), set(), set()):
+                if sk.kind in CONCRETE_TRIES:
+                    owner[id(sk)] = target
+                    host_holes.add(id(sk))
+                    host_sketches.append(sk)
+        sketches += host_sketches[:MAX_HOST_SUSPECTS]
     if progress is not None:
         progress(0.92, f"repair: {len(sketches)} suspects on {len(chosen)} small cases")
 
@@ -368,7 +385,10 @@ def repair_candidate(
         """Enumerate the sketch's completions closest to the original first, each stitched and run concretely
         (the small examples on the interpreter, then the full spec cases on the real harness): for holes the
         symbolic encoding refuses in kernels whose threads interact (no thread sample to learn from), and for
-        finite holes (a swap) where one run settles the question."""
+        finite holes (a swap) where one run settles the question. A hole in host code goes to the harness
+        alone. A constant tries the values a person would have meant (``_plausible_values``), not only the
+        nearest."""
+        on_harness = heavy or id(sk) in host_holes
         opt = z3.Optimize()
         opt.set("timeout", int(max(0.5, min(SOLVER_SECONDS, budget.left())) * 1000))
         opt.add(*sk.constraints)
@@ -380,21 +400,34 @@ def repair_candidate(
         opt.minimize(sk.objective)
         if sk.tiebreak is not None:
             opt.minimize(sk.tiebreak)  # lexicographic: after the distance
+        values = _plausible_values(sk, text, [ex.case for ex in chosen]) if sk.kind == "const" else None
+        if values is not None:
+            limit = len(values)
         checked = models = 0
-        batch: list[tuple[z3.ModelRef, list[SK.Edit], str]] = []  # heavy examples: completions built as one
+        batch: list[tuple[z3.ModelRef, list[SK.Edit], str]] = []  # on the harness: completions built as one
         while checked < limit and models < 4 * limit + 8 and budget.left() > 0:
-            if opt.check() != z3.sat:
-                break
-            model = opt.model()
-            models += 1
-            opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
+            if values is not None:
+                if models >= len(values):
+                    break
+                pinned = z3.Solver()
+                pinned.add(*sk.constraints, sk.variables[0] == values[models])
+                models += 1
+                if pinned.check() != z3.sat:
+                    continue
+                model = pinned.model()
+            else:
+                if opt.check() != z3.sat:
+                    break
+                model = opt.model()
+                models += 1
+                opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
             edits = sk.decode(model)
             repaired = apply_edits(text, edits) if edits else text
             if repaired in tried:
                 continue
             tried.add(repaired)
             checked += 1
-            if heavy and edits:
+            if on_harness and edits:
                 batch.append((model, edits, repaired))
                 continue
             # The small examples on the interpreter first (no build); the harness only for what fits them.
@@ -458,6 +491,7 @@ def repair_candidate(
     # sampled threads. Wide holes (affine, comparison) learn slowly: in a round they wait until every other
     # suspect has had its turn (``deferred``); finite holes (a constant, a name) learn at once.
     refused: set[int] = set()
+    costly: list[SK.Sketch] = []  # sketches whose encoding ran out of time
     deferred: list[SK.Sketch] = []
     presearched: set[int] = set()  # finite sketches whose nearest completions were run concretely
 
@@ -468,7 +502,8 @@ def repair_candidate(
                    src.of(sk.site.node)[:60], budget.left())
         if sk.kind == "swap":
             return search_concretely(sk, None, 1)  # one candidate: running it is cheaper than encoding it
-        if heavy:  # the nearest completions on the harness (the affine/comparison ones within the round's cap)
+        if heavy or id(sk) in host_holes:
+            # the nearest completions on the harness (the affine/comparison ones within the round's cap)
             tries = CONCRETE_TRIES.get(sk.kind, 0)
             return search_concretely(sk, cap, tries) if tries else None
         if interacting and sk.kind in ("rename", "const") and id(sk) not in presearched:
@@ -495,6 +530,8 @@ def repair_candidate(
                                   caps_hit=caps_hit)
         except (Unsupported, StepLimit) as exc:
             _log.debug("  not encoded: %s: %s", type(exc).__name__, exc)
+            if isinstance(exc, TimeLimit):
+                costly.append(sk)
             if samples.get(0) is None:
                 # Interacting threads: no sample to learn from. Finite holes (a name, a constant) are searched
                 # concretely, nearest first; the wide affine/comparison spaces would cost a run per model.
@@ -607,13 +644,38 @@ def repair_candidate(
     for cap, round_ in ((CAP_FIRST_ROUND, sketches), (None, capped)):
         deferred.clear()
         for defer, todo in ((True, round_), (False, deferred)):
-            for sk in list(todo):
+            queue = list(todo)
+            swaps_first = False
+            while queue:
+                if costly and not swaps_first:
+                    # an encoding ran out of its seconds: the examples are costly to run symbolically, and a
+                    # swap costs one concrete run, so the swaps left go before the next encoding
+                    swaps_first = True
+                    queue.sort(key=lambda item: item.kind != "swap")
+                sk = queue.pop(0)
                 if budget.left() <= 0:
                     return done("unrepaired", f"time budget ({budget_s:.0f} s) spent after {result.suspects_tried} suspects")
                 got = attempt(sk, cap if id(sk) in capped_ids else None, defer)
                 if got is not None:
                     return got
     return done("unrepaired", f"no single-expression repair found among {result.suspects_tried} suspects")
+
+
+def _plausible_values(sk: SK.Sketch, text: str, cases: Sequence[dict[str, Any]]) -> list[int]:
+    """Values to run for a constant, most plausible first: one off, twice and half (a stride, a block size, a
+    byte count), the nearest powers of two, then the sizes of the failing cases and the other integer literals
+    of the file (an extent mixed up with another), nearest first."""
+    old = sk.site.node.int_value if isinstance(sk.site.node, A.Literal) else None
+    if old is None:
+        return []
+    near = [old - 1, old + 1, old * 2, *([old // 2] if old % 2 == 0 else [])]
+    if old > 0:
+        below = 1 << (old.bit_length() - 1)
+        near += [below if below != old else below // 2, below * 2]
+    sizes = {int(v) for case in cases for v in case.values() if isinstance(v, int)}
+    literals = {int(m) for m in re.findall(r"(?<![\w.])(\d+)(?![\w.])", text)}
+    others = sorted((sizes | literals) - {old}, key=lambda v: abs(v - old))
+    return [v for v in dict.fromkeys([*near, *others]) if v >= 0 and v != old][:MAX_PLAUSIBLE_VALUES]
 
 
 def _satisfiable(sk: SK.Sketch, constraints: list[Any], budget: _Budget) -> bool:
@@ -770,8 +832,12 @@ def _rank_sketches(
         if size > 40:
             continue
         if isinstance(site.node, A.Literal):
-            # Within an order: literal constants (few), then renames, then affine holes of names.
-            out.append(((stmt_rank, kind_order["const"], 0, levels.get(site.stmt, 0), size), SK.const_sketch(site)))
+            # Within an order: literal constants (few), then renames, then affine holes of names. A literal
+            # that initializes a declaration the implicated statements read (``int stride = 48;``, read by a
+            # guard and an index) is one cheap hole that changes all of them: it goes with the implicated
+            # statements' own constants, after them (farther in data-flow steps), before their renames.
+            literal_rank = 0 if stmt_rank == 1 else stmt_rank
+            out.append(((literal_rank, kind_order["const"], 0, levels.get(site.stmt, 0), size), SK.const_sketch(site)))
         else:
             renamed = SK.rename_sketch(site, fs, prog.macros) if isinstance(site.node, A.Name) else None
             if renamed is not None:  # a one-unknown hole: before the affine hole of the same name

@@ -52,6 +52,10 @@ class StepLimit(Exception):
     """The run exceeded its step budget."""
 
 
+class TimeLimit(StepLimit):
+    """The run exceeded its deadline (an encoding too costly for the seconds a suspect gets)."""
+
+
 BoolLike: TypeAlias = Any  # a Python bool or a z3 boolean term
 
 
@@ -166,7 +170,7 @@ def lift(fn: Callable[..., Any], *vals: Any, deadline: float | None = None) -> A
                     continue
                 nxt.append((cc, f, [*args, c.value]))
                 if deadline is not None and len(nxt) & 255 == 0 and time.monotonic() > deadline:
-                    raise StepLimit("interpretation time budget exhausted")
+                    raise TimeLimit("interpretation time budget exhausted")
         combos = nxt
         if len(combos) > MAX_CASES:
             raise Unsupported("too many hole-dependent cases")
@@ -718,7 +722,7 @@ class Thread:
             if prog.steps > prog.max_steps:
                 raise StepLimit("interpretation step budget exhausted")
             if prog.deadline is not None and time.monotonic() > prog.deadline:
-                raise StepLimit("interpretation time budget exhausted")
+                raise TimeLimit("interpretation time budget exhausted")
 
     def assume(self, v: Any) -> Any:
         """``v`` as seen under the current path condition: an ``Ite`` whose condition the path condition
