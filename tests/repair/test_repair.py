@@ -53,13 +53,16 @@ def test_a_correct_kernel_needs_no_repair() -> None:
     assert result.status == "not-needed" and result.edits == []
 
 
-def test_unmodeled_kernels_are_refused_honestly() -> None:
-    spec = load_spec(SUITE / "elementwise/sin/spec.toml")  # float4 vectors through reinterpret_cast
-    buggy = spec.source_text().replace("j < n;", "j < n - 1;")
+def test_unmodeled_kernels_are_repaired_on_the_harness_alone() -> None:
+    """The interpreter does not model float4 vectors through reinterpret_cast: nothing is localized or encoded,
+    and completions are screened on the harness; the fix is checked independently on other inputs."""
+    spec = load_spec(SUITE / "elementwise/sin/spec.toml")
+    original = spec.source_text()
+    buggy = original.replace("j < n;", "j < n - 1;")
     assert not run_spec(spec, candidate_text=buggy).passed
-    result = repair_candidate(buggy, str(spec.source), spec, budget_s=20)
-    assert result.status == "refused" and result.text is None
-    assert "does not model" in result.message
+    result = repair_candidate(buggy, str(spec.source), spec, budget_s=60)
+    assert result.status == "repaired", result.message
+    assert result.text is not None and run_spec(spec, candidate_text=result.text, seed=7).passed
 
 
 def test_a_spent_budget_is_reported_as_unrepaired() -> None:

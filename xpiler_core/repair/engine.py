@@ -66,7 +66,7 @@ from xpiler_core.repair.interp import (
 )
 from xpiler_core.repair.suspects import FunctionSites, collect, get_at, implicated_statements, iter_int_sites
 from xpiler_core.runtime.sandbox import is_timeout
-from xpiler_core.verify.harness import SpecReport, run_spec
+from xpiler_core.verify.harness import ExpectationStore, SpecReport, run_spec
 from xpiler_core.verify.spec import KernelSpec, load_spec
 
 _log = logging.getLogger(__name__)
@@ -273,10 +273,12 @@ def repair_candidate(
         result.seconds = time.monotonic() - started
         return result
 
+    expectations: ExpectationStore = {}  # the reference's outputs, asked again by every candidate's run
+
     def verify(candidate: str) -> SpecReport:
         return run_spec(
             spec, candidate_text=candidate, candidate_dialect=dialect, candidate_entry=entry,
-            candidate_kind=kind, warp_size=warp_size, seed=seed, cancel=cancel,
+            candidate_kind=kind, warp_size=warp_size, seed=seed, cancel=cancel, expectations=expectations,
         )
 
     report = initial_report or verify(text)
@@ -311,10 +313,18 @@ def repair_candidate(
             record_example if recorded else None,
         )
     except Unsupported as exc:
-        return done("refused", f"repair does not model this kernel: {exc}")
+        # A construct the interpreter does not model (tensor-core fragments): nothing can be localized or
+        # encoded, but the candidate runs on the harness, so completions are screened there alone.
+        if not report.cases or any(is_timeout(c.error) for c in report.cases):
+            return done("refused", f"repair does not model this kernel: {exc}")
+        harness_only = str(exc)
+        _log.debug("the interpreter does not model this kernel (%s): candidates run on the harness only", exc)
+        chosen, writers, missing, faults = [], set(), set(), set()
     except (StepLimit, XpilerError) as exc:
         return done("unrepaired", f"could not run small examples: {exc}")
-    if not chosen:
+    else:
+        harness_only = ""
+    if not chosen and not harness_only:
         return done("unrepaired", "no small case reproduces the failure; repair needs one to learn from")
     result.examples = [ex.case for ex in chosen]
 
@@ -325,7 +335,9 @@ def repair_candidate(
     interacting = kind == "kernel" and not sampling  # threads share memory or atomics: no thread sample
     owner: dict[int, A.Function] = {}  # sketch → the function its holes go in
     sketches = []
-    if recorded:
+    if harness_only:
+        targets = [f for f in _reachable(prog, fn) if f.is_kernel or f.is_device] if kind == "host" else [fn]
+    elif recorded:
         # the kernels the recorded runs launched, and what they call: the host code itself ran for real
         launched = [prog.functions[op.kernel] for ex in chosen if ex.host_run is not None
                     for op in ex.host_run.record.launches if op.kernel in prog.functions]
@@ -335,7 +347,7 @@ def repair_candidate(
     for target in targets:
         fs = collect(target, prog.macros)
         for sk in _rank_sketches(fs, prog, src, writers | faults, missing, faults, interacting=interacting):
-            if not sk.site.stmt or id(get_at(target, sk.site.stmt)) in ran:
+            if harness_only or not sk.site.stmt or id(get_at(target, sk.site.stmt)) in ran:
                 owner[id(sk)] = target
                 sketches.append(sk)
     sketches = sketches[:max_suspects]
@@ -343,7 +355,7 @@ def repair_candidate(
     # on the small examples: its completions are screened on the harness (a launch of an invalid shape, a
     # short copy). After the kernels' suspects, or alone when the failing runs launched nothing.
     host_holes: set[int] = set()
-    if recorded:
+    if recorded or harness_only and kind == "host":
         host_sketches = []
         for target in (f for f in _reachable(prog, fn) if not f.is_kernel and not f.is_device):
             for sk in _rank_sketches(collect(target, prog.macros), prog, src, set(), set(), set()):
@@ -375,7 +387,7 @@ def repair_candidate(
     interpreted = sum(ex.seconds for ex in chosen)
     harness_runs = sum(c.seconds for c in report.cases)
     ran_to_end = bool(report.cases) and not any(is_timeout(c.error) for c in report.cases)
-    heavy = interpreted > max(harness_runs, HEAVY_EXAMPLE_SECONDS) and (
+    heavy = bool(harness_only) or interpreted > max(harness_runs, HEAVY_EXAMPLE_SECONDS) and (
         ran_to_end or not any(ex.ran_out for ex in chosen))
     if heavy:
         _log.debug("examples take %.1f s to interpret (the harness runs the cases in %.1f s): candidates run on "
@@ -451,6 +463,7 @@ def repair_candidate(
         full = run_spec(
             screen_spec, candidate_text=candidate, candidate_dialect=dialect, candidate_entry=entry,
             candidate_kind=kind, warp_size=warp_size, seed=seed, cancel=cancel, candidate_env=env,
+            expectations=expectations,
         )
         _log.debug("  candidate %s: %s", [(e.old, e.new) for e in edits], "passes" if full.passed else "fails")
         return full
@@ -639,6 +652,7 @@ def repair_candidate(
             opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
         return None
 
+    only_note = f" (run on the harness alone: the interpreter does not model {harness_only})" if harness_only else ""
     capped = [sk for sk in sketches if sk.kind in ("affine", "compare")]
     capped_ids = {id(sk) for sk in capped}
     for cap, round_ in ((CAP_FIRST_ROUND, sketches), (None, capped)):
@@ -654,11 +668,12 @@ def repair_candidate(
                     queue.sort(key=lambda item: item.kind != "swap")
                 sk = queue.pop(0)
                 if budget.left() <= 0:
-                    return done("unrepaired", f"time budget ({budget_s:.0f} s) spent after {result.suspects_tried} suspects")
+                    return done("unrepaired", f"time budget ({budget_s:.0f} s) spent after {result.suspects_tried} "
+                                f"suspects{only_note}")
                 got = attempt(sk, cap if id(sk) in capped_ids else None, defer)
                 if got is not None:
                     return got
-    return done("unrepaired", f"no single-expression repair found among {result.suspects_tried} suspects")
+    return done("unrepaired", f"no single-expression repair found among {result.suspects_tried} suspects{only_note}")
 
 
 def _plausible_values(sk: SK.Sketch, text: str, cases: Sequence[dict[str, Any]]) -> list[int]:

@@ -197,6 +197,25 @@ def run_program(
 # the first run, blocks spread over the cores, may have happened to decide them either way).
 OTHER_SCHEDULES = ({"XPILER_THREADS": "1"}, {"XPILER_BLOCK_ORDER": "reverse", "XPILER_THREADS": "1"})
 Expectation = Callable[[int, dict[str, Any], Mapping[str, Any], Path], "dict[str, np.ndarray] | str"]
+# what the reference gave, per (which run of it, case index, seed): runs of one spec against many candidates
+# (repair's screening) ask the reference for the same outputs every time
+ExpectationStore = dict[tuple[str, int, int], "dict[str, np.ndarray]"]
+
+
+def _remembered(expect: Expectation, store: ExpectationStore | None, tag: str, seed: int) -> Expectation:
+    if store is None:
+        return expect
+
+    def expected_for(i: int, case: dict[str, Any], inputs: Mapping[str, Any], workdir: Path) -> dict[str, np.ndarray] | str:
+        key = (tag, i, seed)
+        if key in store:
+            return store[key]
+        got = expect(i, case, inputs, workdir)
+        if not isinstance(got, str):  # a failure is asked again: it may be a time limit of this call's
+            store[key] = got
+        return got
+
+    return expected_for
 # A host-entry source run once more with its fresh device memory poisoned (runtime/.../device_heap.h), blocks
 # in launch order; when that changes an output, the same order unpoisoned tells a read of memory nothing wrote
 # from a schedule-dependent result.
@@ -473,10 +492,13 @@ def run_spec(
     build: BuildSettings | None = None,
     reference_build: BuildSettings | None = None,
     candidate_env: dict[str, str] | None = None,
+    expectations: ExpectationStore | None = None,
 ) -> SpecReport:
     """Run the spec's source (or a candidate) on every case and compare with the reference. ``build``: the
     project settings of the program under test; ``reference_build``: those of a reference source;
-    ``candidate_env``: environment variables of the runs of the program under test (not of the reference's)."""
+    ``candidate_env``: environment variables of the runs of the program under test (not of the reference's);
+    ``expectations``: the reference's outputs kept across calls with this spec (the caller keeps the store to
+    one spec and one reference)."""
     if candidate_text is not None and candidate_dialect is Dialect.BANG:  # BANG C runs on the MLU model
         from xpiler_core.verify.bang import run_bang_spec
 
@@ -529,9 +551,12 @@ def run_spec(
                 return SpecReport(False, [], None, time.monotonic() - started, program.warp_size,
                                   reference_error=ref_built.build.log or "build failed")
             expected_for = _program_expectation(ref_built, spec, cancel)
-            other_schedules = [_program_expectation(ref_built, spec, cancel, env) for env in OTHER_SCHEDULES]
+            other_schedules = [_remembered(_program_expectation(ref_built, spec, cancel, env), expectations,
+                                           f"schedule {k}", seed) for k, env in enumerate(OTHER_SCHEDULES)]
             if ref_program.kind == "host":
-                poisoned = (_program_expectation(ref_built, spec, cancel, POISONED), other_schedules[0])
+                poisoned = (_remembered(_program_expectation(ref_built, spec, cancel, POISONED), expectations,
+                                        "poisoned", seed), other_schedules[0])
+        expected_for = _remembered(expected_for, expectations, "plain", seed)
         results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir, other_schedules, poisoned,
                              candidate_env)
     return _report(results, time.monotonic() - started, program.warp_size)
