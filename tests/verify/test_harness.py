@@ -160,24 +160,6 @@ def test_cli_test_command(spec_path: Path, tmp_path: Path) -> None:
     assert "Traceback" not in missing.stderr
 
 
-KEPT = r"""
-#include <cuda_runtime.h>
-__global__ void shift_scale(const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = 3.0f * x[i] - 1.0f;
-}
-extern "C" void shift_scale_entry(const float* x, float* y, int n) {
-  float *dx, *dy;
-  cudaMalloc(&dx, n * sizeof(float));
-  cudaMalloc(&dy, n * sizeof(float));
-  cudaMemcpy(dx, x, n * sizeof(float), cudaMemcpyHostToDevice);
-  shift_scale<<<(n + 63) / 64, 64>>>(dx, dy, n);
-  cudaMemcpy(y, dy, n * sizeof(float), cudaMemcpyDeviceToHost);
-  cudaFree(dx); cudaFree(dy);
-}
-"""
-
-
 def test_kept_reference_outputs_give_the_same_verdicts(tmp_path: Path) -> None:
     """Repair screens many candidates against one spec keeping the reference's outputs: each verdict and its
     errors equal those of a run that asks the reference afresh (the source as reference: its plain, poisoned
@@ -185,11 +167,12 @@ def test_kept_reference_outputs_give_the_same_verdicts(tmp_path: Path) -> None:
     from xpiler_core.verify.autospec import build_spec
     from xpiler_core.verify.harness import ExpectationStore
 
-    built = build_spec(KEPT, "shift_scale.cu", Dialect.CUDA, tmp_path)
+    source = (Path(__file__).resolve().parents[1] / "repair" / "data" / "recorded_host" / "axpy.cu").read_text()
+    built = build_spec(source, "axpy.cu", Dialect.CUDA, tmp_path)
     assert built.spec_path is not None, built.reason
     spec = load_spec(str(built.spec_path))
     store: ExpectationStore = {}
-    for text in (KEPT, KEPT.replace("if (i < n)", "if (i < n - 1)"), KEPT.replace("3.0f", "2.0f"), KEPT):
+    for text in (source, source.replace("if (i < n)", "if (i < n - 1)"), source.replace("i % 3", "i % 2"), source):
         fresh, kept = run_spec(spec, candidate_text=text), run_spec(spec, candidate_text=text, expectations=store)
         assert kept.passed == fresh.passed
         assert [(c.passed, c.error, c.mismatches) for c in kept.cases] == \
