@@ -50,8 +50,27 @@ def test_selector_runs_each_completion_as_its_plain_text() -> None:
     assert _verdict(unset) == _verdict(run_spec(spec, candidate_text=bug))
 
 
-def test_completions_of_different_spans_are_not_merged() -> None:
+def test_completions_of_apart_spans_share_one_program_and_overlapping_ones_do_not() -> None:
+    """Completions of different suspects share a program when their edits lie apart: each choice runs exactly as
+    its plain text (the verdict and errors on every case), a completion leaving the other's span as it was."""
+    spec = load_spec(POLYVAL)
+    original = spec.source_text()
+    bug = original.replace("k >= 0; --k", "k > 0; --k")
+    cond, step = _span(bug, "k > 0"), _span(bug, "DEGREE - 1")
+    completions = [
+        [Edit(step, "DEGREE - 1", "DEGREE - 2")],  # another suspect's completion: still wrong
+        [Edit(cond, "k > 0", "k >= 0")],  # the fix
+        [Edit(cond, "k > 0", "k >= 1")],  # still wrong
+    ]
+    selector = _selector_text(bug, completions, Dialect.CUDA)
+    assert selector is not None
+    for k, edits in enumerate(completions):
+        plain = run_spec(spec, candidate_text=apply_edits(bug, edits))
+        chosen = run_spec(spec, candidate_text=selector, candidate_env={REPAIR_CHOICE_VARIABLE: str(k)})
+        assert chosen.build_error is None, chosen.build_error
+        assert chosen.passed == plain.passed and _verdict(chosen) == _verdict(plain), (k, chosen.summary())
+    assert [run_spec(spec, candidate_text=apply_edits(bug, e)).passed for e in completions] == [False, True, False]
     text = "__global__ void k(int* a) { a[0] = 1 + 2; }"
-    one, two = _span(text, "1"), _span(text, "2")
-    assert _selector_text(text, [[Edit(one, "1", "3")], [Edit(two, "2", "4")]], Dialect.CUDA) is None
-    assert _selector_text(text, [[Edit(one, "1", "3")]], Dialect.C) is None
+    whole, part = _span(text, "1 + 2"), _span(text, "2")
+    assert _selector_text(text, [[Edit(whole, "1 + 2", "3")], [Edit(part, "2", "4")]], Dialect.CUDA) is None
+    assert _selector_text(text, [[Edit(part, "2", "4")]], Dialect.C) is None

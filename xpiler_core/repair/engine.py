@@ -32,7 +32,7 @@ import dataclasses
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,9 @@ CONCRETE_RUN_SECONDS_MIN = 1.5
 CONCRETE_TIMEOUT_MIN = 3.0  # seconds a candidate checked on the harness may run (at least)
 MAX_HOST_SUSPECTS = 24  # holes in host code (screened on the harness only)
 MAX_PLAUSIBLE_VALUES = 10  # values run for a constant searched concretely
+POOL_SIZE = 160  # completions one pooled selector program holds
+POOL_SECONDS = 8.0  # enumerating the completions to pool
+UNDECIDED = -1  # _first_misfit: the small cases did not finish in the time given
 HEAVY_EXAMPLE_SECONDS = 2.0  # interpretation time of the examples above which candidates go to the harness
 SAME_OUTCOME_LIMIT = 48  # hole values after which a wrong thread that never changes is deemed out of reach
 
@@ -153,22 +156,46 @@ _CHOICE_FUNCTION = (
 )
 
 
+def _span_key(edit: SK.Edit) -> tuple[int, int]:
+    return edit.span.start_byte, edit.span.end_byte
+
+
 def _selector_text(text: str, completions: Sequence[Sequence[SK.Edit]], dialect: Dialect) -> str | None:
-    """One program text holding every completion of a sketch: each edited span becomes ``(xp_repair_choice() ==
-    0 ? (new_0) : xp_repair_choice() == 1 ? (new_1) : ... (old))``. None when the completions do not edit the
-    same spans (then they are built one by one) or the dialect has no C++ to spell it in."""
+    """One program text holding every completion: each edited span becomes ``(xp_repair_choice() == k ? (new_k)
+    : ... (old))`` over the completions ``k`` that edit it (a completion leaves the spans it does not edit as
+    they are). None when two edited spans overlap without being the same (then they are built apart) or the
+    dialect has no C++ to spell it in."""
     if dialect not in (Dialect.CUDA, Dialect.HIP) or not completions:
         return None
-    spans = [(e.span.start_byte, e.span.end_byte) for e in completions[0]]
-    if any([(e.span.start_byte, e.span.end_byte) for e in c] != spans for c in completions):
-        return None
-    if any(a[1] > b[0] for a, b in zip(sorted(spans), sorted(spans)[1:], strict=False)):
+    by_span: dict[tuple[int, int], list[tuple[int, SK.Edit]]] = {}
+    for k, completion in enumerate(completions):
+        for edit in completion:
+            by_span.setdefault(_span_key(edit), []).append((k, edit))
+    spans = sorted(by_span)
+    if any(a[1] > b[0] for a, b in zip(spans, spans[1:], strict=False)):
         return None  # overlapping edits
     merged = []
-    for i, first in enumerate(completions[0]):
-        arms = "".join(f"xp_repair_choice() == {k} ? ({c[i].new}) : " for k, c in enumerate(completions))
+    for span in spans:
+        arms = "".join(f"xp_repair_choice() == {k} ? ({edit.new}) : " for k, edit in by_span[span])
+        first = by_span[span][0][1]
         merged.append(SK.Edit(first.span, first.old, f"({arms}({first.old}))"))
     return _CHOICE_FUNCTION.format(var=REPAIR_CHOICE_VARIABLE) + apply_edits(text, merged)
+
+
+def _disjoint_groups(entries: Sequence[tuple[list[SK.Edit], str]], size: int) -> list[list[tuple[list[SK.Edit], str]]]:
+    """``entries`` (completions with their texts) in groups, in order, whose edited spans are each the same as or
+    apart from every other span of the group (one selector program per group), at most ``size`` each."""
+    groups: list[tuple[list[tuple[list[SK.Edit], str]], set[tuple[int, int]]]] = []
+    for entry in entries:
+        spans = {_span_key(e) for e in entry[0]}
+        for members, taken in groups:
+            if len(members) < size and all(a == b or a[1] <= b[0] or b[1] <= a[0] for a in spans for b in taken):
+                members.append(entry)
+                taken |= spans
+                break
+        else:
+            groups.append(([entry], set(spans)))
+    return [members for members, _ in groups]
 
 
 def _outputs_match(spec: KernelSpec, ex: EX.Example, buffers: dict[str, Buffer]) -> tuple[bool, set[int], set[str]]:
@@ -328,6 +355,21 @@ def repair_candidate(
         return done("unrepaired", "no small case reproduces the failure; repair needs one to learn from")
     result.examples = [ex.case for ex in chosen]
 
+    # Examples too big for the interpreter (a shape built into the kernel leaves nothing to shrink): when the
+    # chosen examples take longer to interpret than the full cases take on the real harness, no symbolic
+    # encoding is tried (it is slower still) and candidates are screened on the harness directly.
+    # The harness's build is shared by the completions of a sketch, so its runs of the cases are what one more
+    # completion costs there. An example the interpreter's step budget stopped, where the compiled candidate
+    # ran to the end on the harness, is too big to interpret, not a loop that never ends.
+    interpreted = sum(ex.seconds for ex in chosen)
+    harness_runs = sum(c.seconds for c in report.cases)
+    ran_to_end = bool(report.cases) and not any(is_timeout(c.error) for c in report.cases)
+    heavy = bool(harness_only) or interpreted > max(harness_runs, HEAVY_EXAMPLE_SECONDS) and (
+        ran_to_end or not any(ex.ran_out for ex in chosen))
+    if heavy:
+        _log.debug("examples take %.1f s to interpret (the harness runs the cases in %.1f s): candidates run on "
+                   "the harness", interpreted, harness_runs)
+
     # 2. Localization and ranked sketches: in the entry, or for a host entry in the kernels and device
     # functions it launches and calls first (where the outputs are computed), then in the host code.
     # A hole in a statement the failing examples never ran cannot change their outputs: skip those sites.
@@ -346,7 +388,8 @@ def repair_candidate(
         targets = [fn] if kind == "kernel" else _reachable(prog, fn)
     for target in targets:
         fs = collect(target, prog.macros)
-        for sk in _rank_sketches(fs, prog, src, writers | faults, missing, faults, interacting=interacting):
+        for sk in _rank_sketches(fs, prog, src, writers | faults, missing, faults, interacting=interacting,
+                                 on_harness=heavy):
             if harness_only or not sk.site.stmt or id(get_at(target, sk.site.stmt)) in ran:
                 owner[id(sk)] = target
                 sketches.append(sk)
@@ -378,61 +421,51 @@ def repair_candidate(
     iteration_cap = max(ITERATIONS_MIN, ITERATIONS_FACTOR * max(prog.loop_iters.values(), default=0))
     run_seconds = max(CONCRETE_RUN_SECONDS_MIN, CONCRETE_RUN_FACTOR * sum(ex.seconds for ex in chosen))
     searched: set[int] = set()  # sketches searched concretely within the first round's cap
-    # Examples too big for the interpreter (a shape built into the kernel leaves nothing to shrink): when the
-    # chosen examples take longer to interpret than the full cases take on the real harness, no symbolic
-    # encoding is tried (it is slower still) and candidates are screened on the harness directly.
-    # The harness's build is shared by the completions of a sketch, so its runs of the cases are what one more
-    # completion costs there. An example the interpreter's step budget stopped, where the compiled candidate
-    # ran to the end on the harness, is too big to interpret, not a loop that never ends.
-    interpreted = sum(ex.seconds for ex in chosen)
-    harness_runs = sum(c.seconds for c in report.cases)
-    ran_to_end = bool(report.cases) and not any(is_timeout(c.error) for c in report.cases)
-    heavy = bool(harness_only) or interpreted > max(harness_runs, HEAVY_EXAMPLE_SECONDS) and (
-        ran_to_end or not any(ex.ran_out for ex in chosen))
-    if heavy:
-        _log.debug("examples take %.1f s to interpret (the harness runs the cases in %.1f s): candidates run on "
-                   "the harness", interpreted, harness_runs)
+    def nearest(sk: SK.Sketch, cap: int | None, limit: int, after_cap: bool) -> Iterator[z3.ModelRef]:
+        """The sketch's completions closest to the original first (at most ``4 * limit + 8`` models; a constant
+        tries the values a person would have meant, ``_plausible_values``, not only the nearest).
+        ``after_cap``: the first round tried those within ``CAP_FIRST_ROUND``."""
+        if sk.kind == "const":
+            for value in _plausible_values(sk, text, [ex.case for ex in chosen]):
+                pinned = z3.Solver()
+                pinned.add(*sk.constraints, sk.variables[0] == value)
+                if pinned.check() == z3.sat:
+                    yield pinned.model()
+            return
+        opt = z3.Optimize()
+        opt.set("timeout", int(max(0.5, min(SOLVER_SECONDS, budget.left())) * 1000))
+        opt.add(*sk.constraints)
+        if cap is not None:
+            opt.add(sk.objective <= cap)
+        elif after_cap:
+            opt.add(sk.objective > CAP_FIRST_ROUND)
+        opt.minimize(sk.objective)
+        if sk.tiebreak is not None:
+            opt.minimize(sk.tiebreak)  # lexicographic: after the distance
+        for _ in range(4 * limit + 8):
+            if budget.left() <= 0 or opt.check() != z3.sat:
+                return
+            model = opt.model()
+            opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
+            yield model
 
     def search_concretely(sk: SK.Sketch, cap: int | None, limit: int) -> RepairResult | None:
         """Enumerate the sketch's completions closest to the original first, each stitched and run concretely
         (the small examples on the interpreter, then the full spec cases on the real harness): for holes the
         symbolic encoding refuses in kernels whose threads interact (no thread sample to learn from), and for
         finite holes (a swap) where one run settles the question. A hole in host code goes to the harness
-        alone. A constant tries the values a person would have meant (``_plausible_values``), not only the
-        nearest."""
+        alone."""
         on_harness = heavy or id(sk) in host_holes
-        opt = z3.Optimize()
-        opt.set("timeout", int(max(0.5, min(SOLVER_SECONDS, budget.left())) * 1000))
-        opt.add(*sk.constraints)
+        after_cap = cap is None and id(sk) in searched
         if cap is not None:
-            opt.add(sk.objective <= cap)
             searched.add(id(sk))
-        elif id(sk) in searched:
-            opt.add(sk.objective > CAP_FIRST_ROUND)  # the first round tried the nearer completions
-        opt.minimize(sk.objective)
-        if sk.tiebreak is not None:
-            opt.minimize(sk.tiebreak)  # lexicographic: after the distance
-        values = _plausible_values(sk, text, [ex.case for ex in chosen]) if sk.kind == "const" else None
-        if values is not None:
-            limit = len(values)
-        checked = models = 0
+        if sk.kind == "const":
+            limit = MAX_PLAUSIBLE_VALUES
+        checked = 0
         batch: list[tuple[z3.ModelRef, list[SK.Edit], str]] = []  # on the harness: completions built as one
-        while checked < limit and models < 4 * limit + 8 and budget.left() > 0:
-            if values is not None:
-                if models >= len(values):
-                    break
-                pinned = z3.Solver()
-                pinned.add(*sk.constraints, sk.variables[0] == values[models])
-                models += 1
-                if pinned.check() != z3.sat:
-                    continue
-                model = pinned.model()
-            else:
-                if opt.check() != z3.sat:
-                    break
-                model = opt.model()
-                models += 1
-                opt.add(z3.Or([v != model.eval(v, model_completion=True) for v in sk.variables]))
+        for model in nearest(sk, cap, limit, after_cap):
+            if checked >= limit or budget.left() <= 0:
+                break
             edits = sk.decode(model)
             repaired = apply_edits(text, edits) if edits else text
             if repaired in tried:
@@ -449,6 +482,12 @@ def repair_candidate(
             bad = None if heavy else _first_misfit(
                 spec, repaired, path, dialect, entry, kind, chosen, prog.warp_size,
                 time.monotonic() + min(run_seconds, max(0.0, budget.left())), iteration_cap)
+            if bad == UNDECIDED:
+                # it outran the time the failing run took to interpret (a fix may do far more work than a bug
+                # that skipped it): the harness decides, under its screening time limit
+                _log.debug("  candidate %s: undecided on the small cases in %.1f s", [(e.old, e.new) for e in edits],
+                           run_seconds)
+                bad = None
             if bad is not None:
                 _log.debug("  candidate %s: misfit on small case %s", [(e.old, e.new) for e in edits], bad)
                 continue
@@ -468,18 +507,56 @@ def repair_candidate(
         _log.debug("  candidate %s: %s", [(e.old, e.new) for e in edits], "passes" if full.passed else "fails")
         return full
 
+    # First-round completions of every suspect screened on the harness, built as few programs (completions whose
+    # edits do not overlap share one): the build is most of a harness run, a completion's run a fraction of it.
+    pooled: dict[str, tuple[str, int]] = {}  # completion's text → (the program holding it, its choice there)
+    broken: set[str] = set()  # pooled programs that do not build (a completion they cannot spell)
+
+    def pool(todo: Sequence[SK.Sketch]) -> None:
+        entries: list[tuple[list[SK.Edit], str]] = []
+        seen = {text}
+        until = time.monotonic() + POOL_SECONDS
+        for sk in todo:
+            if time.monotonic() > until:
+                break  # the rest are built per suspect
+            if not (heavy or id(sk) in host_holes) or sk.kind not in CONCRETE_TRIES:
+                continue
+            limit = MAX_PLAUSIBLE_VALUES if sk.kind == "const" else (1 if sk.kind == "swap" else CONCRETE_TRIES[sk.kind])
+            cap = CAP_FIRST_ROUND if sk.kind in ("affine", "compare") else None
+            taken = 0
+            for model in nearest(sk, cap, limit, False):
+                edits = sk.decode(model)
+                repaired = apply_edits(text, edits) if edits else text
+                if taken >= limit:
+                    break
+                if repaired in seen or not edits:
+                    continue
+                seen.add(repaired)
+                taken += 1
+                entries.append((edits, repaired))
+        for group in _disjoint_groups(entries, POOL_SIZE):
+            selector = _selector_text(text, [edits for edits, _ in group], dialect)
+            if selector is not None:
+                pooled.update({repaired: (selector, k) for k, (_, repaired) in enumerate(group)})
+
     def screen_batch(sk: SK.Sketch, batch: list[tuple[z3.ModelRef, list[SK.Edit], str]]) -> RepairResult | None:
         """Completions of one sketch built once, as one program that takes the completion to run from its
-        environment (one build instead of one per completion: the build is most of a harness run), each run on
-        the full cases nearest first; the one that passes is checked again as the plain text it stands for."""
-        selector = _selector_text(text, [edits for _, edits, _ in batch], dialect)
+        environment (one build instead of one per completion: the build is most of a harness run) — the pooled
+        program that holds them when there is one —, each run on the full cases nearest first; the one that
+        passes is checked again as the plain text it stands for."""
+        own = _selector_text(text, [edits for _, edits, _ in batch], dialect)
         for k, (model, edits, repaired) in enumerate(batch):
             if budget.left() <= 0:
                 return None
+            selector, choice = pooled.get(repaired, (own, k))
+            if selector in broken:
+                selector, choice = own, k
             if selector is not None:
-                chosen_run = screen(selector, edits, {REPAIR_CHOICE_VARIABLE: str(k)})
+                chosen_run = screen(selector, edits, {REPAIR_CHOICE_VARIABLE: str(choice)})
                 if chosen_run.build_error:
-                    selector = None  # a completion the selector cannot spell (an lvalue of two types): one by one
+                    broken.add(selector)  # a completion it cannot spell (an lvalue of two types): one by one
+                    if selector is own:
+                        own = None
                 elif not chosen_run.passed:
                     continue
             full = screen(repaired, edits)
@@ -610,6 +687,7 @@ def repair_candidate(
                 continue
             bad = _first_misfit(spec, repaired, path, dialect, entry, kind, chosen, prog.warp_size,
                                 time.monotonic() + max(0.0, budget.left()))
+            bad = 0 if bad == UNDECIDED else bad  # the repair's own budget ran out
             _log.debug("  model %s: misfit on small case %s", [(e.old, e.new) for e in edits], bad)
             if bad is not None:
                 if learn:
@@ -655,6 +733,7 @@ def repair_candidate(
     only_note = f" (run on the harness alone: the interpreter does not model {harness_only})" if harness_only else ""
     capped = [sk for sk in sketches if sk.kind in ("affine", "compare")]
     capped_ids = {id(sk) for sk in capped}
+    pool(sketches)
     for cap, round_ in ((CAP_FIRST_ROUND, sketches), (None, capped)):
         deferred.clear()
         for defer, todo in ((True, round_), (False, deferred)):
@@ -808,7 +887,7 @@ def _run_sampling(
 
 def _rank_sketches(
     fs: FunctionSites, prog: Program, src: SK.SourceText, writers: set[int], missing: set[str],
-    faults: set[int] | None = None, interacting: bool = False,
+    faults: set[int] | None = None, interacting: bool = False, on_harness: bool = False,
 ) -> list[SK.Sketch]:
     levels: dict[Any, int] = {}
     implicated, n_direct = implicated_statements(fs, writers, missing, faults or set(), levels)
@@ -832,8 +911,9 @@ def _rank_sketches(
             made += SK.swap_sketches(site, src)
         except (AssertionError, ValueError):
             pass
-        # Holes in loop conditions make the whole loop hole-dependent: the costliest, so they go later.
-        in_loop_head = isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
+        # Holes in loop conditions make the whole loop hole-dependent: the costliest to encode, so they go later
+        # (on the harness a completion costs one run wherever its hole is).
+        in_loop_head = not on_harness and isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
         for sk in made:
             # (Where threads interact a swap or a name is run concretely: a loop header costs it nothing extra.)
             order = kind_order["loop"] if in_loop_head and not (interacting and sk.kind == "swap") else kind_order[sk.kind]
@@ -856,10 +936,10 @@ def _rank_sketches(
         else:
             renamed = SK.rename_sketch(site, fs, prog.macros) if isinstance(site.node, A.Name) else None
             if renamed is not None:  # a one-unknown hole: before the affine hole of the same name
-                in_loop_head = isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
+                in_loop_head = not on_harness and isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
                 order = kind_order["loop"] if in_loop_head and not interacting else kind_order["const"]
                 out.append(((stmt_rank, order, 1, levels.get(site.stmt, 0), size), renamed))
-            in_loop_head = isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
+            in_loop_head = not on_harness and isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
             order = kind_order["loop"] if in_loop_head else (kind_order["affine"] if size > 2 else kind_order["const"])
             out.append(((stmt_rank, order, 2, levels.get(site.stmt, 0), size), SK.affine_sketch(site, fs, prog.macros, src)))
     out.sort(key=lambda t: t[0])
@@ -1171,8 +1251,8 @@ def _first_misfit(
 ) -> int | None:
     """Index of the first small example the stitched text (re-lowered, run concretely) gets wrong.
 
-    ``deadline`` (``time.monotonic()``) and ``iteration_cap`` (iterations of any one loop): a stitched loop
-    that runs past them is a misfit, not a hang."""
+    ``iteration_cap`` (iterations of any one loop): a stitched loop that runs past it is a misfit, not a hang.
+    A run past ``deadline`` (``time.monotonic()``) is ``UNDECIDED``."""
     try:
         prog = Program.of(lower_text(text, path, dialect))
         prog.warp_size = warp_size
@@ -1183,6 +1263,8 @@ def _first_misfit(
     for i, ex in enumerate(chosen):
         try:
             ok, _, _ = _outputs_match(spec, ex, _run(spec, prog, entry, kind, ex))
+        except TimeLimit:
+            return UNDECIDED
         except (Unsupported, Infeasible, StepLimit):
             ok = False
         if not ok:
