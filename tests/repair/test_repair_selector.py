@@ -14,7 +14,7 @@ from xpiler_core.dialect import Dialect
 from xpiler_core.repair.engine import REPAIR_CHOICE_VARIABLE, _selector_text, apply_edits
 from xpiler_core.repair.sketch import Edit
 from xpiler_core.verify.harness import SpecReport, run_spec
-from xpiler_core.verify.spec import load_spec
+from xpiler_core.verify.spec import KernelSpec, load_spec
 
 POLYVAL = Path(__file__).resolve().parents[2] / "benchmarks" / "suite" / "elementwise" / "polyval" / "spec.toml"
 
@@ -26,6 +26,15 @@ def _span(text: str, needle: str) -> Span:
 
 def _verdict(report: SpecReport) -> list[tuple[bool, float, int]]:
     return [(c.passed, round(c.max_abs_err, 6), c.mismatches) for c in report.cases]
+
+
+def _each_choice_runs_as_its_text(spec: KernelSpec, bug: str, completions: list[list[Edit]], selector: str) -> None:
+    for k, edits in enumerate(completions):
+        plain = run_spec(spec, candidate_text=apply_edits(bug, edits))
+        chosen = run_spec(spec, candidate_text=selector, candidate_env={REPAIR_CHOICE_VARIABLE: str(k)})
+        assert chosen.build_error is None, chosen.build_error
+        assert chosen.passed == plain.passed and _verdict(chosen) == _verdict(plain), (k, chosen.summary())
+    assert [run_spec(spec, candidate_text=apply_edits(bug, e)).passed for e in completions] == [False, True, False]
 
 
 def test_selector_runs_each_completion_as_its_plain_text() -> None:
@@ -40,12 +49,7 @@ def test_selector_runs_each_completion_as_its_plain_text() -> None:
     ]
     selector = _selector_text(bug, completions, Dialect.CUDA)
     assert selector is not None
-    for k, edits in enumerate(completions):
-        plain = run_spec(spec, candidate_text=apply_edits(bug, edits))
-        chosen = run_spec(spec, candidate_text=selector, candidate_env={REPAIR_CHOICE_VARIABLE: str(k)})
-        assert chosen.build_error is None, chosen.build_error
-        assert chosen.passed == plain.passed and _verdict(chosen) == _verdict(plain), (k, chosen.summary())
-    assert [run_spec(spec, candidate_text=apply_edits(bug, e)).passed for e in completions] == [False, True, False]
+    _each_choice_runs_as_its_text(spec, bug, completions, selector)
     unset = run_spec(spec, candidate_text=selector)
     assert _verdict(unset) == _verdict(run_spec(spec, candidate_text=bug))
 
@@ -64,12 +68,7 @@ def test_completions_of_apart_spans_share_one_program_and_overlapping_ones_do_no
     ]
     selector = _selector_text(bug, completions, Dialect.CUDA)
     assert selector is not None
-    for k, edits in enumerate(completions):
-        plain = run_spec(spec, candidate_text=apply_edits(bug, edits))
-        chosen = run_spec(spec, candidate_text=selector, candidate_env={REPAIR_CHOICE_VARIABLE: str(k)})
-        assert chosen.build_error is None, chosen.build_error
-        assert chosen.passed == plain.passed and _verdict(chosen) == _verdict(plain), (k, chosen.summary())
-    assert [run_spec(spec, candidate_text=apply_edits(bug, e)).passed for e in completions] == [False, True, False]
+    _each_choice_runs_as_its_text(spec, bug, completions, selector)
     text = "__global__ void k(int* a) { a[0] = 1 + 2; }"
     whole, part = _span(text, "1 + 2"), _span(text, "2")
     assert _selector_text(text, [[Edit(whole, "1 + 2", "3")], [Edit(part, "2", "4")]], Dialect.CUDA) is None
