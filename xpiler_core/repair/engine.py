@@ -29,6 +29,7 @@ Speed and reach (each sketch gets seconds, so the right suspect is reached withi
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import re
 import time
@@ -64,7 +65,14 @@ from xpiler_core.repair.interp import (
     or_,
     run_kernel,
 )
-from xpiler_core.repair.suspects import FunctionSites, collect, get_at, implicated_statements, iter_int_sites
+from xpiler_core.repair.suspects import (
+    FunctionSites,
+    Site,
+    collect,
+    get_at,
+    implicated_statements,
+    iter_int_sites,
+)
 from xpiler_core.runtime.sandbox import is_timeout
 from xpiler_core.verify.harness import ExpectationStore, SpecReport, run_spec
 from xpiler_core.verify.spec import KernelSpec, load_spec
@@ -459,11 +467,13 @@ def repair_candidate(
         after_cap = cap is None and id(sk) in searched
         if cap is not None:
             searched.add(id(sk))
-        if sk.kind == "const":
-            limit = MAX_PLAUSIBLE_VALUES
+        limit = _concrete_limit(sk.kind, limit)
         checked = 0
         batch: list[tuple[z3.ModelRef, list[SK.Edit], str]] = []  # on the harness: completions built as one
-        for model in nearest(sk, cap, limit, after_cap):
+        pooled_models = pool_models.pop(id(sk), None)
+        models = pooled_models[1] if pooled_models is not None and pooled_models[0] == cap and not after_cap \
+            else nearest(sk, cap, limit, after_cap)
+        for model in models:
             if checked >= limit or budget.left() <= 0:
                 break
             edits = sk.decode(model)
@@ -511,6 +521,8 @@ def repair_candidate(
     # edits do not overlap share one): the build is most of a harness run, a completion's run a fraction of it.
     pooled: dict[str, tuple[str, int]] = {}  # completion's text → (the program holding it, its choice there)
     broken: set[str] = set()  # pooled programs that do not build (a completion they cannot spell)
+    # per suspect, the cap its completions were enumerated under and the enumeration (resumed, not redone)
+    pool_models: dict[int, tuple[int | None, Iterator[z3.ModelRef]]] = {}
 
     def pool(todo: Sequence[SK.Sketch]) -> None:
         entries: list[tuple[list[SK.Edit], str]] = []
@@ -521,10 +533,14 @@ def repair_candidate(
                 break  # the rest are built per suspect
             if not (heavy or id(sk) in host_holes) or sk.kind not in CONCRETE_TRIES:
                 continue
-            limit = MAX_PLAUSIBLE_VALUES if sk.kind == "const" else (1 if sk.kind == "swap" else CONCRETE_TRIES[sk.kind])
+            limit = _concrete_limit(sk.kind, 1 if sk.kind == "swap" else CONCRETE_TRIES[sk.kind])
             cap = CAP_FIRST_ROUND if sk.kind in ("affine", "compare") else None
             taken = 0
-            for model in nearest(sk, cap, limit, False):
+            enumeration = nearest(sk, cap, limit, False)
+            consumed: list[z3.ModelRef] = []
+            pool_models[id(sk)] = (cap, itertools.chain(consumed, enumeration))
+            for model in enumeration:
+                consumed.append(model)
                 edits = sk.decode(model)
                 repaired = apply_edits(text, edits) if edits else text
                 if taken >= limit:
@@ -755,6 +771,11 @@ def repair_candidate(
     return done("unrepaired", f"no single-expression repair found among {result.suspects_tried} suspects{only_note}")
 
 
+def _concrete_limit(kind: str, limit: int) -> int:
+    """Completions of a hole run concretely: a constant runs its plausible values (``_plausible_values``)."""
+    return MAX_PLAUSIBLE_VALUES if kind == "const" else limit
+
+
 def _plausible_values(sk: SK.Sketch, text: str, cases: Sequence[dict[str, Any]]) -> list[int]:
     """Values to run for a constant, most plausible first: one off, twice and half (a stride, a block size, a
     byte count), the nearest powers of two, then the sizes of the failing cases and the other integer literals
@@ -899,6 +920,12 @@ def _rank_sketches(
     rank = {p: (0 if i < n_direct else 1) for i, p in enumerate(implicated)}
     out: list[tuple[tuple[int, ...], SK.Sketch]] = []
     kind_order = {"compare": 0, "const": 1, "swap": -1 if interacting else 2, "loop": 3, "affine": 4}
+
+    def loop_head(site: Site) -> bool:
+        """Holes in loop conditions make the whole loop hole-dependent: the costliest to encode, so they go
+        later (on the harness a completion costs one run wherever its hole is)."""
+        return not on_harness and bool(site.stmt) and isinstance(get_at(fs.fn, site.stmt), (A.For, A.While))
+
     for site in fs.sites:
         if site.node.span is None:
             continue
@@ -911,9 +938,7 @@ def _rank_sketches(
             made += SK.swap_sketches(site, src)
         except (AssertionError, ValueError):
             pass
-        # Holes in loop conditions make the whole loop hole-dependent: the costliest to encode, so they go later
-        # (on the harness a completion costs one run wherever its hole is).
-        in_loop_head = not on_harness and isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
+        in_loop_head = loop_head(site)
         for sk in made:
             # (Where threads interact a swap or a name is run concretely: a loop header costs it nothing extra.)
             order = kind_order["loop"] if in_loop_head and not (interacting and sk.kind == "swap") else kind_order[sk.kind]
@@ -935,11 +960,10 @@ def _rank_sketches(
             out.append(((literal_rank, kind_order["const"], 0, levels.get(site.stmt, 0), size), SK.const_sketch(site)))
         else:
             renamed = SK.rename_sketch(site, fs, prog.macros) if isinstance(site.node, A.Name) else None
+            in_loop_head = loop_head(site)
             if renamed is not None:  # a one-unknown hole: before the affine hole of the same name
-                in_loop_head = not on_harness and isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
                 order = kind_order["loop"] if in_loop_head and not interacting else kind_order["const"]
                 out.append(((stmt_rank, order, 1, levels.get(site.stmt, 0), size), renamed))
-            in_loop_head = not on_harness and isinstance(get_at(fs.fn, site.stmt), (A.For, A.While)) if site.stmt else False
             order = kind_order["loop"] if in_loop_head else (kind_order["affine"] if size > 2 else kind_order["const"])
             out.append(((stmt_rank, order, 2, levels.get(site.stmt, 0), size), SK.affine_sketch(site, fs, prog.macros, src)))
     out.sort(key=lambda t: t[0])
