@@ -144,3 +144,82 @@ def test_budget_starts_no_trial_it_expects_to_overrun() -> None:
     problem.trials_measured = 50
     now[0] = 100.0
     assert budget.exhausted()  # the trial count is a budget too
+
+
+TEMPLATE_SOURCE = """
+template <int F>
+__global__ void scale(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = F * x[i];
+}
+"""
+TEMPLATE_SPEC = """
+name = "scale3"
+source = "scale.cu"
+entry = "scale<3>"
+kind = "kernel"
+grid = ["ceil_div(n, 128)"]
+block = [128]
+reference = "ref.py:scale3"
+[[args]]
+name = "x"
+dtype = "float32"
+shape = ["n"]
+role = "in"
+[[args]]
+name = "y"
+dtype = "float32"
+shape = ["n"]
+role = "out"
+[[args]]
+name = "n"
+dtype = "int32"
+role = "scalar"
+value = "n"
+[[cases]]
+n = 1000
+[[cases]]
+n = 20000
+"""
+
+
+def test_a_template_kernel_is_tuned_under_its_exported_symbol(tmp_path) -> None:
+    """The CPU output exports ``scale<3>`` as ``scale__3``: the timing runs call that symbol (they called the
+    template's spelling, which no library has, and tuning crashed before the first trial)."""
+    (tmp_path / "scale.cu").write_text(TEMPLATE_SOURCE)
+    (tmp_path / "spec.toml").write_text(TEMPLATE_SPEC)
+    (tmp_path / "ref.py").write_text("def scale3(x, n):\n    return {'y': 3 * x}\n")
+    options = TuneOptions(spec_path=str(tmp_path / "spec.toml"), budget_s=120, max_trials=2, settings=FAST)
+    result = tune(TEMPLATE_SOURCE, str(tmp_path / "scale.cu"), options)
+    assert result.best.verified and result.trials_measured >= 1
+    report = run_spec(load_spec(str(tmp_path / "spec.toml")), candidate_text=result.best_text,
+                      candidate_dialect=Dialect.C, candidate_entry="scale<3>", candidate_kind="host", seed=3)
+    assert report.passed, report.summary()
+
+
+def test_probing_the_plan_space_stops_when_told_and_keeps_what_it_did_not_probe() -> None:
+    """Which plan parameters change the output is found by rendering the translation once per choice (a
+    minute on a large kernel: a 40 s budget ran to 72 s before its first trial). Probing stops when the tuner
+    says so; parameters not probed stay in the space, and compile flags need no probe."""
+    from xpiler_core.tune.cpu_problem import open_problem
+
+    problem, tmp = open_problem(RELU_SOURCE.read_text(), str(RELU_SOURCE), load_spec(RELU_SPEC))
+    try:
+        full = problem.plan_space()
+        renders = [0]
+        original = problem._render
+
+        def counted(config: Config) -> str | None:
+            renders[0] += 1
+            return original(config)
+
+        problem._render = counted  # type: ignore[method-assign]
+        problem._render_memo.clear()
+        stopped = problem.live_plan_space(stop=lambda: True)
+        assert list(stopped) == list(full) and renders[0] <= 1  # the plan's own text only
+        probed = problem.live_plan_space()
+        assert set(probed) <= set(full) and all(k in probed for k in full if k.startswith("flags."))
+        before = renders[0]
+        assert problem.live_plan_space() == probed and renders[0] == before  # every text was kept
+    finally:
+        tmp.cleanup()

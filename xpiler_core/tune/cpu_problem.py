@@ -20,6 +20,7 @@ import itertools
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -165,9 +166,12 @@ class CpuTuningProblem:
         self.lowered = lower_text(text, path)
         self.ctx = PassContext(source_dialect=self.lowered.dialect, target=Dialect.C, file=path)
         self._prefix_memo: dict[tuple[Step, ...], A.Module | None] = {}
+        # rendering a configuration runs the passes after the prefix (a second or more on a large kernel); the
+        # search asks for the same configuration's text many times (live-space probes, trials, finalists)
+        self._render_memo: dict[tuple[tuple[str, ...], Config], str | None] = {}
         launch = str(self.plan_params.get(RECOVERY, {}).get("launch_params") or "")
         self.spec = spec_with_launch_args(spec, launch, workdir) if launch else spec
-        self.entry = spec.entry
+        self.entry = A.instance_symbol(spec.entry)  # the C symbol (a template instance exports a wrapper)
         self.case_index = largest_case(self.spec)
         kernel = self.lowered.function(spec.entry)
         self.block_tunable = (
@@ -223,6 +227,12 @@ class CpuTuningProblem:
         return run.unit if isinstance(run.unit, A.Module) else None
 
     def render(self, config: Config) -> str | None:
+        key = (tuple(self.prefix_names), config)
+        if key not in self._render_memo:
+            self._render_memo[key] = self._render(config)
+        return self._render_memo[key]
+
+    def _render(self, config: Config) -> str | None:
         module = self.module_after(config.steps, config.plan)
         if module is None:
             return None
@@ -292,17 +302,27 @@ class CpuTuningProblem:
         plan = tuple(Step(n, freeze(v)) for n, v in sorted(overrides.items()))
         return Config(steps, freeze(binding), plan, tuple(flags))
 
-    def live_plan_space(self) -> dict[str, tuple[Any, ...]]:
-        """The plan space without parameters whose every choice prints the same text as the plan's value."""
+    def live_plan_space(self, stop: Callable[[], bool] = lambda: False,
+                        first: tuple[str, ...] = ()) -> dict[str, tuple[Any, ...]]:
+        """The plan space without parameters whose every choice prints the same text as the plan's value.
+
+        Each probe renders the whole translation, so the probing stops when ``stop()`` says so (the tuning
+        budget): parameters not probed by then stay in the space (a trial whose text was seen costs no
+        measurement). Keys matching ``first`` are probed first; compile flags need no probe (they are live)."""
         space = self.plan_space()
         defaults = self.plan_defaults()
         base = self.render(self.config_for(defaults))
         live: dict[str, tuple[Any, ...]] = {}
-        for key, choices in space.items():
+        order = sorted(space, key=lambda k: next((i for i, f in enumerate(first) if f in k), len(first)))
+        for key in order:
+            choices = space[key]
+            if key.startswith("flags.") or stop():
+                live[key] = choices
+                continue
             texts = {self.render(self.config_for({**defaults, key: c})) for c in choices}
             if len(texts - {base, None}) > 0:
                 live[key] = choices
-        return live
+        return {k: space[k] for k in space if k in live}
 
     # ------------------------------------------------------------------ the search space
     def actions(self, steps: tuple[Step, ...], plan: tuple[Step, ...] = ()) -> list[Action]:
@@ -335,11 +355,12 @@ class CpuTuningProblem:
                     found.append(action)
         return found
 
-    def live_space(self, base: Config, action: Action) -> dict[str, tuple[Any, ...]]:
+    def live_space(self, base: Config, action: Action,
+                   stop: Callable[[], bool] = lambda: False) -> dict[str, tuple[Any, ...]]:
         """The parameters of ``action`` appended to ``base``'s steps that change the output here.
 
         A parameter whose every choice gives the same text as its default is dropped, so the search spends no
-        trials on it.
+        trials on it; once ``stop()`` says so the rest are kept unprobed.
         """
         space = tunable_space(action.name)
         defaults = get_pass(action.name).INFO.defaults()
@@ -351,8 +372,7 @@ class CpuTuningProblem:
         reference = text_for({k: defaults[k] for k in space})
         live: dict[str, tuple[Any, ...]] = {}
         for key, choices in space.items():
-            texts = {text_for({key: c}) for c in choices}
-            if len(texts - {reference, None}) > 0:
+            if stop() or len({text_for({key: c}) for c in choices} - {reference, None}) > 0:
                 live[key] = choices
         return live
 

@@ -43,6 +43,7 @@ DEFAULT_TRIALS = 48
 # Moves of the plan search tried first when the budget may not reach them all: parallelism (an OpenMP team on a
 # busy or small machine can cost more than the loop), then the knobs that change the code the compiler emits
 # for every loop (flags, ISA).
+PROBE_SHARE = 0.25  # of the budget, at most, for finding the plan parameters that change the output
 FIRST_MOVES = (".threads", ".min_parallel", "flags.", ".isa", ".collapse")
 
 
@@ -122,9 +123,9 @@ class TuneResult:
 
 class _Budget:
     def __init__(self, problem: CpuTuningProblem, max_trials: int, budget_s: float, cancel: CancelToken | None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, started: float | None = None) -> None:
         self.problem, self.max_trials, self.cancel, self.clock = problem, max_trials, cancel, clock
-        self.started = clock()
+        self.started = clock() if started is None else started  # the tune call's start: opening counts too
         self.deadline = self.started + budget_s
         self.budget_s = budget_s
         self.trial_seconds: list[float] = []  # measured trials (build, verify, time), for the next one's estimate
@@ -200,7 +201,7 @@ def tune(
 
 def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, started: float,
          emit: Callable[[TuneEvent], None], progress: ProgressFn | None, cancel: CancelToken | None) -> TuneResult:
-    budget = _Budget(problem, options.max_trials, options.budget_s, cancel)
+    budget = _Budget(problem, options.max_trials, options.budget_s, cancel, started=started)
     best: dict[str, Any] = {"config": problem.baseline, "speedup": 1.0, "latency": None, "interval": None}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
 
@@ -253,7 +254,9 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
 
     # phase 2: the plan's own parameters (loop binding, other plan passes, block size, compile flags)
     defaults = problem.plan_defaults()
-    space = problem.live_plan_space()
+    # probing which parameters change the output renders the translation per choice: a share of the budget
+    space = problem.live_plan_space(stop=lambda: budget.exhausted() or budget.fraction() >= PROBE_SHARE,
+                                    first=FIRST_MOVES)
     event("phase", f"searching the plan's parameters ({', '.join(space) or 'nothing to tune'})")
     quota = max(1, int(options.max_trials * options.binding_share))
     found = search_params(space, {k: v for k, v in defaults.items() if k in space},
@@ -269,7 +272,7 @@ def _run(problem: CpuTuningProblem, options: TuneOptions, rng: random.Random, st
 
         def expand(self, steps: tuple[Step, ...], action: Action) -> tuple[Step, float] | None:
             at = Config(steps, base.binding, base.plan, base.flags)
-            pass_space = problem.live_space(at, action)
+            pass_space = problem.live_space(at, action, stop=budget.exhausted)
             defaults = {k: v for k, v in _defaults(action.name).items() if k in pass_space}
 
             def point(p: dict[str, Any]) -> float | None:
