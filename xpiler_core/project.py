@@ -61,6 +61,10 @@ class ProjectConfig:
     # the program's other translation units (absolute paths): built with the file into one program
     sources: tuple[str, ...] = ()
     origins: tuple[str, ...] = field(default=(), compare=False)  # where the settings came from (for messages)
+    # where the source runs as the reference: "runtime" (the SIMT runtime) or "gpu" (nvcc and this machine's
+    # CUDA device). Only the user's own command line sets it: it is neither read from a workspace's settings
+    # nor written to a manifest (a replay runs on the runtime unless the user asks again)
+    reference_device: str = "runtime"
 
     def compile_flags(self) -> list[str]:
         """Flags for nvcc, hipcc, gcc and g++ (all accept -I, -D, -U, -std=)."""
@@ -118,7 +122,8 @@ class ProjectConfig:
             atol=other.atol if other.atol is not None else self.atol,
             rtol=other.rtol if other.rtol is not None else self.rtol,
             ignore=join(self.ignore, other.ignore), sources=join(self.sources, other.sources),
-            origins=join(self.origins, other.origins))
+            origins=join(self.origins, other.origins),
+            reference_device=other.reference_device if other.reference_device != "runtime" else self.reference_device)
 
     @property
     def ignore_patterns(self) -> tuple[str, ...]:
@@ -317,6 +322,7 @@ class BuildSettings:
     # those of ``unity`` written in C (``.c`` without CUDA): compiled as C on their own and linked, since C++
     # reads some valid C differently (a non-void function that ends without ``return``)
     c_units: tuple[str, ...] = ()
+    device: str = "runtime"  # where a source build runs: the SIMT runtime, or "gpu" (--reference gpu)
 
     def with_units(self, text: str, *, separate_c: bool = False) -> str:
         """``text`` followed by the includes of the other units (unchanged when there are none);
@@ -330,7 +336,8 @@ class BuildSettings:
         import hashlib
 
         files = [(name, hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()) for name, text in self.files]
-        return [list(self.flags), files, [list(d) for d in self.depends], list(self.unity), list(self.c_units)]
+        return [list(self.flags), files, [list(d) for d in self.depends], list(self.unity), list(self.c_units),
+                self.device]
 
     def runtime_flags(self) -> list[str]:
         """The flags for a build on the CPU runtime: include dirs and macros (the runtime's own C++ standard
@@ -349,8 +356,9 @@ class BuildSettings:
 
 def build_settings(config: ProjectConfig | None, source_path: str | None, text: str,
                    files: dict[str, str] | None = None, unity: tuple[str, ...] = (),
-                   c_units: tuple[str, ...] = ()) -> BuildSettings:
-    """The settings to compile ``text`` (read from ``source_path``) or a translation of it."""
+                   c_units: tuple[str, ...] = (), device: str = "runtime") -> BuildSettings:
+    """The settings to compile ``text`` (read from ``source_path``) or a translation of it; ``device``: where a
+    source build runs (``config.reference_device`` for the source, never for a translation)."""
     import hashlib
 
     flags: list[str] = []
@@ -363,4 +371,4 @@ def build_settings(config: ProjectConfig | None, source_path: str | None, text: 
         headers.update(local_includes(body, source_path or "<input>", config))
     depends = tuple(sorted((p, hashlib.sha256(t.encode("utf-8", errors="replace")).hexdigest())
                            for p, t in headers.items()))
-    return BuildSettings(tuple(flags), tuple(sorted((files or {}).items())), depends, unity, c_units)
+    return BuildSettings(tuple(flags), tuple(sorted((files or {}).items())), depends, unity, c_units, device)

@@ -67,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
         warp_size=args.warp_size,
         cases=args.case,
         seed=args.seed,
-        build=build_settings(project, str(args.candidate or spec.source), text if text is not None else source_text),
-        reference_build=build_settings(project, str(reference), reference_text),
+        build=build_settings(project, str(args.candidate or spec.source), text if text is not None else source_text,
+                             device=project.reference_device if text is None else "runtime"),
+        reference_build=build_settings(project, str(reference), reference_text, device=project.reference_device),
     )
     print(f"{spec.name}: {report.summary()}")
     return 0 if report.passed else 1

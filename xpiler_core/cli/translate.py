@@ -89,6 +89,9 @@ def add_project_flags(parser: argparse.ArgumentParser, *, programs: bool = True)
     group.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR", help="include directory")
     group.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]", help="macro")
     group.add_argument("--std", metavar="STD", help="language standard, e.g. c++17")
+    group.add_argument("--reference", choices=("runtime", "gpu"), default="runtime",
+                       help="where the CUDA source runs as the reference: the SIMT runtime (default) or this "
+                            "machine's CUDA GPU, built with nvcc")
     if not programs:
         parser.set_defaults(program_args=[], sources=[], timeout=None)
         return
@@ -107,7 +110,11 @@ def project_from_args(args: argparse.Namespace) -> ProjectConfig | None:
     given = ProjectConfig(include_dirs=tuple(str(Path(d).resolve()) for d in args.include_dirs),
                           defines=tuple(args.defines), std=args.std, program_args=tuple(args.program_args),
                           timeout_s=args.timeout, sources=tuple(str(Path(s).resolve()) for s in args.sources),
-                          origins=("command line",))
+                          origins=("command line",), reference_device=getattr(args, "reference", "runtime"))
+    if given.reference_device == "gpu":
+        from xpiler_core.verify.gpu_reference import require_gpu
+
+        require_gpu()  # refused at once, not after the translation
     return given if given != ProjectConfig() else None
 
 

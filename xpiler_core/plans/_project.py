@@ -81,7 +81,7 @@ class ProjectFiles:
         build rewrites their launches; the units are built with the file as one translation unit)."""
         units = self.other_units()
         return build_settings(self.config, self.unit.path, self.unit.text, {**self.shadows(), **units},
-                              unity=tuple(units), c_units=self._c_units(units))
+                              unity=tuple(units), c_units=self._c_units(units), device=self.config.reference_device)
 
     def candidate_build(self, candidate: str, companions: dict[str, str]) -> BuildSettings:
         units = tuple(name for name in companions if name in self.unit_names.values())

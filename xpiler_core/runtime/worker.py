@@ -2,7 +2,8 @@
 
 ``python -S -E worker.py REQUEST.json`` (standard library only, no site packages: it starts fast). The
 request names the library, the entry, the call mode (``kernel``: the generated
-``xpiler_entry(void** args, const unsigned* config)`` wrapper; ``host``: an ``extern "C"`` function called
+``xpiler_entry(void** args, const unsigned* config)`` wrapper; ``gpu-kernel``: the CUDA glue
+``xpiler_gpu_entry(void** args, const unsigned long long* bytes, const unsigned* config)``; ``host``: an ``extern "C"`` function called
 with the arguments themselves) and the arguments: buffers as raw files (read into memory, written back
 after the call), scalars as ctypes type names with values (16-bit floats arrive as their bit patterns).
 Probe buffers (``probe``: a byte count) are anonymous mappings, zero pages until written, so a host entry can
@@ -75,6 +76,16 @@ def main(argv: list[str]) -> int:
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         status = int(fn(pointers, config))
+    elif request["mode"] == "gpu-kernel":  # glue that copies each buffer to a CUDA device and back
+        pointers = (ctypes.c_void_p * max(1, len(values)))()
+        sizes = (ctypes.c_ulonglong * max(1, len(values)))()
+        for i, (v, arg) in enumerate(zip(values, request["args"], strict=True)):
+            pointers[i] = v.value if isinstance(v, ctypes.c_void_p) else ctypes.addressof(v)
+            sizes[i] = len(buffers[arg["name"]][0]) - 1 if arg["kind"] == "buffer" else 0
+        config = (ctypes.c_uint * 7)(*request["config"])
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        status = int(fn(pointers, sizes, config))
     else:
         fn.restype = None
         fn.argtypes = [type(v) for v in values]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import resource
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +32,7 @@ from xpiler_core.runtime.sandbox import CallArg, CallResult, call_library
 from xpiler_core.verify.compare import compare_arrays
 from xpiler_core.verify.entry_shim import add_entry_shim
 from xpiler_core.verify.expr import ExprError, evaluate_int
+from xpiler_core.verify.gpu_reference import GPU_ENTRY_SYMBOL
 from xpiler_core.verify.inputs import case_inputs, to_view
 from xpiler_core.verify.reference import SandboxedReference
 from xpiler_core.verify.spec import ArgSpec, KernelSpec
@@ -119,6 +121,7 @@ class Program:
 class BuiltProgram:
     program: Program
     build: BuildResult
+    on_gpu: bool = False  # built with nvcc for this machine's CUDA device (--reference gpu)
 
 
 def default_warp_size(dialect: Dialect) -> int:
@@ -126,6 +129,8 @@ def default_warp_size(dialect: Dialect) -> int:
 
 
 def build_program(program: Program, spec: KernelSpec, workdir: Path, build: BuildSettings | None = None) -> BuiltProgram:
+    if build is not None and build.device == "gpu":
+        return _build_gpu_program(program, spec, workdir, build)
     glue = ""
     if program.kind == "kernel" and program.dialect in (Dialect.CUDA, Dialect.HIP):
         glue = kernel_entry_glue(program.entry, [(a.dtype, a.is_buffer) for a in spec.args])
@@ -144,6 +149,18 @@ def build_program(program: Program, spec: KernelSpec, workdir: Path, build: Buil
         build=build,
     )
     return BuiltProgram(program, built)
+
+
+def _build_gpu_program(program: Program, spec: KernelSpec, workdir: Path, build: BuildSettings) -> BuiltProgram:
+    from xpiler_core.verify.gpu_reference import build_gpu_library, gpu_kernel_glue, require_gpu
+
+    if program.dialect is not Dialect.CUDA:
+        raise XpilerError(f"--reference gpu runs CUDA sources; this one is {program.dialect.value}", str(spec.path))
+    require_gpu(str(spec.path))
+    glue = gpu_kernel_glue(program.entry, [(a.dtype, a.is_buffer) for a in spec.args]) \
+        if program.kind == "kernel" else ""
+    built = build_gpu_library(program.text, workdir, display_name=program.display_name, extra=glue, build=build)
+    return BuiltProgram(program, built, on_gpu=True)
 
 
 def launch_config(spec: KernelSpec, case: Mapping[str, Any]) -> tuple[int, ...]:
@@ -177,6 +194,13 @@ def run_program(
     outputs = [a.name for a in spec.args if a.is_output]
     program = built.program
     is_kernel = program.kind == "kernel"
+    if built.on_gpu:
+        # a CUDA context maps far more address space than any limit the runtime's runs live under
+        return call_library(built.build.library, GPU_ENTRY_SYMBOL if is_kernel else program.entry,
+                            "gpu-kernel" if is_kernel else "host", args, outputs, workdir,
+                            config=launch_config(spec, case) if is_kernel else (1, 1, 1, 1, 1, 1, 0),
+                            timeout_s=spec.timeout_s, kernel_hint=program.entry, cancel=cancel,
+                            memory_bytes=resource.RLIM_INFINITY)
     return call_library(
         built.build.library,
         ENTRY_SYMBOL if is_kernel else program.entry,
@@ -553,7 +577,7 @@ def run_spec(
             expected_for = _program_expectation(ref_built, spec, cancel)
             other_schedules = [_remembered(_program_expectation(ref_built, spec, cancel, env), expectations,
                                            f"schedule {k}", seed) for k, env in enumerate(OTHER_SCHEDULES)]
-            if ref_program.kind == "host":
+            if ref_program.kind == "host" and not ref_built.on_gpu:  # poisoning is the runtime's device heap
                 poisoned = (_remembered(_program_expectation(ref_built, spec, cancel, POISONED), expectations,
                                         "poisoned", seed), other_schedules[0])
         expected_for = _remembered(expected_for, expectations, "plain", seed)

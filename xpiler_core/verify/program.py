@@ -25,6 +25,7 @@ import hashlib
 import math
 import os
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xpiler_core.diagnostics import XpilerError
 from xpiler_core.dialect import Dialect
 from xpiler_core.progress import Cancelled, CancelToken
 from xpiler_core.project import BuildSettings, ProjectConfig
@@ -139,6 +141,14 @@ def build_program(text: str, dialect: Dialect, workdir: Path, *, warp_size: int,
         exe = workdir / "program-bang"
         shutil.copy2(bang.output, exe)
         return exe, "", bang.command
+    if build is not None and build.device == "gpu":  # --reference gpu: the source program on this machine's GPU
+        from xpiler_core.verify.gpu_reference import build_gpu_library, require_gpu
+
+        if dialect is not Dialect.CUDA:
+            raise XpilerError(f"--reference gpu runs CUDA sources; this one is {dialect.value}", display_name)
+        require_gpu(display_name)
+        gpu = build_gpu_library(text, workdir, display_name=display_name, build=build, executable=True)
+        return gpu.library, gpu.log, gpu.command
     from xpiler_core.runtime.build import build_library
 
     result = build_library(text, dialect, workdir, warp_size=warp_size, display_name=display_name,
@@ -183,16 +193,18 @@ def scratch_copy(source_folder: Path, dest: Path) -> None:
 
 def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | None, timeout_s: float,
                    cancel: CancelToken | None = None, threads: int | None = None,
-                   argv0: str | None = None, runtime_env: dict[str, str] | None = None) -> ProgramRun:
+                   argv0: str | None = None, runtime_env: dict[str, str] | None = None,
+                   memory_bytes: int = PROGRAM_MEMORY_BYTES) -> ProgramRun:
     """Run ``exe`` in ``workdir``; ``argv0``: the name the program sees as ``argv[0]`` (default: its path);
-    ``runtime_env``: settings of the runtime for this run (``XPILER_DEVICE_FILL``, ...)."""
+    ``runtime_env``: settings of the runtime for this run (``XPILER_DEVICE_FILL``, ...); ``memory_bytes``: its
+    address-space limit (unlimited for a program on a CUDA GPU, whose context maps more than any limit)."""
     before = _snapshot(workdir)
     env = dict(os.environ) | (runtime_env or {})
     env.setdefault("OMP_NUM_THREADS", str(threads or os.cpu_count() or 1))
     started = time.monotonic()
     proc = children.Popen([argv0 or str(exe), *args], executable=str(exe), cwd=workdir, env=env,
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          memory_bytes=PROGRAM_MEMORY_BYTES, wall_seconds=timeout_s)
+                          memory_bytes=memory_bytes, wall_seconds=timeout_s)
     timed_out = False
     stdin_bytes = (stdin_text or "").encode()
     deadline = started + timeout_s
@@ -416,7 +428,9 @@ def run_program(text: str, path: str, dialect: Dialect, *, config: ProjectConfig
             return ProgramRun(False, log, command=command)
         scratch = root / "run"
         scratch_copy(Path(path).resolve().parent, scratch)
-        return run_executable(exe, scratch, args, stdin_text, timeout, cancel)
+        on_gpu = build is not None and build.device == "gpu"
+        return run_executable(exe, scratch, args, stdin_text, timeout, cancel,
+                              memory_bytes=resource.RLIM_INFINITY if on_gpu else PROGRAM_MEMORY_BYTES)
 
 
 def program_name(source_path: str) -> str:
@@ -454,8 +468,11 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
 
         name = program_name(source_path)
 
+        on_gpu = source_build is not None and source_build.device == "gpu"
+
         def run_source() -> ProgramRun:
-            return run_executable(exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel, argv0=name)
+            return run_executable(exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel, argv0=name,
+                                  memory_bytes=resource.RLIM_INFINITY if on_gpu else PROGRAM_MEMORY_BYTES)
 
         source = run_source()
         why = run_failure(source)
@@ -472,8 +489,9 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
         candidate = run_executable(cand_exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel,
                                    argv0=name)
         report = compare_runs(source, candidate, config, run_source)
-        if report.matched:
-            # agreeing is not enough when the source's own output depends on memory nothing wrote
+        if report.matched and not on_gpu:
+            # agreeing is not enough when the source's own output depends on memory nothing wrote (the poisoned
+            # run is the runtime's device heap: a GPU reference has none)
             poisoned = run_executable(exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel, argv0=name,
                                       runtime_env={"XPILER_DEVICE_FILL": "poison"})
             defect = uninitialized_read(source, poisoned, run_source, config)
