@@ -267,3 +267,22 @@ def test_a_kernel_with_dynamic_shared_memory_is_repaired() -> None:
     result = repair_candidate(buggy, str(spec.source), spec, budget_s=60, initial_report=before)
     assert result.status == "repaired", result.message
     assert result.text is not None and run_spec(spec, candidate_text=result.text, seed=7).passed  # numpy, other inputs
+
+
+def test_a_small_case_that_outruns_its_time_is_undecided_not_a_misfit() -> None:
+    """A fix may do far more work than the bug it fixes (a flipped guard that skipped the work): when its run on
+    the small cases outruns the time it is given, the small cases have not decided against it and the harness
+    judges it. A wrong completion that finishes in time is still a misfit, and a right one fits."""
+    import time
+
+    from xpiler_core.repair.engine import UNDECIDED, _first_misfit
+
+    spec = load_spec(SUITE / "elementwise" / "add" / "spec.toml")
+    text = spec.source_text()
+    chosen = [EX.make_example(spec, case, i, seed=3) for i, case in enumerate(EX.tiny_cases(spec, 1024)[:1])]
+    args = (spec, text, str(spec.source), spec.source_dialect(), spec.entry, spec.kind, chosen, 32)
+    assert _first_misfit(*args) is None
+    wrong = text.replace("& 63)]", "& 31)]")
+    assert wrong != text
+    assert _first_misfit(*args[:1], wrong, *args[2:]) == 0
+    assert _first_misfit(*args, deadline=time.monotonic() - 1.0) == UNDECIDED
