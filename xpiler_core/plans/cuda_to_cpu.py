@@ -184,10 +184,10 @@ def translate_unit(
 
 def translate_to_cpu(
     text: str, path: str, spec: Any | None = None, pass_params: dict[str, dict[str, Any]] | None = None,
-    passes: list[str] | None = None,
+    passes: list[str] | None = None, defines: Mapping[str, str] | None = None,
 ) -> tuple[str | None, list[PassRecord], PassContext]:
     """:func:`translate_unit` on a text (for callers that hold no parsed unit)."""
-    return translate_unit(ParsedUnit(text, path, detect_dialect(text, path)), spec, pass_params, passes)
+    return translate_unit(ParsedUnit(text, path, detect_dialect(text, path)), spec, pass_params, passes, defines)
 
 
 @dataclass

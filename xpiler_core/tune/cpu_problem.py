@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -42,6 +43,7 @@ from xpiler_core.tune.measure import (
     LatencyStats,
     MeasureError,
     MeasureSettings,
+    case_elements,
     largest_case,
     measure_libraries,
     median_interval,
@@ -135,6 +137,13 @@ def flags_comment(flags: tuple[str, ...]) -> str:
     return f"{FLAGS_MARK} {' '.join(flags)}\n" if flags else ""
 
 
+# A case with fewer elements over all buffers is scaled up for timing (by these factors, in turn): 1 MiB of float
+# data, past the first two cache levels a test-sized case fits in (a matrix product there is ~10^8 multiply-adds,
+# milliseconds a trial; larger targets made a GEMM trial take most of a second)
+TIMING_ELEMENTS = 1 << 18
+TIMING_SCALES = (2, 4, 8, 16, 32, 64)
+
+
 class CpuTuningProblem:
     """Everything one tuning session of a CUDA file for the CPU needs: the plan, spec, baseline, incumbent."""
 
@@ -154,7 +163,9 @@ class CpuTuningProblem:
         if BINDING not in names or RECOVERY not in names:
             raise XpilerError("cannot tune: the CPU plan has no loop recovery / loop binding step", path)
         # the plan's own translation: its output is the untuned candidate, its records give each pass's params
-        plan_text, records, _ = translate_to_cpu(text, path, spec, None, names)
+        # the project's -D values, as the translation reads them (a tile size the file leaves to its build)
+        self.defines = self.project.define_values()
+        plan_text, records, _ = translate_to_cpu(text, path, spec, None, names, self.defines)
         if plan_text is None:
             refused = next((r["refused"] for r in records if r["name"] == RECOVERY and r["refused"]), "")
             raise XpilerError(f"cannot tune: the CPU translation is unresolved (loop recovery refused: {refused})",
@@ -164,7 +175,7 @@ class CpuTuningProblem:
         self.prefix_names: list[str] = names[:at]
         self.suffix_names: list[str] = names[at + 1:]
         self.lowered = lower_text(text, path)
-        self.ctx = PassContext(source_dialect=self.lowered.dialect, target=Dialect.C, file=path)
+        self.ctx = PassContext(source_dialect=self.lowered.dialect, target=Dialect.C, file=path, defines=self.defines)
         self._prefix_memo: dict[tuple[Step, ...], A.Module | None] = {}
         # rendering a configuration runs the passes after the prefix (a second or more on a large kernel); the
         # search asks for the same configuration's text many times (live-space probes, trials, finalists)
@@ -173,6 +184,8 @@ class CpuTuningProblem:
         self.spec = spec_with_launch_args(spec, launch, workdir) if launch else spec
         self.entry = A.instance_symbol(spec.entry)  # the C symbol (a template instance exports a wrapper)
         self.case_index = largest_case(self.spec)
+        self.test_cases = list(range(len(self.spec.cases)))  # what every candidate is verified on
+        self.scaled_by = 1  # the timing case is the spec's largest times this (see _scale_timing_case)
         kernel = self.lowered.function(spec.entry)
         self.block_tunable = (
             spec.kind == "kernel" and not launch and kernel is not None and kernel.is_kernel
@@ -184,7 +197,7 @@ class CpuTuningProblem:
         if baseline_text is None:
             raise XpilerError("cannot tune: loop binding refused the untuned translation", path)
         self.baseline_text = baseline_text
-        self.records = session_records(text, path, spec, self.case_index, self.project)
+        self.records = session_records(text, path, spec, self.spec.cases[self.case_index], self.project)
         self.baseline_library: Path | None = None
         self.baseline_stats: LatencyStats | None = None
         self.noise: tuple[float, float] = (1.0, 1.0)  # A/A interval: the untuned one timed against itself
@@ -203,7 +216,8 @@ class CpuTuningProblem:
         without = str(extra.pop(WITHOUT_KEY.partition(".")[0], {}).get("without") or "")
         names = [n for n in self.prefix_names if n != without]
         params = {n: {**self.plan_params.get(n, {}), **extra.get(n, {})} for n in names}
-        ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path)
+        ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path,
+                          defines=self.defines)
         # a pass bug on these parameters is an illegal point, never a crash of tuning
         run = run_passes(self.lowered, names, ctx, params, contain_errors=True)
         recovered = run.crashed is None and not any(r["refused"] for r in run.records if r["name"] == RECOVERY)
@@ -218,7 +232,8 @@ class CpuTuningProblem:
             return None
         if not steps:
             return module
-        ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path)
+        ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path,
+                          defines=self.defines)
         # a refusal, a crash (a pass bug on this input) or a step that changes nothing makes the point illegal
         run = run_passes(module, [(s.name, dict(s.params)) for s in steps], ctx, stop_on_refusal=True,
                          contain_errors=True, require_change=True)
@@ -236,7 +251,8 @@ class CpuTuningProblem:
         module = self.module_after(config.steps, config.plan)
         if module is None:
             return None
-        ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path)
+        ctx = PassContext(source_dialect=self.ctx.source_dialect, target=Dialect.C, file=self.path,
+                          defines=self.defines)
         steps = [(BINDING, dict(config.binding)), *((name, {**self.plan_params.get(name, {}), **config.plan_params(name)})
                                                     for name in self.suffix_names)]
         run = run_passes(module, steps, ctx, contain_errors=True)
@@ -389,7 +405,7 @@ class CpuTuningProblem:
         with candidate_flags(flags):
             return run_spec(self.spec, candidate_text=text, candidate_dialect=Dialect.C, candidate_entry=self.entry,
                             candidate_kind="host", seed=self.seed, cancel=self.cancel, build=self.build_of(text),
-                            reference_build=self.build_of(self.text))
+                            reference_build=self.build_of(self.text), cases=self.test_cases)
 
     def _build(self, text: str, flags: tuple[str, ...], folder: str) -> Path | None:
         from xpiler_core.runtime.build import build_library
@@ -411,9 +427,41 @@ class CpuTuningProblem:
                 unique.append(v)
         return unique
 
-    def start(self) -> LatencyStats:
-        """Verify and build the untuned translation and time it against itself (the reference of every speedup,
-        and the noise this machine shows now)."""
+    def _scale_timing_case(self, deadline: float) -> None:
+        """Time at a case worth tuning for. A spec's cases are chosen to test (a 32 x 16 x 48 GEMM), and what is
+        fastest at such a size can be many times slower at the sizes the kernel runs at (a direct loop nest
+        beat the packed GEMM 1.8x at the test size and lost 17x at 509 x 523 x 517). A largest case below
+        ``TIMING_ELEMENTS`` is scaled by whole factors (every size times k keeps what the sizes are multiples
+        of) while the untuned translation still passes the reference there, until it reaches that size or
+        ``deadline``; trials are still verified on the spec's own cases."""
+        from xpiler_core.runtime.build import candidate_flags
+        from xpiler_core.verify.harness import run_spec
+
+        base = self.spec.cases[self.case_index]
+        if case_elements(self.spec, base) >= TIMING_ELEMENTS:
+            return
+        for factor in TIMING_SCALES:
+            left = deadline - time.monotonic()
+            if left <= 1.0:
+                return
+            scaled = {k: v * factor if isinstance(v, int) and not isinstance(v, bool) else v for k, v in base.items()}
+            spec = dataclasses.replace(self.spec, cases=[*self.spec.cases, scaled])
+            probe = dataclasses.replace(spec, timeout_s=min(spec.timeout_s, left))
+            with candidate_flags(()):
+                report = run_spec(probe, candidate_text=self.baseline_text, candidate_dialect=Dialect.C,
+                                  candidate_entry=self.entry, candidate_kind="host", seed=self.seed, cancel=self.cancel,
+                                  build=self.build_of(self.baseline_text), reference_build=self.build_of(self.text),
+                                  cases=[len(spec.cases) - 1])
+            if not report.passed:
+                return  # sizes this kernel does not take (built-in shapes), or too slow to check in time
+            self.spec, self.case_index = spec, len(spec.cases) - 1
+            self.scaled_by = factor
+            if case_elements(spec, scaled) >= TIMING_ELEMENTS:
+                return
+
+    def start(self, deadline: float | None = None) -> LatencyStats:
+        """Verify and build the untuned translation, choose the timing case (scaled up until ``deadline``) and
+        time it against itself (the reference of every speedup, and the noise this machine shows now)."""
         report = None
         for names in self._prefix_variants():
             self.prefix_names = names
@@ -433,6 +481,10 @@ class CpuTuningProblem:
         if library is None:
             raise XpilerError("cannot tune: the untuned translation does not build", self.path)
         self.baseline_library = library
+        if deadline is not None:
+            self._scale_timing_case(deadline)
+            self.records = session_records(self.text, self.path, self.spec, self.spec.cases[self.case_index],
+                                           self.project)
         stats = measure_libraries([library, library], self.spec, self.entry, self.case_index,
                                   self.workdir / "measure-baseline", settings=self.settings, seed=self.seed,
                                   cancel=self.cancel)
@@ -550,14 +602,14 @@ def beats(record: TrialRecord, incumbent: TrialRecord | None, margin: float = MA
     return float(interval[0]) > incumbent.speedup * (1 + margin)
 
 
-def session_records(text: str, path: str, spec: KernelSpec, case_index: int,
+def session_records(text: str, path: str, spec: KernelSpec, case: Mapping[str, Any],
                     project: ProjectConfig | None = None) -> RecordStore:
-    """The trial records of tuning ``text`` on ``spec``'s case ``case_index`` with the project's settings."""
+    """The trial records of tuning ``text`` on ``spec`` timed at ``case`` with the project's settings."""
     from xpiler_core.project import build_settings, load_project
 
     build = build_settings(load_project(path, project), path, text)
     return RecordStore(text, DIRECTION, spec.path.read_text(encoding="utf-8") if spec.path.is_file() else "",
-                       case_index, build_key=repr((build.flags, build.depends)))
+                       json.dumps(dict(case), sort_keys=True, default=str), build_key=repr((build.flags, build.depends)))
 
 
 def open_problem(text: str, path: str, spec: KernelSpec, **kwargs: Any) -> tuple[CpuTuningProblem, Any]:

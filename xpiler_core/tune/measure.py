@@ -17,8 +17,10 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -68,18 +70,16 @@ class MeasureError(Exception):
     """A library could not be timed (crash, timeout); the message says why."""
 
 
-def largest_case(spec: KernelSpec) -> int:
-    """Index of the case with the most elements over all buffers: the one worth tuning for."""
+def case_elements(spec: KernelSpec, case: Mapping[str, Any]) -> int:
+    """Elements over all of the spec's buffers at ``case``."""
     from xpiler_core.verify.inputs import shape_of
 
-    def size(index: int) -> int:
-        total = 0
-        for arg in spec.args:
-            if arg.is_buffer:
-                total += int(np.prod(shape_of(arg, spec.cases[index], str(spec.path)), dtype=np.int64))
-        return total
+    return sum(int(np.prod(shape_of(arg, case, str(spec.path)), dtype=np.int64)) for arg in spec.args if arg.is_buffer)
 
-    return max(range(len(spec.cases)), key=size) if spec.cases else 0
+
+def largest_case(spec: KernelSpec) -> int:
+    """Index of the case with the most elements over all buffers: the one worth tuning for."""
+    return max(range(len(spec.cases)), key=lambda i: case_elements(spec, spec.cases[i])) if spec.cases else 0
 
 
 def paired_ratios(base: LatencyStats, candidate: LatencyStats) -> list[float]:

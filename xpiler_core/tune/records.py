@@ -66,13 +66,13 @@ class TrialRecord:
 class RecordStore:
     """The trials and best result of one tuning session (source, target, spec, machine)."""
 
-    def __init__(self, source_text: str, target: str, spec_text: str, case_index: int, build_key: str = "") -> None:
-        """``build_key``: the project's flags and header digests (a trial measured with other headers or
-        defines is another trial)."""
+    def __init__(self, source_text: str, target: str, spec_text: str, case_key: str, build_key: str = "") -> None:
+        """``case_key``: the timed case's values; ``build_key``: the project's flags and header digests (a trial
+        measured at another size, with other headers or defines is another trial)."""
         self.source_sha256 = sha256_text(source_text)
         self.target = target
         self.machine = machine_id()
-        self.session = stable_key("tune-session-v2", self.source_sha256, target, sha256_text(spec_text), case_index,
+        self.session = stable_key("tune-session-v2", self.source_sha256, target, sha256_text(spec_text), case_key,
                                   self.machine, build_key)
         self._cache = get_cache("tune")
 
