@@ -182,3 +182,28 @@ def test_candidates_are_judged_by_the_source_run_on_the_gpu(tmp_path: Path, kind
         verdicts[name] = (done.returncode, done.stdout + done.stderr)
     assert verdicts["right"][0] == 0, verdicts["right"][1]
     assert verdicts["wrong"][0] != 0 and "FAIL" in verdicts["wrong"][1], verdicts["wrong"][1]
+
+
+@needs_nvcc
+def test_the_glue_runs_the_kernel_on_a_gpu_or_names_the_cuda_error(tmp_path: Path) -> None:
+    """Built and called as the harness does: on a machine with a CUDA device the buffers come back computed;
+    without one the CUDA error is named (not a bare status number)."""
+    import resource
+
+    from xpiler_core.verify.gpu_reference import build_gpu_library, gpu_error
+
+    glue = gpu_kernel_glue("axpy", [("float32", True), ("float32", True), ("float32", False), ("int32", False)])
+    built = build_gpu_library(AXPY_KERNEL, tmp_path / "build", display_name="axpy.cu", extra=glue)
+    assert built.ok and built.library is not None, built.log
+    y, x = np.arange(1000, dtype=np.float32), np.ones(1000, dtype=np.float32)
+    called = call_library(built.library, GPU_ENTRY_SYMBOL, "gpu-kernel",
+                          [CallArg("y", "float32", array=y), CallArg("x", "float32", array=x),
+                           CallArg("a", "float32", value=2.0), CallArg("n", "int32", value=1000)],
+                          ["y"], tmp_path / "run", config=(8, 1, 1, 128, 1, 1, 0), memory_bytes=resource.RLIM_INFINITY)
+    if gpu_unavailable() is None:
+        assert called.ok, called.error
+        np.testing.assert_array_equal(called.outputs["y"], y + 2 * x)
+    else:
+        assert not called.ok
+        named = gpu_error(called.stderr)
+        assert named is not None and "CUDA error" in named, called.stderr

@@ -25,6 +25,7 @@ from xpiler_core.runtime.build import BuildResult
 from xpiler_core.runtime.entry import C_TYPES
 
 GPU_ENTRY_SYMBOL = "xpiler_gpu_entry"
+GPU_ERROR_MARK = "xpiler-gpu:"  # the glue's line on stderr naming a CUDA error
 DEVICES = ("runtime", "gpu")
 BUILD_TIMEOUT_S = 300.0
 
@@ -57,7 +58,7 @@ def gpu_kernel_glue(kernel: str, args: list[tuple[str, bool]]) -> str:
     """CUDA C++ for ``int xpiler_gpu_entry(void** args, const unsigned long long* bytes, const unsigned* cfg)``:
     every buffer (``args[i]``, ``bytes[i]`` long) copied to the device, ``kernel`` launched with grid
     ``cfg[0..2]``, block ``cfg[3..5]`` and ``cfg[6]`` dynamic shared bytes, every buffer copied back; returns
-    the CUDA error of the launch or of the run (0: none).
+    the CUDA error of the launch or of the run (0: none), named on stderr after ``GPU_ERROR_MARK``.
 
     ``args`` lists (dtype, is_buffer) in parameter order; a device buffer converts to the parameter's
     pointer type."""
@@ -72,6 +73,7 @@ def gpu_kernel_glue(kernel: str, args: list[tuple[str, bool]]) -> str:
     copy_out = "".join(
         f"  if (!err) err = cudaMemcpy(args[{i}], dev[{i}], bytes[{i}], cudaMemcpyDeviceToHost);\n" for i in buffers)
     return (
+        "#include <cstdio>\n"
         "#include <cuda_runtime.h>\n"
         "namespace xp_gpu {\n"
         "struct AnyPtr {\n"
@@ -83,6 +85,8 @@ def gpu_kernel_glue(kernel: str, args: list[tuple[str, bool]]) -> str:
         f"  void* dev[{count}] = {{}};\n"
         "  cudaError_t err = cudaSuccess;\n"
         f"{copy_in}"
+        "  if (!err && cfg[6] > 48 * 1024)  // more dynamic shared memory than a launch gets unasked\n"
+        f"    err = cudaFuncSetAttribute({kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg[6]);\n"
         "  if (!err) {\n"
         f"    {kernel}<<<dim3(cfg[0], cfg[1], cfg[2]), dim3(cfg[3], cfg[4], cfg[5]), cfg[6]>>>(\n"
         f"        {', '.join(actuals)});\n"
@@ -92,6 +96,7 @@ def gpu_kernel_glue(kernel: str, args: list[tuple[str, bool]]) -> str:
         f"{copy_out}"
         f"  for (int i = 0; i < {count}; ++i) if (dev[i]) cudaFree(dev[i]);\n"
         "  (void)bytes;\n"
+        f'  if (err) std::fprintf(stderr, "{GPU_ERROR_MARK} %s (CUDA error %d)\\n", cudaGetErrorString(err), (int)err);\n'
         "  return static_cast<int>(err);\n"
         "}\n"
     )
@@ -132,3 +137,9 @@ def build_gpu_library(text: str, out_dir: Path, *, display_name: str = "kernel.c
     ok = done.returncode == 0 and library.is_file()
     return BuildResult(ok, library if ok else None, (done.stdout + done.stderr).strip(), command, False,
                        time.monotonic() - started)
+
+
+def gpu_error(stderr: str) -> str | None:
+    """The CUDA error the glue named on ``stderr``, as the reason of a failed run of the reference."""
+    line = next((ln for ln in stderr.splitlines() if ln.startswith(GPU_ERROR_MARK)), None)
+    return f"the source on the GPU: {line[len(GPU_ERROR_MARK):].strip()}" if line else None

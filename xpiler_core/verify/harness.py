@@ -32,7 +32,7 @@ from xpiler_core.runtime.sandbox import CallArg, CallResult, call_library
 from xpiler_core.verify.compare import compare_arrays
 from xpiler_core.verify.entry_shim import add_entry_shim
 from xpiler_core.verify.expr import ExprError, evaluate_int
-from xpiler_core.verify.gpu_reference import GPU_ENTRY_SYMBOL
+from xpiler_core.verify.gpu_reference import GPU_ENTRY_SYMBOL, gpu_error
 from xpiler_core.verify.inputs import case_inputs, to_view
 from xpiler_core.verify.reference import SandboxedReference
 from xpiler_core.verify.spec import ArgSpec, KernelSpec
@@ -196,11 +196,13 @@ def run_program(
     is_kernel = program.kind == "kernel"
     if built.on_gpu:
         # a CUDA context maps far more address space than any limit the runtime's runs live under
-        return call_library(built.build.library, GPU_ENTRY_SYMBOL if is_kernel else program.entry,
-                            "gpu-kernel" if is_kernel else "host", args, outputs, workdir,
-                            config=launch_config(spec, case) if is_kernel else (1, 1, 1, 1, 1, 1, 0),
-                            timeout_s=spec.timeout_s, kernel_hint=program.entry, cancel=cancel,
-                            memory_bytes=resource.RLIM_INFINITY)
+        called = call_library(built.build.library, GPU_ENTRY_SYMBOL if is_kernel else program.entry,
+                              "gpu-kernel" if is_kernel else "host", args, outputs, workdir,
+                              config=launch_config(spec, case) if is_kernel else (1, 1, 1, 1, 1, 1, 0),
+                              timeout_s=spec.timeout_s, kernel_hint=program.entry, cancel=cancel,
+                              memory_bytes=resource.RLIM_INFINITY)
+        named = gpu_error(called.stderr) if not called.ok else None
+        return dataclasses.replace(called, error=named) if named else called
     return call_library(
         built.build.library,
         ENTRY_SYMBOL if is_kernel else program.entry,
