@@ -179,7 +179,7 @@ value = "n"
 [[cases]]
 n = 1000
 [[cases]]
-n = 20000
+n = 150000
 """
 
 
@@ -189,7 +189,7 @@ def test_a_template_kernel_is_tuned_under_its_exported_symbol(tmp_path) -> None:
     (tmp_path / "scale.cu").write_text(TEMPLATE_SOURCE)
     (tmp_path / "spec.toml").write_text(TEMPLATE_SPEC)
     (tmp_path / "ref.py").write_text("def scale3(x, n):\n    return {'y': 3 * x}\n")
-    options = TuneOptions(spec_path=str(tmp_path / "spec.toml"), budget_s=120, max_trials=2, settings=FAST)
+    options = TuneOptions(spec_path=str(tmp_path / "spec.toml"), budget_s=20, max_trials=2, settings=FAST)
     result = tune(TEMPLATE_SOURCE, str(tmp_path / "scale.cu"), options)
     assert result.best.verified and result.trials_measured >= 1
     report = run_spec(load_spec(str(tmp_path / "spec.toml")), candidate_text=result.best_text,
