@@ -32,7 +32,13 @@ from xpiler_core.runtime.sandbox import CallArg, CallResult, call_library
 from xpiler_core.verify.compare import compare_arrays
 from xpiler_core.verify.entry_shim import add_entry_shim
 from xpiler_core.verify.expr import ExprError, evaluate_int
-from xpiler_core.verify.gpu_reference import GPU_ENTRY_SYMBOL, gpu_error
+from xpiler_core.verify.gpu_reference import (
+    GPU_ENTRY_SYMBOL,
+    build_gpu_library,
+    gpu_error,
+    gpu_kernel_glue,
+    require_gpu,
+)
 from xpiler_core.verify.inputs import case_inputs, to_view
 from xpiler_core.verify.reference import SandboxedReference
 from xpiler_core.verify.spec import ArgSpec, KernelSpec
@@ -152,8 +158,6 @@ def build_program(program: Program, spec: KernelSpec, workdir: Path, build: Buil
 
 
 def _build_gpu_program(program: Program, spec: KernelSpec, workdir: Path, build: BuildSettings) -> BuiltProgram:
-    from xpiler_core.verify.gpu_reference import build_gpu_library, gpu_kernel_glue, require_gpu
-
     if program.dialect is not Dialect.CUDA:
         raise XpilerError(f"--reference gpu runs CUDA sources; this one is {program.dialect.value}", str(spec.path))
     require_gpu(str(spec.path))
