@@ -398,14 +398,17 @@ class CpuTuningProblem:
 
         return build_settings(self.project, self.path, text)
 
-    def _verify(self, text: str, flags: tuple[str, ...]) -> Any:
+    def _verify(self, text: str, flags: tuple[str, ...], spec: KernelSpec | None = None,
+                cases: list[int] | None = None) -> Any:
+        """``text`` built with ``flags`` against the reference on the spec's own cases (or ``cases`` of ``spec``)."""
         from xpiler_core.runtime.build import candidate_flags
         from xpiler_core.verify.harness import run_spec
 
         with candidate_flags(flags):
-            return run_spec(self.spec, candidate_text=text, candidate_dialect=Dialect.C, candidate_entry=self.entry,
-                            candidate_kind="host", seed=self.seed, cancel=self.cancel, build=self.build_of(text),
-                            reference_build=self.build_of(self.text), cases=self.test_cases)
+            return run_spec(spec or self.spec, candidate_text=text, candidate_dialect=Dialect.C,
+                            candidate_entry=self.entry, candidate_kind="host", seed=self.seed, cancel=self.cancel,
+                            build=self.build_of(text), reference_build=self.build_of(self.text),
+                            cases=self.test_cases if cases is None else cases)
 
     def _build(self, text: str, flags: tuple[str, ...], folder: str) -> Path | None:
         from xpiler_core.runtime.build import build_library
@@ -434,9 +437,6 @@ class CpuTuningProblem:
         ``TIMING_ELEMENTS`` is scaled by whole factors (every size times k keeps what the sizes are multiples
         of) while the untuned translation still passes the reference there, until it reaches that size or
         ``deadline``; trials are still verified on the spec's own cases."""
-        from xpiler_core.runtime.build import candidate_flags
-        from xpiler_core.verify.harness import run_spec
-
         base = self.spec.cases[self.case_index]
         if case_elements(self.spec, base) >= TIMING_ELEMENTS:
             return
@@ -447,12 +447,7 @@ class CpuTuningProblem:
             scaled = {k: v * factor if isinstance(v, int) and not isinstance(v, bool) else v for k, v in base.items()}
             spec = dataclasses.replace(self.spec, cases=[*self.spec.cases, scaled])
             probe = dataclasses.replace(spec, timeout_s=min(spec.timeout_s, left))
-            with candidate_flags(()):
-                report = run_spec(probe, candidate_text=self.baseline_text, candidate_dialect=Dialect.C,
-                                  candidate_entry=self.entry, candidate_kind="host", seed=self.seed, cancel=self.cancel,
-                                  build=self.build_of(self.baseline_text), reference_build=self.build_of(self.text),
-                                  cases=[len(spec.cases) - 1])
-            if not report.passed:
+            if not self._verify(self.baseline_text, (), probe, [len(spec.cases) - 1]).passed:
                 return  # sizes this kernel does not take (built-in shapes), or too slow to check in time
             self.spec, self.case_index = spec, len(spec.cases) - 1
             self.scaled_by = factor
@@ -483,6 +478,7 @@ class CpuTuningProblem:
         self.baseline_library = library
         if deadline is not None:
             self._scale_timing_case(deadline)
+        if self.scaled_by > 1:  # the records of a session are those of its timed case
             self.records = session_records(self.text, self.path, self.spec, self.spec.cases[self.case_index],
                                            self.project)
         stats = measure_libraries([library, library], self.spec, self.entry, self.case_index,
