@@ -455,3 +455,39 @@ def test_the_older_five_argument_division_detensorizes() -> None:
     cuda, reason = translate_bang_to_cuda(src, "q.mlu")
     assert cuda is not None, reason
     assert "__bang_div" not in cuda and "a[xp_i1] = a[xp_i1] / b[xp_i1]" in cuda
+
+
+@needs_nvcc
+def test_a_kernel_only_file_is_verified_against_itself_on_the_mlu_model(tmp_path: Path) -> None:
+    """No spec: the tests launch the source on the MLU model as the job the translation's host entry runs (16
+    tasks, Union1), with buffers as long as the kernel touches (20 tasks' rows of 64 here); a wrong translation
+    fails them."""
+    from xpiler_core.pipeline import TranslateOptions, translate
+    from xpiler_core.verify.autospec import build_spec
+    from xpiler_core.verify.expr import evaluate_int
+
+    result = translate(KERNEL_ONLY, "shift.mlu", TranslateOptions(target=Dialect.CUDA, source_dialect=Dialect.BANG))
+    assert result.status == "verified", result.summary
+    assert result.manifest["spec"]["auto"] is True
+    built = build_spec(KERNEL_ONLY, "shift.mlu", Dialect.BANG, tmp_path)
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    assert spec.kind == "host" and spec.entry == "shift" and spec.reference_kind == "kernel"
+    lengths = {a.name: evaluate_int(str(a.shape[0]), {}) for a in spec.args}
+    assert lengths["x"] >= 1280 and lengths["y"] >= 1280  # the guard stops at task row 20 of 64 elements
+    assert {a.name: a.role for a in spec.args} == {"x": "in", "y": "inout"}
+    assert all(a.init != "zeros" for a in spec.args)
+    cuda, _ = translate_bang_to_cuda(KERNEL_ONLY, "shift.mlu")
+    assert cuda is not None
+    assert run_spec(spec, candidate_text=cuda, candidate_dialect=Dialect.CUDA, warp_size=32).passed
+    wrong = cuda.replace("1.5f", "2.5f")
+    assert wrong != cuda
+    assert not run_spec(spec, candidate_text=wrong, candidate_dialect=Dialect.CUDA, warp_size=32).passed
+
+
+def test_a_bang_kernel_taking_an_integer_is_not_guessed(tmp_path: Path) -> None:
+    from xpiler_core.verify.autospec import build_spec
+
+    text = KERNEL_ONLY.replace("float *y)", "float *y, int n)").replace("< 20", "< n")
+    built = build_spec(text, "shift.mlu", Dialect.BANG, tmp_path)
+    assert built.spec_path is None and "integer parameters (n)" in built.reason

@@ -189,3 +189,33 @@ def test_harness_runs_bang_candidates_and_rejects_a_wrong_one() -> None:
     wrong = candidate.replace("__bang_active_relu", "__bang_active_abs")  # |x| instead of max(x, 0)
     bad = run_spec(spec, candidate_text=wrong, candidate_dialect=Dialect.BANG, cases=[0])
     assert not bad.passed and bad.cases[0].mismatches > 0
+
+
+# TVM style: the shape is built in; 3 * 4 * 256 = 3072 outputs, the guard stops at ceil(768 / 64) = 12 blocks
+GUARDED_FIXED = """
+extern "C" __global__ void __launch_bounds__(256) twice(float* __restrict__ out, float* __restrict__ in) {
+  if (((((int)blockIdx.x) * 64) + (((int)threadIdx.x) >> 2)) < 768) {
+    out[((((int)blockIdx.x) * 256) + ((int)threadIdx.x))] = in[((((int)blockIdx.x) * 256) + ((int)threadIdx.x))] * 2.0f;
+  }
+}
+"""
+
+
+def test_a_built_in_shape_kernel_binds_the_grid_its_guard_fixes_and_never_a_guessed_one() -> None:
+    """The BANG kernel binds its launch. Where the guard fixes the grid (12 blocks) the output computes every
+    element the source does (checked against numpy on the model); where nothing fixes it, the tests' launch is
+    not bound in: no verdict, rather than an output that computes only the blocks the tests ran."""
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    result = translate(GUARDED_FIXED, "twice.cu", TranslateOptions(target=Dialect.BANG))
+    assert result.status == "verified", result.summary
+    assert result.output_text
+    x = np.random.default_rng(0).standard_normal(3072).astype(np.float32)
+    run = run_bang_kernel(result.output_text, "twice", [np.zeros(3072, np.float32), x.copy()], dim=(16, 1, 1),
+                          task_type="union1")
+    assert run.ok, run.error
+    np.testing.assert_array_equal(run.arrays[0], x * np.float32(2.0))
+    unguarded = GUARDED_FIXED.replace("if (((((int)blockIdx.x) * 64) + (((int)threadIdx.x) >> 2)) < 768) ", "")
+    result = translate(unguarded, "twice.cu", TranslateOptions(target=Dialect.BANG))
+    assert result.status != "verified", result.summary
+    assert "dim3(3)" not in result.output_text

@@ -485,3 +485,61 @@ def test_c_extents_see_through_an_inner_loop_that_reuses_the_outer_name(tmp_path
 def test_a_shadowing_c_function_verifies_to_cuda() -> None:
     result = translate(SHADOWED_C, "rowsum4.cpp", TranslateOptions(target=Dialect.CUDA))
     assert result.status == "verified", result.summary
+
+
+# Generated-code style (TVM): the shape is built in, no size parameter. out (23 x 60) = in (60 x 23) transposed;
+# 345 * 4 = 1380 = 23 * 60 elements, so the guard stops the grid at ceil(345 / 64) = 6 blocks of 256.
+FIXED_TRANSPOSE = """
+extern "C" __global__ void __launch_bounds__(256) transpose_fused(float* __restrict__ out, float* __restrict__ in) {
+  if (((((int)blockIdx.x) * 64) + (((int)threadIdx.x) >> 2)) < 345) {
+    out[((((int)blockIdx.x) * 256) + ((int)threadIdx.x))] = in[(((((((int)blockIdx.x) * 256) + ((int)threadIdx.x)) % 60) * 23) + (((((int)blockIdx.x) * 256) + ((int)threadIdx.x)) / 60))];
+  }
+}
+"""
+
+
+def test_a_kernel_with_its_shape_built_in_is_tested_at_the_grid_its_guard_stops_at(tmp_path: Path) -> None:
+    from xpiler_core.verify.harness import run_spec
+
+    built = build_spec(FIXED_TRANSPOSE, "transpose.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    assert built.sizes_origin == "code"
+    spec = load_spec(str(built.spec_path))
+    assert spec.kind == "kernel" and spec.block == [256] and spec.grid == [6]
+    lengths = {a.name: evaluate_int(str(a.shape[0]), {}) for a in spec.args}
+    # every element the launch touches is inside its buffer: 1380 written, 1380 read
+    assert lengths["out"] >= 1380 and lengths["in"] >= 1380
+    # no input is left zero: TVM marks none `const`, and a zero input would test nothing
+    assert all(a.init != "zeros" for a in spec.args)
+    assert run_spec(spec, candidate_text=FIXED_TRANSPOSE, candidate_dialect=Dialect.CUDA).passed
+    wrong = FIXED_TRANSPOSE.replace("% 60) * 23)", "% 60) * 22)")
+    assert not run_spec(spec, candidate_text=wrong, candidate_dialect=Dialect.CUDA).passed
+
+
+def test_a_built_in_shape_kernel_without_a_guard_runs_a_few_blocks(tmp_path: Path) -> None:
+    text = ('extern "C" __global__ void __launch_bounds__(60) pool(float* __restrict__ out, float* __restrict__ data) {\n'
+            "  out[blockIdx.x * 60 + threadIdx.x] = -3.4e38f;\n"
+            "  for (int r = 0; r < 2; ++r)\n"
+            "    out[blockIdx.x * 60 + threadIdx.x] = max(out[blockIdx.x * 60 + threadIdx.x],"
+            " data[(blockIdx.x * 60 + threadIdx.x) * 2 + r]);\n}\n")
+    built = build_spec(text, "pool.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    assert built.sizes_origin == "guessed" and "no guard fixes the grid" in built.reason
+    spec = load_spec(str(built.spec_path))
+    assert spec.grid == [3] and spec.block == [60]
+    lengths = {a.name: evaluate_int(str(a.shape[0]), {}) for a in spec.args}
+    assert lengths == {"out": 180, "data": 360}
+
+
+def test_a_built_in_shape_kernel_with_an_indirect_index_is_refused_by_name(tmp_path: Path) -> None:
+    text = ('extern "C" __global__ void __launch_bounds__(64) gather(float* out, float* data, int* idx) {\n'
+            "  out[threadIdx.x] = data[idx[threadIdx.x]];\n}\n")
+    built = build_spec(text, "gather.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is None and "'data'" in built.reason and "give --spec" in built.reason
+
+
+@pytest.mark.parametrize("target", [Dialect.HIP, Dialect.C])
+def test_a_built_in_shape_kernel_file_verifies_without_a_spec(target: Dialect) -> None:
+    result = translate(FIXED_TRANSPOSE, "transpose.cu", TranslateOptions(target=target))
+    assert result.status == "verified", result.summary
+    assert result.manifest["spec"]["auto"] is True

@@ -387,3 +387,43 @@ def test_the_summary_says_the_sizes_were_solved(tmp_path: Path) -> None:
     result = translate(FIXED_ROWS, str(source), TranslateOptions(Dialect.C, repair=False))
     assert result.status.value == "verified", result.summary
     assert "note: tested at rows=48, cols=40: sizes solved from the kernels' built-in shape" in result.summary
+
+
+BANG_COPIES = """
+#include <bang.h>
+extern "C" __mlu_global__ void rows(float* src, float* dst) {{
+  __nram__ float t[{nram}];
+  for (int r = 0; r < {reps}; ++r) {{
+    __memcpy(t, src + (taskId * {reps} + r) * {row}, {seg} * sizeof(float), GDRAM2NRAM, {seg} * sizeof(float),
+             {src_stride} * sizeof(float), {segnum});
+    __memcpy(dst + clusterId * {cstride} + coreId * {seg} + r, t, {seg} * 4, NRAM2GDRAM);
+  }}
+}}
+"""
+
+
+@settings(max_examples=40, deadline=None)
+@given(reps=st.integers(1, 3), row=st.integers(1, 40), seg=st.integers(1, 8), extra=st.integers(0, 6),
+       segnum=st.integers(0, 3), tasks=st.sampled_from([4, 8, 16]), cstride=st.integers(0, 50))
+def test_bang_copies_are_bounded_by_what_the_mlu_model_copies(reps: int, row: int, seg: int, extra: int, segnum: int,
+                                                             tasks: int, cstride: int) -> None:
+    """``__memcpy`` (4 arguments) and its strided form (``segnum + 1`` segments, each side's stride apart, as
+    the MLU model runs it) bound the GDRAM side exactly, over every task of a Union1 job."""
+    from xpiler_core.verify.index_bounds import bang_buffer_bounds
+
+    src_stride = seg + extra
+    text = BANG_COPIES.format(nram=seg * (segnum + 1), reps=reps, row=row, seg=seg, src_stride=src_stride,
+                              segnum=segnum, cstride=cstride)
+    module = lower_text(text, "rows.mlu", Dialect.BANG)
+    bounds = bang_buffer_bounds(next(iter(module.functions())), module_constants(module), tasks, 4)
+    reads: set[int] = set()
+    writes: set[int] = set()
+    for task in range(tasks):
+        cluster, core = divmod(task, 4)
+        for r in range(reps):
+            base = (task * reps + r) * row
+            reads.update(base + i * src_stride + e for i in range(segnum + 1) for e in range(seg))
+            writes.update(cluster * cstride + core * seg + r + e for e in range(seg))
+    assert bounds["src"].known and bounds["dst"].known
+    assert bounds["src"].read == (min(reads), max(reads)) and bounds["src"].write is None
+    assert bounds["dst"].write == (min(writes), max(writes)) and bounds["dst"].read is None

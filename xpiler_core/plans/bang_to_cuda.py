@@ -1,8 +1,10 @@
 """BANG C → CUDA: the ``bang_detensorize`` pass (tasks become blocks, intrinsics scalar loops or helpers),
-verified with nvcc and, given a spec, on the SIMT runtime at warp 32 against its reference."""
+verified with nvcc and on the SIMT runtime at warp 32 against the spec's reference, or without a spec against
+the source run on the MLU model (tests built from the kernel)."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,9 +16,9 @@ from xpiler_core.passes.driver import run_passes
 from xpiler_core.progress import CancelToken, ProgressFn, report
 from xpiler_core.translation import (
     Evidence,
-    TestSet,
     TranslateOptions,
     TranslationResult,
+    build_test_set,
     finish_translation,
     gather_evidence,
     output_display_name,
@@ -33,7 +35,6 @@ def plan(
     progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
 ) -> TranslationResult:
-    from xpiler_core.verify.spec import load_spec
     from xpiler_core.verify.targets import GpuRunner
 
     started = time.perf_counter()
@@ -45,15 +46,16 @@ def plan(
     candidate = None if run.refused is not None else run.unit.text
     evidence = Evidence(verify=options.verify)
     if candidate is not None and options.verify:
-        # BANG C runs only on the MLU model, not on the SIMT runtime: the spec's numpy reference judges
-        tests = TestSet([load_spec(options.spec_path)], auto=False, reason="the user's spec",
-                        spec_path=options.spec_path) if options.spec_path else TestSet(
-            [], reason="no test spec given (a BANG C source runs only on the MLU model): compiled by nvcc")
-        runner = GpuRunner(Dialect.CUDA, options.warp_size or 32, 32,
-                           display_name=output_display_name(options, unit.path))
-        report(progress, 0.4, "compiling with nvcc")
-        evidence = gather_evidence(candidate, tests, runner, seed=options.seed, time_limit_s=options.run_time_limit_s, cancel=cancel, progress=progress,
-                                   shrink=False)
+        with tempfile.TemporaryDirectory(prefix="xpiler-bang-spec-") as tmp:
+            # the user's spec, else tests from the kernel: the source on the MLU model is their reference
+            tests = build_test_set(unit.text, unit.path, Dialect.BANG, options, Path(tmp) / "auto", allow_shim=False)
+            tests.program = False  # the MLU model runs kernels, not programs with main
+            runner = GpuRunner(Dialect.CUDA, options.warp_size or 32, 32,
+                               display_name=output_display_name(options, unit.path))
+            report(progress, 0.4, "compiling with nvcc")
+            evidence = gather_evidence(candidate, tests, runner, seed=options.seed,
+                                       time_limit_s=options.run_time_limit_s, cancel=cancel, progress=progress,
+                                       shrink=False)
     result = finish_translation(
         text=unit.text, path=unit.path, source=Dialect.BANG, target=Dialect.CUDA, options=options,
         candidate=candidate, records=run.records, evidence=evidence, unresolved=ctx.unresolved,

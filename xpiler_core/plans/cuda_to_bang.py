@@ -164,6 +164,12 @@ def plan(
         # the tests come first: the launch they use seeds loop recovery of a bare kernel
         tests = project.test_set(options, Path(tmp) / "auto", allow_shim=False) if options.verify else TestSet([])
         tests.program = False  # the MLU model runs kernels, not host programs with main
+        if tests.auto and tests.sizes_guessed and tests.specs and tests.specs[0].kind == "kernel":
+            # a launch the tests chose (the code fixes no grid) would be bound into the BANG kernel, which then
+            # computes only those blocks: no tests rather than an output that is right only at them
+            tests = dataclasses.replace(tests, specs=[], reason=(
+                f"{tests.reason}; but the code fixes no grid, and the BANG kernel binds its launch: give --spec "
+                "with the grid the kernel is launched with"))
         spec = tests.specs[0] if tests.specs else None
         candidate, records, ctx = translate_unit(work, spec, options.pass_params, options.passes)
         if candidate is not None and options.verify:

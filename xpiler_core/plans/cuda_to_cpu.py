@@ -402,6 +402,10 @@ def _tests_for(work: ParsedUnit, candidate: str, records: list[PassRecord], test
     if exported and (test_spec is None or test_spec.entry in exported):
         why = (f"{', '.join(exported)} exported with the launch configuration as leading arguments; give --spec "
                "(grid and block) to have it tested")
+        if test_spec is None and tests.reason:
+            # why no test was built comes first: it names the construct
+            why = (f"{tests.reason} (the output exports {', '.join(exported)} with the launch configuration as "
+                   "leading arguments)")
         return candidate, records, dataclasses.replace(tests, specs=[], reason=why), ""
     if test_spec is None:
         return candidate, records, tests, note

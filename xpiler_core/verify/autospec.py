@@ -30,6 +30,13 @@ from xpiler_core.frontend.source import parse_text
 from xpiler_core.project import BuildSettings
 from xpiler_core.verify.entry_shim import shim_for
 from xpiler_core.verify.host_record import EntryParam, EntryRecorder, RecordedShapes, record_entry
+from xpiler_core.verify.index_bounds import (
+    BufferBounds,
+    bang_buffer_bounds,
+    buffer_bounds,
+    guard_limits,
+    module_constants,
+)
 from xpiler_core.verify.shape_solve import SolvedSizes, kernel_name, solve_sizes
 from xpiler_core.verify.shape_solve import describe as describe_solved
 
@@ -154,7 +161,12 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
             built = host
         else:
             built, origin = host[:2], host[2]
-    if not entries or isinstance(built, str):
+    if dialect is Dialect.BANG and not entries:
+        kernels = [k for k in model.kernels if k.kind is FunctionKind.KERNEL and not k.is_template]
+        built = (_bang_kernel_spec(model, kernels[0], text) if len(kernels) == 1 else
+                 f"{len(kernels)} __mlu_global__ kernels and no host code: which one to launch is not derivable; "
+                 "give --spec" if kernels else "no __mlu_global__ kernel found")
+    elif not entries or isinstance(built, str):
         kernels = [k for k in model.kernels if k.kind is FunctionKind.KERNEL and not k.is_template]
         if not kernels:
             built = ("no non-template __global__ kernel to launch directly" if entries
@@ -162,6 +174,11 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
         elif len(kernels) > 1:
             built = (f"{len(kernels)} kernels and no usable host entry: which one to launch, and how, is not "
                      "derivable; give --spec")
+        elif (fixed := _fixed_shape_kernel_spec(model, kernels[0], text)) is not None:
+            if isinstance(fixed, str):
+                built = fixed
+            else:
+                built, origin = fixed[:2], fixed[2]
         else:
             built = _kernel_spec(model, kernels[0], text)
     if isinstance(built, str):
@@ -632,6 +649,131 @@ def _kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, 
         f"block {block}, {size} ∈ {list(CASE_SIZES)}, random inputs, compared with the source"
     )
     return spec, reason
+
+
+# Blocks a fixed-shape kernel is tested on when no guard fixes its grid: a few, so blocks other than the first
+# and the last run, and not a multiple of anything a translation might split the grid by.
+FIXED_SHAPE_GRID = 3
+# The most elements a fixed-shape kernel's buffer may span for its test (what the kernel touches at the launch).
+FIXED_SHAPE_MAX_ELEMENTS = 1 << 24
+
+
+def _fixed_shape_kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, str, SizeOrigin] | str | None:
+    """Tests for a kernel with its shape built in (generated code: TVM's ``if (bx * 256 + (tx >> 2) < 1035)
+    out[bx * 1024 + tx] = ...``): no integer parameter, one-dimensional launch. The block is the launch's or the
+    kernel's ``__launch_bounds__``; the grid is the one its guards stop at (:func:`guard_limits`), or, when no
+    guard fixes it, a few blocks (any grid is a launch the kernel accepts); each buffer is as long as the
+    elements the kernel touches at that launch (:func:`buffer_bounds`, never fewer). Every buffer starts random:
+    nothing says which ones the kernel only reads (TVM marks none ``const``). None: not such a kernel."""
+    if any(_is_int_scalar(p) for p in kernel.params) or not any(p.is_pointer for p in kernel.params):
+        return None
+    builtins = set(kernel.builtin_names)
+    for f in model.reachable(kernel.name):
+        builtins.update(f.builtin_names)
+    if any(b.endswith((".y", ".z")) for b in builtins) or any(b.dynamic for b in kernel.buffers):
+        return None
+    module = _lowered(text, model)
+    fn = None if module is None else next((f for f in module.functions() if f.name == kernel.name), None)
+    if module is None or fn is None:
+        return None
+    constants = module_constants(module)
+    block = _block_size(model, kernel)
+    origin: SizeOrigin = "code"
+    if not any(b.startswith(("blockIdx", "gridDim")) for b in builtins):
+        grid, how = 1, "one block (it reads no block index)"
+    elif limits := guard_limits(fn, constants).get(0):
+        grid, how = max(limits), "the grid its guards stop at"
+    else:
+        grid, how, origin = FIXED_SHAPE_GRID, f"{FIXED_SHAPE_GRID} blocks (no guard fixes the grid)", "guessed"
+    try:
+        bounds = buffer_bounds(fn, constants, (grid, 1, 1), (block, 1, 1))
+    except (RecursionError, ArithmeticError, ValueError):
+        return f"kernel {kernel.name}: the elements it touches are not derivable; give --spec"
+    spec = _built_in_shape_spec(kernel, bounds, f"at a launch of {grid}x{block}", [
+        'kind = "kernel"', f"grid = [{grid}]", f"block = [{block}]", f'reference_entry = "{kernel.name}"'])
+    if spec.startswith("kernel "):
+        return spec  # why a buffer cannot be sized
+    reason = (f"tests built from kernel {kernel.name}, whose shape is built in: block {block}, grid {grid} "
+              f"({how}), each buffer as long as what the kernel touches at that launch, random inputs in every "
+              "buffer, compared with the source")
+    return spec, reason, origin
+
+
+# two cases of a built-in shape: the same launch on two sets of random inputs
+SEEDED_CASES = "[[cases]]\nseed_case = 0\n\n[[cases]]\nseed_case = 1\n"
+
+
+def _built_in_shape_spec(kernel: Function, bounds: dict[str, BufferBounds], launch: str, how: list[str]) -> str:
+    """The spec of a built-in-shape kernel tested against itself: ``how`` (its kind, launch and reference entry
+    lines), each buffer as long as the elements ``bounds`` says it touches at the ``launch`` described (``in``
+    when never written), random; a floating-point scalar 2; two seeded cases. Or why a buffer cannot be sized
+    (a text starting "kernel ")."""
+    touched = _touched_buffer_args(kernel, bounds, launch)
+    if isinstance(touched, str):
+        return touched
+    args, dtypes = touched
+    lines = ['name = "auto"', 'group = "auto"', 'source = "@SOURCE@"', f'entry = "{kernel.name}"', *how,
+             'reference_source = "@SOURCE@"', f"tolerance = {_tolerance(dtypes)}", ""]
+    return "\n".join(lines + args) + "\n" + SEEDED_CASES
+
+
+def _touched_buffer_args(kernel: Function, bounds: dict[str, BufferBounds], launch: str) -> tuple[list[str], list[str]] | str:
+    """The arguments of :func:`_built_in_shape_spec` and the buffers' dtypes, or why a buffer cannot be sized."""
+    dtypes: list[str] = []
+    args: list[str] = []
+    for p in kernel.params:
+        label = str(p.name)
+        if p.is_pointer:
+            dtype = _dtype(p)
+            if dtype is None:
+                return f"kernel {kernel.name}: buffer '{p.name}' has element type '{p.base_type}' the tests cannot make"
+            got = bounds.get(label)
+            length = 1  # never touched
+            if got is not None and not got.bounded:
+                return (f"kernel {kernel.name} has its shape built in, but the elements it touches in '{p.name}' are "
+                        "not derivable from its indices; give --spec")
+            if got is not None and (spans := [r for r in (got.read, got.write) if r is not None]):
+                low, high = min(r[0] for r in spans), max(r[1] for r in spans)
+                if low < 0 or high + 1 > FIXED_SHAPE_MAX_ELEMENTS:
+                    return (f"kernel {kernel.name}: it touches elements {low}..{high} of '{p.name}' {launch}, outside "
+                            "what a test can allocate; give --spec")
+                length = high + 1
+            dtypes.append(dtype)
+            role = "in" if got is None or got.write is None else "inout"
+            args += _buffer_arg(label, dtype, str(length), role, _init_for(dtype))
+        elif _dtype(p) in ("float32", "float64"):
+            args += _scalar_arg(label, str(_dtype(p)), "2")
+        else:
+            return f"kernel {kernel.name}: parameter '{p.name}' of type '{p.type_text}' is not a buffer or a number"
+    return args, dtypes
+
+
+def _bang_kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, str] | str:
+    """Tests for a BANG C kernel file without host code: the source itself, run on the MLU model as a Union1
+    job of ``TASKS`` tasks, is the reference; the translation is called through the host entry with the
+    kernel's symbol it writes (the same job). Each buffer is as long as the kernel touches on that job
+    (:func:`bang_buffer_bounds`: its ``__memcpy`` transfers and indexed accesses); every buffer starts random."""
+    from xpiler_core.passes.support.bang_prelude import TASKS
+
+    if any(_is_int_scalar(p) for p in kernel.params):
+        names = ", ".join(p.name or "?" for p in kernel.params if _is_int_scalar(p))
+        return f"kernel {kernel.name} takes integer parameters ({names}) whose values are not derivable; give --spec"
+    module = _lowered(text, model)
+    fn = None if module is None else next((f for f in module.functions() if f.name == kernel.name), None)
+    if module is None or fn is None:
+        return f"kernel {kernel.name} could not be read for its buffers; give --spec"
+    bounds = bang_buffer_bounds(fn, module_constants(module), TASKS, BANG_CORES_PER_CLUSTER)
+    spec = _built_in_shape_spec(kernel, bounds, f"on a job of {TASKS} tasks", [
+        'kind = "host"', f'reference_entry = "{kernel.name}"', 'reference_kind = "kernel"'])
+    if spec.startswith("kernel "):
+        return spec  # why a buffer cannot be sized
+    reason = (f"tests built from kernel {kernel.name}: the source on the MLU model as a Union1 job of {TASKS} "
+              "tasks is the reference, each buffer as long as what the kernel touches on that job, random inputs "
+              "in every buffer; the translation is called through its host entry with the kernel's symbol")
+    return spec, reason
+
+
+BANG_CORES_PER_CLUSTER = 4  # the Union types' cluster (an MLU370)
 
 
 def _block_size(model: KernelModel, kernel: Function) -> int:

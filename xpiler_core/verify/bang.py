@@ -139,6 +139,21 @@ def _expectation(spec: KernelSpec, workdir: Path, cancel: CancelToken | None) ->
     return _program_expectation(ref_built, spec, cancel)
 
 
+def bang_source_expectation(spec: KernelSpec, source_text: str, source_name: str, entry: str,
+                            worker: BangWorker) -> Expectation:
+    """Expected outputs per case: a BANG C kernel (the source of a translation) run on the MLU model as the
+    job the translation's host entry launches (``DEFAULT_TASK_DIM`` tasks of ``DEFAULT_TASK_TYPE``)."""
+
+    def expected_for(i: int, case: dict[str, Any], inputs: Mapping[str, Any], _: Path) -> dict[str, np.ndarray] | str:
+        run = run_bang_kernel(source_text, entry, _kernel_args(spec, dict(inputs)), dim=DEFAULT_TASK_DIM,
+                              task_type=DEFAULT_TASK_TYPE, path=source_name, worker=worker)
+        if not run.ok:
+            return f"the source on the MLU model: {run.error or 'the launch failed'}"
+        return {a.name: arr for a, arr in zip(spec.args, run.arrays, strict=False) if a.is_output and arr is not None}
+
+    return expected_for
+
+
 def _run_cases(spec: KernelSpec, candidate_text: str, library: Path, expected_for: Expectation, indices: list[int],
                entry: str, kind: str, task_dim: tuple[int, int, int], task_type: str, generation: str | None,
                seed: int, cancel: CancelToken | None, path: str, workdir: Path) -> list[CaseResult]:

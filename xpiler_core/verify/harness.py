@@ -567,25 +567,34 @@ def run_spec(
             from xpiler_core.dialect import detect_dialect
 
             ref_dialect = detect_dialect(ref_text, str(spec.reference_source))
-            ref_program = _program(
-                spec,
-                ref_text,
-                ref_dialect,
-                spec.reference_entry or spec.entry,
-                spec.reference_kind or spec.kind,
-                None,
-                spec.reference_source.name,
-            )
-            ref_built = build_program(ref_program, spec, workdir / "build-ref", reference_build)
-            if not ref_built.build.ok:
-                return SpecReport(False, [], None, time.monotonic() - started, program.warp_size,
-                                  reference_error=ref_built.build.log or "build failed")
-            expected_for = _program_expectation(ref_built, spec, cancel)
-            other_schedules = [_remembered(_program_expectation(ref_built, spec, cancel, env), expectations,
-                                           f"schedule {k}", seed) for k, env in enumerate(OTHER_SCHEDULES)]
-            if ref_program.kind == "host" and not ref_built.on_gpu:  # poisoning is the runtime's device heap
-                poisoned = (_remembered(_program_expectation(ref_built, spec, cancel, POISONED), expectations,
-                                        "poisoned", seed), other_schedules[0])
+            if ref_dialect is Dialect.BANG:
+                # a BANG C source runs on the MLU model, as the job the translation's host entry launches
+                from xpiler_core.runtime.bang.run import BangWorker
+                from xpiler_core.verify.bang import bang_source_expectation
+
+                worker = closing.enter_context(BangWorker(timeout_s=spec.timeout_s))
+                expected_for = bang_source_expectation(spec, ref_text, spec.reference_source.name,
+                                                       spec.reference_entry or spec.entry, worker)
+            else:
+                ref_program = _program(
+                    spec,
+                    ref_text,
+                    ref_dialect,
+                    spec.reference_entry or spec.entry,
+                    spec.reference_kind or spec.kind,
+                    None,
+                    spec.reference_source.name,
+                )
+                ref_built = build_program(ref_program, spec, workdir / "build-ref", reference_build)
+                if not ref_built.build.ok:
+                    return SpecReport(False, [], None, time.monotonic() - started, program.warp_size,
+                                      reference_error=ref_built.build.log or "build failed")
+                expected_for = _program_expectation(ref_built, spec, cancel)
+                other_schedules = [_remembered(_program_expectation(ref_built, spec, cancel, env), expectations,
+                                               f"schedule {k}", seed) for k, env in enumerate(OTHER_SCHEDULES)]
+                if ref_program.kind == "host" and not ref_built.on_gpu:  # poisoning is the runtime's device heap
+                    poisoned = (_remembered(_program_expectation(ref_built, spec, cancel, POISONED), expectations,
+                                            "poisoned", seed), other_schedules[0])
         expected_for = _remembered(expected_for, expectations, "plain", seed)
         results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir, other_schedules, poisoned,
                              candidate_env)

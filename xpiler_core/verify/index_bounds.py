@@ -120,11 +120,24 @@ def module_constants(module: A.Module) -> dict[str, int]:
     return found
 
 
+# bytes of the element types a BANG copy's byte count is divided by (BANG's own names included)
+ELEMENT_BYTES = {"float": 4, "half": 2, "bfloat16_t": 2, "double": 8, "int": 4, "unsigned int": 4, "uint32_t": 4,
+                 "int32_t": 4, "int32": 4, "uint32": 4, "short": 2, "int16_t": 2, "int16": 2, "uint16_t": 2,
+                 "uint16": 2, "char": 1, "signed char": 1, "int8_t": 1, "int8": 1, "unsigned char": 1,
+                 "uint8_t": 1, "uint8": 1, "bool": 1, "long": 8, "long long": 8, "int64_t": 8, "int64": 8,
+                 "uint64_t": 8, "uint64": 8, "size_t": 8}
+# BANG's whole-buffer copies ``__memcpy(dst, src, bytes, DIRECTION)``: the GDRAM side is the kernel's buffer
+BANG_COPIES = frozenset({"__memcpy", "__memcpy_async"})
+
+
 class _Bounder:
     def __init__(self, fn: A.Function, constants: dict[str, int],
                  grid: tuple[int, int, int] | None, block: tuple[int, int, int] | None,
-                 max_threads: int = MAX_BLOCK_THREADS) -> None:
+                 max_threads: int = MAX_BLOCK_THREADS, names: dict[str, Interval] | None = None) -> None:
         self.grid, self.block = grid, block
+        # ranges of names the launch fixes that are not CUDA built-ins (BANG's taskId, clusterId, coreId, ...)
+        self.names = names or {}
+        self.element = {p.name: p.type.base for p in fn.params if isinstance(p, A.Param) and p.name}
         self.max_threads = max_threads  # of a block dimension, when no launch is given
         self.constants = constants
         # sub-ranges of the x indices this analysis covers (a launch is bounded in parts: see buffer_bounds)
@@ -162,6 +175,8 @@ class _Bounder:
         if isinstance(e, A.Name):
             if e.id in env:
                 return env[e.id]
+            if e.id in self.names:
+                return self.names[e.id]
             if e.id in self.constants:
                 return self.constants[e.id], self.constants[e.id]
             return ANY
@@ -180,6 +195,9 @@ class _Bounder:
             return (self.grid[axis],) * 2 if self.grid else (1, INF)
         if isinstance(e, A.Cast) and not e.type.pointers:
             return self.value(e.operand, env, guards)
+        if isinstance(e, A.SizeOf) and isinstance(e.arg, A.Type):
+            size = 8 if e.arg.pointers else ELEMENT_BYTES.get(e.arg.base)
+            return (size, size) if size is not None else ANY
         if isinstance(e, A.Call) and e.callee in ("static_cast<int>", "static_cast<unsigned>", "int", "size_t") \
                 and len(e.args) == 1:
             return self.value(e.args[0], env, guards)
@@ -216,6 +234,9 @@ class _Bounder:
                 return base[0], _binary("+", base[1], off)
         if isinstance(e, A.Unary) and e.op == "&" and isinstance(e.operand, A.Index):
             return self._element(e.operand, env, guards)
+        if isinstance(e, A.Cast) and len(e.type.pointers) == 1 and isinstance(e.operand, A.Name) \
+                and self.element.get(e.operand.id) == e.type.base:
+            return self._pointer(e.operand, env, guards)  # ``(float *)P`` of a ``float *P``: the same elements
         return None
 
     def _element(self, e: A.Index, env: dict[str, Interval],
@@ -252,6 +273,10 @@ class _Bounder:
                 and len(e.args) >= 3:
             self._tile(e, env, guards)
             return
+        if isinstance(e, A.Call) and e.callee in BANG_COPIES and len(e.args) in (4, 7) \
+                and isinstance(e.args[3], A.Name):
+            self._bang_copy(e, env, guards)
+            return
         if isinstance(e, A.Call) and (e.callee or "").startswith("atomic") and e.args:
             where = self._pointer(e.args[0], env, guards)
             if where is not None:
@@ -264,6 +289,37 @@ class _Bounder:
         for child in A.children(e):
             if isinstance(child, A.Expr):
                 self.touch(child, env, guards)
+
+    def _bang_copy(self, call: A.Call, env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> None:
+        """``__memcpy(dst, src, bytes, FROM2TO[, dst_stride, src_stride, segnum])``: the GDRAM side (``src`` of
+        ``GDRAM2NRAM``, ``dst`` of ``NRAM2GDRAM``, both of ``GDRAM2GDRAM``) reads or writes ``bytes`` of its buffer
+        from its offset, or ``segnum + 1`` such segments, its side's stride apart."""
+        dst, src, size, direction = call.args[:4]
+        assert isinstance(direction, A.Name)
+        source_space, _, target_space = direction.id.partition("2")
+        size_bytes = self.value(size, env, guards)
+        for arg in call.args[4:]:
+            self.touch(arg, env, guards)
+        for pointer, gdram, write, stride in ((dst, target_space == "GDRAM", True, 4), (src, source_space == "GDRAM", False, 5)):
+            nbytes = size_bytes
+            if len(call.args) == 7:  # the last segment starts segnum strides after the first
+                last = _binary("*", self.value(call.args[6], env, guards), self.value(call.args[stride], env, guards))
+                nbytes = _binary("+", size_bytes, last)
+            where = self._pointer(pointer, env, guards) if gdram else None
+            if where is None:
+                self.touch(pointer, env, guards)
+                continue
+            element = ELEMENT_BYTES.get(self.element.get(where[0], ""))
+            bounds = self.buffers[where[0]]
+            if element is None or nbytes[0] < 0 or nbytes[1] >= INF:
+                bounds.known = False
+                continue
+            span = (where[1][0], _clamp(where[1][1] + max(0, -(-nbytes[1] // element) - 1)))
+            if write:
+                bounds.write = _join(bounds.write, span)
+            else:
+                bounds.read = _join(bounds.read, span)
+        self.touch(size, env, guards)
 
     def _step(self, e: A.Expr) -> int | None:
         """The constant every value of integer expression ``e`` is a multiple of (``x * 16``, ``x << 4``)."""
@@ -550,12 +606,26 @@ def buffer_bounds(fn: A.Function, constants: dict[str, int] | None = None,
                             MAX_BLOCK_THREADS)
 
 
+def bang_buffer_bounds(fn: A.Function, constants: dict[str, int] | None, tasks: int,
+                       cores_per_cluster: int) -> dict[str, BufferBounds]:
+    """Per pointer parameter of BANG kernel ``fn``: the elements it reads and writes on a launch of ``tasks``
+    tasks, ``cores_per_cluster`` to a cluster (4 for the Union types, 1 for a Block task)."""
+    clusters = max(1, tasks // cores_per_cluster)
+    names: dict[str, Interval] = {
+        "taskId": (0, tasks - 1), "taskIdX": (0, tasks - 1), "taskIdY": (0, 0), "taskIdZ": (0, 0),
+        "taskDim": (tasks, tasks), "taskDimX": (tasks, tasks), "taskDimY": (1, 1), "taskDimZ": (1, 1),
+        "coreId": (0, cores_per_cluster - 1), "coreDim": (cores_per_cluster, cores_per_cluster),
+        "clusterId": (0, clusters - 1), "clusterDim": (clusters, clusters),
+    }
+    return _bounds_in_parts(fn, constants, None, None, [(None, None)], MAX_BLOCK_THREADS, names)
+
+
 def _bounds_in_parts(fn: A.Function, constants: dict[str, int] | None, grid: tuple[int, int, int] | None,
                      block: tuple[int, int, int] | None, parts: list[tuple[Interval | None, Interval | None]],
-                     max_threads: int) -> dict[str, BufferBounds]:
+                     max_threads: int, names: dict[str, Interval] | None = None) -> dict[str, BufferBounds]:
     joined: dict[str, BufferBounds] | None = None
     for block_x, thread_x in parts:
-        bounder = _Bounder(fn, constants or {}, grid, block, max_threads)
+        bounder = _Bounder(fn, constants or {}, grid, block, max_threads, names)
         bounder.block_x, bounder.thread_x = block_x, thread_x
         bounder.sequence(fn.body.stmts, {}, {})
         # a buffer used other than through the accesses bounded (passed on, cast, stored) is not claimed
