@@ -25,7 +25,12 @@ The benchmark ships TVM's CUDA device code only (no host code, no grid/block). P
    math.h, stdint.h, ``max``/``min``), ``reference_kind = "host"``, inputs U(0, 1);
 4. runs the CUDA source against the C reference on the SIMT-on-CPU runtime (a source/launch that fails is
    "source fails its reference", not charged to the translation);
-5. ``xpiler translate ITEM.cu --to cpu -o OUT --spec SPEC --json``: the tool's verdict and time;
+5. ``--mode shipped`` (default, as a user meets it): ``xpiler translate ITEM_kernels.cu --to cpu --json`` on the
+   device code exactly as the benchmark ships it, no host code, no spec (the tool finds its own launch and
+   tests, or says why not); OUT = that translation + the runner's host code in plain C++ calling each kernel as
+   the translation exports it at the derived launch. ``--mode spec``: ``xpiler translate ITEM.cu --to cpu -o OUT
+   --spec SPEC --json`` (the device code with the runner's host code and spec). Either way: the tool's verdict
+   and time;
 6. compile: ``g++`` with the optimization flags of ``--flags`` (``native``: ``-O3 -march=native``, the default;
    ``tool``: ``-O2``, what the tool's own compile check and a user's plain build use) and ``-fopenmp`` on OUT; correct (the independent check, outside xpiler's
    harness): OUT's ``run_all`` and the C reference, both built here, called through ctypes in a child process
@@ -365,12 +370,15 @@ def _writes(code: str, name: str) -> bool:
     return re.search(r"\b" + re.escape(name) + r"\[[^\]]*\]\s*=(?!=)", code) is not None
 
 
-def host_code(bufs: dict[str, Buffer], cparams: list[tuple[str, str]], launch: Launch, call: str = "cuda") -> str:
+def host_code(bufs: dict[str, Buffer], cparams: list[tuple[str, str]], launch: Launch, call: str = "cuda",
+              launched_by_output: frozenset[str] = frozenset()) -> str:
     """``xb_launch`` (kernels on device buffers, temporaries as parameters) and ``run_all`` (host wrapper in
     the C function's parameter order). ``call``: ``cuda`` (the device code + this is the CUDA source), or, for
     the CPU translation of the device code as shipped (shipped mode), in plain C++ on host buffers: ``cpu``
     calls each kernel as the translation exports it, ``NAME(dim3 grid, dim3 block, size_t shared, ...)``, and
-    ``portable`` through the runtime's launch (the portable tier). Buffers get ``PAD`` spare elements."""
+    ``portable`` through the runtime's launch (the portable tier); a kernel in ``launched_by_output`` is a host
+    function of the translation with the kernel's own parameters (it launches the grid the kernel's guards fix,
+    the one this runner derives too). Buffers get ``PAD`` spare elements."""
     ctype = {n: t for n, t in cparams}
     dev = [(n, ctype[n]) for n, _ in cparams] + [(t, ty) for t, (ty, _) in launch.temps.items()]
     on_host = call != "cuda"
@@ -378,6 +386,9 @@ def host_code(bufs: dict[str, Buffer], cparams: list[tuple[str, str]], launch: L
     lines.append(f'extern "C" void xb_launch({", ".join(f"{ty}* {n}" for n, ty in dev)}) {{')
     for k in launch.kernels:
         args = ", ".join(f"({ty}*){k.bind.get(n, n)}" for n, ty in k.params)
+        if k.name in launched_by_output:
+            lines.append(f"  {k.name}({args});")
+            continue
         lines.append({
             "cuda": f"  {k.name}<<<{k.grid}, {k.block}>>>({args});",
             "cpu": f"  {k.name}(dim3({k.grid}), dim3({k.block}), (size_t)0, {args});",
@@ -622,7 +633,10 @@ def evaluate(item: Item, workdir: Path, ns: argparse.Namespace) -> Result:
         out.unlink(missing_ok=True)
         if translated.is_file():
             text = translated.read_text()
-            out.write_text(text + "\n" + host_code(bufs, cparams, launch, "portable" if "xpiler_simt" in text else "cpu"))
+            own = frozenset(k.name for k in launch.kernels
+                            if re.search(rf'extern "C" void {re.escape(k.name)}\s*\((?!\s*dim3)', text))
+            out.write_text(text + "\n" + host_code(bufs, cparams, launch, "portable" if "xpiler_simt" in text else "cpu",
+                                                    own))
     res.seconds = r.seconds
     try:
         tool = json.JSONDecoder().raw_decode(r.out[r.out.index("{") :])[0] if "{" in r.out else None
@@ -707,7 +721,7 @@ def summarize(results: list[Result], ns: argparse.Namespace) -> str:
                        if ns.mode == "shipped" else
                        "the device code + the runner's host code and spec (the spec-given mode)") + ";")
     w(
-        f"verdict; speed = reference C time / translation time (gcc/g++ {' '.join(OPT_FLAGS[ns.flags])} "
+        f"speed = reference C time / translation time (gcc/g++ {' '.join(OPT_FLAGS[ns.flags])} "
         f"{' '.join(FLAGS[:1])} on both sides, {ns.threads} thread(s),"
     )
     w(f"both sides in one process, interleaved, min of {ns.rounds} rounds of "

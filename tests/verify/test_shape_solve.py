@@ -427,3 +427,38 @@ def test_bang_copies_are_bounded_by_what_the_mlu_model_copies(reps: int, row: in
     assert bounds["src"].known and bounds["dst"].known
     assert bounds["src"].read == (min(reads), max(reads)) and bounds["src"].write is None
     assert bounds["dst"].write == (min(writes), max(writes)) and bounds["dst"].read is None
+
+
+PADDED = """
+__global__ void pad(const float* src, float* dst) {{
+  int g = blockIdx.x * {block} + threadIdx.x;
+  if (g < {n}) {{
+    for (int r = 0; r < {reps}; ++r) {{
+      dst[g * {reps} + r] = (({k} <= (g % {m}) * {s} + r) && ((g % {m}) * {s} + r < {lim}))
+          ? src[(g / {m}) * {w} + (g % {m}) * {s} + r - {k}] : 0.0f;
+    }}
+  }}
+}}
+"""
+
+
+@settings(max_examples=60, deadline=None)
+@given(block=st.integers(1, 8), grid=st.integers(1, 6), n=st.integers(1, 40), reps=st.integers(1, 4),
+       m=st.integers(1, 7), s=st.integers(1, 3), k=st.integers(0, 3), lim=st.integers(1, 20), w=st.integers(1, 30))
+def test_a_small_launch_bounded_thread_by_thread_takes_only_the_branches_threads_take(
+        block: int, grid: int, n: int, reps: int, m: int, s: int, k: int, lim: int, w: int) -> None:
+    """A padded read ``c ? src[i - k] : 0`` (TVM's pools and pads): bounded thread by thread, each thread's
+    condition narrows the loop counter in its branch, so the bounds contain every element read and start at
+    the lowest one (no element below 0 is claimed where no thread reads one)."""
+    text = PADDED.format(block=block, n=n, reps=reps, m=m, s=s, k=k, lim=lim, w=w)
+    module = lower_text(text, "pad.cu", Dialect.CUDA)
+    bounds = buffer_bounds(module.kernels()[0], module_constants(module), (grid, 1, 1), (block, 1, 1),
+                           exact_points=1 << 12)
+    reads = {(g // m) * w + (g % m) * s + r - k for g in range(min(n, grid * block)) for r in range(reps)
+             if k <= (g % m) * s + r < lim}
+    got = bounds["src"].read
+    assert bounds["src"].known
+    if not reads:
+        assert got is None or got[0] >= 0
+        return
+    assert got is not None and got[0] == min(reads) and max(reads) <= got[1], (got, min(reads), max(reads))

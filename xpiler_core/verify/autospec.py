@@ -654,6 +654,8 @@ def _kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, 
 # Blocks a fixed-shape kernel is tested on when no guard fixes its grid: a few, so blocks other than the first
 # and the last run, and not a multiple of anything a translation might split the grid by.
 FIXED_SHAPE_GRID = 3
+# Launches of at most this many threads are bounded thread by thread (exact indices, decided conditions).
+FIXED_SHAPE_EXACT_POINTS = 1 << 12
 # The most elements a fixed-shape kernel's buffer may span for its test (what the kernel touches at the launch).
 FIXED_SHAPE_MAX_ELEMENTS = 1 << 24
 
@@ -686,7 +688,7 @@ def _fixed_shape_kernel_spec(model: KernelModel, kernel: Function, text: str) ->
     else:
         grid, how, origin = FIXED_SHAPE_GRID, f"{FIXED_SHAPE_GRID} blocks (no guard fixes the grid)", "guessed"
     try:
-        bounds = buffer_bounds(fn, constants, (grid, 1, 1), (block, 1, 1))
+        bounds = buffer_bounds(fn, constants, (grid, 1, 1), (block, 1, 1), exact_points=FIXED_SHAPE_EXACT_POINTS)
     except (RecursionError, ArithmeticError, ValueError):
         return f"kernel {kernel.name}: the elements it touches are not derivable; give --spec"
     spec = _built_in_shape_spec(kernel, bounds, f"at a launch of {grid}x{block}", [

@@ -66,6 +66,15 @@ def _binary(op: str, x: Interval, y: Interval) -> Interval:
     if op == "/" and y[0] > 0:
         corners = [_trunc_div(a, b) for a in x for b in y]
         return min(corners), max(corners)
+    if x[0] == x[1] and y[0] == y[1] and abs(x[0]) < INF and abs(y[0]) < INF and op in _EXACT:
+        known = _EXACT[op](x[0], y[0])  # two known values: C's result (a point of a launch bounded by points)
+        return (known, known) if abs(known) < INF else ANY
+    if op in _COMPARE:
+        if _COMPARE[op](x, y):
+            return 1, 1
+        if _COMPARE[_NOT[op]](x, y):
+            return 0, 0
+        return 0, 1
     if op == "%" and y[0] > 0:
         if x[0] >= 0:
             return 0, min(x[1], y[1] - 1)
@@ -80,6 +89,26 @@ def _binary(op: str, x: Interval, y: Interval) -> Interval:
     if op in ("|", "^") and x[0] >= 0 and y[0] >= 0 and max(x[1], y[1]) < INF:
         return 0, (1 << max(x[1], y[1]).bit_length()) - 1
     return ANY
+
+
+def _c_rem(a: int, b: int) -> int:
+    return a - _trunc_div(a, b) * b
+
+
+# C's integer operators on two known values (division and remainder truncate; a zero divisor is not known)
+_EXACT = {
+    "/": lambda a, b: _trunc_div(a, b) if b else INF, "%": lambda a, b: _c_rem(a, b) if b else INF,
+    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
+    ">>": lambda a, b: a >> b if 0 <= b < 63 else INF, "<<": lambda a, b: _clamp(a << b) if 0 <= b < 62 else INF,
+    "&&": lambda a, b: int(bool(a) and bool(b)), "||": lambda a, b: int(bool(a) or bool(b)),
+}
+# comparisons that hold for every pair of values of two intervals
+_COMPARE = {
+    "<": lambda x, y: x[1] < y[0], "<=": lambda x, y: x[1] <= y[0], ">": lambda x, y: x[0] > y[1],
+    ">=": lambda x, y: x[0] >= y[1], "==": lambda x, y: x[0] == x[1] == y[0] == y[1],
+    "!=": lambda x, y: x[1] < y[0] or y[1] < x[0],
+}
+_NOT = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 
 
 def _narrow(interval: Interval, op: str, limit: Interval) -> Interval:
@@ -212,8 +241,10 @@ class _Bounder:
         if isinstance(e, A.Binary):
             return _binary(e.op, self.value(e.left, env, guards), self.value(e.right, env, guards))
         if isinstance(e, A.Ternary):
-            x, y = self.value(e.then, env, guards), self.value(e.else_, env, guards)
-            return min(x[0], y[0]), max(x[1], y[1])
+            taken = [self.value(branch, *ctx) for branch, ctx in self._branches(e, env, guards) if ctx is not None]
+            if not taken:
+                return ANY
+            return min(v[0] for v in taken), max(v[1] for v in taken)
         return ANY
 
     # -------------------------------------------------------------------------------------- accesses
@@ -262,6 +293,14 @@ class _Bounder:
             if inner is not None:
                 self.touch(inner, env, guards)
             return
+        if isinstance(e, A.Ternary):
+            self.touch(e.cond, env, guards)
+            for branch, ctx in self._branches(e, env, guards):
+                if ctx is None:
+                    self.dead(branch)  # no thread of this part takes it
+                else:
+                    self.touch(branch, *ctx)
+            return
         if isinstance(e, A.Assign):
             self.touch(e.target, env, guards, write=True, read=e.op != "=")
             self.touch(e.value, env, guards)
@@ -289,6 +328,19 @@ class _Bounder:
         for child in A.children(e):
             if isinstance(child, A.Expr):
                 self.touch(child, env, guards)
+
+    def _branches(self, e: A.Ternary, env: dict[str, Interval], guards: dict[A.Expr, Interval]
+                  ) -> list[tuple[A.Expr, tuple[dict[str, Interval], dict[A.Expr, Interval]] | None]]:
+        """The branches of ``c ? a : b``, each with the environments its condition narrows (None: no thread of
+        this part takes it, the condition being known)."""
+        cond = self.value(e.cond, env, guards)
+        # nothing assigned between the condition and its branch unless the expression assigns itself
+        at_once = not any(isinstance(n, A.Assign) or (isinstance(n, A.Unary) and n.op in ("++", "--"))
+                          for n in A.walk(e))
+        then = None if cond == (0, 0) else self.guard(e.cond, env, guards, at_once=at_once)
+        other = None if cond[0] > 0 or cond[1] < 0 else self.guard(e.cond, env, guards, negate=True,
+                                                                   at_once=at_once)
+        return [(e.then, then), (e.else_, other)]
 
     def _bang_copy(self, call: A.Call, env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> None:
         """``__memcpy(dst, src, bytes, FROM2TO[, dst_stride, src_stride, segnum])``: the GDRAM side (``src`` of
@@ -385,9 +437,11 @@ class _Bounder:
 
     # -------------------------------------------------------------------------------------- statements
     def guard(self, cond: A.Expr, env: dict[str, Interval], guards: dict[A.Expr, Interval],
-              negate: bool = False) -> tuple[dict[str, Interval], dict[A.Expr, Interval]] | None:
+              negate: bool = False, at_once: bool = False) -> tuple[dict[str, Interval], dict[A.Expr, Interval]] | None:
         """Environments narrowed by ``cond`` holding (``negate``: by it failing); None when it cannot (a
-        compared value outside every interval it may take: the branch is dead for these threads)."""
+        compared value outside every interval it may take: the branch is dead for these threads). ``at_once``:
+        what is narrowed is used right away (a conditional expression's branch, nothing assigned between), so
+        names assigned elsewhere (a loop's counter) may be narrowed too."""
         env, guards = dict(env), dict(guards)
         joiner = "||" if negate else "&&"
         parts: list[A.Expr] = []
@@ -403,7 +457,7 @@ class _Bounder:
                 continue
             op = _NEGATE[part.op] if negate else part.op
             for subject, other, how in ((part.left, part.right, op), (part.right, part.left, _FLIP[op])):
-                if A.free_names(subject) & self.assigned:
+                if A.free_names(subject) & self.assigned and not at_once:
                     continue
                 limit = self.value(other, env, guards)
                 if isinstance(subject, A.Name) and subject.id in env:
@@ -412,13 +466,32 @@ class _Bounder:
                 elif not isinstance(subject, A.Literal):
                     narrowed = guards[subject] = _multiples(_narrow(self.value(subject, env, guards), how, limit),
                                                             self._step(subject))
+                    self._narrow_term(subject, narrowed, env, guards)
                 else:
                     continue
                 if narrowed[0] > narrowed[1]:
                     return None
         return env, guards
 
-    def dead(self, s: A.Stmt) -> None:
+    def _narrow_term(self, subject: A.Expr, narrowed: Interval, env: dict[str, Interval],
+                     guards: dict[A.Expr, Interval]) -> None:
+        """``v + k`` / ``k + v`` / ``v - k`` known to lie in ``narrowed``, ``k`` one known value and ``v`` a
+        name of the environment (a loop counter): ``v`` lies in ``narrowed`` shifted by ``k``."""
+        if not (isinstance(subject, A.Binary) and subject.op in ("+", "-")):
+            return
+        sides = [(subject.left, subject.right, -1 if subject.op == "+" else 1)]
+        if subject.op == "+":
+            sides.append((subject.right, subject.left, -1))
+        for name, other, sign in sides:
+            if not (isinstance(name, A.Name) and name.id in env):
+                continue
+            k = self.value(other, env, guards)
+            if k[0] != k[1] or abs(k[0]) >= INF:
+                continue
+            lo, hi = env[name.id]
+            env[name.id] = (max(lo, _clamp(narrowed[0] + sign * k[0])), min(hi, _clamp(narrowed[1] + sign * k[0])))
+
+    def dead(self, s: A.Stmt | A.Expr) -> None:
         """Code no thread of this part runs: its uses of the buffers are not unaccounted ones (the parts in
         which it runs account for them)."""
         for node in A.walk(s):
@@ -582,7 +655,7 @@ THREAD_CHUNKS = 4  # parts the threads of a block are bounded in, along x, when 
 
 def buffer_bounds(fn: A.Function, constants: dict[str, int] | None = None,
                   grid: tuple[int, int, int] | None = None,
-                  block: tuple[int, int, int] | None = None) -> dict[str, BufferBounds]:
+                  block: tuple[int, int, int] | None = None, exact_points: int = 0) -> dict[str, BufferBounds]:
     """Per pointer parameter of kernel ``fn``: the elements it reads and writes, for a launch of ``grid`` blocks
     of ``block`` threads (any launch when not given). ``constants``: the file's integer macros and constants.
 
@@ -599,6 +672,11 @@ def buffer_bounds(fn: A.Function, constants: dict[str, int] | None = None,
             other = larger[name]
             got.launch_free = (got.read, got.write) == (other.read, other.write)
         return bounds
+    if grid[0] * block[0] <= exact_points:
+        # a small launch bounded thread by thread: every x index is a known value, so guards and conditional
+        # indices (a mirror pad's reflections) are decided as the thread decides them
+        return _bounds_in_parts(fn, constants, grid, block, [((b, b), (t, t)) for b in range(grid[0])
+                                                             for t in range(block[0])], MAX_BLOCK_THREADS)
     blocks = [(0, grid[0] - 2), (grid[0] - 1, grid[0] - 1)] if grid[0] > 1 else [(0, 0)]
     chunk = max(1, -(-block[0] // THREAD_CHUNKS))
     threads = [(t, min(t + chunk, block[0]) - 1) for t in range(0, block[0], chunk)]
