@@ -543,3 +543,30 @@ def test_a_built_in_shape_kernel_file_verifies_without_a_spec(target: Dialect) -
     result = translate(FIXED_TRANSPOSE, "transpose.cu", TranslateOptions(target=target))
     assert result.status == "verified", result.summary
     assert result.manifest["spec"]["auto"] is True
+
+
+C_CHECKED_GATHER = """
+extern "C" void pick_rows(const float *table, const int *rows, float *out) {
+  const int ROWS = 30, WIDTH = 48, PICKS = 5;
+  for (int i = 0; i < PICKS; ++i) {
+    int r = rows[i];
+    if (r < 0 || r >= ROWS) {
+      for (int j = 0; j < WIDTH; ++j) out[i * WIDTH + j] = 0.0f;
+    } else {
+      for (int j = 0; j < WIDTH; ++j) out[i * WIDTH + j] = table[r * WIDTH + j];
+    }
+  }
+}
+"""
+
+
+def test_a_c_function_indexing_through_checked_data_gets_the_length_its_check_allows(tmp_path: Path) -> None:
+    """No loop bounds ``table`` (its row comes from data), but the check ``r < 0 || r >= ROWS`` does: 30 rows of
+    48; the C -> CUDA translation is tested and verified."""
+    built = build_spec(C_CHECKED_GATHER, "pick.cpp", Dialect.C, tmp_path, entry="pick_rows")
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    lengths = {a.name: evaluate_int(str(a.shape[0]), {}) for a in spec.args}
+    assert lengths == {"table": 30 * 48, "rows": 5, "out": 5 * 48}
+    result = translate(C_CHECKED_GATHER, "pick.cpp", TranslateOptions(target=Dialect.CUDA))
+    assert result.status == "verified", result.summary

@@ -412,6 +412,10 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
     if no_copies and entry.kind is FunctionKind.CPU_KERNEL:
         # plain C: buffers are indexed by loops over the size parameters; their extents follow
         from_loops = extents_from_loops(text, entry.name, set(sizes))
+        if not sizes:
+            # shape built in: a buffer no loop bounds (indexed through data the code checks) is bounded as a kernel's
+            from_loops.update(_c_extents_from_bounds(model, text, entry.name, [
+                p.name for p in entry.params if p.is_pointer and p.name and p.name not in from_loops]))
         shapes.update(from_loops)
         roles.update({name: {"in", "out"} for name in written_buffers(text, entry.name)})
     # kernels with their shape built in, lowered once for the two ways their sizes are found
@@ -494,6 +498,27 @@ def _host_spec(model: KernelModel, entry: Function, text: str,
         "compared with the source"
     )
     return spec, reason, origin
+
+
+def _c_extents_from_bounds(model: KernelModel, text: str, name: str, buffers: list[str]) -> dict[str, str]:
+    """Lengths of ``buffers`` of a plain-C function with its shape built in, from the elements
+    :func:`buffer_bounds` says it touches (``idx = indices[i]; if (idx < 0 || idx >= 50) ... else p[idx * 128 +
+    j]``: the check bounds the index); those it cannot bound are left out."""
+    module = _lowered(text, model) if buffers else None
+    fn = None if module is None else next((f for f in module.functions() if f.name == name), None)
+    if module is None or fn is None:
+        return {}
+    try:
+        bounds = buffer_bounds(fn, module_constants(module), (1, 1, 1), (1, 1, 1))
+    except (RecursionError, ArithmeticError, ValueError):
+        return {}
+    lengths: dict[str, str] = {}
+    for buffer in buffers:
+        got = bounds.get(buffer)
+        spans = [r for r in (got.read, got.write) if r is not None] if got is not None and got.bounded else []
+        if spans and min(r[0] for r in spans) >= 0 and max(r[1] for r in spans) < FIXED_SHAPE_MAX_ELEMENTS:
+            lengths[buffer] = str(max(r[1] for r in spans) + 1)
+    return lengths
 
 
 def _lowered(text: str, model: KernelModel) -> A.Module | None:
