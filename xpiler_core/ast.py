@@ -101,6 +101,15 @@ TYPE_QUALIFIERS = frozenset({"const", "volatile", "__restrict__", "__restrict", 
 BARRIER_FUNCTIONS = frozenset({"__syncthreads", "__sync_all", "__sync_cluster", "__sync_all_ipu", "__sync"})
 #: Builtin index variables that appear as ``X.x``/``X.y``/``X.z``.
 BUILTIN_VECTORS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
+# bytes of C's scalar types and of the fixed-width names CUDA, HIP and BANG C (``int8`` … ``uint64``) spell them
+SCALAR_BYTES = {
+    "bool": 1, "char": 1, "signed char": 1, "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "int8": 1, "uint8": 1,
+    "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2, "int16": 2, "uint16": 2,
+    "half": 2, "__half": 2, "__nv_bfloat16": 2, "bfloat16_t": 2,
+    "int": 4, "unsigned": 4, "unsigned int": 4, "int32_t": 4, "uint32_t": 4, "int32": 4, "uint32": 4, "float": 4,
+    "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8, "int64_t": 8, "uint64_t": 8,
+    "int64": 8, "uint64": 8, "size_t": 8, "double": 8,
+}
 
 
 # --------------------------------------------------------------------------------------------- nodes

@@ -77,6 +77,8 @@ _FLOAT_TYPES = {
     "uint64_t": "uint64",
     "size_t": "uint64",
     "bool": "bool",
+    # BANG C's fixed-width names (bang.h)
+    **{name: name for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")},
 }
 _MEMCPY = re.compile(
     r"\b(?:cuda|hip)Memcpy(?:Async)?\s*\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*,\s*([^,]+?)\s*,\s*(\w+)"

@@ -149,12 +149,6 @@ def module_constants(module: A.Module) -> dict[str, int]:
     return found
 
 
-# bytes of the element types a BANG copy's byte count is divided by (BANG's own names included)
-ELEMENT_BYTES = {"float": 4, "half": 2, "bfloat16_t": 2, "double": 8, "int": 4, "unsigned int": 4, "uint32_t": 4,
-                 "int32_t": 4, "int32": 4, "uint32": 4, "short": 2, "int16_t": 2, "int16": 2, "uint16_t": 2,
-                 "uint16": 2, "char": 1, "signed char": 1, "int8_t": 1, "int8": 1, "unsigned char": 1,
-                 "uint8_t": 1, "uint8": 1, "bool": 1, "long": 8, "long long": 8, "int64_t": 8, "int64": 8,
-                 "uint64_t": 8, "uint64": 8, "size_t": 8}
 # BANG's whole-buffer copies ``__memcpy(dst, src, bytes, DIRECTION)``: the GDRAM side is the kernel's buffer
 BANG_COPIES = frozenset({"__memcpy", "__memcpy_async"})
 
@@ -225,7 +219,7 @@ class _Bounder:
         if isinstance(e, A.Cast) and not e.type.pointers:
             return self.value(e.operand, env, guards)
         if isinstance(e, A.SizeOf) and isinstance(e.arg, A.Type):
-            size = 8 if e.arg.pointers else ELEMENT_BYTES.get(e.arg.base)
+            size = 8 if e.arg.pointers else A.SCALAR_BYTES.get(e.arg.base)
             return (size, size) if size is not None else ANY
         if isinstance(e, A.Call) and e.callee in ("static_cast<int>", "static_cast<unsigned>", "int", "size_t") \
                 and len(e.args) == 1:
@@ -361,7 +355,7 @@ class _Bounder:
             if where is None:
                 self.touch(pointer, env, guards)
                 continue
-            element = ELEMENT_BYTES.get(self.element.get(where[0], ""))
+            element = A.SCALAR_BYTES.get(self.element.get(where[0], ""))
             bounds = self.buffers[where[0]]
             if element is None or nbytes[0] < 0 or nbytes[1] >= INF:
                 bounds.known = False

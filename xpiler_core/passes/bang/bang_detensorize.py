@@ -58,9 +58,6 @@ SHARED_STATIC_BYTES = 48 * 1024  # CUDA's static shared memory per block
 # per-thread arrays of a recovered block up to this many bytes at 1024 threads stay on the stack; larger ones
 # (fragments, per-thread tiles) go to the device heap, since thread 0 runs the whole task on one stack
 THREAD_ARRAY_STACK_BYTES = 16 * 1024
-SCALAR_BYTES = {"char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "int8_t": 1, "uint8_t": 1, "short": 2,
-                "half": 2, "__half": 2, "__nv_bfloat16": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4,
-                "int32_t": 4, "uint32_t": 4}
 COPY_CALLS = frozenset({"__memcpy", "__memcpy_async"})
 
 CUDA_PRELUDE_HEAD = r"""/* xpiler BANG->CUDA prelude */
@@ -359,7 +356,7 @@ def _heap_thread_array(d: A.VarDecl) -> bool:
         if n is None:
             return False  # an inner extent we cannot size: keep the declaration as it is
         elems *= n
-    size = SCALAR_BYTES.get(d.type.base.replace("const ", "").strip())
+    size = A.SCALAR_BYTES.get(d.type.base.replace("const ", "").strip())
     return size is not None and elems * size > THREAD_ARRAY_STACK_BYTES
 
 
@@ -373,7 +370,7 @@ def _on_chip_bytes(d: A.VarDecl) -> int | None:
         if n is None:
             return None
         elems *= n
-    size = SCALAR_BYTES.get(d.type.base.replace("const ", "").strip())
+    size = A.SCALAR_BYTES.get(d.type.base.replace("const ", "").strip())
     return None if size is None else elems * size
 
 

@@ -40,9 +40,6 @@ INFO = PassInfo(
     ),
 )
 
-ELEMENT_BYTES = {"__half": 2, "float": 4, "int": 4, "unsigned": 4, "unsigned int": 4, "double": 8, "half": 2, "short": 2,
-                 "char": 1, "signed char": 1, "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "int64_t": 8,
-                 "long": 8, "long long": 8, "bool": 1, "int32_t": 4, "uint32_t": 4, "int16_t": 2}
 SYNC_OR_ASYNC = ("__memcpy_async", "__sync")
 
 
@@ -61,7 +58,7 @@ def _nram_arrays(fn: A.Function) -> dict[str, tuple[int, int]]:
         if not isinstance(s, A.DeclStmt):
             continue
         for d in s.decls:
-            size = ELEMENT_BYTES.get(d.type.base.replace("const ", "").strip())
+            size = A.SCALAR_BYTES.get(d.type.base.replace("const ", "").strip())
             if "__nram__" in d.storage and len(d.dims) == 1 and d.dims[0] is not None and not d.type.pointers:
                 extent = A.const_int(d.dims[0])
                 if extent is not None and size is not None:

@@ -443,9 +443,7 @@ def _emit(ek: ElementKernel, params: dict[str, A.Param], table: dict[str, Any], 
 
 
 def _sizeof(t: str) -> int:
-    return {"float": 4, "int": 4, "unsigned": 4, "unsigned int": 4, "double": 8, "half": 2, "__half": 2,
-            "short": 2, "char": 1, "signed char": 1, "unsigned char": 1, "int8_t": 1, "uint8_t": 1,
-            "long": 8, "int64_t": 8, "long long": 8, "bool": 1}.get(t, 0) or _refuse_type(t)
+    return A.SCALAR_BYTES.get(t, 0) or _refuse_type(t)
 
 
 def _refuse_type(t: str) -> int:
