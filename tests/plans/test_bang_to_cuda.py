@@ -491,3 +491,24 @@ def test_a_bang_kernel_taking_an_integer_is_not_guessed(tmp_path: Path) -> None:
     text = KERNEL_ONLY.replace("float *y)", "float *y, int n)").replace("< 20", "< n")
     built = build_spec(text, "shift.mlu", Dialect.BANG, tmp_path)
     assert built.spec_path is None and "integer parameters (n)" in built.reason
+
+
+@needs_nvcc
+def test_a_wram_buffer_of_bang_fixed_width_type_over_48_kib_compiles_as_cuda() -> None:
+    """``__wram__ int8 f[65536]`` (BANG's own name for the type) is 64 KiB: over CUDA's static shared memory, it
+    goes to the device heap (nvcc's ptxas refused it as shared data)."""
+    text = textwrap.dedent("""
+        #include <bang.h>
+        extern "C" __mlu_global__ void copy_filter(int8 *filter, int8 *out) {
+          __wram__ int8 f[65536];
+          __nram__ int8 t[256];
+          __memcpy(f, filter, 65536, GDRAM2WRAM);
+          __memcpy(t, filter + taskId * 256, 256, GDRAM2NRAM);
+          for (int i = 0; i < 256; ++i) t[i] = t[i] + f[65535 - taskId * 256 - i];
+          __memcpy(out + taskId * 256, t, 256, NRAM2GDRAM);
+        }
+    """)
+    cuda, reason = translate_bang_to_cuda(text, "copy_filter.mlu")
+    assert cuda is not None, reason
+    verdict = compile_check(cuda, Dialect.CUDA)
+    assert verdict.ok, verdict.stderr[-2000:]
