@@ -257,10 +257,14 @@ def test_c_buffer_extents_follow_constant_locals_and_index_locals(tmp_path: Path
     assert shapes == {"input": 12 * 40, "output": 40}
 
 
-def test_a_reassigned_local_is_not_a_constant(tmp_path: Path) -> None:
+def test_a_reassigned_local_is_followed_in_order_not_taken_at_its_first_value(tmp_path: Path) -> None:
+    """``cols = cols * 2`` after ``int cols = 40``: the loops run to 80, so the buffers are 12 x 80 and 80 long
+    (taking the declared 40 would test half of them)."""
     text = FIXED_SHAPE_C.replace("int cols = 40;", "int cols = 40;\n  cols = cols * 2;")
     built = build_spec(text, "colmax.c", Dialect.C, tmp_path, entry="colmax")
-    assert built.spec_path is None
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    assert {a.name: evaluate_int(str(a.shape[0]), {}) for a in spec.args} == {"input": 12 * 80, "output": 80}
 
 
 def test_the_extent_is_read_through_an_index_local(tmp_path: Path) -> None:

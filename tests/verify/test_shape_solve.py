@@ -462,3 +462,50 @@ def test_a_small_launch_bounded_thread_by_thread_takes_only_the_branches_threads
         assert got is None or got[0] >= 0
         return
     assert got is not None and got[0] == min(reads) and max(reads) <= got[1], (got, min(reads), max(reads))
+
+
+UNFLATTEN = """
+#define N {n}
+__global__ void unflatten(const float* src, float* dst) {{
+  for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < N; idx += gridDim.x * blockDim.x) {{
+    int t = idx;
+    int w = t % {w};
+    t /= {w};
+    int h = t % {h};
+    t /= {h};
+    int c = t;
+    for (int k = 0, q = 0; k < {k}; ++k, q += 2) {{
+      dst[((c * {h} + h) * {w} + w) * {k} + k] = src[((c * {h} + h) * {w} + w) * {s} + 2 * k] + q;
+    }}
+    int r = idx;
+    if (idx % 3 == 1) r = {far};
+    dst[r] = 0.0f;
+  }}
+}}
+"""
+
+
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(1, 60), w=st.integers(1, 5), h=st.integers(1, 4), k=st.integers(1, 4), s=st.integers(8, 12),
+       far=st.integers(0, 400), grid=st.integers(1, 4), block=st.integers(1, 16))
+def test_straight_line_updates_and_a_second_counter_are_followed_and_a_branch_assignment_is_not(
+        n: int, w: int, h: int, k: int, s: int, far: int, grid: int, block: int) -> None:
+    """``t /= W`` after ``int t = idx`` (a running index split into coordinates) is followed in order, a loop
+    that also steps ``q`` (a value, not an index) is still counted by ``k``; a name a branch assigns (``r``) is
+    not a straight-line one: the bounds contain every element touched, the 400-away store included."""
+    text = UNFLATTEN.format(n=n, w=w, h=h, k=k, s=s, far=far)
+    module = lower_text(text, "unflatten.cu", Dialect.CUDA)
+    bounds = buffer_bounds(module.kernels()[0], module_constants(module), (grid, 1, 1), (block, 1, 1))
+    reads: set[int] = set()
+    writes: set[int] = set()
+    for first in range(grid * block):
+        for idx in range(first, n, grid * block):
+            w_, rest = idx % w, idx // w
+            h_, c = rest % h, rest // h
+            for kk in range(k):
+                writes.add(((c * h + h_) * w + w_) * k + kk)
+                reads.add(((c * h + h_) * w + w_) * s + 2 * kk)
+            writes.add(far if idx % 3 == 1 else idx)
+    assert bounds["src"].known and bounds["src"].bounded  # followed: bounded
+    for touched, got in ((reads, bounds["src"].read), (writes, bounds["dst"].write)):
+        assert got is not None and got[0] <= min(touched) and max(touched) <= got[1], (got, touched)

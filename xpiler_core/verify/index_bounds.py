@@ -176,6 +176,7 @@ class _Bounder:
                 self.assigned.add(node.target.id)
             elif isinstance(node, A.Unary) and node.op in ("++", "--", "&") and isinstance(node.operand, A.Name):
                 self.assigned.add(node.operand.id)
+        self.straight = _straight_line_names(fn)
         self.accounted: dict[str, int] = dict.fromkeys(self.buffers, 0)
         self.aliases: dict[str, tuple[str, Interval]] = {}
         # locals that hold a multiple of a constant (``row = blockIdx.y * 16``): a guard ``row < 32`` leaves 0
@@ -367,6 +368,14 @@ class _Bounder:
                 bounds.read = _join(bounds.read, span)
         self.touch(size, env, guards)
 
+    def _updated(self, e: A.Expr, old: Interval, env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> Interval:
+        """The value of a straight-line name after ``e`` (``t = v``, ``t /= v``, ``++t``) assigns it."""
+        if isinstance(e, A.Unary):
+            return _binary("+" if e.op == "++" else "-", old, (1, 1))
+        assert isinstance(e, A.Assign)
+        value = self.value(e.value, env, guards)
+        return value if e.op == "=" else _binary(e.op[:-1], old, value)
+
     def _step(self, e: A.Expr) -> int | None:
         """The constant every value of integer expression ``e`` is a multiple of (``x * 16``, ``x << 4``)."""
         while isinstance(e, A.Cast) and not e.type.pointers:
@@ -521,7 +530,7 @@ class _Bounder:
                         self.aliases[d.name] = where
                         continue
                 if d.init is not None and d.init_style == "=" and not d.dims and not d.type.pointers \
-                        and d.name not in self.assigned:
+                        and (d.name not in self.assigned or d.name in self.straight):
                     env[d.name] = self.value(d.init, env, guards)
                     if (step := self._step(d.init)) is not None:
                         self.steps[d.name] = step
@@ -529,6 +538,9 @@ class _Bounder:
                     env[d.name] = ANY
         elif isinstance(s, A.ExprStmt):
             self.touch(s.expr, env, guards)
+            target = _straight_update(s.expr)
+            if target is not None and target.id in self.straight and target.id in env:
+                env[target.id] = self._updated(s.expr, env[target.id], env, guards)
         elif isinstance(s, A.If):
             self.touch(s.cond, env, guards)
             taken = self.guard(s.cond, env, guards)
@@ -556,8 +568,14 @@ class _Bounder:
             else:
                 if s.init is not None:
                     self.stmt(s.init, inner, guards)
-                for decl in s.init.decls if isinstance(s.init, A.DeclStmt) else ():
+                declared = s.init.decls if isinstance(s.init, A.DeclStmt) else ()
+                for decl in declared:
                     inner[decl.name] = ANY
+                counter = _counted(s, declared)
+                if counter is not None:  # ``for (int i = 0, p = 0; i < n; ++i, ++p)``: i is still counted
+                    start = self.value(counter[1], env, guards)
+                    stop = self.value(counter[2], env, guards)
+                    inner[counter[0]] = (start[0], max(start[0], stop[1] - 1))
             if s.cond is not None:
                 self.touch(s.cond, inner, guards)
             if s.step is not None:
@@ -572,6 +590,78 @@ class _Bounder:
             for name in self.buffers:
                 if name in s.text:
                     self.buffers[name].known = False
+
+
+def _counted(s: A.For, declared: tuple[A.VarDecl, ...]) -> tuple[str, A.Expr, A.Expr] | None:
+    """(counter, start, stop) of a loop the canonical view does not read because it declares or steps other
+    names too: a counter declared in its header, compared ``< stop`` in its condition, only increased by its
+    step (``++i``, ``i++``, ``i += c``, c > 0) and assigned nowhere in its body."""
+    cond = s.cond
+    if not (isinstance(cond, A.Binary) and cond.op == "<" and isinstance(cond.left, A.Name)):
+        return None
+    name = cond.left.id
+    decl = next((d for d in declared if d.name == name and d.init is not None and not d.dims), None)
+    if decl is None or decl.init is None or s.step is None:
+        return None
+    steps: list[A.Expr] = []
+    stack: list[A.Expr] = [s.step]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, A.Binary) and part.op == ",":
+            stack += [part.left, part.right]
+        else:
+            steps.append(part)
+    increases = [p for p in steps if (t := _straight_update(p)) is not None and t.id == name]
+    if len(increases) != 1:
+        return None
+    step = increases[0]
+    if isinstance(step, A.Unary) and step.op != "++":
+        return None
+    if isinstance(step, A.Assign) and (step.op != "+=" or (A.const_int(step.value) or 0) <= 0):
+        return None
+    for node in A.walk(s.body):
+        written = node.target if isinstance(node, A.Assign) else node.operand \
+            if isinstance(node, A.Unary) and node.op in ("++", "--", "&") else None
+        if isinstance(written, A.Name) and written.id == name:
+            return None
+    return name, decl.init, cond.right
+
+
+def _straight_update(e: A.Expr) -> A.Name | None:
+    """The name an expression statement assigns as a whole (``t = v``, ``t /= v``, ``t++``), if any."""
+    if isinstance(e, A.Assign) and isinstance(e.target, A.Name) and e.op in _UPDATES:
+        return e.target
+    if isinstance(e, A.Unary) and e.op in ("++", "--") and isinstance(e.operand, A.Name):
+        return e.operand
+    return None
+
+
+_UPDATES = frozenset({"=", "+=", "-=", "*=", "/=", "%=", ">>=", "<<=", "&="})
+
+
+def _straight_line_names(fn: A.Function) -> set[str]:
+    """Integer locals assigned only by whole statements of the statement list that declares them (``int t =
+    idx; int w = t % W; t /= W; int h = t % H;``): their value at each statement is known in order. A name
+    assigned anywhere else (a loop's body, a branch, inside an expression) is not one."""
+    declared_in: dict[str, int] = {}
+    updates: dict[str, list[int]] = {}
+    lists = [fn.body.stmts] + [n.stmts for n in A.walk(fn.body) if isinstance(n, A.Block) and n is not fn.body]
+    for stmts in lists:
+        for stmt in stmts:
+            if isinstance(stmt, A.DeclStmt):
+                for d in stmt.decls:
+                    if not d.dims and not d.type.pointers:
+                        declared_in[d.name] = -1 if d.name in declared_in else id(stmts)  # declared twice: neither
+            elif isinstance(stmt, A.ExprStmt) and (target := _straight_update(stmt.expr)) is not None:
+                updates.setdefault(target.id, []).append(id(stmts))
+    assigned: dict[str, int] = {}
+    for node in A.walk(fn.body):
+        written = node.target if isinstance(node, A.Assign) else node.operand \
+            if isinstance(node, A.Unary) and node.op in ("++", "--", "&") else None
+        if isinstance(written, A.Name):
+            assigned[written.id] = assigned.get(written.id, 0) + 1
+    return {name for name, where in declared_in.items() if where != -1 and name in assigned
+            and all(w == where for w in updates.get(name, [])) and len(updates.get(name, [])) == assigned[name]}
 
 
 def _multiples(interval: Interval, step: int | None) -> Interval:
