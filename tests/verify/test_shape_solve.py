@@ -509,3 +509,27 @@ def test_straight_line_updates_and_a_second_counter_are_followed_and_a_branch_as
     assert bounds["src"].known and bounds["src"].bounded  # followed: bounded
     for touched, got in ((reads, bounds["src"].read), (writes, bounds["dst"].write)):
         assert got is not None and got[0] <= min(touched) and max(touched) <= got[1], (got, touched)
+
+
+def test_bang_bounds_per_task_decide_each_core_s_share_and_read_sizeof_of_a_typedef() -> None:
+    """Rows split over a cluster's cores with a remainder (``start = core * per + (core < rem ? core : rem)``):
+    bounded task by task, each core's rows are known (interval arithmetic over all cores loses that the row
+    count is ``end - start``), and ``sizeof(half)`` (a name the grammar reads as an expression) is 2 bytes."""
+    from xpiler_core.verify.index_bounds import bang_buffer_bounds
+
+    text = """
+extern "C" __mlu_global__ void rows(half *a, half *out) {
+  const int M = 18, K = 8;
+  int core = coreId;
+  int per = M / 4, rem = M % 4;
+  int start = core * per + (core < rem ? core : rem);
+  int mine = per + (core < rem ? 1 : 0);
+  __nram__ half t[64];
+  __memcpy(t, a + (clusterId * M + start) * K, mine * K * sizeof(half), GDRAM2NRAM);
+  __memcpy(out + (clusterId * M + start) * K, t, mine * K * sizeof(half), NRAM2GDRAM);
+}
+"""
+    module = lower_text(text, "rows.mlu", Dialect.BANG)
+    bounds = bang_buffer_bounds(next(iter(module.functions())), module_constants(module), 8, 4)
+    assert bounds["a"].read == (0, 2 * 18 * 8 - 1)  # two clusters of 18 rows of 8
+    assert bounds["out"].write == (0, 2 * 18 * 8 - 1)

@@ -219,8 +219,10 @@ class _Bounder:
             return (self.grid[axis],) * 2 if self.grid else (1, INF)
         if isinstance(e, A.Cast) and not e.type.pointers:
             return self.value(e.operand, env, guards)
-        if isinstance(e, A.SizeOf) and isinstance(e.arg, A.Type):
-            size = 8 if e.arg.pointers else A.SCALAR_BYTES.get(e.arg.base)
+        if isinstance(e, A.SizeOf) and isinstance(e.arg, A.Type | A.Name):
+            # ``sizeof(half)``: a type name the grammar does not know reads as an expression's name
+            size = A.SCALAR_BYTES.get(e.arg.id) if isinstance(e.arg, A.Name) else \
+                8 if e.arg.pointers else A.SCALAR_BYTES.get(e.arg.base)
             return (size, size) if size is not None else ANY
         if isinstance(e, A.Call) and e.callee in ("static_cast<int>", "static_cast<unsigned>", "int", "size_t") \
                 and len(e.args) == 1:
@@ -773,19 +775,22 @@ def bang_buffer_bounds(fn: A.Function, constants: dict[str, int] | None, tasks: 
     """Per pointer parameter of BANG kernel ``fn``: the elements it reads and writes on a launch of ``tasks``
     tasks, ``cores_per_cluster`` to a cluster (4 for the Union types, 1 for a Block task)."""
     clusters = max(1, tasks // cores_per_cluster)
-    names: dict[str, Interval] = {
-        "taskId": (0, tasks - 1), "taskIdX": (0, tasks - 1), "taskIdY": (0, 0), "taskIdZ": (0, 0),
-        "taskDim": (tasks, tasks), "taskDimX": (tasks, tasks), "taskDimY": (1, 1), "taskDimZ": (1, 1),
-        "coreId": (0, cores_per_cluster - 1), "coreDim": (cores_per_cluster, cores_per_cluster),
-        "clusterId": (0, clusters - 1), "clusterDim": (clusters, clusters),
-    }
-    return _bounds_in_parts(fn, constants, None, None, [(None, None)], MAX_BLOCK_THREADS, names)
+    per_task: list[dict[str, BufferBounds]] = []
+    for task in range(tasks):  # task by task: every index a known value (a core's share of rows, decided)
+        names: dict[str, Interval] = {
+            "taskId": (task, task), "taskIdX": (task, task), "taskIdY": (0, 0), "taskIdZ": (0, 0),
+            "taskDim": (tasks, tasks), "taskDimX": (tasks, tasks), "taskDimY": (1, 1), "taskDimZ": (1, 1),
+            "coreId": (task % cores_per_cluster,) * 2, "coreDim": (cores_per_cluster, cores_per_cluster),
+            "clusterId": (task // cores_per_cluster,) * 2, "clusterDim": (clusters, clusters),
+        }
+        per_task.append(_bounds_in_parts(fn, constants, None, None, [(None, None)], MAX_BLOCK_THREADS, names))
+    return _joined(per_task)
 
 
 def _bounds_in_parts(fn: A.Function, constants: dict[str, int] | None, grid: tuple[int, int, int] | None,
                      block: tuple[int, int, int] | None, parts: list[tuple[Interval | None, Interval | None]],
                      max_threads: int, names: dict[str, Interval] | None = None) -> dict[str, BufferBounds]:
-    joined: dict[str, BufferBounds] | None = None
+    parts_bounds: list[dict[str, BufferBounds]] = []
     for block_x, thread_x in parts:
         bounder = _Bounder(fn, constants or {}, grid, block, max_threads, names)
         bounder.block_x, bounder.thread_x = block_x, thread_x
@@ -798,15 +803,19 @@ def _bounds_in_parts(fn: A.Function, constants: dict[str, int] | None, grid: tup
         for name, bounds in bounder.buffers.items():
             if uses[name] > bounder.accounted[name] or name in bounder.assigned:
                 bounds.known = False
-        if joined is None:
-            joined = bounder.buffers
-            continue
-        for name, bounds in bounder.buffers.items():
+        parts_bounds.append(bounder.buffers)
+    return _joined(parts_bounds)
+
+
+def _joined(parts: list[dict[str, BufferBounds]]) -> dict[str, BufferBounds]:
+    """The bounds of the parts of a launch together."""
+    joined = parts[0]
+    for part in parts[1:]:
+        for name, bounds in part.items():
             into = joined[name]
             into.known = into.known and bounds.known
             if bounds.read is not None:
                 into.read = _join(into.read, bounds.read)
             if bounds.write is not None:
                 into.write = _join(into.write, bounds.write)
-    assert joined is not None
     return joined
