@@ -574,3 +574,15 @@ def test_a_c_function_indexing_through_checked_data_gets_the_length_its_check_al
     assert lengths == {"table": 30 * 48, "rows": 5, "out": 5 * 48}
     result = translate(C_CHECKED_GATHER, "pick.cpp", TranslateOptions(target=Dialect.CUDA))
     assert result.status == "verified", result.summary
+
+
+def test_a_built_in_shape_kernel_with_shared_arrays_and_no_block_size_is_not_guessed(tmp_path: Path) -> None:
+    text = ("__global__ void rev(float* out, float* in) {\n  __shared__ float s[128];\n"
+            "  s[threadIdx.x] = in[blockIdx.x * 128 + threadIdx.x];\n  __syncthreads();\n"
+            "  out[blockIdx.x * 128 + threadIdx.x] = s[127 - threadIdx.x];\n}\n")
+    built = build_spec(text, "rev.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is None and "block size" in built.reason
+    built = build_spec(text.replace("__global__ void", "__global__ void __launch_bounds__(128)"), "rev.cu",
+                       Dialect.CUDA, tmp_path / "given")
+    assert built.spec_path is not None, built.reason
+    assert load_spec(str(built.spec_path)).block == [128]

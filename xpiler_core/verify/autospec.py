@@ -707,6 +707,10 @@ def _fixed_shape_kernel_spec(model: KernelModel, kernel: Function, text: str) ->
         return None
     constants = module_constants(module)
     block = _block_size(model, kernel)
+    if not _block_is_given(model, kernel) and any(b.memory == "shared" for b in kernel.buffers):
+        # shared arrays are sized for the block the kernel is written for, which nothing here says
+        return (f"kernel {kernel.name} has its shape built in and shared arrays, but neither a launch nor "
+                "__launch_bounds__ gives its block size; give --spec")
     origin: SizeOrigin = "code"
     if not any(b.startswith(("blockIdx", "gridDim")) for b in builtins):
         grid, how = 1, "one block (it reads no block index)"
@@ -805,7 +809,12 @@ def _bang_kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[
 BANG_CORES_PER_CLUSTER = 4  # the Union types' cluster (an MLU370)
 
 
-def _block_size(model: KernelModel, kernel: Function) -> int:
+def _block_is_given(model: KernelModel, kernel: Function) -> bool:
+    """Whether :func:`_block_size` reads the block from the code (a launch or ``__launch_bounds__``)."""
+    return _block_size(model, kernel, default=0) != 0
+
+
+def _block_size(model: KernelModel, kernel: Function, default: int = 256) -> int:
     for site in model.launches:
         if site.kernel == kernel.name:
             block = site.config_expr("block")
@@ -813,7 +822,7 @@ def _block_size(model: KernelModel, kernel: Function) -> int:
                 return int(block.text.strip())
     if kernel.launch_bounds is not None and kernel.launch_bounds.max_threads.text.strip().isdigit():
         return int(kernel.launch_bounds.max_threads.text.strip())
-    return 256
+    return default
 
 
 def copy_source(src: Path, workdir: Path) -> Path:
