@@ -533,3 +533,11 @@ extern "C" __mlu_global__ void rows(half *a, half *out) {
     bounds = bang_buffer_bounds(next(iter(module.functions())), module_constants(module), 8, 4)
     assert bounds["a"].read == (0, 2 * 18 * 8 - 1)  # two clusters of 18 rows of 8
     assert bounds["out"].write == (0, 2 * 18 * 8 - 1)
+
+
+def test_a_name_a_labeled_statement_assigns_is_not_taken_at_its_declared_value() -> None:
+    """``again: t += 1; if (t < 5) goto again;`` is kept as text: ``t`` ends at 5, not at its declared 0."""
+    text = "__global__ void k(float* x) { int t = 0; again: t += 1; if (t < 5) goto again; x[t] = 1.0f; }"
+    module = lower_text(text, "k.cu", Dialect.CUDA)
+    write = buffer_bounds(module.kernels()[0], module_constants(module), (1, 1, 1), (1, 1, 1))["x"].write
+    assert write is not None and write[0] <= 5 <= write[1]

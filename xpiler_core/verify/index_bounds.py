@@ -176,6 +176,8 @@ class _Bounder:
                 self.assigned.add(node.target.id)
             elif isinstance(node, A.Unary) and node.op in ("++", "--", "&") and isinstance(node.operand, A.Name):
                 self.assigned.add(node.operand.id)
+            elif isinstance(node, A.Opaque):  # code kept as text (a labeled statement, goto) may assign any name
+                self.assigned.update(re.findall(r"[A-Za-z_]\w*", node.text))
         self.straight = _straight_line_names(fn)
         self.accounted: dict[str, int] = dict.fromkeys(self.buffers, 0)
         self.aliases: dict[str, tuple[str, Interval]] = {}
@@ -645,6 +647,8 @@ def _straight_line_names(fn: A.Function) -> set[str]:
     """Integer locals assigned only by whole statements of the statement list that declares them (``int t =
     idx; int w = t % W; t /= W; int h = t % H;``): their value at each statement is known in order. A name
     assigned anywhere else (a loop's body, a branch, inside an expression) is not one."""
+    if any(isinstance(n, A.Opaque) for n in A.walk(fn.body)):
+        return set()  # a label may send control back over a list's updates
     declared_in: dict[str, int] = {}
     updates: dict[str, list[int]] = {}
     lists = [fn.body.stmts] + [n.stmts for n in A.walk(fn.body) if isinstance(n, A.Block) and n is not fn.body]
