@@ -112,6 +112,7 @@ class Evidence:
     note: str = ""
     untested: list[str] = field(default_factory=list)
     harness_error: str = ""  # our own machinery failed: never the translation's fault
+    source_build_error: str = ""  # the source itself does not build with its own toolchain (first error)
     seconds_compile: float = 0.0
     seconds_tests: float = 0.0
     facts: dict[str, Any] = field(default_factory=dict)  # target facts for the manifest (MLU usage, …)
@@ -294,8 +295,11 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
         return Status.UNRESOLVED, evidence.note or "no compile verdict"
     if not evidence.compile.ok:
         first = first_compiler_error(evidence.compile.stderr)
-        return Status.UNRESOLVED, (f"the target toolchain rejects it ({evidence.compile.toolchain})"
-                                   + (f": {first}" if first else ""))
+        rejected = f"the target toolchain rejects it ({evidence.compile.toolchain})" + (f": {first}" if first else "")
+        if evidence.source_build_error:
+            return Status.UNRESOLVED, (f"the source itself does not build ({evidence.source_build_error}), so the "
+                                       f"translation is not judged; {rejected}")
+        return Status.UNRESOLVED, rejected
     if evidence.harness_error:
         return Status.ERROR, ("xpiler's own test harness failed (a bug in xpiler, not in the translation; please "
                               f"report it): {evidence.harness_error}")
