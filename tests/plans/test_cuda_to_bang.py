@@ -219,3 +219,34 @@ def test_a_built_in_shape_kernel_binds_the_grid_its_guard_fixes_and_never_a_gues
     result = translate(unguarded, "twice.cu", TranslateOptions(target=Dialect.BANG))
     assert result.status != "verified", result.summary
     assert "dim3(3)" not in result.output_text
+
+
+UNWRITTEN_TAIL = """
+__global__ void head(const float* in, float* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= 48) return;
+  out[i] = 2.0f * in[i];
+}
+extern "C" void head_host(const float* h_in, float* h_out) {
+  const int n = 1152;
+  float *d_in, *d_out;
+  cudaMalloc(&d_in, n * sizeof(float));
+  cudaMalloc(&d_out, n * sizeof(float));
+  cudaMemcpy(d_in, h_in, n * sizeof(float), cudaMemcpyHostToDevice);
+  head<<<(n + 255) / 256, 256>>>(d_in, d_out);
+  cudaMemcpy(h_out, d_out, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+"""
+
+
+def test_a_source_that_copies_back_memory_it_never_wrote_is_its_defect_on_the_bang_target_too() -> None:
+    """Only 48 of the 1152 outputs are written and all copied back: the source's defect (found by its poisoned run,
+    as on the other targets), not "the translation computes different results" (the MLU model's fresh memory is
+    not the runtime's zeros)."""
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    result = translate(UNWRITTEN_TAIL, "head.cu", TranslateOptions(target=Dialect.BANG))
+    assert result.status == "compiled-not-executed", result.summary
+    assert "reads device memory it never wrote" in result.reason

@@ -35,6 +35,8 @@ from xpiler_core.verify.harness import (
     _select_cases,
     _sizes,
     build_program,
+    poisoned_expectations,
+    uninitialized_defect,
 )
 from xpiler_core.verify.inputs import case_inputs
 from xpiler_core.verify.spec import KernelSpec
@@ -105,12 +107,13 @@ def run_bang_spec(
         return BangSpecReport(False, [], format_build_errors(build) or "build failed", time.monotonic() - started, 0,
                               capacity_violations=violations, onchip_usage=build.usage, generation=build.generation)
     with tempfile.TemporaryDirectory(prefix="xpiler-bang-ref-") as tmp:
-        expected_for = _expectation(spec, Path(tmp), cancel)
-        if isinstance(expected_for, str):
-            return BangSpecReport(False, [], None, time.monotonic() - started, 0, reference_error=expected_for,
+        expectation = _expectation(spec, Path(tmp), cancel)
+        if isinstance(expectation, str):
+            return BangSpecReport(False, [], None, time.monotonic() - started, 0, reference_error=expectation,
                                   capacity_violations=violations, onchip_usage=build.usage, generation=build.generation)
+        expected_for, poisoned = expectation
         results = _run_cases(spec, candidate_text, build.output, expected_for, indices, entry, kind, task_dim,
-                             task_type, generation, seed, cancel, path, Path(tmp))
+                             task_type, generation, seed, cancel, path, Path(tmp), poisoned)
     tested = [r for r in results if not r.source_failed]
     return BangSpecReport(bool(tested) and all(r.passed for r in tested), results, None,
                           time.monotonic() - started, 0, capacity_violations=violations, onchip_usage=build.usage,
@@ -120,11 +123,13 @@ def run_bang_spec(
 Expectation = Callable[[int, dict[str, Any], Mapping[str, Any], Path], "dict[str, np.ndarray] | str"]
 
 
-def _expectation(spec: KernelSpec, workdir: Path, cancel: CancelToken | None) -> Expectation | str:
+def _expectation(spec: KernelSpec, workdir: Path,
+                 cancel: CancelToken | None) -> tuple[Expectation, tuple[Expectation, Expectation] | None] | str:
     """Expected outputs per case: the numpy reference, or the reference source run on the SIMT runtime
-    (differential testing, as the harness does for automatic specs)."""
+    (differential testing, as the harness does for automatic specs) with its poisoned runs (a source that reads
+    device memory it never wrote is the source's defect, as on every target)."""
     if spec.reference is not None:
-        return _numpy_expectation(_load_reference(spec), spec)
+        return _numpy_expectation(_load_reference(spec), spec), None
     if spec.reference_source is None:
         return "the spec has neither a numpy reference nor a reference source"
     from xpiler_core.dialect import detect_dialect
@@ -136,7 +141,7 @@ def _expectation(spec: KernelSpec, workdir: Path, cancel: CancelToken | None) ->
     ref_built = build_program(ref_program, spec, workdir / "build-ref")
     if not ref_built.build.ok:
         return "reference source failed to build:\n" + ref_built.build.log
-    return _program_expectation(ref_built, spec, cancel)
+    return _program_expectation(ref_built, spec, cancel), poisoned_expectations(ref_built, spec, cancel)
 
 
 def bang_source_expectation(spec: KernelSpec, source_text: str, source_name: str, entry: str,
@@ -156,7 +161,8 @@ def bang_source_expectation(spec: KernelSpec, source_text: str, source_name: str
 
 def _run_cases(spec: KernelSpec, candidate_text: str, library: Path, expected_for: Expectation, indices: list[int],
                entry: str, kind: str, task_dim: tuple[int, int, int], task_type: str, generation: str | None,
-               seed: int, cancel: CancelToken | None, path: str, workdir: Path) -> list[CaseResult]:
+               seed: int, cancel: CancelToken | None, path: str, workdir: Path,
+               poisoned: tuple[Expectation, Expectation] | None = None) -> list[CaseResult]:
     results: list[CaseResult] = []
     with BangWorker(timeout_s=spec.timeout_s) as worker:
         for i in indices:
@@ -170,6 +176,12 @@ def _run_cases(spec: KernelSpec, candidate_text: str, library: Path, expected_fo
             if isinstance(expected, str):
                 results.append(CaseResult(sizes, False, error=expected, source_failed=True))
                 continue
+            if poisoned is not None:
+                defect = uninitialized_defect(spec, sizes, expected, poisoned, i, case, inputs, workdir)
+                if defect is not None:
+                    results.append(CaseResult(sizes, False, error=defect, source_failed=True))
+                    continue
+                poisoned = None  # a source that reads unwritten memory does so at the first case it runs
             if kind == "kernel":
                 run = run_bang_kernel(candidate_text, entry, _kernel_args(spec, inputs), dim=task_dim,
                                       task_type=task_type, generation=generation, path=path, worker=worker)

@@ -370,9 +370,7 @@ def _run_cases(
                                       source_failed=True))
             continue
         if poisoned is not None:
-            with_poison, in_order = poisoned
-            defect = _uninitialized_read(spec, sizes, expected, with_poison(i, case, inputs, workdir / f"ref{i}-poison"),
-                                         functools.partial(in_order, i, case, inputs, workdir / f"ref{i}-in-order"))
+            defect = uninitialized_defect(spec, sizes, expected, poisoned, i, case, inputs, workdir)
             if defect is not None:
                 results.append(CaseResult(sizes, False, error=defect, seconds=time.monotonic() - started,
                                           source_failed=True))
@@ -401,6 +399,25 @@ def _run_cases(
         if spec.cases_are_alternatives:
             break  # the first alternative the source runs clean at is the test
     return results
+
+
+def poisoned_expectations(ref_built: BuiltProgram, spec: KernelSpec,
+                          cancel: CancelToken | None) -> tuple[Expectation, Expectation] | None:
+    """The reference program run with its fresh device memory poisoned, and in the same block order without the
+    poison (see :func:`uninitialized_defect`); None where poisoning does not apply (a kernel, a GPU run)."""
+    if ref_built.program.kind != "host" or ref_built.on_gpu:  # poisoning is the runtime's device heap
+        return None
+    return (_program_expectation(ref_built, spec, cancel, POISONED),
+            _program_expectation(ref_built, spec, cancel, OTHER_SCHEDULES[0]))
+
+
+def uninitialized_defect(spec: KernelSpec, sizes: dict[str, int], expected: Mapping[str, np.ndarray],
+                         poisoned: tuple[Expectation, Expectation], i: int, case: dict[str, Any],
+                         inputs: Mapping[str, Any], workdir: Path) -> str | None:
+    """The source's defect when its outputs at case ``i`` depend on what its fresh device memory holds."""
+    with_poison, in_order = poisoned
+    return _uninitialized_read(spec, sizes, expected, with_poison(i, case, inputs, workdir / f"ref{i}-poison"),
+                               functools.partial(in_order, i, case, inputs, workdir / f"ref{i}-in-order"))
 
 
 def _uninitialized_read(spec: KernelSpec, sizes: dict[str, int], first: Mapping[str, np.ndarray],
