@@ -609,9 +609,9 @@ def run_spec(
                 expected_for = _program_expectation(ref_built, spec, cancel)
                 other_schedules = [_remembered(_program_expectation(ref_built, spec, cancel, env), expectations,
                                                f"schedule {k}", seed) for k, env in enumerate(OTHER_SCHEDULES)]
-                if ref_program.kind == "host" and not ref_built.on_gpu:  # poisoning is the runtime's device heap
-                    poisoned = (_remembered(_program_expectation(ref_built, spec, cancel, POISONED), expectations,
-                                            "poisoned", seed), other_schedules[0])
+                if (fresh := poisoned_expectations(ref_built, spec, cancel)) is not None:
+                    # the same block order unpoisoned is the first other schedule, already remembered
+                    poisoned = (_remembered(fresh[0], expectations, "poisoned", seed), other_schedules[0])
         expected_for = _remembered(expected_for, expectations, "plain", seed)
         results = _run_cases(spec, built, expected_for, indices, seed, cancel, workdir, other_schedules, poisoned,
                              candidate_env)
