@@ -198,11 +198,16 @@ def _run_specs(candidate: str, tests: TestSet, runner: TargetRunner, seed: int, 
                progress: ProgressFn | None, shrink: bool, evidence: Evidence) -> None:
     shown: SpecReport | None = None
     shown_spec: KernelSpec | None = None
+    passing = 0
     for spec in tests.specs:
         report(progress, 0.6, f"running tests of {spec.entry} at warp size {runner.warp_size}")
         got = runner.run(spec, candidate, seed, cancel)
+        passing += got.passed
         if shown is None or (shown.passed and not got.passed):
             shown, shown_spec = got, spec  # the report shown: the first failing one
+    if len(tests.specs) > 1:
+        evidence.facts["test_sets"] = {"run": len(tests.specs), "passed": passing,
+                                       "shown": shown_spec.reference_entry or shown_spec.entry if shown_spec else ""}
     evidence.tests = shown
     assert shown is not None and shown_spec is not None
     spec = shown_spec
@@ -493,6 +498,9 @@ def make_summary(source: Dialect, target: Dialect, records: list[PassRecord], ev
         lines.append(f"tests: {passed}/{len(tested)} cases passed{at} vs the {against}"
                      + (f", max abs error {err:.3g}" if err is not None else "")
                      + (f"; {dropped} case(s) dropped: the source itself fails there" if dropped else ""))
+        if sets := evidence.facts.get("test_sets"):
+            lines.append(f"tests: {sets['passed']}/{sets['run']} test sets passed (one per function; the cases "
+                         f"above are {sets['shown']}'s)")
         if evidence.spec_info and evidence.spec_info.get("sizes_solved"):
             sizes = ", ".join(f"{k}={v}" for k, v in tested[0].sizes.items() if not k.startswith("xp_len_"))
             lines.append(f"note: tested at {sizes}: sizes solved from the kernels' built-in shape (the entry's "
@@ -836,20 +844,31 @@ def options_from_manifest(manifest: Manifest) -> TranslateOptions:
 
 def build_test_set(text: str, path: str, dialect: Dialect, options: TranslateOptions, workdir: Path, *,
                    entry: str | None = None, allow_shim: bool = True, model: KernelModel | None = None,
-                   build: BuildSettings | None = None) -> TestSet:
+                   build: BuildSettings | None = None, kernel: str | None = None) -> TestSet:
     """The tests a translation is judged on: the user's spec, else one built from the code (written to
     ``workdir``, which must outlive the tests), else none with the reason. ``build``: the source's project
-    settings (its host entry runs with them when the tests are built from a recorded run)."""
+    settings (its host entry runs with them when the tests are built from a recorded run). A file of several
+    kernels and no host code gets one spec per kernel (``kernel``: build only that one's)."""
     from xpiler_core.verify.spec import load_spec
 
     if options.spec_path:
         return TestSet([load_spec(options.spec_path)], auto=False, reason="the user's spec",
                        spec_path=options.spec_path)
+    from xpiler_core.frontend.model import build_model
+    from xpiler_core.frontend.source import parse_text
     from xpiler_core.verify import autospec
 
+    if entry is None and kernel is None:
+        try:
+            model = model or build_model(parse_text(text, path, dialect))
+        except Exception as exc:  # noqa: BLE001 - the test builder failed: ours to fix, the translation still stands
+            return TestSet([], auto=True, reason="the automatic test builder failed",
+                           error=f"automatic test builder: {type(exc).__name__}: {exc}")
+        if names := autospec.separately_tested_kernels(model, dialect):
+            return _kernel_by_kernel(names, text, path, dialect, options, workdir, model, build)
     try:
         built = autospec.build_spec(text, path, dialect, workdir, entry=entry, allow_shim=allow_shim, model=model,
-                                    build=build)
+                                    build=build, kernel=kernel)
     except XpilerError as exc:
         return TestSet([], auto=True, reason=f"no automatic test: {exc.message}")
     except Exception as exc:  # noqa: BLE001 - the test builder failed: ours to fix, the translation still stands
@@ -863,6 +882,31 @@ def build_test_set(text: str, path: str, dialect: Dialect, options: TranslateOpt
         return TestSet([], auto=True, reason=f"the automatic test is not usable: {exc.message}")
     return TestSet([loaded], auto=True, reason=built.reason, spec_toml=built.spec_text,
                    sizes_guessed=built.sizes_guessed, sizes_solved=built.sizes_origin == "solved")
+
+
+def _kernel_by_kernel(names: list[str], text: str, path: str, dialect: Dialect, options: TranslateOptions,
+                      workdir: Path, model: KernelModel, build: BuildSettings | None) -> TestSet:
+    """One automatic spec per kernel of a file of kernels only; a kernel none can be built for is named in
+    ``untested`` (then the translation is not verified as a whole)."""
+    tests = TestSet([], auto=True)
+    texts: list[str] = []
+    for name in names:
+        one = build_test_set(text, path, dialect, options, workdir / name, model=model, build=build, kernel=name)
+        if one.error:
+            tests.error = one.error
+        if not one.specs:
+            tests.untested.append(f"kernel {name}: {one.reason}")
+            continue
+        tests.specs.extend(one.specs)
+        texts.append(f"# kernel {name}\n{one.spec_toml or ''}")
+        tests.sizes_guessed = tests.sizes_guessed or one.sizes_guessed
+        tests.sizes_solved = tests.sizes_solved or one.sizes_solved
+    tests.spec_toml = "\n".join(texts) if texts else None
+    tested = len(tests.specs)
+    tests.reason = (f"each of the file's {len(names)} kernels on its own (it has no host code that says which runs "
+                    "first): " + (f"{tested} with tests built from its code" if tested else "none could be tested")
+                    + ("; " + "; ".join(tests.untested) if tests.untested else ""))
+    return tests
 
 
 def finish_translation(

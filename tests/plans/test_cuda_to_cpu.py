@@ -341,3 +341,32 @@ __global__ void gemm(const double *A, const double *B, double *C, size_t M, size
         lib.gemm(a.ctypes.data_as(ctypes.c_void_p), b.ctypes.data_as(ctypes.c_void_p),
                  c.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(m), ctypes.c_size_t(k), ctypes.c_size_t(n))
         np.testing.assert_allclose(c, a @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_each_exported_kernel_of_a_kernels_only_file_is_tested_through_a_forwarder(tmp_path: Path) -> None:
+    """A CPU output exports each kernel of a file of kernels only with its launch as leading arguments; the tests
+    call each through a forwarder with its own launch, and a wrong constant in one kernel fails that kernel's."""
+    from xpiler_core.frontend.unit import ParsedUnit
+    from xpiler_core.plans.cuda_to_cpu import _through_exports
+    from xpiler_core.translation import TranslateOptions, build_test_set
+    from xpiler_core.verify.targets import CpuRunner
+
+    source = (
+        'extern "C" __global__ void __launch_bounds__(128) scale_fused(float* __restrict__ out, float* __restrict__ x) {\n'
+        "  out[((int)blockIdx.x) * 128 + ((int)threadIdx.x)] = x[((int)blockIdx.x) * 128 + ((int)threadIdx.x)] * 3.0f;\n"
+        "}\n"
+        'extern "C" __global__ void __launch_bounds__(128) shift_fused(float* __restrict__ out) {\n'
+        "  out[((int)blockIdx.x) * 128 + ((int)threadIdx.x)] = out[((int)blockIdx.x) * 128 + ((int)threadIdx.x)] - 7.0f;\n"
+        "}\n")
+    unit = ParsedUnit(source, "stages.cu", Dialect.CUDA)
+    candidate, _, _ = translate_to_cpu(source, "stages.cu")
+    assert candidate is not None and "xp_grid" in candidate
+    tests = build_test_set(source, "stages.cu", Dialect.CUDA, TranslateOptions(target=Dialect.C), tmp_path)
+    forwarded = _through_exports(candidate, tests, unit)
+    # no guard fixes the grid (it is guessed): each kernel is exported with its launch as leading arguments
+    assert [s.entry for s in forwarded.specs] == ["xp_test_scale_fused", "xp_test_shift_fused"]
+    runner = CpuRunner(warp_size=32)
+    assert all(runner.run(s, candidate, 0, None).passed for s in forwarded.specs)
+    assert "7.0f" in candidate
+    wrong = candidate.replace("7.0f", "6.0f")
+    assert [runner.run(s, wrong, 0, None).passed for s in forwarded.specs] == [True, False]

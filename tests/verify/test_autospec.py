@@ -586,3 +586,42 @@ def test_a_built_in_shape_kernel_with_shared_arrays_and_no_block_size_is_not_gue
                        Dialect.CUDA, tmp_path / "given")
     assert built.spec_path is not None, built.reason
     assert load_spec(str(built.spec_path)).block == [128]
+
+
+# TVM's output for a fused graph: one kernel per stage and no host code. The first transposes (as above), the
+# second clamps in place; each is tested on its own.
+TWO_STAGES = FIXED_TRANSPOSE + """
+extern "C" __global__ void __launch_bounds__(256) clamp_fused(float* __restrict__ out) {
+  if (((((int)blockIdx.x) * 64) + (((int)threadIdx.x) >> 2)) < 345) {
+    out[((((int)blockIdx.x) * 256) + ((int)threadIdx.x))] = min(0.5f, out[((((int)blockIdx.x) * 256) + ((int)threadIdx.x))]);
+  }
+}
+"""
+
+
+def test_a_file_of_kernels_only_gets_one_test_set_per_kernel_and_each_catches_its_own_kernel(tmp_path: Path) -> None:
+    from xpiler_core.translation import build_test_set
+    from xpiler_core.verify.harness import run_spec
+
+    tests = build_test_set(TWO_STAGES, "graph.cu", Dialect.CUDA, TranslateOptions(target=Dialect.C), tmp_path)
+    assert [s.entry for s in tests.specs] == ["transpose_fused", "clamp_fused"], tests.reason
+    assert not tests.untested
+    wrong_clamp = TWO_STAGES.replace("min(0.5f,", "min(0.25f,")
+    verdicts = [run_spec(s, candidate_text=wrong_clamp, candidate_dialect=Dialect.CUDA).passed for s in tests.specs]
+    assert verdicts == [True, False]  # the clamp's own tests catch it; the transpose's do not run it
+    assert all(run_spec(s, candidate_text=TWO_STAGES, candidate_dialect=Dialect.CUDA).passed for s in tests.specs)
+
+
+@pytest.mark.parametrize("target", [Dialect.HIP, Dialect.C])
+def test_a_file_of_kernels_only_verifies_kernel_by_kernel(target: Dialect) -> None:
+    result = translate(TWO_STAGES, "graph.cu", TranslateOptions(target=target))
+    assert result.status == "verified", result.summary
+    assert "2/2 test sets passed" in result.summary
+
+
+def test_a_kernel_of_the_file_no_test_reaches_is_named_and_nothing_is_verified() -> None:
+    gather = ('\nextern "C" __global__ void __launch_bounds__(64) gather(float* out, float* data, int* idx) {\n'
+              "  out[threadIdx.x] = data[idx[threadIdx.x]];\n}\n")
+    result = translate(TWO_STAGES + gather, "graph.cu", TranslateOptions(target=Dialect.HIP))
+    assert result.status != "verified"
+    assert "kernel gather" in result.summary and "'data'" in result.summary

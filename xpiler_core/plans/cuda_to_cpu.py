@@ -34,7 +34,7 @@ from xpiler_core.passes.support.build_macros import as_source_build_saw
 from xpiler_core.plans._hip import source_warp as source_warp_of
 from xpiler_core.plans._portable import launcher, portable_candidate, simt_headers
 from xpiler_core.plans._project import ProjectFiles
-from xpiler_core.printer import print_module
+from xpiler_core.printer import print_module, print_node
 from xpiler_core.progress import CancelToken, ProgressFn, report
 from xpiler_core.translation import (
     Evidence,
@@ -46,6 +46,7 @@ from xpiler_core.translation import (
     gather_evidence,
     output_display_name,
 )
+from xpiler_core.verify.spec import KernelSpec
 from xpiler_core.verify.targets import gcc_verdict, host_isa
 
 DEFAULT_PASSES = ["detensorization", "grid_reduce", "block_reduce", "loop_recovery", "cpu_gemm", "device_mirrors",
@@ -306,22 +307,28 @@ def _portable_attempt(original: ParsedUnit, work: ParsedUnit, inlined: list[str]
     source = work.text if inlined and work.dialect is original.dialect else original.text
     checked = tests
     tail = ""
-    if not tests.program and tests.specs and tests.specs[0].kind == "kernel":
-        kernel_spec = tests.specs[0]
-        kernel = original.module.function(kernel_spec.entry)
-        launch = spec_launch_params(kernel_spec, kernel) if kernel is not None else {}
-        if kernel is None or "grid" not in launch or "block" not in launch:
-            return None
-        entry = f"xp_launch_{kernel.name}"
-        tail = launcher(kernel, entry, launch["grid"], launch["block"], launch.get("shared_bytes", "0"),
-                        launch.get("launch_params", ""))
-        # the launcher is the entry under test; the reference stays the kernel as the spec named it
-        host_spec = dataclasses.replace(kernel_spec, entry=entry, kind="host",
-                                        reference_entry=kernel_spec.reference_entry or kernel_spec.entry,
-                                        reference_kind=kernel_spec.reference_kind or kernel_spec.kind)
-        if launch.get("launch_params"):
-            host_spec = spec_with_launch_args(host_spec, launch["launch_params"], tmp / "portable-launch")
-        checked = dataclasses.replace(tests, specs=[host_spec])
+    if not tests.program and tests.specs and any(s.kind == "kernel" for s in tests.specs):
+        host_specs: list[KernelSpec] = []
+        for number, kernel_spec in enumerate(tests.specs):
+            if kernel_spec.kind != "kernel":
+                host_specs.append(kernel_spec)
+                continue
+            kernel = original.module.function(kernel_spec.entry)
+            launch = spec_launch_params(kernel_spec, kernel) if kernel is not None else {}
+            if kernel is None or "grid" not in launch or "block" not in launch:
+                return None
+            entry = f"xp_launch_{kernel.name}"
+            tail += launcher(kernel, entry, launch["grid"], launch["block"], launch.get("shared_bytes", "0"),
+                             launch.get("launch_params", ""))
+            # the launcher is the entry under test; the reference stays the kernel as the spec named it
+            host_spec = dataclasses.replace(kernel_spec, entry=entry, kind="host",
+                                            reference_entry=kernel_spec.reference_entry or kernel_spec.entry,
+                                            reference_kind=kernel_spec.reference_kind or kernel_spec.kind)
+            if launch.get("launch_params"):
+                host_spec = spec_with_launch_args(host_spec, launch["launch_params"],
+                                                  tmp / f"portable-launch{number}")
+            host_specs.append(host_spec)
+        checked = dataclasses.replace(tests, specs=host_specs)
     text = portable_candidate(source, original.dialect, warp, refused, tail)
     runner.build = project.candidate_build(text, {**simt_headers(), **project.plain_c_units()})
     program = project.program_check(runner, 1, cancel) if tests.program else None
@@ -388,6 +395,8 @@ def _tests_for(work: ParsedUnit, candidate: str, records: list[PassRecord], test
     arguments; a kernel exported with its launch configuration cannot be called by them."""
     if tests.program:
         return candidate, records, tests, ""
+    if len(tests.specs) > 1:
+        return candidate, records, _through_exports(candidate, tests, work), ""
     note = ""
     test_spec = tests.specs[0] if tests.specs else None
     if (test_spec is not None and spec is None and test_spec.kind == "kernel"
@@ -415,6 +424,40 @@ def _tests_for(work: ParsedUnit, candidate: str, records: list[PassRecord], test
         note = note or (f"the grid is not a function of the kernel's parameters: {launch_params} are extra "
                         "trailing parameters of the output function")
     return candidate, records, dataclasses.replace(tests, specs=[test_spec]), note
+
+
+def _through_exports(candidate: str, tests: TestSet, work: ParsedUnit) -> TestSet:
+    """Tests of several kernels, each alone (a file of kernels only): a kernel the candidate binds to its launch
+    (an ``extern "C"`` function of the kernel's name) is called as the tests of one kernel call it; one it exports
+    with its launch configuration as leading arguments is called through an ``extern "C"`` forwarder that passes
+    the spec's launch; any other is named as untested."""
+    exported = set(_exported(candidate))
+    specs: list[KernelSpec] = []
+    untested = list(tests.untested)
+    for spec in tests.specs:
+        if re.search(rf'extern "C" void {re.escape(spec.entry)}\s*\(', candidate):
+            specs.append(spec)
+            continue
+        kernel = work.module.function(spec.entry)
+        launch = spec_launch_params(spec, kernel) if kernel is not None and spec.entry in exported else {}
+        if kernel is None or "grid" not in launch or "block" not in launch or launch.get("launch_params"):
+            untested.append(f"kernel {spec.entry}: the output does not export it with a launch its tests can give")
+            continue
+        specs.append(_forwarded(spec, kernel, launch))
+    return dataclasses.replace(tests, specs=specs, untested=untested)
+
+
+def _forwarded(spec: KernelSpec, kernel: A.Function, launch: dict[str, str]) -> KernelSpec:
+    """``spec`` (a kernel's) run through a forwarder, built with the candidate only, that calls the exported
+    kernel with the spec's launch; the reference stays the source's kernel at that launch."""
+    params = [p for p in kernel.params if isinstance(p, A.Param) and p.name]
+    entry = f"xp_test_{kernel.name}"
+    decls = ", ".join(print_node(p, Dialect.C) for p in params)
+    args = ", ".join(["dim3(" + launch["grid"] + ")", "dim3(" + launch["block"] + ")",
+                      f"(size_t)({launch.get('shared_bytes') or '0'})", *(str(p.name) for p in params)])
+    shim = f'extern "C" void {entry}({decls}) {{ {kernel.name}({args}); }}'
+    return dataclasses.replace(spec, entry=entry, kind="host", reference_entry=spec.reference_entry or spec.entry,
+                               reference_kind=spec.reference_kind or spec.kind, entry_shim=shim)
 
 
 def _launch_params_used(records: list[PassRecord]) -> str:

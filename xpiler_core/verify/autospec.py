@@ -123,13 +123,16 @@ class AutoSpec:
 
 def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str | None = None,
                allow_shim: bool = False, model: KernelModel | None = None,
-               build: BuildSettings | None = None) -> AutoSpec:
+               build: BuildSettings | None = None, kernel: str | None = None) -> AutoSpec:
     """Write ``spec.toml`` and a copy of the source into ``workdir``; or say why not.
 
     ``entry`` names the host function to test (in plain C every function has C linkage; a file of several
-    functions is tested one function at a time)."""
+    functions is tested one function at a time); ``kernel`` one kernel of a file of kernels only
+    (:func:`separately_tested_kernels`), tested on its own."""
     model = model or build_model(parse_text(text, path, dialect))  # the plan's own model when it has one
-    if entry is not None:
+    if kernel is not None:
+        entries = []
+    elif entry is not None:
         named = model.function(entry)
         if named is None or named.kind is FunctionKind.KERNEL:
             return AutoSpec(None, "", f"no host function '{entry}' to test")
@@ -169,7 +172,8 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
                  f"{len(kernels)} __mlu_global__ kernels and no host code: which one to launch is not derivable; "
                  "give --spec" if kernels else "no __mlu_global__ kernel found")
     elif not entries or isinstance(built, str):
-        kernels = [k for k in model.kernels if k.kind is FunctionKind.KERNEL and not k.is_template]
+        kernels = [k for k in model.kernels if k.kind is FunctionKind.KERNEL and not k.is_template
+                   and kernel in (None, k.name)]
         if not kernels:
             built = ("no non-template __global__ kernel to launch directly" if entries
                      else 'no extern "C" host entry and no non-template __global__ kernel found')
@@ -204,6 +208,16 @@ def build_spec(text: str, path: str, dialect: Dialect, workdir: Path, entry: str
     spec_path = workdir / "spec.toml"
     spec_path.write_text(spec_text, encoding="utf-8")
     return AutoSpec(spec_path, spec_text, reason, sizes_origin=origin)
+
+
+def separately_tested_kernels(model: KernelModel, dialect: Dialect) -> list[str]:
+    """The kernels of a CUDA/HIP file of several kernels and no host code that launches them (generated code:
+    TVM writes one kernel per fused stage), each tested on its own: which runs first and what they share is not
+    in the file, but each is a function of its own buffers that the translation must compute alike."""
+    if dialect not in (Dialect.CUDA, Dialect.HIP) or model.launches or any(f.extern_c for f in model.host_entries):
+        return []
+    kernels = [k.name for k in model.kernels if k.kind is FunctionKind.KERNEL and not k.is_template]
+    return kernels if len(kernels) > 1 else []
 
 
 def record_shapes(entry: Function, text: str, path: str, dialect: Dialect,
