@@ -3,7 +3,8 @@
 * ``nvcuda::wmma`` fragments become ``float name[rows * cols]`` arrays (every lane of the warp holds the
   whole tile; the collective operations are idempotent, so running them per lane is exact), and
   ``fill_fragment``/``load_matrix_sync``/``mma_sync``/``store_matrix_sync`` become loop nests honoring
-  the row/column-major layouts.
+  the row/column-major layouts; a fragment's ``num_elements`` and ``x[i]`` are the array's size and elements
+  (the runtime's fragment holds the tile row-major too, so code that reads its elements computes alike).
 * ``__dp4a(a, b, c)`` becomes the sum of four sign-extended byte products (``unsigned`` operands are not
   rewritten: the prelude's unsigned overload keeps them exact).
 
@@ -96,6 +97,14 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                 else:
                     decls.append(d)
             return A.DeclStmt(tuple(decls))
+        if isinstance(s, A.Member) and isinstance(s.base, A.Name) and s.base.id in fragments:
+            # the fragment's own elements, as the runtime holds them: the whole tile, row-major
+            rows, cols = shape(s.base.id)
+            if s.field == "num_elements":
+                return A.lit(rows * cols)
+            if s.field == "x":
+                return A.Name(s.base.id)
+            raise PassRefused(f"fragment member '{s.field}'", s.span)
         if isinstance(s, A.ExprStmt) and isinstance(s.expr, A.Call) and _wmma_name(s.expr):
             return _expand(s.expr)
         if isinstance(s, A.Call) and _wmma_name(s):
