@@ -58,7 +58,8 @@ def run_xpiler(args: list[str], cwd: Path, timeout: float, stack_bytes: int | No
     )
     r = run(XPILER + args, cwd, timeout, env, stack_bytes)
     for _ in range(2):
-        if "Traceback" in r.out and any(t in r.out for t in TRACEBACK_RETRY):
+        crashed = "Traceback" in r.out or "xpiler: internal error:" in r.out  # the CLI's own crash report
+        if crashed and any(t in r.out for t in TRACEBACK_RETRY):
             log("    (xpiler crashed on an import; rerunning in 30 s)")
             time.sleep(30)
             r = run(XPILER + args, cwd, timeout, env, stack_bytes)
