@@ -308,14 +308,19 @@ def test_ctrl_c_while_starting_is_a_message(tmp_path: Path) -> None:
 
     source = tmp_path / "vector_add.cu"
     shutil.copy(EXAMPLE, source)
+    # Python's start-up, as long as it takes on this machine now (a loaded machine takes several times 30 ms)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import runpy"], check=True)
+    startup = time.perf_counter() - started
     for step in range(6):
         run = subprocess.Popen([sys.executable, "-m", "xpiler_core", "translate", str(source), "--to", "hip",
                                 "-o", str(tmp_path / "out.hip")], cwd=tmp_path, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env={**os.environ, "XPILER_NO_CACHE": "1"})
-        time.sleep(0.1 + 0.1 * step)
+        time.sleep(max(0.1, 2 * startup) + 0.1 * step)
         run.send_signal(signal.SIGINT)
         _, err = run.communicate(timeout=60)
-        assert "Traceback" not in err, err
+        # a traceback through none of our files is Python's own start-up, interrupted before our first line
+        assert "Traceback" not in err or "xpiler_core" not in err, err
         assert run.returncode in (0, 130, -signal.SIGINT), (run.returncode, err)
 
 

@@ -625,3 +625,37 @@ def test_a_kernel_of_the_file_no_test_reaches_is_named_and_nothing_is_verified()
     result = translate(TWO_STAGES + gather, "graph.cu", TranslateOptions(target=Dialect.HIP))
     assert result.status != "verified"
     assert "kernel gather" in result.summary and "'data'" in result.summary
+
+
+ROW_SUMS = """
+__global__ void row_sums(float* out, const float* m, int rows, int cols) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < rows) {
+    float s = 0.0f;
+    for (int c = 0; c < cols; ++c) s += m[r * cols + c];
+    out[r] = s;
+  }
+}
+"""
+
+
+def test_a_1d_kernel_with_several_sizes_gets_buffers_as_long_as_its_indices_reach(tmp_path: Path) -> None:
+    from xpiler_core.verify.harness import run_spec
+
+    built = build_spec(ROW_SUMS, "rows.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is not None, built.reason
+    spec = load_spec(str(built.spec_path))
+    assert spec.block == [256]
+    for case in spec.cases:
+        lengths = {a.name: evaluate_int(str(a.shape[0]), case) for a in spec.args if a.role != "scalar"}
+        assert lengths == {"out": case["rows"], "m": case["rows"] * case["cols"]}
+    assert run_spec(spec, candidate_text=ROW_SUMS, candidate_dialect=Dialect.CUDA).passed
+    skips_last_column = ROW_SUMS.replace("c < cols", "c < cols - 1")
+    assert not run_spec(spec, candidate_text=skips_last_column, candidate_dialect=Dialect.CUDA).passed
+
+
+def test_a_1d_kernel_with_several_sizes_and_a_descending_index_is_refused(tmp_path: Path) -> None:
+    text = ("__global__ void flip(float* out, const float* x, int n, int k) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = x[n - 1 - i] * k;\n}\n")
+    built = build_spec(text, "flip.cu", Dialect.CUDA, tmp_path)
+    assert built.spec_path is None and "(n, k)" in built.reason and "give --spec" in built.reason

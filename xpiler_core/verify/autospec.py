@@ -644,10 +644,12 @@ def _kernel_spec(model: KernelModel, kernel: Function, text: str) -> tuple[str, 
         return _multi_dim_kernel_spec(kernel, text)
     if len(int_params) != 1:
         names = ", ".join(p.name or "?" for p in int_params) or "none"
-        return (
-            f"kernel {kernel.name} takes integer parameters ({names}): only kernels with one size "
-            "parameter get automatic tests; give --spec"
-        )
+        refusal = (f"kernel {kernel.name} takes integer parameters ({names}): only kernels with one size "
+                   "parameter, or whose threads each work on their own guarded global index, get automatic tests; "
+                   "give --spec")
+        # several sizes (rows, cols): tested like a 2-D kernel when each thread's work is its global index's
+        built = _multi_dim_kernel_spec(kernel, text, min_axes=1) if len(int_params) > 1 else refusal
+        return refusal if isinstance(built, str) else built
     if not pointer_params:
         return f"kernel {kernel.name} has no buffer parameters to check"
     size = int_params[0].name or "n"
@@ -1001,10 +1003,11 @@ def _with_shim(body: str, fn: Function) -> str:
 MULTI_DIM_SIZES = (33, 50, 71)
 
 
-def _multi_dim_kernel_spec(kernel: Function, text: str) -> tuple[str, str] | str:
-    """Tests for a 2-D/3-D kernel whose threads each work on their own global index (any block shape gives
-    the same result): the grid comes from the guards, buffer lengths from the largest index each buffer is
-    accessed at with every global index and loop variable at its last value."""
+def _multi_dim_kernel_spec(kernel: Function, text: str, min_axes: int = 2) -> tuple[str, str] | str:
+    """Tests for a kernel whose threads each work on their own global index (any block shape gives the same
+    result): 2-D/3-D, or 1-D with several sizes (``min_axes=1``). The grid comes from the guards, buffer
+    lengths from the largest index each buffer is accessed at with every global index and loop variable at its
+    last value (indices of sums and products of non-negative terms only: that value is the largest)."""
     from xpiler_core.frontend.lower import lower_text
     from xpiler_core.passes.support.launch import AGNOSTIC_BLOCKS, block_size_agnostic, infer_grid
 
@@ -1015,7 +1018,7 @@ def _multi_dim_kernel_spec(kernel: Function, text: str) -> tuple[str, str] | str
         return refusal
     fn = next((f for f in module.functions() if f.name == kernel.name), None)
     axes = block_size_agnostic(fn, module) if fn is not None else 0
-    if fn is None or axes < 2:
+    if fn is None or axes < min_axes:
         return refusal
     block = [A.lit(b) for b in AGNOSTIC_BLOCKS[axes]]
     grid = infer_grid(fn, block)
