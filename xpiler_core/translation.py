@@ -368,7 +368,7 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
 # What the runtime reports when the source itself accesses memory out of bounds (runtime/.../device_heap.h),
 # and what the harness reports when its outputs depend on memory it never wrote (verify/harness.py).
 _SOURCE_DEFECT = re.compile(r"out-of-bounds (access|write) in [^:]*: byte \d+ of a buffer of \d+ bytes[^\n]*"
-                            r"|the source reads device memory it never wrote[^\n]*")
+                            r"|the source reads (?:device )?memory it never wrote[^\n]*")
 
 
 def source_defect(message: str | None) -> str | None:
@@ -392,8 +392,9 @@ def _source_defect_status(tests: SpecReport | None, sizes_guessed: bool = False)
             if sizes_guessed:
                 return Status.NOT_EXECUTED, (
                     f"no test at sizes the source supports: its kernels have their shape built in and take no size, "
-                    f"and at the sizes guessed ({sizes}) it accesses memory past its buffers ({defect}); give --spec "
-                    "with the sizes it is written for (xpiler spec init writes a draft)")
+                    f"and at the sizes guessed ({sizes}) it is defective ({defect}): those sizes are not the ones it "
+                    "is written for, or the source is wrong at any; give --spec with the sizes it is written for "
+                    "(xpiler spec init writes a draft)")
             return Status.NOT_EXECUTED, (f"the source itself is defective, so the translation is not judged: {defect} "
                                          f"(test case {sizes})")
     return None

@@ -249,4 +249,4 @@ def test_a_source_that_copies_back_memory_it_never_wrote_is_its_defect_on_the_ba
 
     result = translate(UNWRITTEN_TAIL, "head.cu", TranslateOptions(target=Dialect.BANG))
     assert result.status == "compiled-not-executed", result.summary
-    assert "reads device memory it never wrote" in result.reason
+    assert "reads memory it never wrote" in result.reason

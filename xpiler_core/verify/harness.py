@@ -249,8 +249,10 @@ def _remembered(expect: Expectation, store: ExpectationStore | None, tag: str, s
 # A host-entry source run once more with its fresh device memory poisoned (runtime/.../device_heap.h), blocks
 # in launch order; when that changes an output, the same order unpoisoned tells a read of memory nothing wrote
 # from a schedule-dependent result.
-POISONED = {"XPILER_DEVICE_FILL": "poison", "XPILER_THREADS": "1"}
-UNINITIALIZED = "the source reads device memory it never wrote"
+# the reference again with every byte of fresh memory different from its plain run: device allocations poisoned
+# (plain: zero-filled), shared arrays zero-filled (plain: poisoned, NaN for floats)
+POISONED = {"XPILER_DEVICE_FILL": "poison", "XPILER_SHARED_FILL": "zero", "XPILER_THREADS": "1"}
+UNINITIALIZED = "the source reads memory it never wrote"
 
 
 def _load_reference(spec: KernelSpec) -> SandboxedReference:
@@ -423,8 +425,8 @@ def uninitialized_defect(spec: KernelSpec, sizes: dict[str, int], expected: Mapp
 def _uninitialized_read(spec: KernelSpec, sizes: dict[str, int], first: Mapping[str, np.ndarray],
                         poisoned: dict[str, np.ndarray] | str,
                         in_order: Callable[[], dict[str, np.ndarray] | str]) -> str | None:
-    """The source's outputs change when its fresh device memory holds other bytes: it reads memory it never
-    wrote (a GPU returns whatever that memory last held), named as its defect. None when they do not change,
+    """The source's outputs change when its fresh device memory and shared arrays hold other bytes: it reads
+    memory it never wrote (a GPU returns whatever that memory last held), named as its defect. None when they do not change,
     or when the same run without the poison (``in_order``: the poisoned run's block order) changes them alike:
     then the schedule decides them, not the memory."""
     if isinstance(poisoned, str):
@@ -455,8 +457,9 @@ def _uninitialized_message(differs: list[ArgSpec], first: Mapping[str, np.ndarra
     changed = np.flatnonzero(~((x == y) | (np.isnan(x) & np.isnan(y))) if x.dtype.kind == "f" else x != y) \
         if x.shape == y.shape else np.array([0])
     where = f"{changed.size} of {x.size} elements, first at index {int(changed[0])}" if changed.size else "its shape"
-    return (f"{UNINITIALIZED}: its output '{a.name}' changes with what freshly allocated device memory holds "
-            f"({where}; zero-filled vs poisoned allocations) — a GPU returns whatever that memory last held")
+    return (f"{UNINITIALIZED}: its output '{a.name}' changes with what freshly allocated device memory or "
+            f"unwritten shared memory holds ({where}; a run with other bytes there) — a GPU returns whatever that "
+            "memory last held")
 
 
 def _judge_order(spec: KernelSpec, sizes: dict[str, int], first: Mapping[str, np.ndarray],

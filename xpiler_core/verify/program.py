@@ -493,7 +493,7 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
             # agreeing is not enough when the source's own output depends on memory nothing wrote (the poisoned
             # run is the runtime's device heap: a GPU reference has none)
             poisoned = run_executable(exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel, argv0=name,
-                                      runtime_env={"XPILER_DEVICE_FILL": "poison"})
+                                      runtime_env={"XPILER_DEVICE_FILL": "poison", "XPILER_SHARED_FILL": "zero"})
             defect = uninitialized_read(source, poisoned, run_source, config)
             if defect is not None:
                 report = ProgramReport(source, candidate, False, True, defect, report.verdict)
@@ -503,8 +503,9 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
 
 def uninitialized_read(source: ProgramRun, poisoned: ProgramRun, rerun_source: Any,
                        config: ProjectConfig | None) -> str | None:
-    """The source run again with its fresh device memory poisoned prints something else at a line (or reaches
-    another verdict) where a plain second run agrees with the first: it reads device memory it never wrote."""
+    """The source run again with other bytes in its fresh device memory and shared arrays prints something else
+    at a line (or reaches another verdict) where a plain second run agrees with the first: it reads memory it
+    never wrote."""
     if poisoned.failure() or poisoned.exit_code != source.exit_code:
         return None  # judged where the source runs normally
     atol, rtol, patterns = _judging(config)
@@ -520,6 +521,6 @@ def uninitialized_read(source: ProgramRun, poisoned: ProgramRun, rerun_source: A
     if difference is None:
         return None
     i, want, got = difference
-    return (f"{UNINITIALIZED}: its output line {i + 1} changes with what freshly "
-            f"allocated device memory holds ('{want[:120]}' with zero-filled allocations, '{got[:120]}' poisoned) — "
-            "a GPU returns whatever that memory last held")
+    return (f"{UNINITIALIZED}: its output line {i + 1} changes with what freshly allocated device memory or "
+            f"unwritten shared memory holds ('{want[:120]}', and '{got[:120]}' with other bytes there) — a GPU "
+            "returns whatever that memory last held")
