@@ -432,18 +432,22 @@ def _through_exports(candidate: str, tests: TestSet, work: ParsedUnit) -> TestSe
     with its launch configuration as leading arguments is called through an ``extern "C"`` forwarder that passes
     the spec's launch; any other is named as untested."""
     exported = set(_exported(candidate))
-    specs: list[KernelSpec] = []
+    kept: list[KernelSpec] = []
+    forwarded: list[KernelSpec] = []
     untested = list(tests.untested)
     for spec in tests.specs:
         if re.search(rf'extern "C" void {re.escape(spec.entry)}\s*\(', candidate):
-            specs.append(spec)
+            kept.append(spec)
             continue
         kernel = work.module.function(spec.entry)
         launch = spec_launch_params(spec, kernel) if kernel is not None and spec.entry in exported else {}
         if kernel is None or "grid" not in launch or "block" not in launch or launch.get("launch_params"):
             untested.append(f"kernel {spec.entry}: the output does not export it with a launch its tests can give")
             continue
-        specs.append(_forwarded(spec, kernel, launch))
+        forwarded.append(_forwarded(spec, kernel, launch))
+    # one text of every forwarder, so that the candidate with it is one build whichever kernel's tests run
+    shim = "\n".join(s.entry_shim or "" for s in forwarded)
+    specs = kept + [dataclasses.replace(s, entry_shim=shim) for s in forwarded]
     return dataclasses.replace(tests, specs=specs, untested=untested)
 
 

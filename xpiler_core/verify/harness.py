@@ -405,9 +405,11 @@ def _run_cases(
 
 def poisoned_expectations(ref_built: BuiltProgram, spec: KernelSpec,
                           cancel: CancelToken | None) -> tuple[Expectation, Expectation] | None:
-    """The reference program run with its fresh device memory poisoned, and in the same block order without the
-    poison (see :func:`uninitialized_defect`); None where poisoning does not apply (a kernel, a GPU run)."""
-    if ref_built.program.kind != "host" or ref_built.on_gpu:  # poisoning is the runtime's device heap
+    """The reference program run with its fresh device memory poisoned and its shared arrays zeroed, and in the
+    same block order without that (see :func:`uninitialized_defect`); None where it does not apply: a GPU run,
+    or a kernel that is not CUDA/HIP (its memory is not the runtime's)."""
+    program = ref_built.program
+    if ref_built.on_gpu or (program.kind != "host" and program.dialect not in (Dialect.CUDA, Dialect.HIP)):
         return None
     return (_program_expectation(ref_built, spec, cancel, POISONED),
             _program_expectation(ref_built, spec, cancel, OTHER_SCHEDULES[0]))
