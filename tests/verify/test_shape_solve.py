@@ -541,3 +541,43 @@ def test_a_name_a_labeled_statement_assigns_is_not_taken_at_its_declared_value()
     module = lower_text(text, "k.cu", Dialect.CUDA)
     write = buffer_bounds(module.kernels()[0], module_constants(module), (1, 1, 1), (1, 1, 1))["x"].write
     assert write is not None and write[0] <= 5 <= write[1]
+
+
+CONCAT = """
+__global__ void concat(float* out, const float* a, const float* b) {{
+  if (((int)blockIdx.x) * {bq} + (((int)threadIdx.x) >> {sh}) < {lim}) {{
+    out[((int)blockIdx.x) * {block} + ((int)threadIdx.x)] = ({split} <= ((int)blockIdx.x) * {bq} + (((int)threadIdx.x) >> {sh}))
+        ? a[((int)blockIdx.x) * {block} + ((int)threadIdx.x) - {split} * {d}] : b[((int)blockIdx.x) * {block} + ((int)threadIdx.x)];
+  }}
+}}
+"""
+
+
+@settings(max_examples=40, deadline=None)
+@given(sh=st.integers(0, 3), bq=st.integers(1, 128), grid=st.integers(1, 20), lim_frac=st.floats(0, 1),
+       split_frac=st.floats(0, 1))
+def test_a_large_launch_is_split_where_a_condition_on_its_indices_goes_both_ways(
+        sh: int, bq: int, grid: int, lim_frac: float, split_frac: float) -> None:
+    """TVM's concatenation ``q >= split ? a[g - split * d] : b[g]`` with ``q = g >> sh`` over a launch too large to
+    bound thread by thread: the parts in which the condition goes both ways are split until it is decided, so
+    ``a``'s bounds start at its lowest element read (0), not at ``-split * d``, and contain every element read."""
+    block, d = bq << sh, 1 << sh
+    lim = max(1, int(lim_frac * grid * bq))
+    split = int(split_frac * lim)
+    text = CONCAT.format(bq=bq, sh=sh, lim=lim, block=block, split=split, d=d)
+    module = lower_text(text, "concat.cu", Dialect.CUDA)
+    bounds = buffer_bounds(module.kernels()[0], module_constants(module), (grid, 1, 1), (block, 1, 1))
+    touched: dict[str, set[int]] = {"a": set(), "b": set(), "out": set()}
+    for bx in range(grid):
+        for tx in range(block):
+            q, g = bx * bq + (tx >> sh), bx * block + tx
+            if q < lim:
+                touched["out"].add(g)
+                touched["a" if split <= q else "b"].add(g - split * d if split <= q else g)
+    for name, elements in touched.items():
+        got = bounds[name].write if name == "out" else bounds[name].read
+        if not elements:
+            continue
+        assert got is not None and got[0] <= min(elements) and max(elements) <= got[1], (name, got)
+    if touched["a"]:
+        assert bounds["a"].read is not None and bounds["a"].read[0] == min(touched["a"]) == 0

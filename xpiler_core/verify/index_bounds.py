@@ -187,6 +187,9 @@ class _Bounder:
         # tensor-core fragments declared in the kernel: (rows, cols) of the tile each loads or stores, and its
         # layout in memory (None: given at the store, as for an accumulator)
         self.fragments: dict[str, tuple[int, int, str | None]] = {}
+        # conditions on the launch's indices that some threads of this part pass and others fail (a finer part
+        # decides them: see buffer_bounds)
+        self.undecided = 0
 
     # -------------------------------------------------------------------------------------- expressions
     def value(self, e: A.Expr, env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> Interval:
@@ -339,7 +342,14 @@ class _Bounder:
         then = None if cond == (0, 0) else self.guard(e.cond, env, guards, at_once=at_once)
         other = None if cond[0] > 0 or cond[1] < 0 else self.guard(e.cond, env, guards, negate=True,
                                                                    at_once=at_once)
+        self._note_undecided(e.cond, then, other)
         return [(e.then, then), (e.else_, other)]
+
+    def _note_undecided(self, cond: A.Expr, then: object, other: object) -> None:
+        """Count ``cond`` as undecided in this part when both of its outcomes are live and it reads no memory
+        (a condition on data stays undecided however finely the launch is split)."""
+        if then is not None and other is not None and not any(isinstance(n, A.Index | A.Call) for n in A.walk(cond)):
+            self.undecided += 1
 
     def _bang_copy(self, call: A.Call, env: dict[str, Interval], guards: dict[A.Expr, Interval]) -> None:
         """``__memcpy(dst, src, bytes, FROM2TO[, dst_stride, src_stride, segnum])``: the GDRAM side (``src`` of
@@ -511,6 +521,7 @@ class _Bounder:
             if isinstance(stmt, A.If) and stmt.else_ is None and _exits(stmt.then):
                 self.touch(stmt.cond, env, guards)
                 past = self.guard(stmt.cond, env, guards, negate=True)
+                self._note_undecided(stmt.cond, past, self.guard(stmt.cond, env, guards) if past else None)
                 if past is None:
                     for rest in stmts[stmts.index(stmt) + 1:]:
                         self.dead(rest)
@@ -548,12 +559,13 @@ class _Bounder:
         elif isinstance(s, A.If):
             self.touch(s.cond, env, guards)
             taken = self.guard(s.cond, env, guards)
+            other = self.guard(s.cond, env, guards, negate=True)
+            self._note_undecided(s.cond, taken, other)
             if taken is not None:
                 self.stmt(s.then, *taken)
             else:
                 self.dead(s.then)
             if s.else_ is not None:
-                other = self.guard(s.cond, env, guards, negate=True)
                 if other is not None:
                     self.stmt(s.else_, *other)
                 else:
@@ -770,8 +782,35 @@ def buffer_bounds(fn: A.Function, constants: dict[str, int] | None = None,
     blocks = [(0, grid[0] - 2), (grid[0] - 1, grid[0] - 1)] if grid[0] > 1 else [(0, 0)]
     chunk = max(1, -(-block[0] // THREAD_CHUNKS))
     threads = [(t, min(t + chunk, block[0]) - 1) for t in range(0, block[0], chunk)]
-    return _bounds_in_parts(fn, constants, grid, block, [(b, t) for b in blocks for t in threads],
-                            MAX_BLOCK_THREADS)
+    # a part in which a condition on the launch's indices goes both ways is split in two (blocks first, then
+    # threads), until each is decided or REFINED_PARTS parts were bounded: a concatenation's
+    # ``bx * 128 + (tx >> 3) >= 1125 ? a[bx * 1024 + tx - 9000] : b[...]`` then reads no element below 0
+    pending: list[tuple[Interval, Interval]] = [(b, t) for b in blocks for t in threads]
+    done: list[dict[str, BufferBounds]] = []
+    bounded = 0
+    while pending:
+        block_x, thread_x = pending.pop()
+        bounder = _bounded_part(fn, constants, grid, block, block_x, thread_x, MAX_BLOCK_THREADS, None)
+        bounded += 1
+        halves = _halves(block_x, thread_x)
+        if bounder.undecided and halves and bounded + len(pending) + len(halves) <= REFINED_PARTS:
+            pending += halves
+        else:
+            done.append(bounder.buffers)
+    return _joined(done)
+
+
+REFINED_PARTS = 256  # the most parts a large launch is bounded in (each costs one pass over the kernel)
+
+
+def _halves(block_x: Interval, thread_x: Interval) -> list[tuple[Interval, Interval]]:
+    """A part split in two: its blocks when it holds several, else its threads; [] when it is one thread."""
+    for index, (lo, hi) in enumerate((block_x, thread_x)):
+        if hi > lo:
+            mid = (lo + hi) // 2
+            return [((lo, mid), thread_x), ((mid + 1, hi), thread_x)] if index == 0 else \
+                [(block_x, (lo, mid)), (block_x, (mid + 1, hi))]
+    return []
 
 
 def bang_buffer_bounds(fn: A.Function, constants: dict[str, int] | None, tasks: int,
@@ -794,21 +833,26 @@ def bang_buffer_bounds(fn: A.Function, constants: dict[str, int] | None, tasks: 
 def _bounds_in_parts(fn: A.Function, constants: dict[str, int] | None, grid: tuple[int, int, int] | None,
                      block: tuple[int, int, int] | None, parts: list[tuple[Interval | None, Interval | None]],
                      max_threads: int, names: dict[str, Interval] | None = None) -> dict[str, BufferBounds]:
-    parts_bounds: list[dict[str, BufferBounds]] = []
-    for block_x, thread_x in parts:
-        bounder = _Bounder(fn, constants or {}, grid, block, max_threads, names)
-        bounder.block_x, bounder.thread_x = block_x, thread_x
-        bounder.sequence(fn.body.stmts, {}, {})
-        # a buffer used other than through the accesses bounded (passed on, cast, stored) is not claimed
-        uses = {name: 0 for name in bounder.buffers}
-        for node in A.walk(fn.body):
-            if isinstance(node, A.Name) and node.id in uses:
-                uses[node.id] += 1
-        for name, bounds in bounder.buffers.items():
-            if uses[name] > bounder.accounted[name] or name in bounder.assigned:
-                bounds.known = False
-        parts_bounds.append(bounder.buffers)
-    return _joined(parts_bounds)
+    return _joined([_bounded_part(fn, constants, grid, block, block_x, thread_x, max_threads, names).buffers
+                    for block_x, thread_x in parts])
+
+
+def _bounded_part(fn: A.Function, constants: dict[str, int] | None, grid: tuple[int, int, int] | None,
+                  block: tuple[int, int, int] | None, block_x: Interval | None, thread_x: Interval | None,
+                  max_threads: int, names: dict[str, Interval] | None) -> _Bounder:
+    """The kernel bounded over one part of the launch (its blocks and threads along x)."""
+    bounder = _Bounder(fn, constants or {}, grid, block, max_threads, names)
+    bounder.block_x, bounder.thread_x = block_x, thread_x
+    bounder.sequence(fn.body.stmts, {}, {})
+    # a buffer used other than through the accesses bounded (passed on, cast, stored) is not claimed
+    uses = {name: 0 for name in bounder.buffers}
+    for node in A.walk(fn.body):
+        if isinstance(node, A.Name) and node.id in uses:
+            uses[node.id] += 1
+    for name, bounds in bounder.buffers.items():
+        if uses[name] > bounder.accounted[name] or name in bounder.assigned:
+            bounds.known = False
+    return bounder
 
 
 def _joined(parts: list[dict[str, BufferBounds]]) -> dict[str, BufferBounds]:
