@@ -101,6 +101,9 @@ def run_bang_spec(
     indices = _select_cases(spec, cases)
     entry = entry or spec.entry
     kind = kind or spec.kind
+    if spec.entry_shim and entry == spec.entry and f"{entry}(" not in candidate_text:
+        # the spec's forwarder to the entry under test, built with the candidate (as on every other target)
+        candidate_text = f"{candidate_text}\n{spec.entry_shim}\n"
     build = build_bang(candidate_text, path=path, generation=generation)
     violations = [v.diagnostic.format() for v in build.capacity_violations]
     if not build.ok or build.output is None:

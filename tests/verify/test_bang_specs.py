@@ -1,0 +1,65 @@
+"""BANG C candidates on a spec's cases (``verify/bang.py``), as ``xpiler test --candidate X.mlu`` runs them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xpiler_core.verify.bang import run_bang_spec
+from xpiler_core.verify.spec import load_spec
+
+# a host entry that takes an index buffer the spec does not make: the spec's forwarder supplies it
+SCATTER = r"""
+#include <bang.h>
+__mlu_global__ void reverse_rows(const float* in, const int* idx, float* out, int n) {
+  if (taskId != 0) return;
+  for (int i = 0; i < n; ++i) out[idx[i]] = in[i];
+}
+extern "C" void scatter_rows(const float* h_in, const int* h_idx, float* h_out, int n) {
+  float *d_in, *d_out; int* d_idx;
+  cnrtMalloc((void**)&d_in, n * sizeof(float));
+  cnrtMalloc((void**)&d_out, n * sizeof(float));
+  cnrtMalloc((void**)&d_idx, n * sizeof(int));
+  cnrtMemcpy(d_in, (void*)h_in, n * sizeof(float), cnrtMemcpyHostToDev);
+  cnrtMemcpy(d_idx, (void*)h_idx, n * sizeof(int), cnrtMemcpyHostToDev);
+  cnrtDim3_t dim = {1, 1, 1};
+  reverse_rows<<<dim, cnrtFuncTypeBlock, 0>>>(d_in, d_idx, d_out, n);
+  cnrtMemcpy(h_out, d_out, n * sizeof(float), cnrtMemcpyDevToHost);
+  cnrtFree(d_in); cnrtFree(d_out); cnrtFree(d_idx);
+}
+"""
+
+SPEC = """
+name = "scatter"
+source = "scatter.mlu"
+entry = "scatter_entry"
+kind = "host"
+reference = "ref.py:ref"
+entry_shim = '''
+extern "C" void scatter_entry(float* h_in, float* h_out) {
+  static int idx[64];
+  for (int i = 0; i < 64; ++i) idx[i] = 63 - i;
+  scatter_rows(h_in, idx, h_out, 64);
+}
+'''
+
+[[args]]
+name = "h_in"
+dtype = "float32"
+shape = [64]
+role = "in"
+
+[[args]]
+name = "h_out"
+dtype = "float32"
+shape = [64]
+role = "out"
+"""
+
+
+def test_a_spec_forwarder_is_built_with_a_bang_candidate(tmp_path: Path) -> None:
+    (tmp_path / "scatter.mlu").write_text(SCATTER)
+    (tmp_path / "ref.py").write_text("def ref(h_in):\n    return h_in[::-1].copy()\n")
+    (tmp_path / "spec.toml").write_text(SPEC)
+    spec = load_spec(tmp_path / "spec.toml")
+    assert run_bang_spec(spec, SCATTER).passed
+    assert not run_bang_spec(spec, SCATTER.replace("out[idx[i]] = in[i]", "out[i] = in[i]")).passed
