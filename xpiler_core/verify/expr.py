@@ -19,6 +19,8 @@ class ExprError(ValueError):
 
 
 def ceil_div(a: int, b: int) -> int:
+    if b == 0:  # an expression error wherever it is evaluated (interpreted or compiled), not a crash
+        raise ExprError("division by zero in ceil_div")
     return -(-a // b)
 
 
