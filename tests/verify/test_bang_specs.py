@@ -63,3 +63,34 @@ def test_a_spec_forwarder_is_built_with_a_bang_candidate(tmp_path: Path) -> None
     spec = load_spec(tmp_path / "spec.toml")
     assert run_bang_spec(spec, SCATTER).passed
     assert not run_bang_spec(spec, SCATTER.replace("out[idx[i]] = in[i]", "out[i] = in[i]")).passed
+
+
+# every block writes its own index to out[0] (the last block to run wins) and doubles its own slice of y:
+# out[0] depends on the schedule, y does not
+LAST_WRITER = r"""
+#include <cuda_runtime.h>
+__global__ void last_writer(float* out, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (threadIdx.x == 0) out[0] = (float)blockIdx.x;
+  if (i < n) y[i] = 2.0f * y[i];
+}
+extern "C" void run(float* out, float* y, int n) {
+  float *d_out, *d_y;
+  cudaMalloc(&d_out, sizeof(float));
+  cudaMalloc(&d_y, n * sizeof(float));
+  cudaMemcpy(d_y, y, n * sizeof(float), cudaMemcpyHostToDevice);
+  last_writer<<<(n + 63) / 64, 64>>>(d_out, d_y, n);
+  cudaMemcpy(out, d_out, sizeof(float), cudaMemcpyDeviceToHost);
+  cudaMemcpy(y, d_y, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(d_out); cudaFree(d_y);
+}
+"""
+
+
+def test_an_output_the_schedule_decides_is_not_the_bang_translations_fault() -> None:
+    from xpiler_core.dialect import Dialect
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    result = translate(LAST_WRITER, "last.cu", TranslateOptions(target=Dialect.BANG))
+    assert "computes different results" not in result.summary, result.summary
+    assert result.status == "verified", result.summary

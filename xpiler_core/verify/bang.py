@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,11 @@ from xpiler_core.runtime.bang.build import build_bang, format_build_errors
 from xpiler_core.runtime.bang.call import run_bang_kernel
 from xpiler_core.runtime.bang.run import BangWorker
 from xpiler_core.verify.harness import (
+    OTHER_SCHEDULES,
     CaseResult,
     SpecReport,
     _compare_case,
+    _judge_order,
     _load_reference,
     _numpy_expectation,
     _program,
@@ -114,25 +116,27 @@ def run_bang_spec(
         if isinstance(expectation, str):
             return BangSpecReport(False, [], None, time.monotonic() - started, 0, reference_error=expectation,
                                   capacity_violations=violations, onchip_usage=build.usage, generation=build.generation)
-        expected_for, poisoned = expectation
+        expected_for, poisoned, other_schedules = expectation
         results = _run_cases(spec, candidate_text, build.output, expected_for, indices, entry, kind, task_dim,
-                             task_type, generation, seed, cancel, path, Path(tmp), poisoned)
+                             task_type, generation, seed, cancel, path, Path(tmp), poisoned, other_schedules)
     tested = [r for r in results if not r.source_failed]
     return BangSpecReport(bool(tested) and all(r.passed for r in tested), results, None,
                           time.monotonic() - started, 0, capacity_violations=violations, onchip_usage=build.usage,
                           generation=build.generation)
 
 
+
 Expectation = Callable[[int, dict[str, Any], Mapping[str, Any], Path], "dict[str, np.ndarray] | str"]
+_Expected = tuple[Expectation, tuple[Expectation, Expectation] | None, list[Expectation]]
 
 
-def _expectation(spec: KernelSpec, workdir: Path,
-                 cancel: CancelToken | None) -> tuple[Expectation, tuple[Expectation, Expectation] | None] | str:
+def _expectation(spec: KernelSpec, workdir: Path, cancel: CancelToken | None) -> _Expected | str:
     """Expected outputs per case: the numpy reference, or the reference source run on the SIMT runtime
     (differential testing, as the harness does for automatic specs) with its poisoned runs (a source that reads
-    device memory it never wrote is the source's defect, as on every target)."""
+    device memory it never wrote is the source's defect, as on every target) and its runs under the other block
+    orders (asked only when the candidate differs: an output the schedule decides is not the translation's)."""
     if spec.reference is not None:
-        return _numpy_expectation(_load_reference(spec), spec), None
+        return _numpy_expectation(_load_reference(spec), spec), None, []
     if spec.reference_source is None:
         return "the spec has neither a numpy reference nor a reference source"
     from xpiler_core.dialect import detect_dialect
@@ -144,7 +148,8 @@ def _expectation(spec: KernelSpec, workdir: Path,
     ref_built = build_program(ref_program, spec, workdir / "build-ref")
     if not ref_built.build.ok:
         return "reference source failed to build:\n" + ref_built.build.log
-    return _program_expectation(ref_built, spec, cancel), poisoned_expectations(ref_built, spec, cancel)
+    return (_program_expectation(ref_built, spec, cancel), poisoned_expectations(ref_built, spec, cancel),
+            [_program_expectation(ref_built, spec, cancel, env) for env in OTHER_SCHEDULES])
 
 
 def bang_source_expectation(spec: KernelSpec, source_text: str, source_name: str, entry: str,
@@ -165,7 +170,8 @@ def bang_source_expectation(spec: KernelSpec, source_text: str, source_name: str
 def _run_cases(spec: KernelSpec, candidate_text: str, library: Path, expected_for: Expectation, indices: list[int],
                entry: str, kind: str, task_dim: tuple[int, int, int], task_type: str, generation: str | None,
                seed: int, cancel: CancelToken | None, path: str, workdir: Path,
-               poisoned: tuple[Expectation, Expectation] | None = None) -> list[CaseResult]:
+               poisoned: tuple[Expectation, Expectation] | None = None,
+               other_schedules: Sequence[Expectation] = ()) -> list[CaseResult]:
     results: list[CaseResult] = []
     with BangWorker(timeout_s=spec.timeout_s) as worker:
         for i in indices:
@@ -197,6 +203,11 @@ def _run_cases(spec: KernelSpec, candidate_text: str, library: Path, expected_fo
                 continue
             got = {a.name: arr for a, arr in zip(spec.args, arrays, strict=False) if a.is_output and arr is not None}
             result = _compare_case(spec, sizes, expected, got)
+            if not result.passed and other_schedules:
+                again = [other(i, case, inputs, workdir / f"ref{i}-other{k}") for k, other in enumerate(other_schedules)]
+                runs = [a for a in again if not isinstance(a, str)]
+                if runs:
+                    result = _judge_order(spec, sizes, expected, runs, got, result)
             result.seconds = time.monotonic() - case_started
             results.append(result)
     return results
