@@ -172,9 +172,10 @@ def plan(
                 "with the grid the kernel is launched with"))
         if len(tests.specs) > 1:
             # one spec's launch seeds the translation of its kernel: the others' would run at a launch nobody chose
+            kernels = len(tests.specs) + len(tests.untested)
             tests = dataclasses.replace(tests, specs=[], untested=[], reason=(
-                f"the file has {len(tests.specs) + len(tests.untested)} kernels and no host code, and the BANG translation binds the launch "
-                "of one kernel, the one its tests name: give --spec for the kernel to check"))
+                f"the file has {kernels} kernels and no host code, and the BANG translation binds the launch of "
+                "one kernel, the one its tests name: give --spec for the kernel to check"))
         spec = tests.specs[0] if tests.specs else None
         candidate, records, ctx = translate_unit(work, spec, options.pass_params, options.passes)
         if candidate is not None and options.verify:

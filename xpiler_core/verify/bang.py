@@ -28,8 +28,6 @@ from xpiler_core.verify.harness import (
     OTHER_SCHEDULES,
     CaseResult,
     SpecReport,
-    _compare_case,
-    _judge_order,
     _load_reference,
     _numpy_expectation,
     _program,
@@ -37,8 +35,10 @@ from xpiler_core.verify.harness import (
     _select_cases,
     _sizes,
     build_program,
+    judged_by_schedule,
     poisoned_expectations,
     uninitialized_defect,
+    with_entry_shim,
 )
 from xpiler_core.verify.inputs import case_inputs
 from xpiler_core.verify.spec import KernelSpec
@@ -103,9 +103,7 @@ def run_bang_spec(
     indices = _select_cases(spec, cases)
     entry = entry or spec.entry
     kind = kind or spec.kind
-    if spec.entry_shim and entry == spec.entry and f"{entry}(" not in candidate_text:
-        # the spec's forwarder to the entry under test, built with the candidate (as on every other target)
-        candidate_text = f"{candidate_text}\n{spec.entry_shim}\n"
+    candidate_text = with_entry_shim(spec, candidate_text, entry)  # as on every other target
     build = build_bang(candidate_text, path=path, generation=generation)
     violations = [v.diagnostic.format() for v in build.capacity_violations]
     if not build.ok or build.output is None:
@@ -125,7 +123,6 @@ def run_bang_spec(
                           generation=build.generation)
 
 
-
 Expectation = Callable[[int, dict[str, Any], Mapping[str, Any], Path], "dict[str, np.ndarray] | str"]
 _Expected = tuple[Expectation, tuple[Expectation, Expectation] | None, list[Expectation]]
 
@@ -133,7 +130,7 @@ _Expected = tuple[Expectation, tuple[Expectation, Expectation] | None, list[Expe
 def _expectation(spec: KernelSpec, workdir: Path, cancel: CancelToken | None) -> _Expected | str:
     """Expected outputs per case: the numpy reference, or the reference source run on the SIMT runtime
     (differential testing, as the harness does for automatic specs) with its poisoned runs (a source that reads
-    device memory it never wrote is the source's defect, as on every target) and its runs under the other block
+    memory it never wrote is the source's defect, as on every target) and its runs under the other block
     orders (asked only when the candidate differs: an output the schedule decides is not the translation's)."""
     if spec.reference is not None:
         return _numpy_expectation(_load_reference(spec), spec), None, []
@@ -202,12 +199,7 @@ def _run_cases(spec: KernelSpec, candidate_text: str, library: Path, expected_fo
                 results.append(CaseResult(sizes, False, error=error, seconds=time.monotonic() - case_started))
                 continue
             got = {a.name: arr for a, arr in zip(spec.args, arrays, strict=False) if a.is_output and arr is not None}
-            result = _compare_case(spec, sizes, expected, got)
-            if not result.passed and other_schedules:
-                again = [other(i, case, inputs, workdir / f"ref{i}-other{k}") for k, other in enumerate(other_schedules)]
-                runs = [a for a in again if not isinstance(a, str)]
-                if runs:
-                    result = _judge_order(spec, sizes, expected, runs, got, result)
+            result = judged_by_schedule(spec, sizes, expected, got, other_schedules, i, case, inputs, workdir)
             result.seconds = time.monotonic() - case_started
             results.append(result)
     return results

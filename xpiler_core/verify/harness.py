@@ -389,12 +389,7 @@ def _run_cases(
             if spec.cases_are_alternatives:
                 break
             continue
-        result = _compare_case(spec, sizes, expected, run.outputs)
-        if not result.passed and other_schedules:
-            again = [other(i, case, inputs, workdir / f"ref{i}-other{k}") for k, other in enumerate(other_schedules)]
-            runs = [a for a in again if not isinstance(a, str)]
-            if runs:
-                result = _judge_order(spec, sizes, expected, runs, run.outputs, result)
+        result = judged_by_schedule(spec, sizes, expected, run.outputs, other_schedules, i, case, inputs, workdir)
         result.seconds = time.monotonic() - started
         result.stdout = run.stdout
         results.append(result)
@@ -418,7 +413,8 @@ def poisoned_expectations(ref_built: BuiltProgram, spec: KernelSpec,
 def uninitialized_defect(spec: KernelSpec, sizes: dict[str, int], expected: Mapping[str, np.ndarray],
                          poisoned: tuple[Expectation, Expectation], i: int, case: dict[str, Any],
                          inputs: Mapping[str, Any], workdir: Path) -> str | None:
-    """The source's defect when its outputs at case ``i`` depend on what its fresh device memory holds."""
+    """The source's defect when its outputs at case ``i`` depend on what its fresh device memory or shared
+    arrays hold."""
     with_poison, in_order = poisoned
     return _uninitialized_read(spec, sizes, expected, with_poison(i, case, inputs, workdir / f"ref{i}-poison"),
                                functools.partial(in_order, i, case, inputs, workdir / f"ref{i}-in-order"))
@@ -428,9 +424,9 @@ def _uninitialized_read(spec: KernelSpec, sizes: dict[str, int], first: Mapping[
                         poisoned: dict[str, np.ndarray] | str,
                         in_order: Callable[[], dict[str, np.ndarray] | str]) -> str | None:
     """The source's outputs change when its fresh device memory and shared arrays hold other bytes: it reads
-    memory it never wrote (a GPU returns whatever that memory last held), named as its defect. None when they do not change,
-    or when the same run without the poison (``in_order``: the poisoned run's block order) changes them alike:
-    then the schedule decides them, not the memory."""
+    memory it never wrote (a GPU returns whatever that memory last held), named as its defect. None when they do
+    not change, or when the same run without the poison (``in_order``: the poisoned run's block order) changes
+    them alike: then the schedule decides them, not the memory."""
     if isinstance(poisoned, str):
         return None  # the poisoned run failed: its own failure is judged where the source runs normally
 
@@ -462,6 +458,28 @@ def _uninitialized_message(differs: list[ArgSpec], first: Mapping[str, np.ndarra
     return (f"{UNINITIALIZED}: its output '{a.name}' changes with what freshly allocated device memory or "
             f"unwritten shared memory holds ({where}; a run with other bytes there) — a GPU returns whatever that "
             "memory last held")
+
+
+def judged_by_schedule(spec: KernelSpec, sizes: dict[str, int], expected: Mapping[str, np.ndarray],
+                       got: Mapping[str, np.ndarray], other_schedules: Sequence[Expectation], i: int,
+                       case: dict[str, Any], inputs: Mapping[str, Any], workdir: Path) -> CaseResult:
+    """The candidate's outputs at case ``i`` compared with the reference's; where they differ, the reference runs
+    again under ``other_schedules`` (see :func:`_judge_order`)."""
+    result = _compare_case(spec, sizes, expected, got)
+    if not result.passed and other_schedules:
+        again = [other(i, case, inputs, workdir / f"ref{i}-other{k}") for k, other in enumerate(other_schedules)]
+        runs = [a for a in again if not isinstance(a, str)]
+        if runs:
+            result = _judge_order(spec, sizes, expected, runs, got, result)
+    return result
+
+
+def with_entry_shim(spec: KernelSpec, text: str, entry: str) -> str:
+    """``text`` with the spec's forwarder to its entry appended, when the entry under test is the spec's and
+    the text does not define it (the forwarder is built with the candidate only)."""
+    if spec.entry_shim and entry == spec.entry and f"{entry}(" not in text:
+        return f"{text}\n{spec.entry_shim}\n"
+    return text
 
 
 def _judge_order(spec: KernelSpec, sizes: dict[str, int], first: Mapping[str, np.ndarray],
@@ -518,9 +536,9 @@ def _program(
 ) -> Program:
     if kind == "host" and dialect is Dialect.C and "<" in entry:
         entry = A.instance_symbol(entry)  # a template kernel's instance, exported under a C name
-    if spec.entry_shim and entry == spec.entry and f"{entry}(" not in text:
-        text = f"{text}\n{spec.entry_shim}\n"
-    elif kind == "host" and not spec.entry_shim:
+    if spec.entry_shim:
+        text = with_entry_shim(spec, text, entry)
+    elif kind == "host":
         # a host entry with C++ linkage cannot be found by dlsym under its source name: call it through a
         # forwarder with C linkage
         as_cplusplus = dialect is not Dialect.C or is_cplusplus(text)
