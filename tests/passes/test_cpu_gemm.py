@@ -302,16 +302,6 @@ __global__ void nobarrier(const float* A, const float* B, float* C, int n) {
   for (int k = 0; k < 16; ++k) acc += As[threadIdx.y][k] * B[k * n + c];
   C[r * n + c] = acc;
 }""",
-    "tile read transposed": r"""
-__global__ void transposed_tile(const float* A, const float* B, float* C, int n) {
-  __shared__ float As[16][16];
-  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
-  As[threadIdx.y][threadIdx.x] = A[r * n + threadIdx.x];
-  __syncthreads();
-  float acc = 0.0f;
-  for (int k = 0; k < 16; ++k) acc += As[k][threadIdx.y] * B[k * n + c];
-  C[r * n + c] = acc;
-}""",
     "output read at another thread's element": r"""
 __global__ void gemm_neighbour(const float* A, const float* B, float* C, int M, int N, int K) {
   int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
@@ -322,6 +312,38 @@ __global__ void gemm_neighbour(const float* A, const float* B, float* C, int M, 
   }
 }""",
 }
+
+
+TRANSPOSED_TILE_READ = r"""
+__global__ void transposed_tile(const float* A, const float* B, float* C, int n) {
+  __shared__ float As[16][16];
+  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
+  As[threadIdx.y][threadIdx.x] = A[r * n + threadIdx.x];
+  __syncthreads();
+  float acc = 0.0f;
+  for (int k = 0; k < 16; ++k) acc += As[k][threadIdx.y] * B[k * n + c];
+  C[r * n + c] = acc;
+}
+extern "C" void run_transposed_tile(const float* A, const float* B, float* C, int n) {
+  transposed_tile<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(A, B, C, n);
+}
+"""
+
+
+@pytest.mark.parametrize("n", [16, 48])
+def test_a_tile_read_transposed_computes_what_the_kernel_does(tmp_path, n: int) -> None:  # noqa: ANN001
+    # thread (ty, tx) stages A[16 by + ty][tx]; the reader takes As[k][ty], the element thread (k, ty) staged:
+    # row r of C sums A[16 (r / 16) + k][r % 16] * B[k][c] over the tile (a gathered operand, not A's rows)
+    text, records, _ctx = translate_to_cpu(TRANSPOSED_TILE_READ, "transposed_tile.cu")
+    assert text is not None
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal((n, n)).astype(np.float32), rng.standard_normal((n, n)).astype(np.float32)
+    c = np.full((n, n), np.nan, np.float32)
+    lib.run_transposed_tile(*(x.ctypes.data_as(ctypes.c_void_p) for x in (a, b, c)), n)
+    rows = np.arange(n)
+    gathered = a.astype(np.float64)[16 * (rows[:, None] // 16) + np.arange(16)[None, :], (rows % 16)[:, None]]
+    np.testing.assert_allclose(c, gathered @ b[:16].astype(np.float64), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

@@ -25,6 +25,38 @@ from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
 KEPT = Path(__file__).resolve().parents[2] / "benchmarks" / "soundness" / "kept_under_condition" / \
     "kept_under_condition.cu"
 
+# register blocking: each thread of a 16 x 16 block computes RB x RB outputs of a 64 x 64 tile from register copies
+# of a tile column and row; each thread stages RB elements of each tile (a loop of constant trip count). `row`, `col`:
+# where element (i, j) of a thread's outputs goes (transposed within the thread's block: not a product)
+REGISTER_BLOCKED = r"""
+__global__ void {name}(const float *A, const float *B, float *C, int M, int N, int K) {{
+  __shared__ float As[T * RB][T];
+  __shared__ float Bs[T][T * RB];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row0 = blockIdx.y * T * RB, col0 = blockIdx.x * T * RB;
+  float acc[RB * RB];
+  float a_reg[RB], b_reg[RB];
+  for (int e = 0; e < RB * RB; ++e) acc[e] = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {{
+    for (int l = 0; l < RB; ++l) {{
+      As[ty + T * l][tx] = A[(row0 + ty + T * l) * K + k0 + tx];
+      Bs[ty][tx + T * l] = B[(k0 + ty) * N + col0 + tx + T * l];
+    }}
+    __syncthreads();
+    for (int k = 0; k < T; ++k) {{
+      for (int i = 0; i < RB; ++i) a_reg[i] = As[ty * RB + i][k];
+      for (int j = 0; j < RB; ++j) b_reg[j] = Bs[k][tx * RB + j];
+      for (int i = 0; i < RB; ++i)
+        for (int j = 0; j < RB; ++j) acc[i * RB + j] += a_reg[i] * b_reg[j];
+    }}
+    __syncthreads();
+  }}
+  for (int i = 0; i < RB; ++i)
+    for (int j = 0; j < RB; ++j)
+      C[(row0 + ty * RB + {row}) * N + col0 + tx * RB + {col}] = acc[i * RB + j];
+}}
+"""
+
 KERNELS = r"""
 #define T 16
 
@@ -106,6 +138,15 @@ __global__ void two_offsets(float *C, const float *A, const float *B, int K, int
   C[c + N * ty + tx] = acc;
 }
 
+#define RB 4
+extern "C" void run_register_blocked(const float *A, const float *B, float *C, int M, int N, int K) {
+  register_blocked<<<dim3(N / (T * RB), M / (T * RB)), dim3(T, T)>>>(A, B, C, M, N, K);
+}
+
+extern "C" void run_register_blocked_swapped(const float *A, const float *B, float *C, int M, int N, int K) {
+  register_blocked_swapped<<<dim3(N / (T * RB), M / (T * RB)), dim3(T, T)>>>(A, B, C, M, N, K);
+}
+
 extern "C" void run_two_offsets(const float *A, const float *B, float *C, int M, int N, int K) {
   two_offsets<<<dim3(N / T, M / T), dim3(T, T)>>>(C, A, B, K, N);
 }
@@ -123,6 +164,9 @@ extern "C" void run_split_reads_raw_index(const float *A, const float *B, float 
   split_reads_raw_index<<<dim3(N / T, M / T), dim3(T * T)>>>(A, B, C, M, N, K);
 }
 """
+KERNELS = KERNELS.replace("#define RB 4\n", "#define RB 4\n" + "".join(
+    REGISTER_BLOCKED.format(name=name, row=row, col=col)
+    for name, row, col in (("register_blocked", "i", "j"), ("register_blocked_swapped", "j", "i"))), 1)
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +232,9 @@ def test_staged_value_of_the_raw_thread_index_stays_on_the_loops(lib: ctypes.CDL
     c = np.full((M, N), np.nan, np.float32)
     calls = _calls(lib)
     lib.run_split_reads_raw_index(_ptr(a), _ptr(b), _ptr(c), M, N, K)
-    assert calls.value == 0
+    # threadIdx.x is written in the digits it was split into (c + T * r), so the staged value is the storing
+    # thread's column, forwarded as the reader's k: a matrix product (numpy's answer either way)
+    assert calls.value == 1
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
 
 
@@ -213,4 +259,30 @@ def test_output_set_under_a_condition_is_not_taken_for_the_product(lib: ctypes.C
     assert calls.value == 0
     expected = a.astype(np.float64) @ b
     expected[:, keep:] = 0.0
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(64, 64, 16), (128, 192, 80)])
+def test_register_blocked_threads_are_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    # each thread's 4 x 4 outputs, its register copies and its 4 staged elements per tile: one matrix product
+    rng = np.random.default_rng(M + 3 * N + K)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    calls = _calls(lib)
+    lib.run_register_blocked(_ptr(a), _ptr(b), _ptr(c), M, N, K)
+    assert calls.value == 1
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_register_blocked_outputs_stored_transposed_stay_on_the_loops(lib: ctypes.CDLL) -> None:
+    M, N, K = 64, 128, 32
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    calls = _calls(lib)
+    lib.run_register_blocked_swapped(_ptr(a), _ptr(b), _ptr(c), M, N, K)
+    assert calls.value == 0
+    # what the kernel computes: within each thread's 4 x 4 block, output (i, j) holds product element (j, i)
+    product = a.astype(np.float64) @ b
+    expected = product.reshape(M // 4, 4, N // 4, 4).transpose(0, 3, 2, 1).reshape(M, N)
     np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))

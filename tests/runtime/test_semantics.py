@@ -453,3 +453,31 @@ def test_a_kernel_launched_through_a_local_function_pointer(built_factory) -> No
     x = np.arange(50, dtype=np.float32)
     _, y = lib.outputs("t_pick", [x, np.zeros_like(x), np.int32(50), np.int32(1)])
     np.testing.assert_array_equal(y, 3.0 * x)
+
+
+# float4 reads and writes of `float` shared tiles (the staging of vectorized GEMMs): a GPU's shared arrays are
+# 16-byte aligned in practice, so such code runs there; a 4-byte aligned tile faulted (an aligned SSE move)
+VECTOR_TILES = r"""
+#define FLOAT4(x) (reinterpret_cast<float4 *>(&(x))[0])
+__global__ void stage_as_float4(float* x, float* y) {
+  __shared__ float odd[3];
+  __shared__ float tile[4][8];
+  __shared__ char flag[5];
+  __shared__ float other[2][12];
+  const int t = threadIdx.x;
+  odd[t % 3] = 1.0f;
+  flag[t % 5] = 1;
+  FLOAT4(tile[t / 2][(t % 2) * 4]) = FLOAT4(x[t * 4]);
+  FLOAT4(other[t / 4][(t % 4) * 4 % 12]) = FLOAT4(x[t * 4]);
+  __syncthreads();
+  FLOAT4(y[t * 4]) = FLOAT4(tile[t / 2][(t % 2) * 4]);
+}
+extern "C" void t_stage_as_float4(float* x, float* y) { stage_as_float4<<<1, 8>>>(x, y); }
+"""
+
+
+def test_float4_access_to_shared_float_tiles(built_factory) -> None:  # type: ignore[no-untyped-def]
+    x = np.arange(32, dtype=np.float32)
+    res = built_factory(VECTOR_TILES).call("t_stage_as_float4", [x, np.zeros(32, np.float32)], threads=1)
+    assert res.ok, res.error
+    np.testing.assert_array_equal(res.outputs["a1"], x)

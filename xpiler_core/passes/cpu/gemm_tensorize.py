@@ -433,22 +433,62 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
     ptr_params = {p.name for p in fn.params if isinstance(p, A.Param) and p.name and len(p.type.pointers) == 1
                   and p.type.base.replace("const", "").strip() == "float"}
     int_params = {p.name for p in fn.params if isinstance(p, A.Param) and p.name and not p.type.pointers}
-    ev = ThreadEvaluator(int_params, ptr_params, helpers, consts=consts)
-    ev.run(stmts_of(inner.body))
+
+    def evaluated(plan: bool) -> ThreadEvaluator:
+        ev = ThreadEvaluator(int_params, ptr_params, helpers, consts=consts)
+        if plan:
+            ev.plan_splits(stmts_of(inner.body))
+        ev.run(stmts_of(inner.body))
+        return ev
+
+    def planned() -> MatmulShape:
+        """The shape with every split of a thread index planned, the divisors the evaluation meets through
+        copies of the index added until no new one shows."""
+        seen: dict[str, set[int]] = {}
+        while True:
+            ev = ThreadEvaluator(int_params, ptr_params, helpers, consts=consts)
+            ev.plan_splits(stmts_of(inner.body), seen)
+            try:
+                ev.run(stmts_of(inner.body))
+                return recognize(ev)
+            except PassRefused:
+                if all(found <= seen.get(base, set()) for base, found in ev.divisors.items()):
+                    raise
+                for base, found in ev.divisors.items():
+                    seen.setdefault(base, set()).update(found)
+
+    ev: ThreadEvaluator | None = None
     try:
+        ev = evaluated(plan=False)
         shape = recognize(ev)
     except PassRefused as refusal:
-        try:
-            implicit = recognize_implicit(ev)
-        except PassRefused as other:
-            raise PassRefused(f"{refusal.reason}; as an implicit GEMM: {other.reason}") from None
-        pre, lines = emit_implicit(implicit, mc, kc, nc)
-        if kinds is not None:
-            kinds[fn.name] = "implicit GEMM (gathered operands)"
+        first = refusal
     else:
-        if shape.batched and shape.out.batch_stride.terms == ():
-            raise PassRefused("blocks along z write the same outputs")
-        pre, lines = emit(shape, mc, kc, nc)
+        return _with_fast_path(fn, i, *emit(shape, mc, kc, nc), shape)
+    try:
+        # again with every split of a thread index planned before evaluating (``plan_splits``): a thread that
+        # splits its index by several constants in another order than they divide one another
+        shape = planned()
+    except PassRefused as again:
+        if again.reason != first.reason:
+            first = PassRefused(f"{first.reason}; with the thread index split by all its divisors: {again.reason}")
+    else:
+        return _with_fast_path(fn, i, *emit(shape, mc, kc, nc), shape)
+    if ev is None:
+        raise first
+    try:
+        implicit = recognize_implicit(ev)
+    except PassRefused as other:
+        raise PassRefused(f"{first.reason}; as an implicit GEMM: {other.reason}") from None
+    if kinds is not None:
+        kinds[fn.name] = "implicit GEMM (gathered operands)"
+    return _with_fast_path(fn, i, *emit_implicit(implicit, mc, kc, nc))
+
+
+def _with_fast_path(fn: A.Function, i: int, pre: list[str], lines: list[str],
+                    shape: MatmulShape | None = None) -> A.Function:
+    if shape is not None and shape.batched and shape.out.batch_stride.terms == ():
+        raise PassRefused("blocks along z write the same outputs")
     guard = guarded_fast_path(pre, lines, Dialect.C)
     stmts = [*fn.body.stmts[:i], guard, *fn.body.stmts[i:]]
     return A.replace(fn, body=A.replace(fn.body, stmts=tuple(stmts)))

@@ -557,6 +557,7 @@ class _Fission:
         self.uniform: set[str] = params - self.assigned
         self.local: set[str] = {d.name for d in A.walk(kernel.body) if isinstance(d, A.VarDecl)} - self.shared
         self.hoisted: list[A.Stmt] = []
+        self.constants: dict[str, int] = {}  # the kernel's `const int` locals of constant value, by name
         self.pred_count = itertools.count()
 
     def is_uniform(self, expr: A.Node) -> bool:
@@ -606,11 +607,17 @@ class _Fission:
 
         for s in stmts:
             if isinstance(s, A.DeclStmt) and any(d.is_shared for d in s.decls):
-                self.hoisted.append(s)
+                # hoisted above the kernel's own constants: extents that name them (`__shared__ float a[BM][BK]`
+                # after `const int BM = 128;`) take their values
+                self.hoisted.append(A.substitute(s, {n: A.lit(v) for n, v in self.constants.items()}))
                 continue
             if not _has_sync(s):
                 if self.uniform_decl(s):
                     assert isinstance(s, A.DeclStmt)
+                    for d in s.decls:
+                        value = A.const_int(d.init, self.constants) if d.init is not None else None
+                        if value is not None and "const" in d.type.quals and not d.type.pointers:
+                            self.constants[d.name] = value
                     declared = {d.name for d in s.decls}
                     self.uniform |= declared
                     # a value of params/builtins/literals that the pending thread statements neither compute
@@ -870,7 +877,9 @@ def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Functio
     for d in expanded.values():
         t = A.replace(d.type, quals=tuple(q for q in d.type.quals if q != "const") if not d.type.pointers
                       else d.type.quals, pointers=tuple(tuple(q for q in p if q != "const") for p in d.type.pointers))
-        block_decls.append(A.DeclStmt((A.VarDecl(d.name, t, (_NT, *d.dims)),)))
+        known = {n: A.lit(v) for n, v in fission.constants.items()}  # declared below the block's arrays
+        dims = tuple(A.substitute(x, known) if x is not None else None for x in d.dims)
+        block_decls.append(A.DeclStmt((A.VarDecl(d.name, t, (_NT, *dims)),)))
     if done_flags:
         block_decls.append(A.DeclStmt((A.VarDecl("xp_done", A.ctype("unsigned char"), (_NT,)),)))
         block_decls.append(A.ExprStmt(A.call("memset", A.Name("xp_done"), A.lit(0), A.Name("xp_nt"))))
@@ -952,11 +961,25 @@ def _expanded_init(d: A.VarDecl) -> list[A.Stmt]:
         raise PassRefused(f"cannot expand initialized array '{d.name}' across a barrier", d.span)
     this = A.Name(d.name)
     out: list[A.Stmt] = [A.ExprStmt(A.call("memset", A.Unary("&", this), A.lit(0), A.call("sizeof", this)))]
-    if len(d.dims) > 1 and d.init.items:
-        raise PassRefused(f"cannot expand the braced rows of array '{d.name}' across a barrier", d.span)
+    # a flat list fills a many-dimensional array in row-major order (brace elision): through its first element
+    first: A.Expr = this
+    for _ in d.dims[1:]:
+        first = A.Index(first, A.lit(0))
+    flat = this if len(d.dims) == 1 else A.Unary("&", A.Index(first, A.lit(0)))
     for i, item in enumerate(d.init.items):
-        out.append(A.ExprStmt(A.assign(A.Index(this, A.lit(i)), item)))
+        if not _zero_literal(item):  # the memset wrote those
+            out.append(A.ExprStmt(A.assign(A.Index(flat, A.lit(i)), item)))
     return out
+
+
+def _zero_literal(e: A.Expr) -> bool:
+    """``0``, ``0.0``, ``0.f``: a literal whose bytes are all zero (not ``-0.0``)."""
+    if not isinstance(e, A.Literal) or e.text.startswith("-"):
+        return False
+    try:
+        return float(e.text.rstrip("fFlLuU") or "nan") == 0.0
+    except ValueError:
+        return False
 
 
 def _scoped_substitute(stmt: A.Stmt, mapping: dict[str, Any]) -> A.Stmt:

@@ -17,6 +17,7 @@ run-time precondition ``(hi - lo) % T == 0`` is recorded. Conditional values ``c
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -181,6 +182,7 @@ class Staged:
     axes: tuple[tuple[tuple[str, int], ...], ...]
     value: Any
     phase: int
+    needs: tuple[str, ...] = ()  # run-time conditions under which the threads cover the tile so (added when read)
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,29 @@ class Unset:
     reason: str
 
 
+@dataclass(frozen=True)
+class RegFn:
+    """A thread-local array written by a loop of constant trip count (a lane loop, see ``lanes``) as a function
+    of its element: ``x[sum(atom * weight)] = value`` for every value of the lane atoms, a mixed radix of
+    ``(atom, weight, radix)`` that covers the array once; an empty layout is one value for every element
+    (``memset(&x, 0, ...)``)."""
+
+    layout: tuple[tuple[str, int, int], ...]
+    value: Any
+
+
+@dataclass(frozen=True)
+class Vec:
+    """A ``float4``/``float2`` value: its components (``.x``, ``.y``, ...), each a value or an epilogue."""
+
+    components: tuple[Any, ...]
+
+
+VECTOR_TYPES = {"float4": 4, "float2": 2}
+COMPONENTS = ("x", "y", "z", "w")
 FLOAT_VALUES = (Load, Mul, Sum, Zero, FConst, Add, Scale, Max, Select)
+MAX_LANE_TRIP = 256  # a constant-trip loop longer than this is not modelled as lanes
+MAX_THREAD_REGISTERS = 1024  # elements of a per-thread array of loop recovery modelled as registers
 MAX_CALLS = ("max", "fmaxf", "fmax", "std::max", "__fmaxf")
 ROUNDING_CALLS = ("ceil", "ceilf", "floor", "floorf", "std::ceil", "std::floor")
 
@@ -267,11 +291,49 @@ class ThreadEvaluator:
     radices: dict[str, list[Poly]] = field(default_factory=dict)
     registers: dict[str, int] = field(default_factory=dict)  # thread-local arrays of constant extent
     indices: set[str] = field(default_factory=set)  # variables declared as pointers or integers (not values)
+    # constant-trip loops (``for (i = 0; i < 8; ++i) regM[i] = ...``) run as lanes: their variable is an atom over
+    # the trip count, every statement of the body holds for each value of it (atom → trip count)
+    lanes: dict[str, int] = field(default_factory=dict)
+    thread_registers: set[str] = field(default_factory=set)  # loop recovery's ``x[xp_nt][E]``: E registers
+    register_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)  # their extents (``x[xp_nt][8][8]``)
+    # the sum loop being evaluated (see :meth:`lane_sum`): accumulator → (its layout over the lanes, the term)
+    accumulating: dict[str, tuple[tuple[tuple[str, int, int], ...], Any]] | None = None
+    sum_roots: set[str] = field(default_factory=set)  # what that loop accumulates into
+    planned: bool = False  # the thread indices' splits were collected before evaluation (:meth:`plan_splits`)
+    divisors: dict[str, set[int]] = field(default_factory=dict)  # each thread index → the constants it was split by
+    # the elements each tile was stored in the current phase, one piece per store (``As[4c + 0] = t.x; ...``)
+    pieces: dict[str, tuple[int, list[tuple[tuple[Poly, ...], Any]]]] = field(default_factory=dict)
 
     # statements
     def run(self, stmts: list[A.Stmt] | tuple[A.Stmt, ...]) -> None:
         for s in stmts:
             self.stmt(s)
+
+    def plan_splits(self, stmts: list[A.Stmt] | tuple[A.Stmt, ...],
+                    seen: Mapping[str, set[int]] | None = None) -> None:
+        """Split each thread index by every constant the code divides it by, before evaluating: a block that
+        reads ``tx % 16``, ``tx / 8`` and ``tx / 128`` (one thread's output coordinates and its share of two
+        tile loads) writes ``tx`` in the radix 8, 2, 8 and each split over those digits (``tx / 8`` is ``d1 +
+        2 d2 + 16 q3``), so all of them compare. Only divisors that divide one another chain. ``seen``: the
+        divisors an earlier evaluation met (``divisors``), through copies of the index the text does not show."""
+        divisors: dict[str, set[int]] = {base: set(found) for base, found in (seen or {}).items()}
+        for stmt in stmts:
+            for n in A.walk(stmt):
+                if isinstance(n, A.Binary) and n.op in ("/", "%") and isinstance(left := strip_casts(n.left), A.Name) \
+                        and left.id in THREAD_SPLITS:
+                    try:
+                        d = self.value(n.right)
+                    except PassRefused:
+                        continue
+                    if isinstance(d, Poly) and not d.atoms() and dict(d.terms).get((), 0) > 1:
+                        divisors.setdefault(left.id, set()).add(dict(d.terms)[()])
+        for base, found in divisors.items():
+            chain = sorted(found)
+            if len(chain) < 2 or any(b % a for a, b in zip(chain, chain[1:], strict=False)):
+                continue
+            self.radices[base] = [Poly.const(r) for r in [chain[0], *(b // a for a, b in zip(chain, chain[1:],
+                                                                                              strict=False))]]
+        self.planned = True
 
     def stmt(self, s: A.Stmt) -> None:
         if isinstance(s, A.Block):
@@ -305,6 +367,16 @@ class ThreadEvaluator:
             if len(d.dims) == 1 and isinstance(d.dims[0], A.Name) and d.dims[0].id == "xp_nt" and d.init is None:
                 self.thread_arrays.add(d.name)  # a per-thread variable of loop recovery
                 return
+            if len(d.dims) >= 2 and d.dims[0] == A.name("xp_nt") and None not in d.dims and d.init is None:
+                # a per-thread array of loop recovery: this thread's registers, row-major when it has rows
+                extents = [self.value(x) for x in d.dims[1:] if x is not None]
+                sizes = [dict(x.terms).get((), 0) if isinstance(x, Poly) and not x.atoms() else 0 for x in extents]
+                if not all(sizes) or not 0 < math.prod(sizes) <= MAX_THREAD_REGISTERS:
+                    raise PassRefused(f"the per-thread array {d.name} has no small constant extent")
+                self.registers[d.name] = math.prod(sizes)
+                self.register_rows[d.name] = tuple(sizes)
+                self.thread_registers.add(d.name)
+                return
             extents = [self.value(x) if x is not None else None for x in d.dims]
             if (self.in_thread or self.depth > 0) and d.init is None and len(extents) == 1 and isinstance(
                     extents[0], Poly) and not extents[0].atoms() and 0 < dict(extents[0].terms).get((), 0) <= 64:
@@ -329,6 +401,13 @@ class ThreadEvaluator:
         if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.id == "memset" and e.args \
                 and isinstance(e.args[0], A.Name) and e.args[0].id == "xp_done":
             return
+        if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.id == "memset" and len(e.args) == 3:
+            cleared = self.cleared_registers(e)
+            if cleared is not None:
+                self.env[cleared] = RegFn((), Zero())  # every element zero (loop recovery's `= {0}`)
+                return
+        if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.id == "assert":
+            return  # the shape computed is the kernel's where its assertions hold (where one fails, it aborts)
         if not isinstance(e, A.Assign):
             raise PassRefused("the thread evaluates an expression statement that is not an assignment")
         target = e.target
@@ -346,6 +425,15 @@ class ThreadEvaluator:
                 cond = cond.left
             self.env[target.base.id] = Predicate(tuple(self.conditions(cond, negate=False)))
             return
+        if self.accumulating is not None and self.accumulate(target, e):
+            return
+        if isinstance(target, A.Member) and target.field in COMPONENTS and e.op == "=":
+            self.component_write(target, e)
+            return
+        vector = self.vector_ref(target)
+        if vector is not None:
+            self.vector_store(vector, e)
+            return
         try:
             value = self.value(e.value)
         except PassRefused as refusal:
@@ -361,6 +449,8 @@ class ThreadEvaluator:
             if target.id not in self.env:
                 raise PassRefused(f"the thread assigns {target.id}, declared outside it")
             self.env[target.id] = value
+            return
+        if isinstance(target, A.Index) and self.lane_write(target, e.op, value):
             return
         register = self.register_slot(target)
         if register is not None:
@@ -400,6 +490,13 @@ class ThreadEvaluator:
                                     for n in A.walk(s.body)):
             self.tile_loop(s, view)
             return
+        if view is not None and not (self.plain_sum(s) and not self.accumulation_roots(s.body) & self.sum_roots):
+            if self.accumulating is None and self.accumulation_roots(s.body):
+                self.lane_sum(s, view)
+                return
+            if self.constant_trip(view) is not None:
+                self.lane_loop(s, view)
+                return
         if view is None or A.const_int(view.step) != 1:
             raise PassRefused("a loop in the thread is not a unit-step counted loop")
         body = [x for x in stmts_of(s.body) if not isinstance(x, A.Empty | A.Comment | A.Pragma)]
@@ -447,6 +544,221 @@ class ThreadEvaluator:
         self.leave_sum(var, saved)
         for acc, body_value in zip(names, values, strict=True):
             self.env[acc] = Sum(var, lo, hi, body_value)
+
+    def vector_ref(self, e: A.Expr) -> tuple[Ptr | str, Poly, int] | None:
+        """``reinterpret_cast<float4 *>(&X[i])[j]`` (or a C cast): where (a global pointer, or a tile's
+        name), the first element's offset and the width; None for other expressions."""
+        if not isinstance(e, A.Index):
+            return None
+        width = 0
+        base = e.base
+        if isinstance(base, A.Call) and isinstance(base.func, A.Name) and len(base.args) == 1:
+            found = re.fullmatch(r"reinterpret_cast<\s*(?:const\s+)?(\w+)\s*\*\s*>", base.func.id)
+            width = VECTOR_TYPES.get(found.group(1), 0) if found else 0
+            pointer = base.args[0]
+        elif isinstance(base, A.Cast) and len(base.type.pointers) == 1:
+            width = VECTOR_TYPES.get(base.type.base.replace("const", "").strip(), 0)
+            pointer = base.operand
+        if not width:
+            return None
+        index = self.value(e.index)
+        if not isinstance(index, Poly):
+            raise PassRefused("a vector is indexed by a non-integer")
+        if isinstance(pointer, A.Unary) and pointer.op == "&" and isinstance(pointer.operand, A.Index):
+            element = pointer.operand
+            if _tile_root(element) in self.tiles:
+                inner = _tile_indices(element)
+                if len(inner) != 1:
+                    raise PassRefused(f"the tile {_tile_root(element)} is accessed as vectors through several indices")
+                start = self.value(inner[0])
+                if not isinstance(start, Poly):
+                    raise PassRefused("a vector's index is not an integer")
+                return _tile_root(element), start + index * Poly.const(width), width
+            address = self.combine("+", self.value(element.base), self.value(element.index))
+        else:
+            address = self.value(pointer)
+        if not isinstance(address, Ptr):
+            raise PassRefused("a vector is read or written through something other than a global pointer")
+        return Ptr(address.base, Poly()), address.offset + index * Poly.const(width), width
+
+    def component_write(self, target: A.Member, e: A.Assign) -> None:
+        """``v.x = e`` of a vector variable: that component is ``e`` (kept as source where not modelled)."""
+        key = target.base.id if isinstance(target.base, A.Name) else (
+            target.base.base.id if isinstance(target.base, A.Index) and isinstance(target.base.base, A.Name)
+            and target.base.base.id in self.thread_arrays and target.base.index == A.name("xp_t") else "")
+        whole = self.env.get(key)
+        slot = COMPONENTS.index(target.field)
+        if not isinstance(whole, Vec) or slot >= len(whole.components):
+            raise PassRefused(f"the thread sets .{target.field} of something other than a vector")
+        try:
+            value = self.value(e.value)
+        except PassRefused as refusal:
+            value = Epilogue(e.value, dict(self.env), frozenset(self.thread_arrays), refusal.reason)
+        parts = list(whole.components)
+        parts[slot] = value
+        self.env[key] = Vec(tuple(parts))
+
+    def vector_store(self, vector: tuple[Ptr | str, Poly, int], e: A.Assign) -> None:
+        """A vector stored whole: one store (or tile store) per component."""
+        where, offset, width = vector
+        value = self.value(e.value) if e.op == "=" else None
+        if not isinstance(value, Vec) or len(value.components) != width:
+            raise PassRefused("a vector store of something other than a whole vector")
+        for c, part in enumerate(value.components):
+            if isinstance(where, str):
+                self.stage_piece(where, (offset + Poly.const(c),), part)
+            else:
+                source = part if isinstance(part, Epilogue) else None
+                self.stores.append(Store(where.base, offset + Poly.const(c), part, tuple(self.guards), source))
+
+    def plain_sum(self, s: A.For) -> bool:
+        """Whether a loop has the form the plain sum evaluation takes: declarations, then accumulations or
+        one loop of that form."""
+        body = [x for x in stmts_of(s.body) if not isinstance(x, A.Empty | A.Comment | A.Pragma)]
+        while body and isinstance(body[0], A.DeclStmt):
+            body = body[1:]
+        if len(body) == 1 and isinstance(body[0], A.For):
+            return self.plain_sum(body[0])
+        return bool(body) and all(isinstance(x, A.ExprStmt) and isinstance(x.expr, A.Assign) and (
+            x.expr.op == "+=" or (x.expr.op == "=" and isinstance(x.expr.value, A.Binary) and x.expr.value.op == "+"
+                                  and x.expr.value.left == x.expr.target)) and not self.lane_indexed(x.expr.target)
+            for x in body)
+
+    def lane_indexed(self, target: A.Expr) -> bool:
+        """An element of a thread-local array at an index that is not a constant (``acc[i]`` in a loop over
+        ``i``): a sum over the lanes of that array, not into one scalar."""
+        ref = self.register_ref(target)
+        return ref is not None and A.const_int(ref[1], self.consts) is None
+
+    def accumulation_roots(self, s: A.Stmt) -> set[str]:
+        """Floating-point variables and thread-local arrays a statement adds to (``acc += e``,
+        ``acc[i] = acc[i] + e``); pointers and indices advanced, tiles and memory are not among them."""
+        out: set[str] = set()
+        counters = {c.var for n in A.walk(s) if isinstance(n, A.For) and (c := n.canonical()) is not None}
+        for n in A.walk(s):
+            if isinstance(n, A.Assign) and isinstance(n.target, A.Name) and n.target.id in counters:
+                continue  # a nested loop's own counter
+            if isinstance(n, A.Assign) and (n.op == "+=" or (n.op == "=" and isinstance(n.value, A.Binary)
+                                                           and n.value.op == "+" and n.value.left == n.target)):
+                root = _tile_root(n.target)
+                if root and root not in self.indices and root not in self.tiles and root not in self.ptr_params:
+                    out.add(root)
+        return out
+
+    def constant_trip(self, view: A.LoopView) -> tuple[int, int, int] | None:
+        """(start, step, trip count) of a loop over constant bounds short enough to run as lanes."""
+        values = [self.value(x) for x in (view.start, view.stop, view.step)]
+        if not all(isinstance(v, Poly) and not v.atoms() for v in values):
+            return None
+        start, stop, step = (dict(v.terms).get((), 0) for v in values)
+        trip = -(-(stop - start) // step) if step > 0 else 0
+        return (start, step, trip) if 0 < trip <= MAX_LANE_TRIP else None
+
+    def lane_loop(self, s: A.For, view: A.LoopView) -> None:
+        """A loop of constant trip count whose body is not a sum: its counter is a lane atom over the trip
+        count, every statement holds for each lane (a tile or memory stored per lane, a thread-local array
+        written as a function of the lanes); a variable left depending on the last iteration is refused."""
+        trip = self.constant_trip(view)
+        if trip is None:
+            raise PassRefused("a loop in the thread does not have a constant trip count")
+        start, step, count = trip
+        atom = self.fresh("xp_l")
+        self.lanes[atom] = count
+        before, staged = dict(self.env), dict(self.staged)
+        self.env[view.var] = Poly.const(start) + Poly.const(step) * Poly.atom(atom)
+        try:
+            self.run(stmts_of(s.body))
+        except _Continue:
+            raise PassRefused("a thread leaves inside a loop of constant trip count") from None
+        for name in _declared_names(s.body) | {view.var}:
+            if name in before:
+                self.env[name] = before[name]
+            else:
+                self.env.pop(name, None)  # the body's own declarations and the counter
+        for name, new in self.env.items():
+            if new is before.get(name):
+                continue
+            laid = {a for a, _, _ in new.layout} if isinstance(new, RegFn) else set()
+            if atom in _atoms_of(new) and atom not in laid:
+                raise PassRefused(f"a loop of constant trip count leaves {name} as its last iteration set it")
+        for name, tile in self.staged.items():
+            if tile is not staged.get(name) and atom in _atoms_of(tile.value) and atom not in {
+                    a for axis in tile.axes for a, _ in axis}:
+                raise PassRefused(f"a loop of constant trip count stores the tile {name} over itself")
+
+    def lane_sum(self, s: A.For, view: A.LoopView) -> None:
+        """A sum loop whose body does more than accumulate (``for k { for i: regM[i] = As[..k..]; ...; for i,
+        j: acc[i*TN+j] += regM[i] * regN[j]; }``): the body runs once for a summation atom, its inner loops as
+        lanes; each accumulator (a variable or a thread-local array, zero before) becomes the sum of what one
+        iteration adds to it, an array as a function of its lanes; what the body sets besides is that
+        iteration's and unknown after the loop."""
+        if A.const_int(view.step) != 1 and not (isinstance(self.value(view.step), Poly)
+                                                  and self.value(view.step) == Poly.const(1)):
+            raise PassRefused("a sum loop in the thread is not a unit-step counted loop")
+        roots = self.accumulation_roots(s.body)
+        for root in roots:
+            start = self.env.get(root)
+            if not (isinstance(start, Zero) or start == Poly() or (isinstance(start, RegFn) and isinstance(
+                    start.value, Zero))):  # a function's layout covers the whole array: zero everywhere
+                    raise PassRefused(f"a sum into {root} does not start from zero")
+        stores, guards, before = len(self.stores), len(self.guards), dict(self.env)
+        var, lo, hi, saved = self.enter_sum(view, [])
+        for root in roots:
+            self.env[root] = Unset(f"{root} is read while a loop adds to it")
+        self.accumulating, self.sum_roots = {}, roots
+        try:
+            self.run(stmts_of(s.body))
+        except _Continue:
+            raise PassRefused("a thread leaves inside a sum loop") from None
+        finally:
+            added, self.accumulating, self.sum_roots = self.accumulating, None, set()
+        if len(self.stores) != stores or len(self.guards) != guards:
+            raise PassRefused("a sum loop in the thread stores or exits")
+        self.leave_sum(var, saved)
+        for name in _declared_names(s.body):
+            if name in before:
+                self.env[name] = before[name]
+            else:
+                self.env.pop(name, None)
+        for root in roots:
+            if root not in added:
+                self.env[root] = before[root]
+                continue
+            layout, term = added[root]
+            total = Sum(var, lo, hi, term)
+            self.env[root] = RegFn(layout, total) if root in self.registers else total
+        for name, new in list(self.env.items()):
+            if name not in roots and new is not before.get(name) and var in _atoms_of(new):
+                self.env[name] = Unset(f"{name} is read after a loop that set it in each iteration")
+
+    def accumulate(self, target: A.Expr, e: A.Assign) -> bool:
+        """``acc += term`` inside :meth:`lane_sum`: the term one iteration adds (False for other statements)."""
+        root = _tile_root(target)
+        if root not in self.sum_roots or self.accumulating is None:
+            return False
+        if e.op == "+=":
+            term_expr = e.value
+        elif e.op == "=" and isinstance(e.value, A.Binary) and e.value.op == "+" and e.value.left == target:
+            term_expr = e.value.right
+        else:
+            raise PassRefused(f"a sum loop sets {root} other than by adding to it")
+        layout: tuple[tuple[str, int, int], ...] = ()
+        ref = self.register_ref(target)
+        if ref is not None:
+            index = self.value(ref[1])
+            if not isinstance(index, Poly):
+                raise PassRefused(f"the thread-local array {root} is indexed by a non-integer")
+            layout = self.lane_layout(index, self.registers[root], f"the thread-local array {root}")
+        elif not (isinstance(target, A.Name) or (isinstance(target, A.Index) and target.base == A.name(root)
+                                                 and root in self.thread_arrays and target.index == A.name("xp_t"))):
+            raise PassRefused(f"a sum loop adds to {root} through an index it does not model")
+        term = self.value(term_expr)
+        if not isinstance(term, FLOAT_VALUES):
+            raise PassRefused("the summed term is not a floating-point product")
+        if root in self.accumulating:
+            raise PassRefused(f"a sum loop adds to {root} twice in one iteration")
+        self.accumulating[root] = (layout, term)
+        return True
 
     def companions(self, s: A.For) -> A.For:
         """``for (a = a0, b = b0; a < e; a += s, b += t) body`` → ``b = b0;`` here, then ``for (a = a0; a < e; a
@@ -510,15 +822,166 @@ class ThreadEvaluator:
             self.env[name] = Sum(var, lo, hi, new)
         self.leave_sum(var, saved)
 
+    def register_ref(self, e: A.Expr) -> tuple[str, A.Expr] | None:
+        """(array, index) of an element of a thread-local array of constant extent (``acc[i]``, loop
+        recovery's ``acc[xp_t][i]``); None for other expressions."""
+        if not isinstance(e, A.Index):
+            return None
+        base = e.base
+        if isinstance(base, A.Name) and base.id in self.registers and base.id not in self.thread_registers:
+            return base.id, e.index
+        indices = [e.index]
+        while isinstance(base, A.Index) and not (base.index == A.name("xp_t") and isinstance(base.base, A.Name)):
+            indices.insert(0, base.index)
+            base = base.base
+        if isinstance(base, A.Index) and isinstance(base.base, A.Name) and base.base.id in self.thread_registers \
+                and base.index == A.name("xp_t"):
+            name = base.base.id
+            rows = self.register_rows.get(name, (self.registers[name],))
+            if len(indices) != len(rows):
+                return None
+            flat = indices[0]
+            for extent, index in zip(rows[1:], indices[1:], strict=True):
+                flat = A.binop("+", A.binop("*", flat, A.lit(extent)), index)  # row-major
+            return name, flat
+        return None
+
+    def cleared_registers(self, e: A.Call) -> str | None:
+        """The thread-local array ``memset(&x[xp_t], 0, sizeof(x[xp_t]))`` (or ``memset(x, 0, sizeof x)``)
+        clears whole; None for another memset."""
+        target = e.args[0]
+        if isinstance(target, A.Unary) and target.op == "&":
+            target = target.operand
+        name = target.id if isinstance(target, A.Name) else (
+            target.base.id if isinstance(target, A.Index) and isinstance(target.base, A.Name)
+            and target.index == A.name("xp_t") else "")
+        if name not in self.registers or A.const_int(e.args[1]) != 0:
+            return None
+        size = e.args[2]
+        if not (isinstance(size, A.Call | A.SizeOf) and name in A.free_names(size)):
+            return None
+        return name
+
     def register_slot(self, e: A.Expr) -> str | None:
         """``acc[2]`` of a thread-local array of constant extent → its env key; None for other expressions."""
-        if not (isinstance(e, A.Index) and isinstance(e.base, A.Name) and e.base.id in self.registers):
+        ref = self.register_ref(e)
+        if ref is None or isinstance(self.env.get(ref[0]), RegFn | Unset):
             return None
-        index = self.value(e.index)
+        name, index_expr = ref
+        index = self.value(index_expr)
         if not isinstance(index, Poly) or index.atoms() or not 0 <= dict(index.terms).get((), 0) < self.registers[
-                e.base.id]:
-            raise PassRefused(f"the thread-local array {e.base.id} is indexed by a variable")
-        return f"{e.base.id}[{dict(index.terms).get((), 0)}]"
+                name]:
+            raise PassRefused(f"the thread-local array {name} is indexed by a variable")
+        return f"{name}[{dict(index.terms).get((), 0)}]"
+
+    # thread-local arrays written by lane loops (functions of their element)
+    def lane_layout(self, index: Poly, extent: int, what: str) -> tuple[tuple[str, int, int], ...]:
+        """The lanes of an index that covers ``[0, extent)`` once, as a mixed radix ``(atom, weight, radix)``
+        (innermost first); refuses another index."""
+        terms = sorted(((m[0], c) for m, c in index.terms if len(m) == 1 and m[0] in self.lanes),
+                       key=lambda t: t[1])
+        if len(terms) != len(index.terms):
+            raise PassRefused(f"{what} is written at an index that is not a loop's counter")
+        layout: list[tuple[str, int, int]] = []
+        weight = 1
+        for atom, c in terms:
+            if c != weight:
+                raise PassRefused(f"{what} is not written once per element by the loops around it")
+            layout.append((atom, c, self.lanes[atom]))
+            weight *= self.lanes[atom]
+        if weight != extent:
+            raise PassRefused(f"{what} is written in {weight} of its {extent} elements by the loops around it")
+        return tuple(layout)
+
+    def lane_write(self, target: A.Index, op: str, value: Any) -> bool:
+        """``x[i] = v`` of a thread-local array inside lane loops (its index a counter of them): the array
+        becomes the function ``v``; False for a write this does not take (a constant index, no function)."""
+        ref = self.register_ref(target)
+        if ref is None:
+            return False
+        name, index_expr = ref
+        index = self.value(index_expr)
+        current = self.env.get(name)
+        if not isinstance(index, Poly) or not (index.atoms() & set(self.lanes) or isinstance(current, RegFn)):
+            return False
+        if op != "=":
+            raise PassRefused(f"the thread-local array {name} is updated outside a sum")
+        if not index.atoms() and isinstance(current, RegFn) and not current.layout and current.value == value:
+            return True  # `x[0] = 0` after the memset that cleared it
+        if isinstance(value, Epilogue):
+            raise PassRefused(value.reason or f"the value written to {name} is not modelled")
+        if not isinstance(value, FLOAT_VALUES):
+            raise PassRefused(f"the thread-local array {name} holds something other than floating-point values")
+        self.env[name] = RegFn(self.lane_layout(index, self.registers[name], f"the thread-local array {name}"),
+                               value)
+        return True
+
+    def register_read(self, fn: RegFn, index: Poly, name: str) -> Any:
+        """An element of a thread-local array that is a function of its element: the index, written in the
+        function's radix, gives its lanes."""
+        if not fn.layout:
+            return fn.value
+        return subst_value(fn.value, self.digits(index, [(a, w) for a, w, _ in fn.layout],
+                                                  [r for _, _, r in fn.layout], f"the thread-local array {name}"))
+
+    def digits(self, index: Poly, parts: list[tuple[str, int]], radices: list[int], what: str) -> dict[str, Poly]:
+        """``index`` written in the mixed radix of ``parts`` (``(atom, weight)``, innermost first, radices
+        ``radices``): each part's digit, a polynomial whose range (known for every atom it reads) lies inside
+        the part's radix. Refuses an index that does not split so."""
+        digits = [Poly() for _ in parts]
+        for m, c in index.terms:
+            if m == ():
+                rest = c
+                for i in range(len(parts) - 1, -1, -1):
+                    digits[i] = digits[i] + Poly.const(rest // parts[i][1])
+                    rest %= parts[i][1]
+                if rest or c < 0:
+                    raise PassRefused(f"{what} is read at an index that does not split into its layout")
+                continue
+            place = next((i for i, (_, w) in enumerate(parts) if w <= c < w * radices[i]), None)
+            if place is None or c % parts[place][1]:
+                raise PassRefused(f"{what} is read at an index that does not split into its layout")
+            digits[place] = digits[place] + Poly.of({m: c // parts[place][1]})
+        for digit, radix in zip(digits, radices, strict=True):
+            bounds = self.poly_bounds(digit)
+            if bounds is None or bounds[0] < 0 or bounds[1] >= radix:
+                raise PassRefused(f"{what} is read at an index whose parts are not known to stay in range")
+        return {a: d for (a, _), d in zip(parts, digits, strict=True)}
+
+    def atom_bounds(self, atom: str) -> tuple[int, int] | None:
+        """The least and greatest value of an index atom, where known: a lane, a summation index over constant
+        bounds, a digit, or a thread index (or quotient) over a block extent the checks fix."""
+        if atom in self.lanes:
+            return 0, self.lanes[atom] - 1
+        if atom in self.ranges:
+            lo, hi = self.ranges[atom]
+            if not (lo.atoms() or hi.atoms()):
+                return dict(lo.terms).get((), 0), dict(hi.terms).get((), 0) - 1
+            return None
+        part = self.thread_part(atom)
+        if part is None:
+            return None
+        axis, below, radix = part
+        if radix is not None:
+            return 0, radix - 1
+        for condition in self.preconditions:
+            found = re.fullmatch(rf"(\d+) == xp_bd{axis}", condition)
+            if found:
+                return 0, int(found.group(1)) // below - 1
+        return None
+
+    def poly_bounds(self, p: Poly) -> tuple[int, int] | None:
+        lo = hi = 0
+        for m, c in p.terms:
+            if m == ():
+                lo, hi = lo + c, hi + c
+                continue
+            bounds = self.atom_bounds(m[0]) if len(m) == 1 else None
+            if bounds is None:
+                return None
+            a, b = bounds[0] * c, bounds[1] * c
+            lo, hi = lo + min(a, b), hi + max(a, b)
+        return lo, hi
 
     def scalar_slot(self, e: A.Expr) -> str | None:
         """The env key of a scalar the thread owns (a variable, a per-thread array element, a register)."""
@@ -629,12 +1092,23 @@ class ThreadEvaluator:
                 return Ptr(e.id, Poly())
             if e.id in self.consts:
                 return Poly.const(self.consts[e.id])
+            if self.planned and e.id in self.radices:
+                return self.coordinates()[e.id]
             if e.id in self.int_params or e.id in ("xp_bz",) or e.id in RAW_THREAD_ATOMS \
                     or e.id.startswith(("xp_bd", "xp_gd")):
                 return Poly.atom(e.id)
             raise PassRefused(f"the thread reads {e.id}, which is not a parameter")
         if isinstance(e, A.Index) and _tile_root(e) in self.tiles:
             return self.tile_read(e)
+        ref = self.register_ref(e)
+        if ref is not None and isinstance(self.env.get(ref[0]), RegFn | Unset):
+            current = self.env[ref[0]]
+            if isinstance(current, Unset):
+                raise PassRefused(current.reason)
+            index = self.value(ref[1])
+            if not isinstance(index, Poly):
+                raise PassRefused(f"the thread-local array {ref[0]} is indexed by a non-integer")
+            return self.register_read(current, index, ref[0])
         register = self.register_slot(e)
         if register is not None:
             if self.env.get(register) is None:
@@ -650,6 +1124,26 @@ class ThreadEvaluator:
             if not isinstance(then, FLOAT_VALUES):
                 raise PassRefused("a conditional integer value")
             return Select(tuple(self.conditions(e.cond, negate=False)), then)
+        vector = self.vector_ref(e)
+        if vector is not None:
+            where, offset, width = vector
+            if isinstance(where, str):
+                raise PassRefused(f"the tile {where} is read as vectors")
+            return Vec(tuple(Load(where.base, offset + Poly.const(c)) for c in range(width)))
+        if isinstance(e, A.Unary) and e.op == "&" and isinstance(e.operand, A.Index) and _tile_root(
+                e.operand) not in self.tiles and self.register_ref(e.operand) is None:
+            address = self.combine("+", self.value(e.operand.base), self.value(e.operand.index))  # &p[i]: p + i
+            if not isinstance(address, Ptr):
+                raise PassRefused("the thread takes the address of something other than global memory")
+            return address
+        if isinstance(e, A.Member) and e.field in COMPONENTS:
+            whole = self.value(e.base)
+            if not isinstance(whole, Vec) or COMPONENTS.index(e.field) >= len(whole.components):
+                raise PassRefused(f"the thread reads .{e.field} of something other than a vector")
+            part = whole.components[COMPONENTS.index(e.field)]
+            if isinstance(part, Epilogue):
+                raise PassRefused(part.reason or "a vector component is not modelled")
+            return part
         if isinstance(e, A.Index):
             if isinstance(e.base, A.Name) and e.base.id in self.thread_arrays:
                 if not (isinstance(e.index, A.Name) and e.index.id == "xp_t"):
@@ -699,6 +1193,10 @@ class ThreadEvaluator:
                 return a - b
             if op == "*":
                 return a * b
+            if op in ("/", "%") and not (a.atoms() or b.atoms()) and b.terms:
+                x, y = dict(a.terms).get((), 0), dict(b.terms)[()]
+                quotient = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)  # C truncates toward zero
+                return Poly.const(quotient if op == "/" else x - quotient * y)
             if op in ("/", "%") and not (a.atoms() | b.atoms()) & (RAW_THREAD_ATOMS | self.index_atoms()):
                 return Poly.atom(f"({a.c_text()} {op} {b.c_text()})")  # thread-free: an opaque value
             if op in ("/", "%"):
@@ -752,15 +1250,22 @@ class ThreadEvaluator:
         run-time precondition), the index non-negative (a thread's global index is)."""
         if b.atoms() & (RAW_THREAD_ATOMS | self.index_atoms()):
             raise PassRefused(f"integer operator {op} by a thread-dependent value")
+        split = self.split_digits(op, a, b) if self.planned else None
+        if split is not None:
+            return split
         level: tuple[str, int] | None = None
+        expanded = self.coordinates() if self.planned else {}
         for base in DIGIT:
             for i in range(len(self.radices.get(base, [])) + 1):
-                if a == Poly.atom(self.quotient(base, i)):
+                if a in (Poly.atom(self.quotient(base, i)), expanded.get(self.quotient(base, i))):
                     level = (base, i)
         if level is None:
             raise PassRefused(f"integer operator {op} in an index that is not a thread's global or block index")
         base, m = level
         radices = self.radices.setdefault(base, [])
+        below = [dict(r.terms).get((), 0) if not r.atoms() else 0 for r in radices[:m]]
+        if base in THREAD_SPLITS and not b.atoms() and b.terms and all(below):
+            self.divisors.setdefault(base, set()).add(math.prod(below) * dict(b.terms)[()])
         rest, j = b, m
         while rest != Poly.const(1):
             if j == len(radices):
@@ -773,12 +1278,45 @@ class ThreadEvaluator:
                 raise PassRefused(f"a thread index is split by {b.c_text()}, which does not match its earlier split")
             rest, j = q, j + 1
         if op == "/":
+            if self.planned and j < len(radices):
+                return self.coordinates()[self.quotient(base, j)]  # over the digits, as every split of it
             return Poly.atom(self.quotient(base, j))
         out, weight = Poly(), Poly.const(1)
         for i in range(m, j):
             out = out + Poly.atom(f"{DIGIT[base]}{i}") * weight
             weight = weight * radices[i]
         return out
+
+    def split_digits(self, op: str, a: Poly, b: Poly) -> Poly | None:
+        """``a / D`` or ``a % D`` where ``a`` is consecutive digits of a planned thread index in their own radix
+        (``tx % 32`` is ``d0 + 2 d1 + 16 d2`` over the radices 2, 8, 2) and ``D`` the product of the first
+        few of their radices: the digits below ``D`` (``%``) or those above it, rescaled (``/``); None for
+        other operands."""
+        if b.atoms() or not b.terms:
+            return None
+        divisor = dict(b.terms)[()]
+        for base, radices in self.radices.items():
+            if any(r.atoms() or not r.terms for r in radices):
+                continue
+            sizes = [dict(r.terms)[()] for r in radices]
+            names = [f"{DIGIT[base]}{i}" for i in range(len(sizes))] + [self.quotient(base, len(sizes))]
+            terms = dict(a.terms)
+            levels = [i for i, n in enumerate(names) if (n,) in terms]
+            if not levels or len(terms) != len(levels) or levels != list(range(levels[0], levels[-1] + 1)):
+                continue
+            if any(terms[(names[i],)] != math.prod(sizes[levels[0]:i]) for i in levels):
+                continue  # not the digits in their own radix
+            cut = next((i for i in levels if math.prod(sizes[levels[0]:i]) == divisor), None)
+            if cut is None:
+                bounded = levels[-1] < len(sizes)  # without the last quotient, a < the product of its radices
+                if not (bounded and math.prod(sizes[levels[0]:levels[-1] + 1]) == divisor):
+                    continue
+                return a if op == "%" else Poly()
+            low = sum((Poly.atom(names[i]) * Poly.const(terms[(names[i],)]) for i in levels if i < cut), Poly())
+            high = sum((Poly.atom(names[i]) * Poly.const(terms[(names[i],)] // divisor) for i in levels if i >= cut),
+                       Poly())
+            return low if op == "%" else high
+        return None
 
     def coordinates(self) -> dict[str, Poly]:
         """Each split global index and its intermediate quotients in terms of the digits and the last
@@ -841,18 +1379,56 @@ class ThreadEvaluator:
             self.need(self.every_thread_passes(g, name))
         extents = self.tiles[name]
         indices = [self.value(x) for x in _tile_indices(target)]
-        if len(indices) != len(extents):
+        if len(indices) != len(extents) or not all(isinstance(x, Poly) for x in indices):
             raise PassRefused(f"the tile {name} is stored through a partial index")
-        layouts = [self.radix_layout(p, extent, name) for p, extent in zip(indices, extents, strict=True)]
-        atoms = [a for layout in layouts for a, _ in layout]
-        if len(set(atoms)) != len(atoms):
-            raise PassRefused(f"the tile {name} is not stored one element per thread")
-        value = self.value(e.value)
+        self.stage_piece(name, tuple(indices), self.value(e.value))
+
+    def stage_piece(self, name: str, indices: tuple[Poly, ...], value: Any) -> None:
+        """One store into a tile; the stores of one phase (``As[(4 c + i) * 128 + r] = t.<i>`` for each
+        component ``i``) are one store over a lane their indices and values are linear in, which must cover
+        the tile one element per thread and lane."""
         if not isinstance(value, FLOAT_VALUES):
             raise PassRefused(f"the tile {name} stages something other than floating-point values")
-        self.staged[name] = Staged(tuple(layouts), value, self.phase)
+        phase, pieces = self.pieces.get(name, (self.phase, []))
+        pieces = [*pieces, (indices, value)] if phase == self.phase else [(indices, value)]
+        if all(q == indices for q, _ in pieces):
+            pieces = [(indices, value)]  # stored over the same elements again: the last store is what they hold
+        self.pieces[name] = (self.phase, pieces)
+        try:
+            lane = None
+            if len(pieces) > 1:
+                merged = self.lane_of([p[0] for p in pieces], [p[1] for p in pieces])
+                if merged is None:
+                    raise PassRefused(f"the tile {name} is stored by several statements that are not one store")
+                (indices, value), lane = merged
+            needs: list[str] = []
+            layouts = [self.radix_layout(q, extent, name, needs)
+                       for q, extent in zip(indices, self.tiles[name], strict=True)]
+            atoms = [a for layout in layouts for a, _ in layout]
+            if len(set(atoms)) != len(atoms) or (lane is not None and lane not in atoms):
+                raise PassRefused(f"the tile {name} is not stored one element per thread")
+            self.staged[name] = Staged(tuple(layouts), value, self.phase, tuple(needs))
+        except PassRefused as refusal:
+            # a read refuses with the reason (more stores of this phase may still complete the tile)
+            self.staged[name] = Staged((), Unset(refusal.reason), self.phase)
 
-    def radix_layout(self, index: Poly, extent: int, tile: str) -> tuple[tuple[str, int], ...]:
+    def lane_of(self, polys: list[tuple[Poly, ...]], values: list[Any]) -> tuple[tuple[tuple[Poly, ...], Any], str] | None:
+        """The ``n`` items (index polynomials and a value each) as one over a new lane ``v`` in ``[0, n)``:
+        every polynomial ``p0 + v * (p1 - p0)`` and the value likewise, checked to give item ``c`` at ``v =
+        c``, and the lane; None where the items are not so."""
+        atom = self.fresh("xp_l")
+        shape = [a + Poly.atom(atom) * (b - a) for a, b in zip(polys[0], polys[1], strict=True)]
+        value = _lane_form(values[0], values[1], atom)
+        if value is None:
+            return None
+        for c, (ps, v) in enumerate(zip(polys, values, strict=True)):
+            at = {atom: Poly.const(c)}
+            if [subst_poly(q, at) for q in shape] != list(ps) or subst_value(value, at) != v:
+                return None
+        self.lanes[atom] = len(values)
+        return (tuple(shape), value), atom
+
+    def radix_layout(self, index: Poly, extent: int, tile: str, needs: list[str]) -> tuple[tuple[str, int], ...]:
         """The thread atoms of one dimension's store index with their weights, outermost first: a mixed radix
         (weights 1, r0, r0*r1, ...; the last atom's range times its weight is the extent) in which every element
         of the dimension is stored by one thread. The atoms' ranges are the launch's (checked at run time) or
@@ -868,14 +1444,17 @@ class ThreadEvaluator:
             if following % weight:
                 raise PassRefused(f"the tile {tile} is not stored one element per thread")
             condition = self.part_range(atom, following // weight, f"the tile {tile}")
-            if condition is not None:
-                self.need(condition)
+            if condition is not None and condition not in needs:
+                needs.append(condition)
             weight = following
         return tuple(reversed(terms))
 
     def thread_part(self, atom: str) -> tuple[str, int, int | None] | None:
         """A thread index's own atom, a digit or a quotient of it: (axis, product of the radices below it, its
-        radix when it is a digit); None for anything else (or a split by a value that is not a constant)."""
+        radix when it is a digit); None for anything else (or a split by a value that is not a constant). A
+        lane is a digit of its own axis (named after it) whose radix is its trip count."""
+        if atom in self.lanes:
+            return atom, 1, self.lanes[atom]
         for axis in "xyz":
             base = f"xp_t{axis}"
             if atom == base:
@@ -967,27 +1546,85 @@ class ThreadEvaluator:
         staged = self.staged.get(name)
         if staged is None or staged.phase >= self.phase or not self.in_thread:
             raise PassRefused(f"the tile {name} is read without a barrier after a phase that stores it")
+        if isinstance(staged.value, Unset):
+            raise PassRefused(staged.value.reason)
+        for condition in staged.needs:
+            self.need(condition)
         indices = [self.value(x) for x in _tile_indices(e)]
         if len(indices) != len(staged.axes):
             raise PassRefused(f"the tile {name} is read through a partial index")
         mapping: dict[str, Poly] = {}
+        value = staged.value
         for layout, p, extent in zip(staged.axes, indices, self.tiles[name], strict=True):
-            # the read index in the store's radix: each weight's coefficient is the storing thread's part
-            by_weight = {w: a for a, w in layout}
-            read = {c: m for m, c in p.terms}
-            if len(read) != len(p.terms) or set(read) != set(by_weight) or any(len(m) != 1 for m in read.values()):
-                raise PassRefused(f"the tile {name} is read at an index that is not a thread's or a sum over it")
-            for (part, weight), upper in zip(layout, (extent, *(w for _, w in layout[:-1])), strict=True):
-                var = read[weight][0]
-                if var == part:
-                    continue  # this thread's own coordinate
-                if var not in self.ranges or self.ranges[var] != (Poly(), Poly.const(upper // weight)):
-                    raise PassRefused(f"the tile {name} is read at an index that is not a thread's or a sum over it")
-                mapping[part] = Poly.atom(var)
+            try:
+                mapping.update(self.storing_parts(layout, p, extent, name))
+            except PassRefused:
+                value = self.unfolded(value)
+                mapping.update(self.storing_groups(layout, value, p, extent, name))
         for part in mapping:
-            if any(a != part and self.depends(a, part) for a in _atoms_of(staged.value)):
+            if any(a not in mapping and self.depends(a, part) for a in _atoms_of(value)):
                 raise PassRefused(f"the staged value of {name} depends on the index of the thread that stored it")
-        return subst_value(staged.value, mapping)
+        return subst_value(value, mapping)
+
+    def unfolded(self, value: Any) -> Any:
+        """``value`` with each global index the evaluator formed (``xp_gy = 64 * by + ty``) written as its
+        block and thread parts again (where the block's extent is a constant), so that a tile's staged value
+        shows the thread parts it depends on."""
+        mapping: dict[str, Poly] = {}
+        for axis, size in self.block_sizes.items():
+            extent = self.value(size)
+            if isinstance(extent, Poly) and not extent.atoms():
+                thread = self.value(A.name(f"xp_t{axis}"))
+                mapping[f"xp_g{axis}"] = Poly.atom(f"xp_b{axis}") * extent + thread
+        return subst_value(value, mapping)
+
+    def storing_parts(self, layout: tuple[tuple[str, int], ...], p: Poly, extent: int, name: str) -> dict[str, Poly]:
+        """The storing thread's parts of a read at ``p`` whose every weight is the reading thread's own part
+        or a summation index over that part's range."""
+        # the read index in the store's radix: each weight's coefficient is the storing thread's part
+        by_weight = {w: a for a, w in layout}
+        read = {c: m for m, c in p.terms}
+        if len(read) != len(p.terms) or set(read) != set(by_weight) or any(len(m) != 1 for m in read.values()):
+            raise PassRefused(f"the tile {name} is read at an index that is not a thread's or a sum over it")
+        mapping: dict[str, Poly] = {}
+        for (part, weight), upper in zip(layout, (extent, *(w for _, w in layout[:-1])), strict=True):
+            var = read[weight][0]
+            if var == part:
+                continue  # this thread's own coordinate
+            if var not in self.ranges or self.ranges[var] != (Poly(), Poly.const(upper // weight)):
+                raise PassRefused(f"the tile {name} is read at an index that is not a thread's or a sum over it")
+            mapping[part] = Poly.atom(var)
+        return mapping
+
+    def storing_groups(self, layout: tuple[tuple[str, int], ...], value: Any, p: Poly, extent: int,
+                       name: str) -> dict[str, Poly]:
+        """The storing thread's parts of a read at ``p``, where parts the staged value reads only together are
+        one digit (a tile row stored by ``tx / 8`` in four lanes of 32 rows each is read as row ``8 * (tx /
+        16) + i``): consecutive parts whose coefficients in every index of the value are in the ratio of their
+        weights form a group; ``p`` split in the radix of the groups (every digit's range known inside its
+        group's) gives each group's value, set on its innermost part (the others zero)."""
+        parts = sorted(layout, key=lambda t: t[1])
+        radices = [(parts[i + 1][1] if i + 1 < len(parts) else extent) // w for i, (_, w) in enumerate(parts)]
+        polys = _index_polys(value)
+        groups: list[list[tuple[str, int]]] = []
+        group_radices: list[int] = []
+        for (atom, weight), radix in zip(parts, radices, strict=True):
+            if groups:
+                first, first_weight = groups[-1][0]
+                ratio = Poly.const(weight // first_weight)
+                if all(q.split(atom)[0] == q.split(first)[0] * ratio and not q.split(first)[0].atoms() & {
+                        a for a, _ in layout} for q in polys):
+                    groups[-1].append((atom, weight))
+                    group_radices[-1] *= radix
+                    continue
+            groups.append([(atom, weight)])
+            group_radices.append(radix)
+        digits = self.digits(p, [g[0] for g in groups], group_radices, f"the tile {name}")
+        mapping: dict[str, Poly] = {}
+        for group in groups:
+            mapping[group[0][0]] = digits[group[0][0]]
+            mapping.update({atom: Poly() for atom, _ in group[1:]})
+        return mapping
 
     def tile_loop(self, s: A.For, view: A.LoopView) -> None:
         """A block-level loop over tiles: its per-tile sums become one sum over ``k0 + k``."""
@@ -1033,6 +1670,15 @@ class ThreadEvaluator:
             self.env[name] = None  # its value after the loop (the trip count times the step) is not modelled
         for name, new in after.items():
             if name not in before or name == view.var or name in entries or new is before[name]:
+                continue
+            if isinstance(new, Unset):
+                self.env[name] = new  # a register of one tile's computation (``regM``): unknown after the loop
+                continue
+            if isinstance(new, RegFn):
+                old = before[name]
+                if not (isinstance(old, RegFn) and isinstance(old.value, Zero)) or not isinstance(new.value, Sum):
+                    raise PassRefused(f"{name} carries a value across tiles that is not a sum from zero")
+                self.env[name] = RegFn(new.layout, self.merge_tiles(subst_value(new.value, steps), q, tile, lo, hi))
                 continue
             if steps and isinstance(new, Sum):
                 new = subst_value(new, steps)
@@ -1171,6 +1817,61 @@ def _polys(v: Any) -> list[Poly]:
     return []
 
 
+def _lane_form(a: Any, b: Any, atom: str) -> Any:
+    """The value whose every index polynomial is ``pa + atom * (pb - pa)`` for the matching ones of two values
+    of one shape; None where their shapes differ."""
+    if type(a) is not type(b):
+        return None
+    if isinstance(a, Poly):
+        return a + Poly.atom(atom) * (b - a)
+    if isinstance(a, Load | Ptr):
+        return type(a)(a.base, a.offset + Poly.atom(atom) * (b.offset - a.offset)) if a.base == b.base else None
+    if isinstance(a, Mul):
+        left, right = _lane_form(a.left, b.left, atom), _lane_form(a.right, b.right, atom)
+        return None if left is None or right is None else Mul(left, right)
+    if isinstance(a, Sum):
+        body = _lane_form(a.body, b.body, atom)
+        return None if a.var != b.var or body is None else Sum(a.var, _lane_form(a.lo, b.lo, atom),
+                                                               _lane_form(a.hi, b.hi, atom), body)
+    if isinstance(a, Add | Max):
+        terms = [_lane_form(x, y, atom) for x, y in zip(a.terms, b.terms, strict=False)]
+        return None if len(a.terms) != len(b.terms) or None in terms else type(a)(tuple(terms))
+    if isinstance(a, Scale):
+        inner = _lane_form(a.value, b.value, atom)
+        return None if a.factor != b.factor or inner is None else Scale(a.factor, inner)
+    if isinstance(a, Select):
+        inner = _lane_form(a.value, b.value, atom)
+        if inner is None or len(a.guards) != len(b.guards):
+            return None
+        return Select(tuple(Guard(_lane_form(g.index, h.index, atom), _lane_form(g.bound, h.bound, atom))
+                            for g, h in zip(a.guards, b.guards, strict=True)), inner)
+    return a if a == b else None
+
+
+def _declared_names(s: A.Stmt) -> set[str]:
+    """Variables a loop body declares at its top level (its own, gone after each iteration)."""
+    return {d.name for x in stmts_of(s) if isinstance(x, A.DeclStmt) for d in x.decls}
+
+
+def _index_polys(v: Any) -> list[Poly]:
+    """Every integer index a value reads: load offsets, sum bounds, guards."""
+    if isinstance(v, Poly):
+        return [v]
+    if isinstance(v, Load | Ptr):
+        return [v.offset]
+    if isinstance(v, Mul):
+        return _index_polys(v.left) + _index_polys(v.right)
+    if isinstance(v, Sum):
+        return [v.lo, v.hi, *_index_polys(v.body)]
+    if isinstance(v, Add | Max):
+        return [q for t in v.terms for q in _index_polys(t)]
+    if isinstance(v, Scale):
+        return _index_polys(v.value)
+    if isinstance(v, Select):
+        return [q for g in v.guards for q in (g.index, g.bound)] + _index_polys(v.value)
+    return []
+
+
 def _union(a: tuple[Guard, ...], b: tuple[Guard, ...]) -> tuple[Guard, ...]:
     return a + tuple(g for g in b if g not in a)
 
@@ -1226,6 +1927,8 @@ def subst_value(v: Any, mapping: dict[str, Poly]) -> Any:
 
 
 def _atoms_of(v: Any) -> set[str]:
+    if isinstance(v, RegFn):
+        return _atoms_of(v.value)
     if isinstance(v, Poly):
         return v.atoms()
     if isinstance(v, Load | Ptr):

@@ -21,11 +21,13 @@ from xpiler_core.passes.base import PassRefused
 from xpiler_core.passes.support.bang_thread import (
     DIGIT,
     RAW_THREAD_ATOMS,
+    Add,
     Epilogue,
     Guard,
     Load,
     Mul,
     Poly,
+    RegFn,
     Select,
     Store,
     Sum,
@@ -99,7 +101,7 @@ def stored_epilogue(ep: Epilogue, ev: ThreadEvaluator, store: Store | None = Non
     sums: list[Sum] = []
     slots: dict[str, int] = {}
 
-    def own_element(n: A.Index) -> bool:
+    def own_element(n: A.Expr) -> bool:
         if store is None:
             return False
         saved = ev.env
@@ -112,8 +114,8 @@ def stored_epilogue(ep: Epilogue, ev: ThreadEvaluator, store: Store | None = Non
             ev.env = saved
         return isinstance(value, Load) and value.base == store.base and value.offset == store.offset
 
-    def slot(name: str) -> A.Expr:
-        value = ep.env.get(name)
+    def slot(name: str, held: Sum | None = None) -> A.Expr:
+        value = ep.env.get(name) if held is None else held
         if not isinstance(value, Sum):
             raise PassRefused(f"the stored expression reads {name}, which is not an accumulated product")
         if name not in slots:
@@ -121,10 +123,28 @@ def stored_epilogue(ep: Epilogue, ev: ThreadEvaluator, store: Store | None = Non
             sums.append(value)
         return A.Index(A.name(f"xp_mm_acc{slots[name]}"), A.name("xp_e"))
 
+    def register_sum(n: A.Index) -> Sum | None:
+        """The accumulated product a thread-local array's element holds (``acc[xp_t][8 * i + j]``)."""
+        ref = ev.register_ref(n)
+        if ref is None or not isinstance(ep.env.get(ref[0]), RegFn):
+            return None
+        saved = ev.env
+        ev.env = dict(ep.env)
+        try:
+            value = ev.value(n)
+        finally:
+            ev.env = saved
+        return value if isinstance(value, Sum) else None
+
     def visit(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Member) and own_element(n):  # a component of the stored vector as it was loaded
+            return A.Index(A.name("xp_mm_out"), A.name("xp_eo"))
         if isinstance(n, A.Index):
             if isinstance(n.base, A.Name) and n.base.id in ep.thread_arrays and n.index == A.name("xp_t"):
                 return slot(n.base.id)
+            held = register_sum(n)
+            if held is not None:
+                return slot(print_expr(n, Dialect.C), held)
             if own_element(n):
                 return A.Index(A.name("xp_mm_out"), A.name("xp_eo"))
             raise PassRefused("the stored expression reads memory besides the accumulators and the stored element")
@@ -171,6 +191,7 @@ class _Coordinate:
     coefficient: Poly  # in the output offset
     checks: tuple[str, ...]
     scale: int = 0  # 0 for a formed global index
+    others: tuple[tuple[str, int], ...] = ()  # further parts of the coordinate and their weights (``T + w * P``)
 
 
 def _paired_coordinates(ev: ThreadEvaluator, offset: Poly) -> tuple[dict[str, Poly], LaunchGeometry] | None:
@@ -191,19 +212,40 @@ def _paired_coordinates(ev: ThreadEvaluator, offset: Poly) -> tuple[dict[str, Po
                 return None
             coordinates.append(_Coordinate(formed, axis, axis, f"(long)xp_gd{axis} * xp_bd{axis}",
                                            offset.split(formed)[0], (f"({print_expr(size, Dialect.C)}) == xp_bd{axis}",)))
+    # each thread part pairs with the block index whose coefficient is a multiple of its own; the parts of one
+    # block axis (a thread's row ``8 * (tx / 16)`` and the row ``i`` of its 8x8 outputs) make one coordinate
+    paired: dict[str, list[tuple[str, Poly, int]]] = {}
     for part in sorted(a for a in offset.atoms() if ev.thread_part(a) is not None):
         coeff, _ = offset.split(part)
         found = [(axis, ratio) for axis in "xy" if (ratio := _multiple(offset.split(f"xp_b{axis}")[0], coeff))]
         if len(found) != 1:
             return None
-        axis, scale = found[0]
-        try:
-            condition = ev.part_range(part, scale, "the output")
-        except PassRefused:
+        paired.setdefault(found[0][0], []).append((part, coeff, found[0][1]))
+    parts_of: dict[str, str] = {}  # every part of a coordinate → its thread axis
+    for axis, members in sorted(paired.items()):
+        members.sort(key=lambda m: -m[2])
+        unit, coeff, scale = members[0]
+        others: list[tuple[str, int]] = []
+        checks: list[str] = []
+        weight = 1
+        for k, (part, _, ratio) in enumerate(members):
+            if scale % ratio or scale // ratio != weight:
+                return None  # the parts are not a mixed radix that covers the tile once
+            following = scale // members[k + 1][2] if k + 1 < len(members) else scale
+            try:
+                condition = ev.part_range(part, following // weight, "the output")
+            except PassRefused:
+                return None
+            if condition is not None and condition not in ev.preconditions and condition not in checks:
+                checks.append(condition)
+            if part != unit:
+                others.append((part, weight))
+            parts_of[part] = (ev.thread_part(part) or ("",))[0]
+            weight = following
+        if weight != scale:
             return None
-        checks = (condition,) if condition is not None and condition not in ev.preconditions else ()
-        thread_axis = (ev.thread_part(part) or ("",))[0]
-        coordinates.append(_Coordinate(part, axis, thread_axis, f"(long)xp_gd{axis} * {scale}L", coeff, checks, scale))
+        coordinates.append(_Coordinate(unit, axis, parts_of[unit], f"(long)xp_gd{axis} * {scale}L", coeff,
+                                       tuple(checks), scale, tuple(others)))
     if len(coordinates) != 2 or coordinates[0].block_axis == coordinates[1].block_axis:
         return None
     columns = [x for x in coordinates if x.coefficient == Poly.const(1)]
@@ -214,14 +256,15 @@ def _paired_coordinates(ev: ThreadEvaluator, offset: Poly) -> tuple[dict[str, Po
     checks_all: list[str] = []
     for x in coordinates:
         name = "xp_gx" if x is columns[0] else "xp_gy"
-        mapping[x.atom] = Poly.atom(name) - Poly.atom(f"xp_b{x.block_axis}") * Poly.const(x.scale)
+        mapping[x.atom] = Poly.atom(name) - Poly.atom(f"xp_b{x.block_axis}") * Poly.const(x.scale) - sum(
+            (Poly.atom(part) * Poly.const(weight) for part, weight in x.others), Poly())
         extents[name] = x.extent
         checks_all += [c for c in x.checks if c not in checks_all]
     # the parts of each thread index must make it whole: all of it, or all its digits and its last quotient
     for axis in "xyz":
         base = f"xp_t{axis}"
         formed_here = any(not x.scale and x.thread_axis == axis for x in coordinates)
-        mine = {x.atom for x in coordinates if x.scale and x.thread_axis == axis}
+        mine = {part for part, thread_axis in parts_of.items() if thread_axis == axis}
         radices = ev.radices.get(base, [])
         whole = {ev.quotient(base, len(radices)), *(f"{DIGIT[base]}{i}" for i in range(len(radices)))}
         if formed_here and mine:
@@ -245,21 +288,41 @@ def _multiple(block: Poly, coeff: Poly) -> int | None:
     return ratio if ratio > 0 and coeff * Poly.const(ratio) == block else None
 
 
-def recognize(ev: ThreadEvaluator) -> MatmulShape:
-    if len(ev.stores) != 1:
-        raise PassRefused(f"the thread stores {len(ev.stores)} values (a matrix product stores one)")
-    st = ev.stores[0]
-    epilogue: A.Expr | None = None
+def _stored_sums(ev: ThreadEvaluator, st: Store) -> tuple[list[Sum], A.Expr | None]:
+    """The accumulated products one store writes and the element-wise expression over them."""
     if isinstance(st.value, Sum):
-        sums = [st.value]
-    elif st.source is not None:
-        try:
-            sums, epilogue = stored_epilogue(st.source, ev, st)
-        except PassRefused as refusal:  # say why the value itself was not modelled too
-            why = st.source.reason or "not a sum of products"
-            raise PassRefused(f"{refusal.reason}; the stored value: {why}") from None
-    else:
+        return [st.value], None
+    if st.source is None:
         raise PassRefused("the stored value is not a sum of products")
+    try:
+        return stored_epilogue(st.source, ev, st)
+    except PassRefused as refusal:  # say why the value itself was not modelled too
+        why = st.source.reason or "not a sum of products"
+        raise PassRefused(f"{refusal.reason}; the stored value: {why}") from None
+
+
+def _one_store(ev: ThreadEvaluator) -> tuple[Store, list[Sum], A.Expr | None]:
+    """The thread's one store; several stores of one expression at consecutive elements (a ``float4`` store's
+    components) are one store over a lane, checked element by element."""
+    if not ev.stores:
+        raise PassRefused("the thread stores nothing")
+    each = [(st, *_stored_sums(ev, st)) for st in ev.stores]
+    st, sums, epilogue = each[0]
+    if len(each) == 1:
+        return st, sums, epilogue
+    if any(x.base != st.base or x.guards != st.guards or len(xs) != len(sums) or e != epilogue
+           for x, xs, e in each):
+        raise PassRefused(f"the thread stores {len(each)} values (a matrix product stores one)")
+    merged = ev.lane_of([(x.offset,) for x, _, _ in each], [Add(tuple(xs)) for _, xs, _ in each])
+    if merged is None or merged[1] not in merged[0][0][0].atoms():
+        raise PassRefused(f"the thread stores {len(each)} values that are not one vector of a matrix product")
+    ((offset,), total), _lane = merged
+    assert isinstance(total, Add)
+    return Store(st.base, offset, total.terms[0], st.guards, st.source), list(total.terms), epilogue
+
+
+def recognize(ev: ThreadEvaluator) -> MatmulShape:
+    st, sums, epilogue = _one_store(ev)
     launch = LaunchGeometry("(long)xp_gdy * xp_bdy", "(long)xp_gdx * xp_bdx", tuple(
         f"({print_expr(c, Dialect.C)}) == xp_bd{axis}" for axis, c in sorted(ev.block_sizes.items())))
     paired = None if {"xp_gx", "xp_gy"} <= st.offset.atoms() else _paired_coordinates(ev, st.offset)

@@ -18,7 +18,8 @@
 #define __constant__
 #define __managed__
 #define __grid_constant__
-#define __shared__ static thread_local
+// 16-byte aligned like a GPU's shared arrays in practice: code reads float4 from `float s[...]` tiles
+#define __shared__ static thread_local __attribute__((aligned(16)))
 #define __forceinline__ inline
 // Empty, not __attribute__((noinline)): libstdc++ writes __attribute__((__noinline__)) (shared_ptr), which a
 // macro with parentheses would break; the hint does not change what code computes.

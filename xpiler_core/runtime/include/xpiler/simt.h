@@ -219,6 +219,8 @@ inline void kernel_name_of(const void* fn, char* out, size_t cap) {
     for (char* base : w->stacks)
       if (addr >= base && addr < base + 4096) what = "stack overflow (more than " XPILER_STR(XPILER_STACK_BYTES) " bytes of locals per thread)";
   }
+  if (sig == SIGSEGV && si && si->si_code == SI_KERNEL)  // no faulting address: x86 reports a protection fault
+    what = "general-protection fault (a misaligned vector access or a non-canonical pointer)";
   DeviceBlock near{};
   const bool past_end = sig == SIGSEGV && si && device_block_near(si->si_addr, &near);
   if (past_end) {
