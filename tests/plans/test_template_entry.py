@@ -171,3 +171,19 @@ def test_template_instance_is_instantiated_for_the_passes(tmp_path: Path, capsys
     assert code == 0, manifest["outcome"]["reason"]
     gemm = next(p for p in manifest["passes"] if p["name"] == "cpu_gemm")
     assert gemm["changed"], gemm["refused"]
+
+
+def test_template_instance_entry_runs_on_the_portable_tier(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # the portable tier launches the instance as the spec spells it (before: no launcher, "no translation")
+    (tmp_path / "rows.cu").write_text(SOURCE)
+    (tmp_path / "spec.toml").write_text(SPEC)
+    (tmp_path / "ref.py").write_text(REFERENCE)
+    out = tmp_path / "rows.cpp"
+    code = main(["translate", str(tmp_path / "rows.cu"), "--to", "cpu", "--tier", "portable", "--spec",
+                 str(tmp_path / "spec.toml"), "-o", str(out)])
+    capsys.readouterr()
+    manifest = json.loads((tmp_path / ".xpiler" / "rows.cpp.json").read_text())
+    assert code == 0, manifest["outcome"]["reason"]
+    assert manifest["facts"]["tier"] == "portable"
+    assert manifest["outcome"]["tests"]["passed"]

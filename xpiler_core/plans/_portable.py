@@ -46,9 +46,11 @@ def simt_headers() -> dict[str, str]:
     return out
 
 
-def launcher(kernel: A.Function, entry: str, grid: str, block: str, shared: str, extra: str = "") -> str:
-    """An ``extern "C"`` function that launches ``kernel`` over its own parameters with the given shape (C
-    expressions over those parameters and ``extra`` trailing ones)."""
+def launcher(kernel: A.Function, entry: str, grid: str, block: str, shared: str, extra: str = "",
+             callee: str = "") -> str:
+    """An ``extern "C"`` function that launches ``kernel`` (as ``callee`` spells it: a template's
+    instantiation) over its own parameters with the given shape (C expressions over those parameters and
+    ``extra`` trailing ones)."""
     params = [p for p in kernel.params if isinstance(p, A.Param) and p.name]
     from xpiler_core.printer import print_node
 
@@ -58,7 +60,7 @@ def launcher(kernel: A.Function, entry: str, grid: str, block: str, shared: str,
     args = ", ".join(p.name or "" for p in params)
     return (f'\n/* xpiler: the launch the tests use, as a function the CPU can call */\n'
             f'extern "C" void {entry}({", ".join(decls)}) {{\n'
-            f"    {kernel.name}<<<dim3({grid}), dim3({block}), {shared or '0'}>>>({args});\n"
+            f"    {callee or kernel.name}<<<dim3({grid}), dim3({block}), {shared or '0'}>>>({args});\n"
             f"    cudaDeviceSynchronize();\n}}\n")
 
 

@@ -287,6 +287,14 @@ def plan(
     return result
 
 
+def _names_template_types(kernel: A.Function) -> bool:
+    """Whether a kernel's parameters are declared with its template's type parameters (``T const* A``): a
+    launcher outside the template cannot declare them."""
+    template = kernel.template or ""
+    types = set(re.findall(r"(?:typename|class)\s+(\w+)", template))
+    return any(p.type.base.replace("const", "").strip() in types for p in kernel.params if isinstance(p, A.Param))
+
+
 def _structural_refusal(candidate: str | None, evidence: Evidence, ctx: PassContext, path: str) -> str:
     """Why the structural tier was not taken, with the construct's location in the user's file."""
     if candidate is None and ctx.unresolved:
@@ -313,13 +321,15 @@ def _portable_attempt(original: ParsedUnit, work: ParsedUnit, inlined: list[str]
             if kernel_spec.kind != "kernel":
                 host_specs.append(kernel_spec)
                 continue
-            kernel = original.module.function(kernel_spec.entry)
+            # a template's instantiation (`gemm<96, 32>`): the template, launched as the spec spells it
+            kernel = original.module.function(kernel_spec.entry) or original.module.function(
+                kernel_spec.entry.split("<")[0].strip())
             launch = spec_launch_params(kernel_spec, kernel) if kernel is not None else {}
-            if kernel is None or "grid" not in launch or "block" not in launch:
+            if kernel is None or "grid" not in launch or "block" not in launch or _names_template_types(kernel):
                 return None
-            entry = f"xp_launch_{kernel.name}"
+            entry = "xp_launch_" + re.sub(r"\W+", "_", kernel_spec.entry).strip("_")
             tail += launcher(kernel, entry, launch["grid"], launch["block"], launch.get("shared_bytes", "0"),
-                             launch.get("launch_params", ""))
+                             launch.get("launch_params", ""), callee=kernel_spec.entry)
             # the launcher is the entry under test; the reference stays the kernel as the spec named it
             host_spec = dataclasses.replace(kernel_spec, entry=entry, kind="host",
                                             reference_entry=kernel_spec.reference_entry or kernel_spec.entry,
