@@ -147,3 +147,36 @@ def test_kernel_pointers_and_cg_sync(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert recovery["changed"], recovery["refused"]
     text = (tmp_path / "ptr.cpp").read_text()
     assert "void (*kernel)(dim3, dim3, size_t, float *, const float *, int)" in text.replace("float*", "float *")
+
+
+# a kernel held in a function pointer that main declares and another function launches through (a benchmark
+# harness's `void (*gpuSgemm)(...) = kernel; run(gpuSgemm, ...)`): both pointers take the block signature
+HANDED_POINTER = r"""
+#include <cstdio>
+__global__ void twice(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2.0f; }
+__global__ void thrice(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 3.0f; }
+void run(void (*f)(float*, int), float* a, int n) { f<<<(n + 31) / 32, 32>>>(a, n); cudaDeviceSynchronize(); }
+int main() {
+  const int n = 40;
+  float* a;
+  cudaMallocManaged(&a, n * sizeof(float));
+  for (int i = 0; i < n; i++) a[i] = i;
+  void (*f)(float*, int) = twice;
+  run(f, a, n);
+  void (*g)(float*, int) = &thrice;
+  run(g, a, n);
+  printf("%g %g\n", a[1], a[39]);
+  return 0;
+}
+"""
+
+
+def test_a_kernel_pointer_handed_to_a_launching_function(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "handed.cu"
+    source.write_text(HANDED_POINTER)
+    code = main(["translate", str(source), "--to", "cpu", "-o", str(tmp_path / "handed.cpp")])
+    capsys.readouterr()
+    manifest = json.loads((tmp_path / ".xpiler" / "handed.cpp.json").read_text())
+    assert code == 0, manifest["outcome"]["reason"]
+    assert manifest["facts"]["tier"] == "structural", manifest["facts"]  # before: g++ rejected it, portable tier
+    assert manifest["outcome"]["program"]["matched"]  # the source program's own output (6 234)

@@ -39,3 +39,25 @@ def test_a_program_printing_its_name_and_folder_verifies(tmp_path: Path, target:
     code = main(["translate", str(source), "--to", target, "-o", str(tmp_path / "out" / ("banner.cpp" if target == "cpu" else "banner.hip"))])
     out = capsys.readouterr()
     assert code == 0, out.out + out.err
+
+
+def test_a_program_folder_holding_the_scratch_folder_is_copied_once(tmp_path: Path) -> None:
+    # a program in /tmp: the run's scratch folder lies inside the folder copied for the run (before, the copy
+    # copied itself until names grew too long); a socket beside the program is not a file to copy
+    import socket
+
+    from xpiler_core.verify.program import scratch_copy
+
+    (tmp_path / "prog.cu").write_text("int main() { return 0; }\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "in.txt").write_text("1 2 3\n")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "editor.sock"))
+    try:
+        dest = tmp_path / "xpiler-program-x" / "work" / "run"
+        scratch_copy(tmp_path, dest)
+    finally:
+        server.close()
+    assert (dest / "prog.cu").is_file() and (dest / "data" / "in.txt").read_text() == "1 2 3\n"
+    assert not (dest / "editor.sock").exists()
+    assert not (dest / "xpiler-program-x").exists()

@@ -27,6 +27,7 @@ import os
 import re
 import resource
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -168,10 +169,10 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, float]]:
     return out
 
 
-def _folder_size(folder: Path, limit: int) -> int:
+def _folder_size(folder: Path, limit: int, dest: Path) -> int:
     total = 0
     for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        dirs[:] = [d for d in dirs if not _skipped_folder(Path(root) / d, dest)]
         for name in files:
             try:
                 total += os.path.getsize(os.path.join(root, name))
@@ -182,13 +183,43 @@ def _folder_size(folder: Path, limit: int) -> int:
     return total
 
 
+def _skipped_folder(path: Path, dest: Path) -> bool:
+    """A folder of a program's folder not copied for its runs: hidden ones, caches, the scratch roots of
+    xpiler runs, and the copy's own destination or a folder holding it (a program in ``/tmp`` copied into
+    ``/tmp/xpiler-session-*/...`` would copy itself without end)."""
+    if path.name.startswith((".", "xpiler-session-")) or path.name == "__pycache__":
+        return True
+    try:
+        real, target = path.resolve(), dest.resolve()
+    except OSError:
+        return True
+    return real == target or target.is_relative_to(real) or real.is_relative_to(target)
+
+
 def scratch_copy(source_folder: Path, dest: Path) -> None:
-    """A copy of the program's folder to run in (hidden folders and oversized folders are not copied)."""
+    """A copy of the program's folder to run in: regular files and links as links; hidden folders, scratch
+    folders, sockets, pipes and devices are left out, and an oversized folder is not copied."""
     dest.mkdir(parents=True, exist_ok=True)
-    if not source_folder.is_dir() or _folder_size(source_folder, MAX_WORKDIR_BYTES) > MAX_WORKDIR_BYTES:
+    if not source_folder.is_dir() or _folder_size(source_folder, MAX_WORKDIR_BYTES, dest) > MAX_WORKDIR_BYTES:
         return
-    shutil.copytree(source_folder, dest, dirs_exist_ok=True, symlinks=True,
-                    ignore=shutil.ignore_patterns(".*", "__pycache__"))
+
+    def left_out(folder: str, names: list[str]) -> set[str]:
+        out: set[str] = set()
+        for name in names:
+            path = Path(folder) / name
+            try:
+                mode = path.lstat().st_mode
+            except OSError:
+                out.add(name)
+                continue
+            if stat.S_ISDIR(mode):
+                if _skipped_folder(path, dest):
+                    out.add(name)
+            elif name.startswith(".") or not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                out.add(name)
+        return out
+
+    shutil.copytree(source_folder, dest, dirs_exist_ok=True, symlinks=True, ignore=left_out)
 
 
 def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | None, timeout_s: float,

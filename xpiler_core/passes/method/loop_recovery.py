@@ -1162,7 +1162,22 @@ def _opaque_launch_text(n: A.Node, renamed: dict[str, str], pointers: set[str]) 
     if pointers:  # a kernel's address taken (inside a switch) for a pointer the host code launches
         for old, new in renamed.items():
             text = re.sub(rf"&\s*{re.escape(old)}\b(?!\s*\()", f"&{new}", text)
+            text = re.sub(rf"(=\s*){re.escape(old)}(\s*;)", rf"\1&{new}\2", text)  # `f = kernel;` too
     return A.replace(n, text=text) if text != n.text else None
+
+
+def _kernel_pointers(item: A.Node, kernels_here: set[str]) -> set[str]:
+    """Function pointers a host function declares with a kernel as their value (``void (*f)(float *, int) =
+    k;``): another function launches through them, so they point at the kernel's block function too."""
+    if not kernels_here:
+        return set()
+    kernels = "|".join(re.escape(k) for k in sorted(kernels_here))
+    found: set[str] = set()
+    for n in A.walk(item):
+        if isinstance(n, A.Opaque):
+            found |= set(re.findall(rf"\bvoid\s*\(\s*\*\s*(\w+)\s*\)\s*\([^;=]*\)\s*=\s*&?\s*(?:{kernels})\s*;",
+                                    n.text))
+    return found
 
 
 def _launch_pointer_types(text: str, pointers: set[str]) -> str:
@@ -1381,7 +1396,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                 continue
             # kernels launched through function pointers: the pointers take the block functions' signature
             pointers = {n.kernel.id for n in A.walk(item) if isinstance(n, A.Launch) and isinstance(n.kernel, A.Name)
-                        and n.kernel.id not in new_kernels}
+                        and n.kernel.id not in new_kernels} | _kernel_pointers(item, set(new_kernels))
             item = A.rewrite(item, _launch_to_call)
             item = A.rewrite(item, functools.partial(_opaque_launch_text, renamed=renamed, pointers=pointers))
             if renamed:
