@@ -164,6 +164,37 @@ extern "C" void run_split_reads_raw_index(const float *A, const float *B, float 
   split_reads_raw_index<<<dim3(N / T, M / T), dim3(T * T)>>>(A, B, C, M, N, K);
 }
 """
+# a register tile unrolled by hand, indexed with shifts and masks (`t >> 4 << 1`, `t & 15`): each of 128 threads
+# computes two consecutive rows of one column of a 16 x 16 tile; `first`, `second`: which sum each row gets
+UNROLLED_PAIR = r"""
+__global__ void {name}(const float *A, const float *B, float *C, int M, int N, int K) {{
+  __shared__ float As[16][16];
+  __shared__ float Bs[16][16];
+  const int t = threadIdx.x;
+  const int r0 = (t >> 4) << 1, c = t & 15;
+  float acc[2] = {{0.0f, 0.0f}};
+  for (int k0 = 0; k0 < K; k0 += 16) {{
+    As[r0][c] = A[(blockIdx.y * 16 + r0) * K + k0 + c];
+    As[r0 + 1][c] = A[(blockIdx.y * 16 + r0 + 1) * K + k0 + c];
+    Bs[r0][c] = B[(k0 + r0) * N + blockIdx.x * 16 + c];
+    Bs[r0 + 1][c] = B[(k0 + r0 + 1) * N + blockIdx.x * 16 + c];
+    __syncthreads();
+    for (int k = 0; k < 16; ++k) {{
+      float b = Bs[k][c];
+      acc[0] += As[r0][k] * b;
+      acc[1] += As[r0 + 1][k] * b;
+    }}
+    __syncthreads();
+  }}
+  C[(blockIdx.y * 16 + r0) * N + blockIdx.x * 16 + c] = acc[{first}];
+  C[(blockIdx.y * 16 + r0 + 1) * N + blockIdx.x * 16 + c] = acc[{second}];
+}}
+extern "C" void run_{name}(const float *A, const float *B, float *C, int M, int N, int K) {{
+  {name}<<<dim3(N / 16, M / 16), dim3(128)>>>(A, B, C, M, N, K);
+}}
+"""
+KERNELS += "".join(UNROLLED_PAIR.format(name=name, first=first, second=second)
+                   for name, first, second in (("unrolled_pair", 0, 1), ("unrolled_pair_swapped", 1, 0)))
 KERNELS = KERNELS.replace("#define RB 4\n", "#define RB 4\n" + "".join(
     REGISTER_BLOCKED.format(name=name, row=row, col=col)
     for name, row, col in (("register_blocked", "i", "j"), ("register_blocked_swapped", "j", "i"))), 1)
@@ -286,3 +317,27 @@ def test_register_blocked_outputs_stored_transposed_stay_on_the_loops(lib: ctype
     product = a.astype(np.float64) @ b
     expected = product.reshape(M // 4, 4, N // 4, 4).transpose(0, 3, 2, 1).reshape(M, N)
     np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(16, 16, 16), (48, 80, 64)])
+def test_a_register_tile_unrolled_by_hand_is_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    rng = np.random.default_rng(M * 7 + N + K)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    calls = _calls(lib)
+    lib.run_unrolled_pair(_ptr(a), _ptr(b), _ptr(c), M, N, K)
+    assert calls.value == 1
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_a_hand_unrolled_tile_with_its_rows_swapped_stays_on_the_loops(lib: ctypes.CDLL) -> None:
+    M, N, K = 32, 48, 32
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    calls = _calls(lib)
+    lib.run_unrolled_pair_swapped(_ptr(a), _ptr(b), _ptr(c), M, N, K)
+    assert calls.value == 0
+    product = a.astype(np.float64) @ b  # rows 2i and 2i + 1 hold each other's sums
+    np.testing.assert_allclose(c, product.reshape(M // 2, 2, N)[:, ::-1].reshape(M, N), rtol=1e-4,
+                               atol=1e-4 * np.sqrt(K))

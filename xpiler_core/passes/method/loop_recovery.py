@@ -836,6 +836,11 @@ def _private_params(kernel: A.Function) -> A.Function:
 
 
 def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Function:
+    # function-like macros that read the kernel's parameters or locals (`#define A(i, j) A[(i) + (j) * lda]`):
+    # expanded first, so a variable made per-thread is per-thread where the macro reads it too
+    local = {p.name for p in kernel.params if isinstance(p, A.Param) and p.name} | {
+        n.name for n in A.walk(kernel.body) if isinstance(n, A.VarDecl)}
+    kernel = inliner._expand_macros(kernel, local)
     kernel = _private_params(kernel)
     aliases = _type_aliases(kernel)
     if aliases:

@@ -299,6 +299,8 @@ class ThreadEvaluator:
     # the sum loop being evaluated (see :meth:`lane_sum`): accumulator → (its layout over the lanes, the term)
     accumulating: dict[str, tuple[tuple[tuple[str, int, int], ...], Any]] | None = None
     sum_roots: set[str] = field(default_factory=set)  # what that loop accumulates into
+    # that loop's accumulations into elements of a thread-local array at constant indices (``acc[2] += t``)
+    accumulated_elements: dict[str, dict[int, Any]] = field(default_factory=dict)
     planned: bool = False  # the thread indices' splits were collected before evaluation (:meth:`plan_splits`)
     divisors: dict[str, set[int]] = field(default_factory=dict)  # each thread index → the constants it was split by
     # the elements each tile was stored in the current phase, one piece per store (``As[4c + 0] = t.x; ...``)
@@ -626,9 +628,10 @@ class ThreadEvaluator:
 
     def lane_indexed(self, target: A.Expr) -> bool:
         """An element of a thread-local array at an index that is not a constant (``acc[i]`` in a loop over
-        ``i``): a sum over the lanes of that array, not into one scalar."""
+        ``i``), or of one held as a function of its element: a sum over the lanes of that array, not into one
+        scalar."""
         ref = self.register_ref(target)
-        return ref is not None and A.const_int(ref[1], self.consts) is None
+        return ref is not None and (A.const_int(ref[1], self.consts) is None or isinstance(self.env.get(ref[0]), RegFn))
 
     def accumulation_roots(self, s: A.Stmt) -> set[str]:
         """Floating-point variables and thread-local arrays a statement adds to (``acc += e``,
@@ -705,7 +708,7 @@ class ThreadEvaluator:
         var, lo, hi, saved = self.enter_sum(view, [])
         for root in roots:
             self.env[root] = Unset(f"{root} is read while a loop adds to it")
-        self.accumulating, self.sum_roots = {}, roots
+        self.accumulating, self.sum_roots, self.accumulated_elements = {}, roots, {}
         try:
             self.run(stmts_of(s.body))
         except _Continue:
@@ -720,7 +723,17 @@ class ThreadEvaluator:
                 self.env[name] = before[name]
             else:
                 self.env.pop(name, None)
+        for root, elements in self.accumulated_elements.items():
+            # one sum per element: one function of the element when they are one sum over a lane
+            merged = self.lane_of([(Poly.const(i),) for i in sorted(elements)],
+                                  [Sum(var, lo, hi, elements[i]) for i in sorted(elements)]) if len(elements) > 1 else None
+            if merged is None or sorted(elements) != list(range(self.registers[root])):
+                raise PassRefused(f"the sums into the elements of {root} are not one sum over its elements")
+            ((_index,), total), lane = merged
+            self.env[root] = RegFn(((lane, 1, len(elements)),), total)
         for root in roots:
+            if root in self.accumulated_elements:
+                continue
             if root not in added:
                 self.env[root] = before[root]
                 continue
@@ -748,6 +761,14 @@ class ThreadEvaluator:
             index = self.value(ref[1])
             if not isinstance(index, Poly):
                 raise PassRefused(f"the thread-local array {root} is indexed by a non-integer")
+            if not index.atoms():  # one element of several the loop adds to (a hand-unrolled register tile)
+                term = self.value(term_expr)
+                slot = dict(index.terms).get((), 0)
+                elements = self.accumulated_elements.setdefault(root, {})
+                if not isinstance(term, FLOAT_VALUES) or slot in elements or root in self.accumulating:
+                    raise PassRefused(f"a sum loop adds to {root} in a way it does not model")
+                elements[slot] = term
+                return True
             layout = self.lane_layout(index, self.registers[root], f"the thread-local array {root}")
         elif not (isinstance(target, A.Name) or (isinstance(target, A.Index) and target.base == A.name(root)
                                                  and root in self.thread_arrays and target.index == A.name("xp_t"))):
@@ -755,7 +776,7 @@ class ThreadEvaluator:
         term = self.value(term_expr)
         if not isinstance(term, FLOAT_VALUES):
             raise PassRefused("the summed term is not a floating-point product")
-        if root in self.accumulating:
+        if root in self.accumulating or root in self.accumulated_elements:
             raise PassRefused(f"a sum loop adds to {root} twice in one iteration")
         self.accumulating[root] = (layout, term)
         return True
@@ -1186,6 +1207,19 @@ class ThreadEvaluator:
         return None
 
     def combine(self, op: str, a: Any, b: Any) -> Any:
+        if isinstance(a, Poly) and isinstance(b, Poly) and op in ("<<", ">>", "&") and not b.atoms():
+            # shifts and masks by constants are products, quotients and remainders by powers of two (the
+            # quotient and remainder forms only take thread and global indices, which are not negative)
+            c = dict(b.terms).get((), 0)
+            if not a.atoms():
+                x = dict(a.terms).get((), 0)
+                return Poly.const(x << c if op == "<<" else x >> c if op == ">>" else x & c)
+            if op == "<<" and 0 <= c < 32:
+                return a * Poly.const(1 << c)
+            if op == ">>" and 0 <= c < 32:
+                return self.combine("/", a, Poly.const(1 << c))
+            if op == "&" and c > 0 and c & (c + 1) == 0:
+                return self.combine("%", a, Poly.const(c + 1))
         if isinstance(a, Poly) and isinstance(b, Poly):
             if op == "+":
                 return a + b
