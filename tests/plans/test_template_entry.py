@@ -187,3 +187,91 @@ def test_template_instance_entry_runs_on_the_portable_tier(tmp_path: Path,
     assert code == 0, manifest["outcome"]["reason"]
     assert manifest["facts"]["tier"] == "portable"
     assert manifest["outcome"]["tests"]["passed"]
+
+
+# a double-buffered template kernel in a file with its own main: a do-while tile loop around barriers, a register
+# array sized by a constant computed from the template's parameters (kept across the barrier: hoisted above
+# its declaration), and main's launch of the instance (the block function's name, the arguments kept)
+DOUBLE_BUFFERED = r"""
+#include <cstdio>
+template <int BS>
+__global__ void window_sums(const float* x, float* y, int n) {
+  const int per_thread = BS / 4;
+  __shared__ float tile[2][BS];
+  float keep[2 * per_thread];
+  int t = 0, buf = 0;
+  for (int i = 0; i < 2 * per_thread; ++i) keep[i] = 0.0f;
+  do {
+    tile[buf][threadIdx.x] = x[(blockIdx.x * 4 + t) * BS + threadIdx.x];
+    __syncthreads();
+    keep[t % (2 * per_thread)] += tile[buf][(threadIdx.x + 1) % BS];
+    buf ^= 1;
+    ++t;
+  } while (t < 4);
+  float s = 0.0f;
+  for (int i = 0; i < 2 * per_thread; ++i) s += keep[i];
+  y[blockIdx.x * BS + threadIdx.x] = s;
+}
+int main() {
+  const int n = 64;
+  float *x, *y;
+  cudaMallocManaged(&x, 4 * n * sizeof(float));
+  cudaMallocManaged(&y, n * sizeof(float));
+  for (int i = 0; i < 4 * n; ++i) x[i] = i % 7;
+  window_sums<16><<<n / 16, 16>>>(x, y, n);
+  cudaDeviceSynchronize();
+  printf("%g %g\n", y[0], y[n - 1]);
+  return 0;
+}
+"""
+
+DOUBLE_BUFFERED_SPEC = """
+name = "window_sums"
+source = "window.cu"
+entry = "window_sums<16>"
+kind = "kernel"
+grid = ["n / 16"]
+block = [16]
+reference = "ref.py:window_sums"
+[[args]]
+name = "x"
+dtype = "float32"
+shape = ["4 * n"]
+role = "in"
+[[args]]
+name = "y"
+dtype = "float32"
+shape = ["n"]
+role = "out"
+[[args]]
+name = "n"
+dtype = "int32"
+role = "scalar"
+value = "n"
+[[cases]]
+n = 32
+[[cases]]
+n = 64
+"""
+
+DOUBLE_BUFFERED_REFERENCE = """
+import numpy as np
+def window_sums(x, n):
+    blocks = x.reshape(n // 16, 4, 16)
+    return np.roll(blocks, -1, axis=2).sum(axis=1).reshape(n).astype(np.float32)
+"""
+
+
+def test_a_double_buffered_template_kernel_stays_structural(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "window.cu").write_text(DOUBLE_BUFFERED)
+    (tmp_path / "spec.toml").write_text(DOUBLE_BUFFERED_SPEC)
+    (tmp_path / "ref.py").write_text(DOUBLE_BUFFERED_REFERENCE)
+    out = tmp_path / "window.cpp"
+    code = main(["translate", str(tmp_path / "window.cu"), "--to", "cpu", "--spec", str(tmp_path / "spec.toml"),
+                 "-o", str(out)])
+    capsys.readouterr()
+    manifest = json.loads((tmp_path / ".xpiler" / "window.cpp.json").read_text())
+    assert code == 0, manifest["outcome"]["reason"]
+    assert manifest["facts"]["tier"] == "structural", manifest["facts"]  # before: "a barrier inside DoWhile"
+    assert manifest["outcome"]["tests"]["passed"]

@@ -557,7 +557,9 @@ class _Fission:
         self.uniform: set[str] = params - self.assigned
         self.local: set[str] = {d.name for d in A.walk(kernel.body) if isinstance(d, A.VarDecl)} - self.shared
         self.hoisted: list[A.Stmt] = []
-        self.constants: dict[str, int] = {}  # the kernel's `const int` locals of constant value, by name
+        # the kernel's `const` integer locals computed from constants alone (literals, template parameters,
+        # file-scope names): their expression, for the arrays hoisted above their declarations
+        self.constants: dict[str, A.Expr] = {}
         self.pred_count = itertools.count()
 
     def is_uniform(self, expr: A.Node) -> bool:
@@ -609,15 +611,17 @@ class _Fission:
             if isinstance(s, A.DeclStmt) and any(d.is_shared for d in s.decls):
                 # hoisted above the kernel's own constants: extents that name them (`__shared__ float a[BM][BK]`
                 # after `const int BM = 128;`) take their values
-                self.hoisted.append(A.substitute(s, {n: A.lit(v) for n, v in self.constants.items()}))
+                self.hoisted.append(A.substitute(s, self.constants))
                 continue
             if not _has_sync(s):
                 if self.uniform_decl(s):
                     assert isinstance(s, A.DeclStmt)
                     for d in s.decls:
-                        value = A.const_int(d.init, self.constants) if d.init is not None else None
-                        if value is not None and "const" in d.type.quals and not d.type.pointers:
-                            self.constants[d.name] = value
+                        if d.init is not None and "const" in d.type.quals and not d.type.pointers and not (
+                                names_in(d.init) - set(self.constants)) & (self.local | set(self.kernel.param_names())):
+                            value = A.const_int(A.substitute(d.init, self.constants))
+                            self.constants[d.name] = A.lit(value) if value is not None else A.substitute(
+                                d.init, self.constants)
                     declared = {d.name for d in s.decls}
                     self.uniform |= declared
                     # a value of params/builtins/literals that the pending thread statements neither compute
@@ -650,6 +654,14 @@ class _Fission:
                     raise PassRefused("a while loop with a barrier must have a thread-independent condition", s.span)
                 self._no_loop_jumps(whole.body)
                 out.append(A.While(whole.cond, A.Block(tuple(self.region(A.stmts_of(whole.body), guards)))))
+            elif isinstance(s, A.DoWhile):
+                # `do body while (c);` is `for (first = 1; first || c; first = 0) body`: c first read after one
+                # pass, as the do-while reads it (a double-buffered tile loop's form)
+                first = f"xp_first{next(self.pred_count)}"
+                out.extend(self.region((A.For(
+                    A.DeclStmt((A.VarDecl(first, A.ctype("int"), init=A.lit(1)),)),
+                    A.binop("||", A.Name(first), s.cond), A.assign(A.Name(first), A.lit(0)), s.body, span=s.span),),
+                    guards))
             else:
                 raise PassRefused(f"a barrier inside {type(s).__name__} is not supported", s.span)
         flush()
@@ -882,8 +894,8 @@ def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Functio
     for d in expanded.values():
         t = A.replace(d.type, quals=tuple(q for q in d.type.quals if q != "const") if not d.type.pointers
                       else d.type.quals, pointers=tuple(tuple(q for q in p if q != "const") for p in d.type.pointers))
-        known = {n: A.lit(v) for n, v in fission.constants.items()}  # declared below the block's arrays
-        dims = tuple(A.substitute(x, known) if x is not None else None for x in d.dims)
+        # the kernel's constants, declared below the block's arrays
+        dims = tuple(A.substitute(x, fission.constants) if x is not None else None for x in d.dims)
         block_decls.append(A.DeclStmt((A.VarDecl(d.name, t, (_NT, *dims)),)))
     if done_flags:
         block_decls.append(A.DeclStmt((A.VarDecl("xp_done", A.ctype("unsigned char"), (_NT,)),)))
@@ -1171,6 +1183,13 @@ def _opaque_launch_text(n: A.Node, renamed: dict[str, str], pointers: set[str]) 
     return A.replace(n, text=text) if text != n.text else None
 
 
+def _renamed_callee(callee: str, renamed: dict[str, str]) -> str:
+    """``callee`` with a renamed kernel's name replaced, template arguments kept."""
+    base, angle, rest = callee.partition("<")
+    new = renamed.get(base.strip())
+    return callee if new is None else new + angle + rest
+
+
 def _kernel_pointers(item: A.Node, kernels_here: set[str]) -> set[str]:
     """Function pointers a host function declares with a kernel as their value (``void (*f)(float *, int) =
     k;``): another function launches through them, so they point at the kernel's block function too."""
@@ -1406,9 +1425,11 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             item = A.rewrite(item, functools.partial(_opaque_launch_text, renamed=renamed, pointers=pointers))
             if renamed:
                 # the file's own launches go to the block loops, not to the wrapper with the kernel's name
-                item = A.rewrite(item, lambda n: A.replace(n, func=A.Name(renamed[n.func.id])) if isinstance(
-                    n, A.Call) and isinstance(n.func, A.Name) and n.func.id in renamed and len(n.args) >= 3
-                    and isinstance(n.args[0], A.Call) and n.args[0].callee == "dim3" else None)
+                # (a template's launch keeps its arguments: `k<128, 8>` → `k_blocks<128, 8>`)
+                item = A.rewrite(item, lambda n: A.replace(n, func=A.Name(_renamed_callee(n.func.id, renamed)))
+                                 if isinstance(n, A.Call) and isinstance(n.func, A.Name)
+                                 and _renamed_callee(n.func.id, renamed) != n.func.id and len(n.args) >= 3
+                                 and isinstance(n.args[0], A.Call) and n.args[0].callee == "dim3" else None)
                 if pointers:
                     # a kernel's address taken for a pointer the host code launches: the block function's
                     item = A.rewrite(item, lambda n: A.Unary("&", A.Name(renamed[n.operand.id])) if isinstance(
