@@ -408,10 +408,20 @@ def _program_status(evidence: Evidence, unresolved: list[Unresolved]) -> tuple[S
         if defect is not None:
             return Status.NOT_EXECUTED, f"the source program itself is defective: {defect}"
         return Status.NOT_EXECUTED, f"the source program itself {run.reason} on the runtime"
+    if not run.matched and run.candidate is not None and run.candidate.timed_out:
+        # slower, not different: what it would have printed is unknown
+        return Status.UNRESOLVED, (f"the translated program did not finish within the time limit "
+                                   f"({run.candidate.seconds:.0f} s; the source took {run.source.seconds:.1f} s): "
+                                   "its output is not judged")
     if not run.matched:
         return Status.UNRESOLVED, f"the translated program behaves differently: {run.reason}"
     if unresolved:
         return Status.UNRESOLVED, f"the programs agree but {len(unresolved)} construct(s) are unresolved"
+    if run.nothing_compared and not (evidence.tests is not None and evidence.tests.passed):
+        # the exit status alone says nothing of what the kernels computed
+        return Status.NOT_EXECUTED, ("the programs ran and exit alike, but neither prints nor writes anything to "
+                                     "compare: what the kernels computed is unchecked (print a result, or give "
+                                     "--spec for a kernel)")
     return Status.VERIFIED, ""
 
 

@@ -481,3 +481,35 @@ def test_float4_access_to_shared_float_tiles(built_factory) -> None:  # type: ig
     res = built_factory(VECTOR_TILES).call("t_stage_as_float4", [x, np.zeros(32, np.float32)], threads=1)
     assert res.ok, res.error
     np.testing.assert_array_equal(res.outputs["a1"], x)
+
+
+# a kernel parameter passed by value whose destructor frees device memory (CUDA by Example's Lock): a GPU
+# copies the parameter bit for bit and runs no destructor on the device; this engine's per-thread copies did,
+# freeing the mutex while other threads still spun on it ("the source itself exits with status 87")
+LOCK_BY_VALUE = r"""
+struct Lock {
+  int* mutex;
+  Lock() { cudaMalloc(&mutex, sizeof(int)); cudaMemset(mutex, 0, sizeof(int)); }
+  ~Lock() { cudaFree(mutex); }
+  __device__ void lock() { while (atomicCAS(mutex, 0, 1) != 0) {} }
+  __device__ void unlock() { atomicExch(mutex, 0); }
+};
+__global__ void count_under_lock(Lock lock, int* total) {
+  if (threadIdx.x == 0) {
+    lock.lock();
+    *total += 1;
+    lock.unlock();
+  }
+}
+extern "C" void t_count_under_lock(int* total, int blocks) {
+  Lock lock;
+  count_under_lock<<<blocks, 64>>>(lock, total);
+  cudaDeviceSynchronize();
+}
+"""
+
+
+def test_a_parameter_destructor_does_not_run_per_thread(built_factory) -> None:  # type: ignore[no-untyped-def]
+    res = built_factory(LOCK_BY_VALUE).call("t_count_under_lock", [np.zeros(1, np.int32), np.int32(6)])
+    assert res.ok, res.error
+    assert res.outputs["a0"][0] == 6

@@ -124,3 +124,14 @@ def test_a_source_too_long_to_emulate_is_not_called_defective(tmp_path: Path) ->
     assert result.status is Status.NOT_EXECUTED, result.summary
     assert "did not finish within the time limit" in result.reason and "--timeout" in result.reason
     assert "fails" not in result.reason and "defective" not in result.reason
+
+
+def test_a_translated_program_that_runs_out_of_time_is_not_said_to_behave_differently() -> None:
+    source = ProgramRun(True, exit_code=0, stdout="sum 3\n", seconds=6.8)
+    slow = ProgramRun(True, exit_code=None, timed_out=True, seconds=120.0)
+    report = ProgramReport(source, slow, False, False, f"the translated program {slow.failure()}")
+    evidence = Evidence(compile=verdict(True), program=report)
+    status, reason = decide_status(evidence, [])
+    assert status is Status.UNRESOLVED
+    assert "did not finish within the time limit (120 s; the source took 6.8 s)" in reason
+    assert "behaves differently" not in reason

@@ -85,3 +85,34 @@ def test_the_device_name_line_is_ignored_however_labelled() -> None:
     candidate = "Device : xpiler CPU\nMatrix size: 1024 1024\nchecksum 42\n"
     assert compare_runs(run(source), run(candidate), ProjectConfig()).matched
     assert not compare_runs(run(source), run(candidate.replace("1024 1024", "1024 512")), ProjectConfig()).matched
+
+
+def test_programs_that_print_and_write_nothing_compared_are_said_so() -> None:
+    # the exit status alone: agreeing, but nothing of what the kernels computed was compared
+    silent = compare_runs(run(""), run(""), None)
+    assert silent.matched and silent.nothing_compared and "nothing to compare" in silent.summary()
+    timing_only = compare_runs(run("Time: 1.25 ms\n"), run("Time: 9.5 ms\n"), None)
+    assert timing_only.matched and timing_only.nothing_compared
+    assert not compare_runs(run("sum 3\n"), run("sum 3\n"), None).nothing_compared
+    assert not compare_runs(run("", files={"o.txt": b"1\n"}), run("", files={"o.txt": b"1\n"}), None).nothing_compared
+    assert not compare_runs(run("PASSED\n"), run("PASSED\n"), None).nothing_compared
+
+
+def test_a_program_with_nothing_compared_is_not_verified(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from xpiler_core.dialect import Dialect
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    source = r"""
+__global__ void twice(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2; }
+int main() {
+  float* a;
+  cudaMalloc(&a, 64 * sizeof(float));
+  twice<<<2, 32>>>(a, 64);
+  cudaDeviceSynchronize();
+  cudaFree(a);
+  return 0;
+}
+"""
+    result = translate(source, str(tmp_path / "silent.cu"), TranslateOptions(Dialect.C))
+    assert result.status == "compiled-not-executed", result.summary
+    assert "anything to compare" in result.reason

@@ -111,10 +111,19 @@ class ProgramReport:
     lines_compared: int = 0
     lines_ignored: int = 0
     args: list[str] = field(default_factory=list)
+    files_compared: int = 0
+
+    @property
+    def nothing_compared(self) -> bool:
+        """Agreed on the exit status alone: no verdict line, no output line (timing lines aside), no file."""
+        return self.matched and self.verdict is None and self.lines_compared == 0 and self.files_compared == 0
 
     def summary(self) -> str:
         if self.source_failed:
             return f"the source program {self.reason} on the runtime"
+        if self.nothing_compared:
+            return (f"the programs exit alike but print and write nothing to compare ({self.lines_ignored} timing "
+                    "line(s) ignored)")
         if self.matched:
             how = f"both print '{self.verdict}'" if self.verdict else f"{self.lines_compared} output line(s) agree"
             return f"the programs agree: same exit status, {how} ({self.lines_ignored} timing line(s) ignored)"
@@ -123,6 +132,7 @@ class ProgramReport:
     def to_dict(self) -> dict[str, Any]:
         return {"matched": self.matched, "source_failed": self.source_failed, "reason": self.reason,
                 "verdict": self.verdict, "lines_compared": self.lines_compared, "lines_ignored": self.lines_ignored,
+                "files_compared": self.files_compared,
                 "args": self.args, "source": self.source.to_dict(),
                 "candidate": self.candidate.to_dict() if self.candidate is not None else None}
 
@@ -405,7 +415,7 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
         if other != data and not _file_contents_match(data, other, atol, rtol):
             return ProgramReport(source, candidate, False, False, f"the file {name} differs")
     return ProgramReport(source, candidate, True, False, "", None, len(src_lines) - len(unstable),
-                         ignored + len(unstable))
+                         ignored + len(unstable), files_compared=len(source.files))
 
 
 def _file_contents_match(a: bytes, b: bytes, atol: float, rtol: float) -> bool:

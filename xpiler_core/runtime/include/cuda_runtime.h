@@ -9,6 +9,11 @@ XPILER_RUNTIME_API(cuda)
 #define cudaEventDisableTiming 2
 #define cudaMemAttachGlobal 1
 #define cudaHostAllocDefault 0
+#define cudaHostAllocPortable 1
+#define cudaHostAllocMapped 2
+#define cudaHostAllocWriteCombined 4
+#define cudaHostRegisterDefault 0
+#define CUDART_CB  // the calling convention of stream callbacks: nothing on Linux
 #define cudaFuncAttributeMaxDynamicSharedMemorySize 8
 #define XP_DEVATTR(name, value) cudaDevAttr##name = value,
 enum cudaDeviceAttr { XPILER_CUDA_DEVICE_ATTRS(XP_DEVATTR) };

@@ -34,6 +34,9 @@ XPILER_RUNTIME_API(hip)
 #define hipEventDefault 0
 #define hipMemAttachGlobal 1
 #define hipHostMallocDefault 0
+#define hipHostMallocPortable 1
+#define hipHostMallocMapped 2
+#define hipHostMallocWriteCombined 4
 #define hipHostMalloc hipHostAlloc
 #define hipHostFree hipFreeHost
 #define HIP_SYMBOL(x) x

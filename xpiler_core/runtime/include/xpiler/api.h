@@ -114,6 +114,9 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     return P##Malloc(reinterpret_cast<void**>(p), n, file, line);                                         \
   }                                                                                                       \
   inline P##Error_t P##Free(void* p) {                                                                    \
+    /* inside a kernel only a by-value parameter's destructor, run per thread here, reaches this host-only */ \
+    /* API (a lock that frees its mutex): a GPU runs no parameter destructor on the device, so nothing */   \
+    if (::xpiler::tls_worker && ::xpiler::tls_worker->cur) return P##Success;                             \
     return ::xpiler::device_free(p) ? P##Success : P##ErrorInvalidValue;                                  \
   }                                                                                                       \
   inline P##Error_t P##FreeHost(void* p) { return P##Free(p); }                                           \
@@ -196,7 +199,7 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     p->sharedMemPerBlockOptin = 164 * 1024; p->regsPerMultiprocessor = 65536; p->memoryClockRate = 1000000; \
     p->memoryBusWidth = 64; p->concurrentKernels = p->canMapHostMemory = p->unifiedAddressing = 1;        \
     p->managedMemory = p->cooperativeLaunch = p->pageableMemoryAccess = p->concurrentManagedAccess = 1;   \
-    p->maxBlocksPerMultiProcessor = 32;                                                                   \
+    p->maxBlocksPerMultiProcessor = 32; p->deviceOverlap = p->asyncEngineCount = 1; /* copies overlap */  \
     return P##Success;                                                                                    \
   }                                                                                                       \
   inline P##Error_t P##DeviceGetAttribute(int* v, int attr, int) {                                        \
