@@ -167,7 +167,8 @@ def _load_output(output: Path, folder: Path, opt: tuple[str, ...], spec: Any, ca
     if done.returncode != 0:
         return None, "build failed: " + done.stderr[-200:]
     lib = ctypes.CDLL(str(library))
-    launcher = f"xp_launch_{spec.entry}"  # an output kept on the portable tier: the kernel behind a launcher
+    # an output kept on the portable tier: the kernel behind a launcher (a template instance's name sanitized)
+    launcher = "xp_launch_" + re.sub(r"\W+", "_", spec.entry).strip("_")
     name = launcher if hasattr(lib, launcher) else instance_symbol(spec.entry)
     if not hasattr(lib, name):
         return None, f"the output has no entry named {spec.entry}"
