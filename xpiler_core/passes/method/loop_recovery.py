@@ -54,7 +54,7 @@ from xpiler_core.passes.support.ast_support import (
     value_template_arguments,
 )
 from xpiler_core.passes.support.coop_groups import lower_cooperative_groups, uses_cooperative_groups
-from xpiler_core.passes.support.cpu_prelude import PRELUDE, PRELUDE_MARK
+from xpiler_core.passes.support.cpu_prelude import CUBLAS, PRELUDE, PRELUDE_MARK
 from xpiler_core.passes.support.launch import infer_block, infer_grid
 from xpiler_core.printer import print_expr
 from xpiler_core.tables import is_gpu_header
@@ -1183,6 +1183,16 @@ def _opaque_launch_text(n: A.Node, renamed: dict[str, str], pointers: set[str]) 
     return A.replace(n, text=text) if text != n.text else None
 
 
+def _names_cublas(module: A.Module) -> bool:
+    """Whether host code calls cuBLAS (its handles, calls or constants), whose headers the prelude replaces."""
+    for n in A.walk(module):
+        text = n.id if isinstance(n, A.Name) else n.text if isinstance(n, A.Opaque) else n.base if isinstance(
+            n, A.Type) else ""
+        if re.search(r"\b(?:cublas[A-Z]\w*|CUBLAS_\w+)", text):
+            return True
+    return False
+
+
 def _renamed_callee(callee: str, renamed: dict[str, str]) -> str:
     """``callee`` with a renamed kernel's name replaced, template arguments kept."""
     base, angle, rest = callee.partition("<")
@@ -1404,6 +1414,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     renamed = {k.name: new_kernels[k.name].name for k in kernels if new_kernels[k.name].name != k.name}
     dropped: list[str] = []
     items: list[A.TopItem] = [A.Opaque(PRELUDE, reason="cpu prelude")]
+    if _names_cublas(module):
+        items.append(A.Opaque(CUBLAS, reason="cpu cublas"))
     for item in module.items:
         if isinstance(item, A.Include) and is_gpu_header(item.path):
             continue  # the prelude stands in for the GPU toolchain's headers; the program's others stay

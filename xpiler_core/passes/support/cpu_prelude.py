@@ -8,6 +8,9 @@ Kept as one string (not a header on disk) so a translated file is self-contained
 
 from __future__ import annotations
 
+import re
+from importlib import resources
+
 PRELUDE_MARK = "/* xpiler CPU prelude */"
 # the packed GEMM micro-kernel cpu_gemm adds; the C → CUDA plan drops it with the fast paths that call it
 GEMM_MARK = "/* xpiler cpu_gemm micro-kernel */"
@@ -418,3 +421,80 @@ static inline int cudaPeekAtLastError(void) { return 0; }
 static inline const char* cudaGetErrorString(int e) { return e == 0 ? "no error" : e == 2 ? "out of memory" : "error"; }
 static inline const char* cudaGetErrorName(int e) { return e == 0 ? "cudaSuccess" : "cudaError"; }
 """.replace("@RUNTIME_ENUMS@", _runtime_enums()).replace("@SIMD_VIDEO@", _simd_video())
+
+
+# cuBLAS on the CPU for host code that calls it (a benchmark's reference GEMM): device memory is host memory
+# in the CPU output, so the GEMM family is computed here, column-major as cuBLAS defines it, accumulated in
+# double like the runtime's own cuBLAS (runtime/include/xpiler/blas.h). Added by loop recovery when the
+# program names cuBLAS; what is not here does not build, and says so.
+CUBLAS_MARK = "/* xpiler CPU cuBLAS */"
+
+
+def _cublas_enums() -> str:
+    """cuBLAS's status, operation, math and pointer-mode enumerations, as the runtime's header declares them."""
+    header = (resources.files("xpiler_core.runtime") / "include" / "xpiler" / "blas.h").read_text(encoding="utf-8")
+    wanted = ("cublasStatus_t", "cublasOperation_t", "cublasMath_t", "cublasPointerMode_t")
+    found = {name: m.group(0) for m in re.finditer(r"typedef enum \{[^}]*\} (\w+);", header)
+             for name in [m.group(1)] if name in wanted}
+    assert set(found) == set(wanted), sorted(found)
+    return "\n".join(found[name] for name in wanted)
+
+
+CUBLAS = CUBLAS_MARK + "\n" + _cublas_enums() + r"""
+struct xp_cublas_context { int math; int pointer_mode; };
+typedef xp_cublas_context* cublasHandle_t;
+static inline cublasStatus_t cublasCreate(cublasHandle_t* h) {
+  if (!h) return CUBLAS_STATUS_INVALID_VALUE;
+  *h = (cublasHandle_t)calloc(1, sizeof(xp_cublas_context));
+  return *h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+}
+static inline cublasStatus_t cublasDestroy(cublasHandle_t h) { free(h); return CUBLAS_STATUS_SUCCESS; }
+template <class S> static inline cublasStatus_t cublasSetStream(cublasHandle_t h, S) {
+  return h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+static inline cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  h->math = m;
+  return CUBLAS_STATUS_SUCCESS;
+}
+static inline cublasStatus_t cublasSetPointerMode(cublasHandle_t h, cublasPointerMode_t m) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  h->pointer_mode = m;  // both modes read the scalars from memory the host can read here
+  return CUBLAS_STATUS_SUCCESS;
+}
+static inline const char* cublasGetStatusString(cublasStatus_t s) {
+  return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_ERROR";
+}
+template <class T>
+static inline cublasStatus_t xp_cublas_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                            int k, const T* alpha, const T* A, int lda, const T* B, int ldb,
+                                            const T* beta, T* C, int ldc) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (m < 0 || n < 0 || k < 0 || ldc < (m > 1 ? m : 1)) return CUBLAS_STATUS_INVALID_VALUE;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      double s = 0.0;
+      for (int p = 0; p < k; ++p)
+        s += (double)(ta == CUBLAS_OP_N ? A[i + (long)p * lda] : A[p + (long)i * lda]) *
+             (double)(tb == CUBLAS_OP_N ? B[p + (long)j * ldb] : B[j + (long)p * ldb]);
+      T* c = &C[i + (long)j * ldc];
+      *c = (T)((double)*alpha * s + (*beta == (T)0 ? 0.0 : (double)*beta * (double)*c));  // beta 0: C not read
+    }
+  return CUBLAS_STATUS_SUCCESS;
+}
+static inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
+                                         const float* beta, float* C, int ldc) {
+  return xp_cublas_gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+static inline cublasStatus_t cublasDgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const double* alpha, const double* A, int lda, const double* B, int ldb,
+                                         const double* beta, double* C, int ldc) {
+  return xp_cublas_gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+#define cublasCreate_v2 cublasCreate
+#define cublasDestroy_v2 cublasDestroy
+#define cublasSgemm_v2 cublasSgemm
+#define cublasDgemm_v2 cublasDgemm
+#define cublasSetStream_v2 cublasSetStream
+"""
