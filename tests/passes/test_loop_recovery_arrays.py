@@ -84,3 +84,61 @@ def test_accessor_macros_that_read_a_moved_parameter(tmp_path: Path) -> None:
     result = translate(ACCESSOR_MACROS, str(tmp_path / "columns.cu"), TranslateOptions(Dialect.C))
     assert result.status == "verified", result.summary  # the source program's own output
     assert result.manifest["facts"]["tier"] == "structural"  # before: g++ rejected `A[xp_t](i, j)`
+
+
+# CUDA by Example's dot product: the tree's stride `i` lives across barriers and every thread halves it alike
+# (`int i = blockDim.x / 2; while (i != 0) { ...; __syncthreads(); i /= 2; }`): one variable for the block,
+# updated once per round (before: "a while loop with a barrier must have a thread-independent condition", and
+# the portable tier); a variable updated in a loop with no barrier stays each thread's own
+UNIFORM_STRIDE = r"""#include <cstdio>
+__global__ void dot(const float* a, const float* b, float* c, int n) {
+  __shared__ float cache[64];
+  int tid = threadIdx.x + blockIdx.x * blockDim.x;
+  float temp = 0;
+  while (tid < n) { temp += a[tid] * b[tid]; tid += blockDim.x * gridDim.x; }
+  cache[threadIdx.x] = temp;
+  __syncthreads();
+  int i = blockDim.x / 2;
+  while (i != 0) {
+    if (threadIdx.x < i) cache[threadIdx.x] += cache[threadIdx.x + i];
+    __syncthreads();
+    i /= 2;
+  }
+  if (threadIdx.x == 0) c[blockIdx.x] = cache[0];
+}
+int main() {
+  const int n = 1000, blocks = 4;
+  float *a, *b, *c;
+  cudaMallocManaged(&a, n * sizeof(float)); cudaMallocManaged(&b, n * sizeof(float)); cudaMallocManaged(&c, blocks * sizeof(float));
+  for (int i = 0; i < n; ++i) { a[i] = i * 0.5f; b[i] = (i % 7) * 0.25f; }
+  dot<<<blocks, 64>>>(a, b, c, n);
+  cudaDeviceSynchronize();
+  float s = 0; for (int i = 0; i < blocks; ++i) s += c[i];
+  printf("dot %g\n", s);
+  return 0;
+}
+"""
+
+STRIDE_IN_A_THREAD_LOOP = r"""#include <cstdio>
+__global__ void halve(float* out) {
+  __shared__ float s[64];
+  int i = 64;
+  for (int k = 0; k < 3; ++k) { i /= 2; }
+  s[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  out[threadIdx.x] = s[(threadIdx.x + i) % 64];
+}
+int main() {
+  float* o; cudaMallocManaged(&o, 64 * sizeof(float));
+  halve<<<1, 64>>>(o); cudaDeviceSynchronize();
+  printf("%g %g\n", o[0], o[63]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("source", [UNIFORM_STRIDE, STRIDE_IN_A_THREAD_LOOP], ids=["while-stride", "no-barrier-loop"])
+def test_a_variable_every_thread_updates_alike(tmp_path: Path, source: str) -> None:
+    result = translate(source, str(tmp_path / "stride.cu"), TranslateOptions(Dialect.C))
+    assert result.status == "verified", result.summary  # the source program's own output
+    assert result.manifest["facts"]["tier"] == "structural"

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import ctypes
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -72,15 +74,24 @@ def scale_rows(x, cols, s):
 """
 
 
-def test_template_instance_entry_is_exported_and_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "rows.cu").write_text(SOURCE)
-    (tmp_path / "spec.toml").write_text(SPEC)
-    (tmp_path / "ref.py").write_text(REFERENCE)
-    out = tmp_path / "rows.cpp"
-    code = main(["translate", str(tmp_path / "rows.cu"), "--to", "cpu", "--spec", str(tmp_path / "spec.toml"),
-                 "-o", str(out)])
+def _translated(tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, spec: str, reference: str,
+                *options: str) -> tuple[int, dict[str, Any], Path]:
+    """``xpiler translate`` of ``source`` (as ``NAME.cu``, the spec's ``source``) to CPU with the spec: the
+    exit code, the manifest and the output's path."""
+    name = re.search(r'source = "(\w+)\.cu"', spec)
+    stem = name.group(1) if name else "rows"
+    (tmp_path / f"{stem}.cu").write_text(source)
+    (tmp_path / "spec.toml").write_text(spec)
+    (tmp_path / "ref.py").write_text(reference)
+    out = tmp_path / f"{stem}.cpp"
+    code = main(["translate", str(tmp_path / f"{stem}.cu"), "--to", "cpu", *options, "--spec",
+                 str(tmp_path / "spec.toml"), "-o", str(out)])
     capsys.readouterr()
-    manifest = json.loads((tmp_path / ".xpiler" / "rows.cpp.json").read_text())
+    return code, json.loads((tmp_path / ".xpiler" / f"{stem}.cpp.json").read_text()), out
+
+
+def test_template_instance_entry_is_exported_and_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, manifest, out = _translated(tmp_path, capsys, SOURCE, SPEC, REFERENCE)
     assert code == 0, manifest["outcome"]["reason"]
     # the exported instance computes what numpy does (independently of the tool's own harness)
     lib = ctypes.CDLL(str(build_shared(out.read_text(), tmp_path / "build")))
@@ -176,14 +187,7 @@ def test_template_instance_is_instantiated_for_the_passes(tmp_path: Path, capsys
 def test_template_instance_entry_runs_on_the_portable_tier(tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     # the portable tier launches the instance as the spec spells it (before: no launcher, "no translation")
-    (tmp_path / "rows.cu").write_text(SOURCE)
-    (tmp_path / "spec.toml").write_text(SPEC)
-    (tmp_path / "ref.py").write_text(REFERENCE)
-    out = tmp_path / "rows.cpp"
-    code = main(["translate", str(tmp_path / "rows.cu"), "--to", "cpu", "--tier", "portable", "--spec",
-                 str(tmp_path / "spec.toml"), "-o", str(out)])
-    capsys.readouterr()
-    manifest = json.loads((tmp_path / ".xpiler" / "rows.cpp.json").read_text())
+    code, manifest, _ = _translated(tmp_path, capsys, SOURCE, SPEC, REFERENCE, "--tier", "portable")
     assert code == 0, manifest["outcome"]["reason"]
     assert manifest["facts"]["tier"] == "portable"
     assert manifest["outcome"]["tests"]["passed"]
@@ -264,14 +268,19 @@ def window_sums(x, n):
 
 def test_a_double_buffered_template_kernel_stays_structural(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "window.cu").write_text(DOUBLE_BUFFERED)
-    (tmp_path / "spec.toml").write_text(DOUBLE_BUFFERED_SPEC)
-    (tmp_path / "ref.py").write_text(DOUBLE_BUFFERED_REFERENCE)
-    out = tmp_path / "window.cpp"
-    code = main(["translate", str(tmp_path / "window.cu"), "--to", "cpu", "--spec", str(tmp_path / "spec.toml"),
-                 "-o", str(out)])
-    capsys.readouterr()
-    manifest = json.loads((tmp_path / ".xpiler" / "window.cpp.json").read_text())
+    code, manifest, _ = _translated(tmp_path, capsys, DOUBLE_BUFFERED, DOUBLE_BUFFERED_SPEC, DOUBLE_BUFFERED_REFERENCE)
     assert code == 0, manifest["outcome"]["reason"]
     assert manifest["facts"]["tier"] == "structural", manifest["facts"]  # before: "a barrier inside DoWhile"
     assert manifest["outcome"]["tests"]["passed"]
+
+
+def test_an_instance_with_a_boolean_argument_gets_its_own_block_function(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # `gemm<96, 32, false>`: the instance is specialized like an integer-only one (what cpu_gemm reads)
+    source = SOURCE.replace("template <int ROWS_PER_BLOCK>", "template <int ROWS_PER_BLOCK, bool NEGATE>").replace(
+        "* row_scale[r];", "* (NEGATE ? -row_scale[r] : row_scale[r]);")
+    spec = SPEC.replace('entry = "scale_rows<4>"', 'entry = "scale_rows<4, false>"')
+    code, manifest, out = _translated(tmp_path, capsys, source, spec, REFERENCE)
+    assert code == 0, manifest["outcome"]["reason"]
+    assert manifest["facts"]["tier"] == "structural"
+    assert "static void scale_rows_blocks__4_false(" in out.read_text()

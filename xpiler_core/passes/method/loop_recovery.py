@@ -557,6 +557,7 @@ class _Fission:
         self.uniform: set[str] = params - self.assigned
         self.local: set[str] = {d.name for d in A.walk(kernel.body) if isinstance(d, A.VarDecl)} - self.shared
         self.hoisted: list[A.Stmt] = []
+        self.updated_uniform = self._uniformly_updated(kernel.body)
         # the kernel's `const` integer locals computed from constants alone (literals, template parameters,
         # file-scope names): their expression, for the arrays hoisted above their declarations
         self.constants: dict[str, A.Expr] = {}
@@ -580,13 +581,88 @@ class _Fission:
                 return False
         return True
 
+    def _uniformly_updated(self, body: A.Stmt) -> set[str]:
+        """Scalar locals every thread updates alike (``int i = blockDim.x / 2; while (i != 0) { ...;
+        __syncthreads(); i /= 2; }``): each write of one, its declaration included, is a value of such names,
+        parameters and block builtins, under conditions of the same kind (the greatest such set). A kernel that
+        breaks out of or continues a loop keeps none (a thread could skip an update the others make)."""
+        if any(isinstance(n, A.Break | A.Continue) or (isinstance(n, A.Opaque) and "goto" in n.text)
+               for n in A.walk(body)):
+            return set()
+        writes: dict[str, list[tuple[A.Node, tuple[A.Expr, ...]]]] = {}  # name → (value written, conditions)
+        # a write inside a statement with no barrier runs in a thread loop, once per thread: never at block level
+        unplaced = A.Opaque("?")
+
+        def visit(stmt: A.Stmt, conds: tuple[A.Expr, ...]) -> None:
+            if not isinstance(stmt, A.ExprStmt | A.DeclStmt) and not _has_sync(stmt):
+                inner(stmt, (*conds, unplaced))
+            elif isinstance(stmt, A.Block):
+                for x in stmt.stmts:
+                    visit(x, conds)
+            elif isinstance(stmt, A.If):
+                visit(stmt.then, (*conds, stmt.cond))
+                if stmt.else_ is not None:
+                    visit(stmt.else_, (*conds, stmt.cond))
+            elif isinstance(stmt, A.For):
+                header = tuple(x for x in (stmt.cond, stmt.step) if x is not None)
+                if stmt.init is not None:
+                    visit(stmt.init, conds)
+                if stmt.step is not None:
+                    inner(stmt.step, (*conds, *header))
+                visit(stmt.body, (*conds, *header))
+            elif isinstance(stmt, A.While | A.DoWhile):
+                visit(stmt.body, (*conds, stmt.cond))
+            elif isinstance(stmt, A.DeclStmt):
+                for d in stmt.decls:
+                    if not d.dims and not d.is_shared and not d.type.pointers and d.init is not None:
+                        writes.setdefault(d.name, []).append((d.init, conds))
+                    if d.init is not None:
+                        inner(d.init, conds)
+            else:
+                # a write inside a statement of another kind (a switch, text the AST keeps) is not judged
+                inner(stmt, conds if isinstance(stmt, A.ExprStmt) else (*conds, unplaced))
+
+        def inner(node: A.Node, conds: tuple[A.Expr, ...]) -> None:
+            for n in A.walk(node):
+                target = n.target if isinstance(n, A.Assign) else n.operand if isinstance(
+                    n, A.Unary) and n.op in ("++", "--", "&") else None
+                if isinstance(target, A.Name):
+                    writes.setdefault(target.id, []).append((n, conds))
+
+        visit(body, ())
+        scalars = {d.name for d in A.walk(body) if isinstance(d, A.VarDecl) and not d.dims and not d.is_shared
+                   and not d.type.pointers}
+        candidates = scalars & self.assigned
+        assumed = set(scalars) | self.uniform
+        saved = self.uniform
+        try:
+            while True:
+                self.uniform = assumed
+                bad = {v for v in candidates & assumed if any(
+                    not self._uniform_write(node, conds) for node, conds in writes.get(v, []))}
+                bad |= {v for v in scalars - candidates if v in assumed and any(
+                    not self._uniform_write(node, conds) for node, conds in writes.get(v, []))}
+                if not bad:
+                    break
+                assumed = assumed - bad
+        finally:
+            self.uniform = saved
+        return candidates & assumed
+
+    def _uniform_write(self, node: A.Node, conds: tuple[A.Expr, ...]) -> bool:
+        value = node.value if isinstance(node, A.Assign) else node.operand if isinstance(node, A.Unary) else node
+        if isinstance(node, A.Unary) and node.op == "&":
+            return False  # an address taken: written through a pointer, anywhere
+        return self.is_uniform(value) and all(self.is_uniform(c) for c in conds)
+
     def uniform_decl(self, s: A.Stmt) -> bool:
         if not isinstance(s, A.DeclStmt):
             return False
         earlier: set[str] = set()  # `const int a0 = K * by, a1 = a0 + K;`: a later declarator reads an earlier
         try:
             for d in s.decls:
-                if d.is_shared or d.dims or d.init is None or d.name in self.assigned or d.init_style != "=":
+                if d.is_shared or d.dims or d.init is None or d.init_style != "=" or (
+                        d.name in self.assigned and d.name not in self.updated_uniform):
                     return False
                 if not self.is_uniform(d.init):
                     return False
@@ -596,6 +672,17 @@ class _Fission:
             return True
         finally:
             self.uniform -= earlier
+
+    def _uniform_update(self, s: A.Stmt) -> bool:
+        """``i /= 2;`` of a variable every thread updates alike, with a value of such names."""
+        if not isinstance(s, A.ExprStmt):
+            return False
+        e = s.expr
+        target = e.target if isinstance(e, A.Assign) else e.operand if isinstance(e, A.Unary) and e.op in (
+            "++", "--") else None
+        if not (isinstance(target, A.Name) and target.id in self.updated_uniform and target.id in self.uniform):
+            return False
+        return not isinstance(e, A.Assign) or self.is_uniform(e.value)
 
     # region → block-level statements
     def region(self, stmts: tuple[A.Stmt, ...], guards: tuple[A.Expr, ...]) -> list[A.Stmt]:
@@ -612,6 +699,10 @@ class _Fission:
                 # hoisted above the kernel's own constants: extents that name them (`__shared__ float a[BM][BK]`
                 # after `const int BM = 128;`) take their values
                 self.hoisted.append(A.substitute(s, self.constants))
+                continue
+            if not _has_sync(s) and self._uniform_update(s):
+                flush()  # every thread updates it alike: once, for the block
+                out.append(s)
                 continue
             if not _has_sync(s):
                 if self.uniform_decl(s):
@@ -1312,16 +1403,17 @@ def _wrap_kernel(target: A.Function, module: A.Module, params: dict[str, Any], n
 
 def _instantiated(fn: A.Function, instance: str) -> A.Function | None:
     """A non-template copy of the template block function ``fn`` for ``instance`` (``<128, 8>``) when every
-    template parameter is a value the instance gives as an integer literal; None otherwise."""
+    template parameter is a value the instance gives as an integer or boolean literal; None otherwise."""
     if fn.template is None:
         return None
     formals = _template_formals(fn.template)
     if re.search(r"\b(typename|class)\b", fn.template):
         return None
     actuals = [a.strip() for a in instance.strip()[1:-1].split(",")]
-    if len(actuals) != len(formals) or not all(re.fullmatch(r"-?\d+[uUlL]*", a) for a in actuals):
+    if len(actuals) != len(formals) or not all(re.fullmatch(r"-?\d+[uUlL]*|true|false", a) for a in actuals):
         return None
-    values = {f: A.lit(int(re.sub(r"[uUlL]+$", "", a))) for f, a in zip(formals, actuals, strict=True)}
+    values: dict[str, A.Expr] = {f: A.Name(a) if a in ("true", "false") else A.lit(int(re.sub(r"[uUlL]+$", "", a)))
+                                 for f, a in zip(formals, actuals, strict=True)}
     return A.replace(A.substitute(fn, values), name=A.instance_symbol(fn.name + instance), template=None)
 
 
