@@ -73,6 +73,17 @@ def test_lines_that_differ_between_two_source_runs_are_ignored() -> None:
     assert not compare_runs(source, run("seed 3\nresult 6\n"), None, rerun_source=lambda: again).matched
 
 
+def test_a_bare_time_that_two_source_runs_happen_to_agree_on_is_run_again() -> None:
+    # polybench prints "GPU Time in seconds:" then the number alone; two runs of the source can agree on it
+    source = run("GPU Time in seconds:\n0.067588\nsum 42\n")
+    reruns = iter([run("GPU Time in seconds:\n0.067590\nsum 42\n"),
+                   run("GPU Time in seconds:\n0.071204\nsum 42\n")])
+    candidate = run("GPU Time in seconds:\n0.068200\nsum 42\n")
+    assert compare_runs(source, candidate, None, rerun_source=lambda: next(reruns)).matched
+    stable = run("GPU Time in seconds:\n0.067588\nsum 42\n")  # the source agrees with itself every time
+    assert not compare_runs(source, candidate, None, rerun_source=lambda: stable).matched
+
+
 def test_files_written_are_compared() -> None:
     assert compare_runs(run("", files={"out.txt": b"1.0 2.0\n"}), run("", files={"out.txt": b"1.0 2.0\n"}), None).matched
     assert not compare_runs(run("", files={"out.txt": b"1 2\n"}), run("", files={"out.txt": b"1 3\n"}), None).matched

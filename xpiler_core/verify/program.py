@@ -397,11 +397,15 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
         return ProgramReport(source, candidate, True, False, "", verdict, len(src_lines), ignored)
     difference = first_difference(src_lines, cand_lines, atol, rtol)
     unstable: set[int] = set()
-    if difference is not None and rerun_source is not None:
-        # a line that differs between two runs of the source itself depends on time or a random seed
+    for _ in range(SOURCE_RERUNS if rerun_source is not None else 0):
+        if difference is None:
+            break
+        # a line that differs between runs of the source itself depends on time or a random seed (a bare time
+        # printed under a "Time in seconds:" line can agree across two runs by chance: each difference found
+        # is checked against another run)
         again: ProgramRun = rerun_source()
         again_lines, _ = _kept_lines(again.stdout, patterns)
-        unstable = _unstable_lines(src_lines, again_lines, atol, rtol)
+        unstable |= _unstable_lines(src_lines, again_lines, atol, rtol)
         difference = first_difference(src_lines, cand_lines, atol, rtol, unstable)
     if difference is not None:
         i, want, got = difference
