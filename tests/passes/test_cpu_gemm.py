@@ -302,6 +302,16 @@ __global__ void nobarrier(const float* A, const float* B, float* C, int n) {
   for (int k = 0; k < 16; ++k) acc += As[threadIdx.y][k] * B[k * n + c];
   C[r * n + c] = acc;
 }""",
+    "accumulation under a condition in a sum loop": r"""
+__global__ void first_eight(const float* A, const float* B, float* C, int M, int N, int K) {
+  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    float a = A[r * K + k];
+    if (k < 8) acc += a * B[k * N + c];
+  }
+  C[r * N + c] = acc;
+}""",
     "output read at another thread's element": r"""
 __global__ void gemm_neighbour(const float* A, const float* B, float* C, int M, int N, int K) {
   int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;

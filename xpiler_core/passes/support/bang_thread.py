@@ -301,6 +301,7 @@ class ThreadEvaluator:
     sum_roots: set[str] = field(default_factory=set)  # what that loop accumulates into
     # that loop's accumulations into elements of a thread-local array at constant indices (``acc[2] += t``)
     accumulated_elements: dict[str, dict[int, Any]] = field(default_factory=dict)
+    sum_cond_depth: int = 0  # the conditionals around that loop (an addition under one more is not every term's)
     planned: bool = False  # the thread indices' splits were collected before evaluation (:meth:`plan_splits`)
     divisors: dict[str, set[int]] = field(default_factory=dict)  # each thread index → the constants it was split by
     # the elements each tile was stored in the current phase, one piece per store (``As[4c + 0] = t.x; ...``)
@@ -709,6 +710,7 @@ class ThreadEvaluator:
         for root in roots:
             self.env[root] = Unset(f"{root} is read while a loop adds to it")
         self.accumulating, self.sum_roots, self.accumulated_elements = {}, roots, {}
+        self.sum_cond_depth = self.cond_depth
         try:
             self.run(stmts_of(s.body))
         except _Continue:
@@ -749,6 +751,8 @@ class ThreadEvaluator:
         root = _tile_root(target)
         if root not in self.sum_roots or self.accumulating is None:
             return False
+        if self.cond_depth != self.sum_cond_depth:
+            raise PassRefused(f"a sum loop adds to {root} under a condition")
         if e.op == "+=":
             term_expr = e.value
         elif e.op == "=" and isinstance(e.value, A.Binary) and e.value.op == "+" and e.value.left == target:
