@@ -1218,6 +1218,8 @@ class ThreadEvaluator:
             if not a.atoms():
                 x = dict(a.terms).get((), 0)
                 return Poly.const(x << c if op == "<<" else x >> c if op == ">>" else x & c)
+            if not a.atoms() & (RAW_THREAD_ATOMS | self.index_atoms()):
+                return Poly.atom(f"({a.c_text()} {op} {c}L)")  # thread-free (maybe negative): kept as written
             if op == "<<" and 0 <= c < 32:
                 return a * Poly.const(1 << c)
             if op == ">>" and 0 <= c < 32:
