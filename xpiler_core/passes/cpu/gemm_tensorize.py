@@ -434,10 +434,8 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
                   and p.type.base.replace("const", "").strip() == "float"}
     int_params = {p.name for p in fn.params if isinstance(p, A.Param) and p.name and not p.type.pointers}
 
-    def evaluated(plan: bool) -> ThreadEvaluator:
+    def evaluated() -> ThreadEvaluator:
         ev = ThreadEvaluator(int_params, ptr_params, helpers, consts=consts)
-        if plan:
-            ev.plan_splits(stmts_of(inner.body))
         ev.run(stmts_of(inner.body))
         return ev
 
@@ -459,7 +457,7 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
 
     ev: ThreadEvaluator | None = None
     try:
-        ev = evaluated(plan=False)
+        ev = evaluated()
         shape = recognize(ev)
     except PassRefused as refusal:
         first = refusal

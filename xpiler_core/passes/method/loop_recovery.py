@@ -54,7 +54,7 @@ from xpiler_core.passes.support.ast_support import (
     value_template_arguments,
 )
 from xpiler_core.passes.support.coop_groups import lower_cooperative_groups, uses_cooperative_groups
-from xpiler_core.passes.support.cpu_prelude import CUBLAS, PRELUDE, PRELUDE_MARK
+from xpiler_core.passes.support.cpu_prelude import PRELUDE, PRELUDE_MARK, cublas_section
 from xpiler_core.passes.support.launch import infer_block, infer_grid
 from xpiler_core.printer import print_expr
 from xpiler_core.tables import is_gpu_header
@@ -1507,7 +1507,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     dropped: list[str] = []
     items: list[A.TopItem] = [A.Opaque(PRELUDE, reason="cpu prelude")]
     if _names_cublas(module):
-        items.append(A.Opaque(CUBLAS, reason="cpu cublas"))
+        items.append(A.Opaque(cublas_section(), reason="cpu cublas"))
     for item in module.items:
         if isinstance(item, A.Include) and is_gpu_header(item.path):
             continue  # the prelude stands in for the GPU toolchain's headers; the program's others stay

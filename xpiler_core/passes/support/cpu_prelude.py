@@ -9,6 +9,7 @@ Kept as one string (not a header on disk) so a translated file is self-contained
 from __future__ import annotations
 
 import re
+from functools import cache
 from importlib import resources
 
 PRELUDE_MARK = "/* xpiler CPU prelude */"
@@ -440,7 +441,13 @@ def _cublas_enums() -> str:
     return "\n".join(found[name] for name in wanted)
 
 
-CUBLAS = CUBLAS_MARK + "\n" + _cublas_enums() + r"""
+@cache
+def cublas_section() -> str:
+    """The cuBLAS section (read once, when a translation first needs it)."""
+    return CUBLAS_MARK + "\n" + _cublas_enums() + _CUBLAS_FUNCTIONS
+
+
+_CUBLAS_FUNCTIONS = r"""
 struct xp_cublas_context { int math; int pointer_mode; };
 typedef xp_cublas_context* cublasHandle_t;
 static inline cublasStatus_t cublasCreate(cublasHandle_t* h) {

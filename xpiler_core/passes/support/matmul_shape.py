@@ -101,17 +101,22 @@ def stored_epilogue(ep: Epilogue, ev: ThreadEvaluator, store: Store | None = Non
     sums: list[Sum] = []
     slots: dict[str, int] = {}
 
-    def own_element(n: A.Expr) -> bool:
-        if store is None:
-            return False
+    def stored_state_value(n: A.Expr) -> object:
+        """``n`` evaluated with the thread's values when it stored."""
         saved = ev.env
         ev.env = dict(ep.env)
         try:
-            value = ev.value(n)
-        except PassRefused:
-            return False
+            return ev.value(n)
         finally:
             ev.env = saved
+
+    def own_element(n: A.Expr) -> bool:
+        if store is None:
+            return False
+        try:
+            value = stored_state_value(n)
+        except PassRefused:
+            return False
         return isinstance(value, Load) and value.base == store.base and value.offset == store.offset
 
     def slot(name: str, held: Sum | None = None) -> A.Expr:
@@ -128,12 +133,7 @@ def stored_epilogue(ep: Epilogue, ev: ThreadEvaluator, store: Store | None = Non
         ref = ev.register_ref(n)
         if ref is None or not isinstance(ep.env.get(ref[0]), RegFn):
             return None
-        saved = ev.env
-        ev.env = dict(ep.env)
-        try:
-            value = ev.value(n)
-        finally:
-            ev.env = saved
+        value = stored_state_value(n)
         return value if isinstance(value, Sum) else None
 
     def visit(n: A.Node) -> A.Node | None:
