@@ -29,6 +29,7 @@ import tempfile
 import time
 import tomllib
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -170,11 +171,14 @@ def probe_source(program: dict[str, object], main: Path, work: Path, timeout: fl
     return row
 
 
-def translate(program: dict[str, object], main: Path, work: Path, target: str, timeout: float) -> Row:
+def translate(program: dict[str, object], main: Path, work: Path, target: str, timeout: float,
+              reference: str = "runtime") -> Row:
     out = work / "xpiler-out"
     command = [sys.executable, "-m", "xpiler_core", "translate", str(main), "--to", target, "-o",
                str(out / (main.stem + (".hip" if target == "hip" else ".cpp"))), "--json", "--timeout", "120"]
     command += project_flags(program, main, work)
+    if reference != "runtime":
+        command += ["--reference", reference]
     row = Row(str(program["id"]), target, "error", units=len(program.get("units", [1])),  # type: ignore[arg-type]
               features=list(program.get("features", [])))  # type: ignore[call-overload]
     done = run_into(row, command, work, timeout)
@@ -276,6 +280,9 @@ def main() -> int:
     parser.add_argument("--probe-sources", action="store_true",
                         help="run the source (xpiler run) of a program no direction ran, for the denominator")
     parser.add_argument("--ports", action="store_true", help="compare HIP outputs with the suites' human HIP ports")
+    parser.add_argument("--reference", choices=["runtime", "gpu"], default="runtime",
+                        help="where the sources run as the reference (gpu: this machine's CUDA GPU, built with nvcc)")
+    parser.add_argument("--jobs", type=int, default=1, help="programs translated at once (default 1)")
     parser.add_argument("--report", type=Path, nargs="+",
                         help="print the tables of saved --json runs instead (later files' rows replace earlier ones)")
     args = parser.parse_args()
@@ -302,28 +309,42 @@ def main() -> int:
         report(saved, [t for t in targets if any(r.target == t for r in saved)], args.corpus, args.ports)
         return 0
     rows: list[Row] = []
-    for program in programs:
-        for target in targets:
-            with tempfile.TemporaryDirectory(prefix="xpiler-corpus-") as tmp:
-                work = Path(tmp) / str(program["id"])
-                main_file, shrunk = prepare(args.corpus, program, work)
-                row = translate(program, main_file, work, target, args.timeout)
-                row.shrunk = shrunk
-            rows.append(row)
-            runs = {True: "source runs", False: "source does not run", None: "no program run"}[row.source_runs]
-            print(f"{row.program:34s} {target:4s} {row.status:22s} {row.seconds:6.1f} s  {runs}"
-                  + (f"  — {row.reason}" if row.status != "verified" else ""), flush=True)
-            if args.json:
-                args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
-        if args.probe_sources and all(r.source_runs is None for r in rows if r.program == program["id"]):
-            with tempfile.TemporaryDirectory(prefix="xpiler-corpus-") as tmp:
-                work = Path(tmp) / str(program["id"])
-                main_file, _ = prepare(args.corpus, program, work)
-                row = probe_source(program, main_file, work, args.timeout)
-            rows.append(row)
-            print(f"{row.program:34s} (source: {row.status}) {row.reason}", flush=True)
-            if args.json:
-                args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
+
+    def one(program: dict[str, object], target: str) -> Row:
+        with tempfile.TemporaryDirectory(prefix="xpiler-corpus-") as tmp:
+            work = Path(tmp) / str(program["id"])
+            main_file, shrunk = prepare(args.corpus, program, work)
+            row = translate(program, main_file, work, target, args.timeout, args.reference)
+            row.shrunk = shrunk
+        return row
+
+    def probe(program: dict[str, object]) -> Row:
+        with tempfile.TemporaryDirectory(prefix="xpiler-corpus-") as tmp:
+            work = Path(tmp) / str(program["id"])
+            main_file, _ = prepare(args.corpus, program, work)
+            return probe_source(program, main_file, work, args.timeout)
+
+    def record(row: Row, line: str) -> None:
+        rows.append(row)
+        print(line, flush=True)
+        if args.json:
+            args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
+
+    def program_rows(program: dict[str, object]) -> list[Row]:
+        mine = [one(program, target) for target in targets]
+        if args.probe_sources and all(r.source_runs is None for r in mine):
+            mine.append(probe(program))
+        return mine
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:  # each job is its own xpiler process
+        for mine in pool.map(program_rows, programs):
+            for row in mine:
+                if row.target == "source":
+                    record(row, f"{row.program:34s} (source: {row.status}) {row.reason}")
+                    continue
+                runs = {True: "source runs", False: "source does not run", None: "no program run"}[row.source_runs]
+                record(row, f"{row.program:34s} {row.target:4s} {row.status:22s} {row.seconds:6.1f} s  {runs}"
+                       + (f"  — {row.reason}" if row.status != "verified" else ""))
     report(rows, targets, args.corpus, args.ports)
     return 0
 

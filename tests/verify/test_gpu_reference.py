@@ -207,3 +207,20 @@ def test_the_glue_runs_the_kernel_on_a_gpu_or_names_the_cuda_error(tmp_path: Pat
         assert not called.ok
         named = gpu_error(called.stderr)
         assert named is not None and "CUDA error" in named, called.stderr
+
+
+@needs_gpu
+def test_a_whole_program_is_judged_by_its_run_on_the_gpu(tmp_path: Path) -> None:
+    """A program with ``main``: the source built by nvcc and run on the GPU is the reference of its CPU
+    translation's run; the translation agrees with it (the program checks its own result and prints PASSED)."""
+    import json
+
+    shutil.copy(ROOT / "examples" / "vector_add_program.cu", tmp_path / "prog.cu")
+    done = subprocess.run([sys.executable, "-m", "xpiler_core", "translate", str(tmp_path / "prog.cu"), "--to", "cpu",
+                           "--reference", "gpu", "--json", "-o", str(tmp_path / "prog.cpp")],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    result = json.loads(done.stdout)
+    assert result["status"] == "verified", done.stdout + done.stderr
+    program = result["manifest_data"]["outcome"]["program"]
+    assert program["reference"] == "gpu" and program["matched"], program
+    assert "Test PASSED" in program["source"]["stdout"]

@@ -28,17 +28,20 @@ def run(args: argparse.Namespace) -> int:
     from xpiler_core.api import run_program
 
     text = read_source(args.file)
-    outcome = run_program(text, args.file, project=project_from_args(args),
+    project = project_from_args(args)
+    on_gpu = getattr(args, "reference", "runtime") == "gpu"
+    where = "on this machine's GPU" if on_gpu else "on the runtime"
+    outcome = run_program(text, args.file, project=project,
                           source_dialect=TARGET_NAMES[args.source] if args.source else None, warp_size=args.warp_size)
     if not outcome.built:
         sys.stderr.write(outcome.build_log.rstrip() + "\n")
-        print(f"{args.file}: the program {outcome.failure} on the runtime", file=sys.stderr)
+        print(f"{args.file}: the program {outcome.failure} {where}", file=sys.stderr)
         return 1
     sys.stdout.write(outcome.stdout)
     sys.stderr.write(outcome.stderr)
     ended = f"the program {outcome.failure}" if outcome.failure else "the program ran and exited with status 0"
-    print(f"xpiler run: {ended} ({outcome.seconds:.2f} s on the {outcome.dialect.value.upper()} runtime)",
-          file=sys.stderr)
+    ran_on = "this machine's GPU" if on_gpu else f"the {outcome.dialect.value.upper()} runtime"
+    print(f"xpiler run: {ended} ({outcome.seconds:.2f} s on {ran_on})", file=sys.stderr)
     if outcome.exit_code is None:
         return 124
     return outcome.exit_code if outcome.exit_code >= 0 else 128 - outcome.exit_code
