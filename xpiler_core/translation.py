@@ -407,7 +407,8 @@ def _program_status(evidence: Evidence, unresolved: list[Unresolved]) -> tuple[S
         defect = source_defect(run.reason)
         if defect is not None:
             return Status.NOT_EXECUTED, f"the source program itself is defective: {defect}"
-        return Status.NOT_EXECUTED, f"the source program itself {run.reason} on the runtime"
+        where = "on this machine's GPU" if run.reference == "gpu" else "on the runtime"
+        return Status.NOT_EXECUTED, f"the source program itself {run.reason} {where}"
     if not run.matched and run.candidate is not None and run.candidate.timed_out:
         # slower, not different: what it would have printed is unknown
         return Status.UNRESOLVED, (f"the translated program did not finish within the time limit "

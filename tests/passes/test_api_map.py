@@ -162,7 +162,7 @@ int main() {
     return 0;
 }
 """
-    assert compile_check(cuda, Dialect.CUDA).ok
+    assert compile_check(cuda.replace("deviceOverlap", "asyncEngineCount"), Dialect.CUDA).ok
     out, ctx = run(cuda)
     assert not ctx.unresolved
     verdict = compile_check(out, Dialect.HIP)
@@ -194,5 +194,36 @@ cudaTextureObject_t make(cudaArray_t array) {
     out, ctx = run(cuda)
     assert "struct hipResourceDesc res;" in out and "struct hipTextureDesc tex" in out
     assert "struct cudaUserThing mine" in out
+    verdict = compile_check(out, Dialect.HIP)
+    assert verdict.ok, verdict.stderr
+
+
+def test_host_apis_hip_declares_narrower_compile_with_hipcc() -> None:
+    """CUDA's T** overloads of cudaHostGetDevicePointer and cudaMallocPitch (HIP: void** only), its stream
+    callbacks marked CUDART_CB (a macro HIP lacks), and cudaDeviceProp members hipDeviceProp_t lacks: nvcc
+    accepts the source (deviceOverlap, which CUDA 13 removed and older programs still read, aside), hipcc the
+    translation."""
+    cuda = """
+#include <cstdio>
+void CUDART_CB done(cudaStream_t s, cudaError_t status, void* data) { (void)s; (void)status; (void)data; }
+int main() {
+  float *h, *d, *rows; size_t pitch;
+  cudaDeviceProp prop, *pp = &prop;
+  cudaGetDeviceProperties(&prop, 0);
+  if (!prop.deviceOverlap || pp->deviceOverlap == 0) printf("no overlap\\n");
+  printf("%zu\\n", (size_t)prop.sharedMemPerMultiprocessor);
+  cudaHostAlloc((void**)&h, 64, cudaHostAllocMapped);
+  cudaHostGetDevicePointer(&d, h, 0);
+  cudaMallocPitch(&rows, &pitch, 100, 4);
+  cudaStream_t s; cudaStreamCreate(&s);
+  cudaStreamAddCallback(s, done, nullptr, 0);
+  return 0;
+}
+"""
+    assert compile_check(cuda.replace("deviceOverlap", "asyncEngineCount"), Dialect.CUDA).ok
+    out, ctx = run(cuda)
+    assert not ctx.unresolved
+    assert "CUDART_CB" not in out and "deviceOverlap" not in out
+    assert "hipHostGetDevicePointer(reinterpret_cast<void**>(&d), h, 0)" in out
     verdict = compile_check(out, Dialect.HIP)
     assert verdict.ok, verdict.stderr

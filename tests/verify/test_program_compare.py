@@ -47,10 +47,10 @@ def test_verdicts_in_the_spellings_programs_print() -> None:
 def test_a_source_whose_own_verdict_changes_between_runs_is_not_blamed_on_the_translation() -> None:
     # e.g. a check that reads past an allocation: PASS once, FAIL when run again
     verdicts = iter(["FAIL\n", "PASS\n"])
-    report = compare_runs(run("PASS\n"), run("FAIL\n"), None, lambda: run(next(verdicts)))
+    report = compare_runs(run("PASS\n"), run("FAIL\n"), None, lambda *_: run(next(verdicts)))
     assert not report.matched and report.source_failed and "different verdicts" in report.reason
     # a source that keeps its verdict: the different verdict is the translation's
-    report = compare_runs(run("PASS\n"), run("FAIL\n"), None, lambda: run("PASS\n"))
+    report = compare_runs(run("PASS\n"), run("FAIL\n"), None, lambda *_: run("PASS\n"))
     assert not report.matched and not report.source_failed and "the translation FAIL" in report.reason
 
 
@@ -69,8 +69,8 @@ def test_timing_lines_and_timing_table_rows_are_ignored_but_labels_compared() ->
 def test_lines_that_differ_between_two_source_runs_are_ignored() -> None:
     source, again, candidate = run("seed 17\nresult 5\n"), run("seed 99\nresult 5\n"), run("seed 3\nresult 5\n")
     assert not compare_runs(source, candidate, None).matched
-    assert compare_runs(source, candidate, None, rerun_source=lambda: again).matched
-    assert not compare_runs(source, run("seed 3\nresult 6\n"), None, rerun_source=lambda: again).matched
+    assert compare_runs(source, candidate, None, rerun_source=lambda *_: again).matched
+    assert not compare_runs(source, run("seed 3\nresult 6\n"), None, rerun_source=lambda *_: again).matched
 
 
 def test_a_bare_time_that_two_source_runs_happen_to_agree_on_is_run_again() -> None:
@@ -79,9 +79,9 @@ def test_a_bare_time_that_two_source_runs_happen_to_agree_on_is_run_again() -> N
     reruns = iter([run("GPU Time in seconds:\n0.067590\nsum 42\n"),
                    run("GPU Time in seconds:\n0.071204\nsum 42\n")])
     candidate = run("GPU Time in seconds:\n0.068200\nsum 42\n")
-    assert compare_runs(source, candidate, None, rerun_source=lambda: next(reruns)).matched
+    assert compare_runs(source, candidate, None, rerun_source=lambda *_: next(reruns)).matched
     stable = run("GPU Time in seconds:\n0.067588\nsum 42\n")  # the source agrees with itself every time
-    assert not compare_runs(source, candidate, None, rerun_source=lambda: stable).matched
+    assert not compare_runs(source, candidate, None, rerun_source=lambda *_: stable).matched
 
 
 def test_files_written_are_compared() -> None:

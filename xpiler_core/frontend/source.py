@@ -74,9 +74,16 @@ def mask_alias_attributes(data: bytes) -> bytes:
     return bytes(out)
 
 
+# Calling-convention macros between a function's return type and its name (``void CUDART_CB done(...)``): empty
+# on Linux, unknown to the grammar, which would read a syntax error.
+CALLING_CONVENTIONS = re.compile(rb"\bCUDART_CB\b")
+
+
 def parse_input(data: bytes, dialect: Dialect) -> bytes:
     """The bytes the grammar reads: the source with the constructs it cannot parse blanked (same offsets)."""
     masked = mask_bang_keywords(data) if dialect is Dialect.BANG else data
+    if b"CUDART_CB" in masked:
+        masked = CALLING_CONVENTIONS.sub(lambda m: b" " * len(m.group(0)), masked)
     return mask_alias_attributes(masked) if b"__attribute__" in masked else masked
 
 

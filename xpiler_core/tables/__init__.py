@@ -29,6 +29,8 @@ class CallRewrite:
     reverse_prepend: tuple[str, ...] = ()
     # index of an argument HIP declares as `const void*` (a kernel): cast with reinterpret_cast, -1 = none
     void_ptr_arg: int = -1
+    # index of an out-parameter HIP declares as `void**` where CUDA adds a `T**` template: cast, -1 = none
+    void_ptr_ptr_arg: int = -1
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,9 @@ class MappingTable:
     known_source_names: frozenset[str] = frozenset()
     # rows with a status other than "ok" ([status] tables): source name -> (status, what it needs)
     status: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # struct members the target's struct lacks: member -> the expression that stands for it ({object}{op}: the
+    # object and its '.' or '->'), CUDA -> HIP only
+    members: dict[str, str] = field(default_factory=dict)
 
     def map_header(self, path: str) -> str | None:
         if path in self.headers:
@@ -136,9 +141,12 @@ def load_mapping(direction: Direction) -> MappingTable:
                 drop_all=bool(call.get("drop_all", False)),
                 reverse_prepend=tuple(call.get("reverse_prepend", ())),
                 void_ptr_arg=int(call.get("void_ptr_arg", -1)),
+                void_ptr_ptr_arg=int(call.get("void_ptr_ptr_arg", -1)),
             )
             table.calls[rewrite.cuda if forward else rewrite.hip] = rewrite
             source_names.add(rewrite.cuda if forward else rewrite.hip)
+        if forward:
+            table.members.update(data.get("members", {}))
         namespaces: dict[str, str] = dict(data.get("namespaces", {}))
         table.namespaces.update(namespaces if forward else {v: k for k, v in namespaces.items()})
         if forward:

@@ -40,7 +40,7 @@ from xpiler_core.dialect import Dialect
 from xpiler_core.progress import Cancelled, CancelToken
 from xpiler_core.project import BuildSettings, ProjectConfig
 from xpiler_core.runtime import children
-from xpiler_core.verify.harness import UNINITIALIZED
+from xpiler_core.verify.harness import OTHER_SCHEDULES, UNINITIALIZED
 
 DEFAULT_TIMEOUT_S = 120.0
 SOURCE_RERUNS = 2  # runs of the source again before a different verdict is blamed on the translation
@@ -59,6 +59,16 @@ _FAIL = re.compile(r"\b(FAIL(ED|URE)?|INCORRECT|MISMATCH(ES)?|un\w*ces+ful+)\b|\
 _NEGATED_FAIL = re.compile(r"\b(0|no|zero)\s+(errors?|failures?|mismatch(es)?)\b", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class CopyBack:
+    """One device-to-host copy of a run: its byte count, the element type of its destination as the host code
+    declared it ('f' float, 'd' double, 'i' integer, 'b' other), and its data (None past the record's limit)."""
+
+    size: int
+    element: str
+    data: bytes | None
+
+
 @dataclass
 class ProgramRun:
     """One build and run of a program."""
@@ -72,6 +82,7 @@ class ProgramRun:
     timed_out: bool = False
     seconds: float = 0.0
     command: list[str] = field(default_factory=list)
+    copies: list[CopyBack] = field(default_factory=list)  # the device-to-host copies, in order (when recorded)
 
     def failure(self) -> str:
         """Why this run is not a normal run of the program ("" when it is)."""
@@ -90,7 +101,10 @@ class ProgramRun:
         return {"built": self.built, "build_log": self.build_log[-4000:], "exit_code": self.exit_code,
                 "stdout": self.stdout[-8000:], "stderr": self.stderr[-4000:],
                 "files": {k: hashlib.sha256(v).hexdigest() for k, v in self.files.items()},
-                "timed_out": self.timed_out, "seconds": round(self.seconds, 3), "command": self.command}
+                "timed_out": self.timed_out, "seconds": round(self.seconds, 3), "command": self.command,
+                "copies_back": [{"bytes": c.size, "element": c.element,
+                                 "sha256": hashlib.sha256(c.data).hexdigest() if c.data is not None else None}
+                                for c in self.copies[:64]]}
 
 
 def _runtime_line(stderr: str) -> str:
@@ -112,27 +126,37 @@ class ProgramReport:
     lines_ignored: int = 0
     args: list[str] = field(default_factory=list)
     files_compared: int = 0
+    copies_compared: int = 0  # device-to-host copies whose data agreed (programs that print nothing to compare)
+    reference: str = "runtime"  # where the source ran: the SIMT runtime, or "gpu" (--reference gpu)
 
     @property
     def nothing_compared(self) -> bool:
         """Agreed on the exit status alone: no verdict line, no output line (timing lines aside), no file."""
-        return self.matched and self.verdict is None and self.lines_compared == 0 and self.files_compared == 0
+        return (self.matched and self.verdict is None and self.lines_compared == 0 and self.files_compared == 0
+                and self.copies_compared == 0)
 
     def summary(self) -> str:
+        where = "on this machine's GPU" if self.reference == "gpu" else "on the runtime"
         if self.source_failed:
-            return f"the source program {self.reason} on the runtime"
+            return f"the source program {self.reason} {where}"
         if self.nothing_compared:
             return (f"the programs exit alike but print and write nothing to compare ({self.lines_ignored} timing "
                     "line(s) ignored)")
+        ran = " (the source ran on this machine's GPU)" if self.reference == "gpu" else ""
+        if self.matched and self.copies_compared and not self.lines_compared and not self.verdict:
+            return (f"the programs agree: same exit status, the data of the {self.copies_compared} device-to-host "
+                    f"cop{'y' if self.copies_compared == 1 else 'ies'} they make agree (they print nothing else to "
+                    f"compare; {self.lines_ignored} timing line(s) ignored){ran}")
         if self.matched:
             how = f"both print '{self.verdict}'" if self.verdict else f"{self.lines_compared} output line(s) agree"
-            return f"the programs agree: same exit status, {how} ({self.lines_ignored} timing line(s) ignored)"
-        return f"the programs differ: {self.reason}"
+            return f"the programs agree: same exit status, {how} ({self.lines_ignored} timing line(s) ignored){ran}"
+        return f"the programs differ: {self.reason}{ran}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"matched": self.matched, "source_failed": self.source_failed, "reason": self.reason,
                 "verdict": self.verdict, "lines_compared": self.lines_compared, "lines_ignored": self.lines_ignored,
-                "files_compared": self.files_compared,
+                "files_compared": self.files_compared, "copies_compared": self.copies_compared,
+                "reference": self.reference,
                 "args": self.args, "source": self.source.to_dict(),
                 "candidate": self.candidate.to_dict() if self.candidate is not None else None}
 
@@ -235,12 +259,17 @@ def scratch_copy(source_folder: Path, dest: Path) -> None:
 def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | None, timeout_s: float,
                    cancel: CancelToken | None = None, threads: int | None = None,
                    argv0: str | None = None, runtime_env: dict[str, str] | None = None,
-                   memory_bytes: int = PROGRAM_MEMORY_BYTES) -> ProgramRun:
+                   memory_bytes: int = PROGRAM_MEMORY_BYTES, copyback: Path | None = None) -> ProgramRun:
     """Run ``exe`` in ``workdir``; ``argv0``: the name the program sees as ``argv[0]`` (default: its path);
     ``runtime_env``: settings of the runtime for this run (``XPILER_DEVICE_FILL``, ...); ``memory_bytes``: its
-    address-space limit (unlimited for a program on a CUDA GPU, whose context maps more than any limit)."""
+    address-space limit (unlimited for a program on a CUDA GPU, whose context maps more than any limit);
+    ``copyback``: a file (outside ``workdir``) where the runtime, or a CPU translation built with the recorder,
+    writes the data of each device-to-host copy (read back into the run's ``copies``)."""
     before = _snapshot(workdir)
     env = dict(os.environ) | (runtime_env or {})
+    if copyback is not None:
+        copyback.unlink(missing_ok=True)
+        env["XPILER_COPYBACK"] = str(copyback)
     env.setdefault("OMP_NUM_THREADS", str(threads or os.cpu_count() or 1))
     started = time.monotonic()
     proc = children.Popen([argv0 or str(exe), *args], executable=str(exe), cwd=workdir, env=env,
@@ -274,10 +303,39 @@ def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | 
             files[name] = (workdir / name).read_bytes()[:MAX_STREAM_CHARS]
         except OSError:
             continue
+    copies = read_copy_backs(copyback) if copyback is not None else []
     return ProgramRun(True, exit_code=None if timed_out else proc.returncode,
                       stdout=stdout_b.decode("utf-8", errors="replace")[:MAX_STREAM_CHARS],
                       stderr=stderr_b.decode("utf-8", errors="replace")[:MAX_STREAM_CHARS], files=files,
-                      timed_out=timed_out, seconds=seconds, command=[exe.name, *args])
+                      timed_out=timed_out, seconds=seconds, command=[exe.name, *args], copies=copies)
+
+
+def read_copy_backs(path: Path) -> list[CopyBack]:
+    """The copies a run recorded ("copyback N T" and N bytes, or "copyback N T -" past the record's limit); a
+    record cut short (the program was killed mid-write) ends at its last whole copy."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    copies: list[CopyBack] = []
+    at = 0
+    while at < len(data):
+        end = data.find(b"\n", at)
+        if end < 0:
+            break
+        header = data[at:end].split()
+        if len(header) < 3 or header[0] != b"copyback" or not header[1].isdigit():
+            break
+        n, element = int(header[1]), header[2].decode("ascii", errors="replace")
+        if len(header) == 4:
+            copies.append(CopyBack(n, element, None))
+            at = end + 1
+        elif end + 1 + n <= len(data):
+            copies.append(CopyBack(n, element, data[end + 1:end + 1 + n]))
+            at = end + 1 + n
+        else:
+            break
+    return copies
 
 
 # ---------------------------------------------------------------------------------------------- compare
@@ -383,8 +441,8 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
         if got != verdict:
             # before blaming the translation: does the source reach the same verdict when run again? (a check
             # that reads uninitialized or out-of-bounds memory, a race or the clock can change it)
-            for _ in range(SOURCE_RERUNS if rerun_source is not None else 0):
-                rerun: ProgramRun = rerun_source()
+            for k in range(SOURCE_RERUNS if rerun_source is not None else 0):
+                rerun: ProgramRun = rerun_source(OTHER_SCHEDULES[k % len(OTHER_SCHEDULES)])
                 second = own_verdict(rerun.stdout) if not rerun.failure() else rerun.failure()
                 if second != verdict:
                     return ProgramReport(source, candidate, False, True,
@@ -397,13 +455,13 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
         return ProgramReport(source, candidate, True, False, "", verdict, len(src_lines), ignored)
     difference = first_difference(src_lines, cand_lines, atol, rtol)
     unstable: set[int] = set()
-    for _ in range(SOURCE_RERUNS if rerun_source is not None else 0):
+    for k in range(SOURCE_RERUNS if rerun_source is not None else 0):
         if difference is None:
             break
         # a line that differs between runs of the source itself depends on time or a random seed (a bare time
         # printed under a "Time in seconds:" line can agree across two runs by chance: each difference found
         # is checked against another run)
-        again: ProgramRun = rerun_source()
+        again: ProgramRun = rerun_source(OTHER_SCHEDULES[k % len(OTHER_SCHEDULES)])
         again_lines, _ = _kept_lines(again.stdout, patterns)
         unstable |= _unstable_lines(src_lines, again_lines, atol, rtol)
         difference = first_difference(src_lines, cand_lines, atol, rtol, unstable)
@@ -418,8 +476,72 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
             return ProgramReport(source, candidate, False, False, f"the translated program does not write {name}")
         if other != data and not _file_contents_match(data, other, atol, rtol):
             return ProgramReport(source, candidate, False, False, f"the file {name} differs")
-    return ProgramReport(source, candidate, True, False, "", None, len(src_lines) - len(unstable),
-                         ignored + len(unstable), files_compared=len(source.files))
+    report = ProgramReport(source, candidate, True, False, "", None, len(src_lines) - len(unstable),
+                           ignored + len(unstable), files_compared=len(source.files))
+    if report.nothing_compared and source.copies:
+        return judged_by_copies(report, atol, rtol, rerun_source)
+    return report
+
+
+def judged_by_copies(report: ProgramReport, atol: float, rtol: float, rerun_source: Any) -> ProgramReport:
+    """A program that prints and writes nothing to compare, judged by the data it copies back to the host. A
+    copy whose data changes when the source runs again under another schedule (blocks in reverse order, one
+    thread) is not compared: the source allows it to differ."""
+    source, candidate = report.source, report.candidate
+    assert candidate is not None
+    unstable: set[int] = set()
+    difference = copies_difference(source.copies, candidate.copies, atol, rtol, unstable)
+    if difference is not None and rerun_source is not None:
+        again: ProgramRun = rerun_source(OTHER_SCHEDULES[-1])
+        if not again.failure() and len(again.copies) == len(source.copies):
+            unstable = {i for i, (x, y) in enumerate(zip(source.copies, again.copies, strict=True))
+                        if copies_difference([x], [y], atol, rtol, set()) is not None}
+            difference = copies_difference(source.copies, candidate.copies, atol, rtol, unstable)
+    if difference is not None:
+        return ProgramReport(source, candidate, False, False, f"the data copied back to the host differs: {difference}",
+                             None, 0, report.lines_ignored)
+    report.copies_compared = sum(1 for i, c in enumerate(source.copies) if c.data is not None and i not in unstable)
+    return report
+
+
+def _as_numbers(data: bytes, element: str) -> Any:
+    import numpy as np
+
+    dtype = {"f": np.float32, "d": np.float64}.get(element)
+    if dtype is None or len(data) % np.dtype(dtype).itemsize:
+        return None
+    return np.frombuffer(data, dtype=dtype)
+
+
+def copies_difference(source: list[CopyBack], candidate: list[CopyBack], atol: float, rtol: float,
+                      skipped: set[int]) -> str | None:
+    """Where the translation's device-to-host copies first differ from the source's (None: they agree). Float
+    and double data agree within the tolerance (NaN with NaN); other data byte for byte."""
+    import numpy as np
+
+    if len(source) != len(candidate):
+        return f"the source makes {len(source)} device-to-host copies, the translation {len(candidate)}"
+    for i, (want, got) in enumerate(zip(source, candidate, strict=True)):
+        where = f"copy {i + 1} of {len(source)}"
+        if i in skipped:
+            continue
+        if want.size != got.size:
+            return f"{where} moves {got.size} bytes, the source's {want.size}"
+        if want.data is None or got.data is None or want.data == got.data:
+            continue
+        element = want.element if want.element == got.element else "b"
+        a, b = _as_numbers(want.data, element), _as_numbers(got.data, element)
+        if a is None or b is None:
+            at = next(k for k in range(want.size) if want.data[k] != got.data[k])
+            return f"{where} ({want.size} bytes) differs from byte {at} on"
+        with np.errstate(invalid="ignore", over="ignore"):
+            close = (np.abs(a.astype(np.float64) - b) <= atol + rtol * np.abs(a.astype(np.float64))) | (a == b)
+        close |= np.isnan(a) & np.isnan(b)
+        if not close.all():
+            k = int(np.argmin(close))
+            kind = "float" if element == "f" else "double"
+            return f"{where} ({a.size} {kind}s): element {k} is {float(b[k]):.9g}, the source's {float(a[k]):.9g}"
+    return None
 
 
 def _file_contents_match(a: bytes, b: bytes, atol: float, rtol: float) -> bool:
@@ -496,11 +618,10 @@ def fresh_workdir(root: Path, folder: Path) -> Path:
     return work
 
 
-def compare_programs(source_text: str, source_path: str, source_dialect: Dialect, candidate_text: str,
-                     target: Dialect, *, config: ProjectConfig | None, source_build: BuildSettings | None,
-                     candidate_build: BuildSettings | None, source_warp: int, target_warp: int,
-                     cancel: CancelToken | None = None) -> ProgramReport:
-    """Build and run the source program and the translated one; see the module docstring."""
+def _compare_programs(source_text: str, source_path: str, source_dialect: Dialect, candidate_text: str,
+                      target: Dialect, *, config: ProjectConfig | None, source_build: BuildSettings | None,
+                      candidate_build: BuildSettings | None, source_warp: int, target_warp: int,
+                      cancel: CancelToken | None = None) -> ProgramReport:
     args, stdin_text, timeout = run_settings(config)
     folder = Path(source_path).resolve().parent
     with tempfile.TemporaryDirectory(prefix="xpiler-program-") as tmp:
@@ -514,10 +635,13 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
         name = program_name(source_path)
 
         on_gpu = source_build is not None and source_build.device == "gpu"
+        records = iter(range(1 << 30))
 
-        def run_source() -> ProgramRun:
+        def run_source(schedule: dict[str, str] | None = None) -> ProgramRun:
             return run_executable(exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel, argv0=name,
-                                  memory_bytes=resource.RLIM_INFINITY if on_gpu else PROGRAM_MEMORY_BYTES)
+                                  runtime_env=schedule,
+                                  memory_bytes=resource.RLIM_INFINITY if on_gpu else PROGRAM_MEMORY_BYTES,
+                                  copyback=root / f"copyback-source-{next(records)}")
 
         source = run_source()
         why = run_failure(source)
@@ -525,14 +649,20 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
             return ProgramReport(source, None, False, True, why, own_verdict(source.stdout), args=args)
         if cancel is not None:
             cancel.check()
+        display = "translation" + (".cpp" if target is Dialect.C else target.suffix)
+        if target is Dialect.C:  # the runtime records its copies back itself; a CPU translation's build (never
+            # the output the user gets) has the recorder in front
+            from xpiler_core.passes.support.cpu_prelude import COPYBACK_RECORDER
+
+            candidate_text = f'{COPYBACK_RECORDER}#line 1 "{display}"\n{candidate_text}'
         cand_exe, cand_log, cand_command = build_program(
-            candidate_text, target, root / "build-candidate", warp_size=target_warp,
-            display_name="translation" + (".cpp" if target is Dialect.C else target.suffix), build=candidate_build)
+            candidate_text, target, root / "build-candidate", warp_size=target_warp, display_name=display,
+            build=candidate_build)
         if cand_exe is None:
             run = ProgramRun(False, cand_log, command=cand_command)
             return ProgramReport(source, run, False, False, f"the translated program {run.failure()}", args=args)
         candidate = run_executable(cand_exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel,
-                                   argv0=name)
+                                   argv0=name, copyback=root / "copyback-candidate")
         report = compare_runs(source, candidate, config, run_source)
         if report.matched and not on_gpu:
             # agreeing is not enough when the source's own output depends on memory nothing wrote (the poisoned
@@ -544,6 +674,19 @@ def compare_programs(source_text: str, source_path: str, source_dialect: Dialect
                 report = ProgramReport(source, candidate, False, True, defect, report.verdict)
         report.args = args
         return report
+
+
+def compare_programs(source_text: str, source_path: str, source_dialect: Dialect, candidate_text: str,
+                     target: Dialect, *, config: ProjectConfig | None, source_build: BuildSettings | None,
+                     candidate_build: BuildSettings | None, source_warp: int, target_warp: int,
+                     cancel: CancelToken | None = None) -> ProgramReport:
+    """Build and run the source program and the translated one; see the module docstring. The report says
+    where the source ran (the runtime, or this machine's GPU under --reference gpu)."""
+    report = _compare_programs(source_text, source_path, source_dialect, candidate_text, target, config=config,
+                               source_build=source_build, candidate_build=candidate_build, source_warp=source_warp,
+                               target_warp=target_warp, cancel=cancel)
+    report.reference = source_build.device if source_build is not None else "runtime"
+    return report
 
 
 def uninitialized_read(source: ProgramRun, poisoned: ProgramRun, rerun_source: Any,

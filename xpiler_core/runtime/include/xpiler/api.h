@@ -81,7 +81,8 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     char name[256]; size_t totalGlobalMem; size_t sharedMemPerBlock; int regsPerBlock; int warpSize;      \
     int maxThreadsPerBlock; int maxThreadsDim[3]; int maxGridSize[3]; int clockRate;                      \
     int multiProcessorCount; int major; int minor; size_t totalConstMem; int maxThreadsPerMultiProcessor; \
-    size_t sharedMemPerMultiprocessor; int l2CacheSize; char gcnArchName[256];                            \
+    size_t sharedMemPerMultiprocessor; size_t maxSharedMemoryPerMultiProcessor; /* HIP's name of it */    \
+    int l2CacheSize; char gcnArchName[256];                                                                \
     size_t sharedMemPerBlockOptin; size_t memPitch; size_t textureAlignment; int regsPerMultiprocessor;   \
     int memoryClockRate; int memoryBusWidth; int concurrentKernels; int computeMode; int integrated;       \
     int canMapHostMemory; int unifiedAddressing; int managedMemory; int asyncEngineCount; int deviceOverlap;\
@@ -113,6 +114,16 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
       const char* file = __builtin_FILE(), int line = __builtin_LINE()) {                                 \
     return P##Malloc(reinterpret_cast<void**>(p), n, file, line);                                         \
   }                                                                                                       \
+  /* mapped host memory is device memory here: the device pointer is the host one */                     \
+  template <class T> inline P##Error_t P##HostGetDevicePointer(T** d, void* h, unsigned = 0) {           \
+    *d = static_cast<T*>(h); return h ? P##Success : P##ErrorInvalidValue;                                \
+  }                                                                                                       \
+  /* rows padded to 256 bytes, as GPUs align them: code that indexes by the pitch is exercised */         \
+  template <class T> inline P##Error_t P##MallocPitch(T** p, size_t* pitch, size_t w, size_t h,           \
+      const char* file = __builtin_FILE(), int line = __builtin_LINE()) {                                 \
+    *pitch = (w + 255) / 256 * 256;                                                                       \
+    return P##Malloc(reinterpret_cast<void**>(p), *pitch * h, file, line);                                \
+  }                                                                                                       \
   inline P##Error_t P##Free(void* p) {                                                                    \
     /* inside a kernel only a by-value parameter's destructor, run per thread here, reaches this host-only */ \
     /* API (a lock that frees its mutex): a GPU runs no parameter destructor on the device, so nothing */   \
@@ -120,12 +131,22 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     return ::xpiler::device_free(p) ? P##Success : P##ErrorInvalidValue;                                  \
   }                                                                                                       \
   inline P##Error_t P##FreeHost(void* p) { return P##Free(p); }                                           \
-  inline P##Error_t P##Memcpy(void* d, const void* s, size_t n, P##MemcpyKind = P##MemcpyDefault) {       \
+  inline P##Error_t P##Memcpy(void* d, const void* s, size_t n, P##MemcpyKind k = P##MemcpyDefault) {     \
     if (n && (!d || !s)) return P##ErrorInvalidValue;                                                     \
-    ::xpiler::record_copy(d, s, n); memmove(d, s, n); return P##Success;                                   \
+    ::xpiler::record_copy(d, s, n); memmove(d, s, n);                                                     \
+    if (k == P##MemcpyDeviceToHost) ::xpiler::record_copy_back(d, n);                                     \
+    return P##Success;                                                                                    \
   }                                                                                                       \
-  template <class S = int>                                                                                \
-  inline P##Error_t P##MemcpyAsync(void* d, const void* s, size_t n, P##MemcpyKind k = P##MemcpyDefault,  \
+  /* a typed destination: the record of a copy back says how to compare its data */                      \
+  template <class T>                                                                                      \
+  inline P##Error_t P##Memcpy(T* d, const void* s, size_t n, P##MemcpyKind k = P##MemcpyDefault) {        \
+    if (n && (!d || !s)) return P##ErrorInvalidValue;                                                     \
+    ::xpiler::record_copy(d, s, n); memmove(static_cast<void*>(d), s, n);                                 \
+    if (k == P##MemcpyDeviceToHost) ::xpiler::record_copy_back(d, n, ::xpiler::copy_type<T>());          \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  template <class D, class S = int>                                                                       \
+  inline P##Error_t P##MemcpyAsync(D* d, const void* s, size_t n, P##MemcpyKind k = P##MemcpyDefault,     \
                                    S = S()) { return P##Memcpy(d, s, n, k); }                             \
   inline P##Error_t P##Memcpy2D(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h,         \
                                 P##MemcpyKind = P##MemcpyDefault) {                                       \
@@ -166,10 +187,22 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
                                         P##MemcpyKind = P##MemcpyDeviceToHost) {                          \
     if (off + n > sizeof(T)) return P##ErrorInvalidValue;                                                \
     ::xpiler::record_symbol_copy(false, &sym, off, d, n);                                                 \
-    memcpy(d, reinterpret_cast<const char*>(&sym) + off, n); return P##Success;                           \
+    memcpy(d, reinterpret_cast<const char*>(&sym) + off, n);                                              \
+    ::xpiler::record_copy_back(d, n, ::xpiler::copy_type<typename std::remove_all_extents<T>::type>());   \
+    return P##Success;                                                                                    \
   }                                                                                                       \
   template <class T> inline P##Error_t P##GetSymbolAddress(void** p, const T& sym) {                      \
     *p = const_cast<void*>(static_cast<const void*>(&sym)); return P##Success;                            \
+  }                                                                                                       \
+  /* stream work is done when it is enqueued here: a callback or host function runs at once, in order */    \
+  typedef void (*P##StreamCallback_t)(P##Stream_t, P##Error_t, void*);                                    \
+  typedef void (*P##HostFn_t)(void*);                                                                     \
+  inline P##Error_t P##StreamAddCallback(P##Stream_t stream, P##StreamCallback_t callback, void* data,    \
+                                         unsigned = 0) {                                                  \
+    callback(stream, P##Success, data); return P##Success;                                                \
+  }                                                                                                       \
+  inline P##Error_t P##LaunchHostFunc(P##Stream_t, P##HostFn_t fn, void* data) {                          \
+    fn(data); return P##Success;                                                                          \
   }                                                                                                       \
   inline P##Error_t P##DeviceSynchronize() { return P##Success; }                                         \
   inline P##Error_t P##ThreadSynchronize() { return P##Success; }                                         \
@@ -195,7 +228,8 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     p->maxGridSize[1] = 65535; p->maxGridSize[2] = 65535; p->clockRate = 1000000;                         \
     p->multiProcessorCount = static_cast<int>(::xpiler::os_threads()); p->major = 8; p->minor = 0;        \
     p->totalConstMem = 65536; p->maxThreadsPerMultiProcessor = 2048;                                      \
-    p->sharedMemPerMultiprocessor = 164 * 1024; p->l2CacheSize = 1 << 22;                                 \
+    p->sharedMemPerMultiprocessor = p->maxSharedMemoryPerMultiProcessor = 164 * 1024;                     \
+    p->l2CacheSize = 1 << 22;                                                                             \
     p->sharedMemPerBlockOptin = 164 * 1024; p->regsPerMultiprocessor = 65536; p->memoryClockRate = 1000000; \
     p->memoryBusWidth = 64; p->concurrentKernels = p->canMapHostMemory = p->unifiedAddressing = 1;        \
     p->managedMemory = p->cooperativeLaunch = p->pageableMemoryAccess = p->concurrentManagedAccess = 1;   \
