@@ -16,6 +16,7 @@ the include dirs only (system headers are the toolchain's and are never read or 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import tomllib
@@ -344,11 +345,23 @@ class BuildSettings:
         stays, since its headers need it)."""
         return [f for f in self.flags if not f.startswith("-std=")]
 
-    def write_files(self, folder: Path, transform: Callable[[str], str] | None = None) -> None:
-        """Write the files under ``folder`` (``transform``: how each text is prepared for the build)."""
+    def depth_above(self) -> int:
+        """How many folders up a file's name climbs (``../../shared/util.h``: 2): the build compiles the
+        source that deep, so every name lands inside its folder."""
+        def climbs(name: str) -> int:
+            parts = Path(os.path.normpath(name)).parts
+            return next((k for k, part in enumerate(parts) if part != ".."), len(parts))
+
+        return max((climbs(name) for name, _ in self.files), default=0)
+
+    def write_files(self, folder: Path, transform: Callable[[str], str] | None = None,
+                    within: Path | None = None) -> None:
+        """Write the files under ``folder`` (``transform``: how each text is prepared for the build; a name may
+        climb out of ``folder`` up to ``within``, never further)."""
+        bound = (within or folder).resolve()
         for name, text in self.files:
             dest = (folder / name).resolve()
-            if folder.resolve() not in dest.parents:
+            if bound not in dest.parents:
                 continue  # a name that would leave the folder is never written
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(transform(text) if transform is not None else text, encoding="utf-8")

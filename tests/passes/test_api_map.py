@@ -200,7 +200,8 @@ cudaTextureObject_t make(cudaArray_t array) {
 
 def test_host_apis_hip_declares_narrower_compile_with_hipcc() -> None:
     """CUDA's T** overloads of cudaHostGetDevicePointer and cudaMallocPitch (HIP: void** only), its stream
-    callbacks marked CUDART_CB (a macro HIP lacks), and cudaDeviceProp members hipDeviceProp_t lacks: nvcc
+    callbacks marked CUDART_CB (a macro HIP lacks), cudaStreamWaitEvent's defaulted flags (HIP: none), and
+    cudaDeviceProp members hipDeviceProp_t lacks: nvcc
     accepts the source (deviceOverlap, which CUDA 13 removed and older programs still read, aside), hipcc the
     translation."""
     cuda = """
@@ -217,6 +218,8 @@ int main() {
   cudaMallocPitch(&rows, &pitch, 100, 4);
   cudaStream_t s; cudaStreamCreate(&s);
   cudaStreamAddCallback(s, done, nullptr, 0);
+  cudaEvent_t e; cudaEventCreate(&e); cudaEventRecord(e, s);
+  cudaStreamWaitEvent(s, e);
   return 0;
 }
 """

@@ -75,3 +75,14 @@ def test_the_runtime_says_the_same_cuda_version() -> None:
     assert f"#define CUDART_VERSION {SOURCE_CUDA_VERSION}\n" in runtime
     assert f"#define __CUDACC_VER_MAJOR__ {SOURCE_CUDA_VERSION // 1000}\n" in runtime
     assert f"#define CUDA_VERSION {SOURCE_CUDA_VERSION}\n" in driver
+
+
+def test_a_condition_continued_over_lines_stays_one_directive(tmp_path: Path) -> None:
+    """`#if A \\` + `|| B`: the value goes where the macro is and the note after the last line (a comment after
+    the backslash would end the directive there); g++'s preprocessor takes the branches the CUDA build took."""
+    text = ("#include <cuda.h>\n#if ((defined(CUDA_VERSION) && (CUDA_VERSION < 10000)) \\\n"
+            "     || (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 700)))\nint old_path;\n#else\nint new_path;\n#endif\n")
+    fixed = as_source_build_saw(text).replace("#include <cuda.h>\n", "")
+    (tmp_path / "t.cpp").write_text(fixed)
+    done = subprocess.run(["g++", "-E", "-P", str(tmp_path / "t.cpp")], capture_output=True, text=True, check=True)
+    assert "new_path" in done.stdout and "old_path" not in done.stdout

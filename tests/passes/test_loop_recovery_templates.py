@@ -69,3 +69,28 @@ def test_macro_naming_an_inlined_local_is_expanded(tmp_path) -> None:  # noqa: A
     y = np.full_like(x, np.nan)
     lib.run(ctypes.c_void_p(y.ctypes.data), ctypes.c_void_p(x.ctypes.data), ctypes.c_int(3))
     np.testing.assert_array_equal(y, x.reshape(3, 32)[:, ::-1].ravel())
+
+
+# a deduced template whose body calls another template with its type parameter written out (`load<T>(…)`, the
+# CUDA Handbook's scans): the call is specialized with the deduced type (the specialization crashed on it)
+DEDUCED_SOURCE = r"""
+template <typename T> __device__ T twice(T v) { return v + v; }
+template <typename T> __device__ void stage(T* out, const T* in) {
+  __shared__ T tile[32];
+  tile[threadIdx.x] = twice<T>(in[blockIdx.x * 32 + threadIdx.x]);
+  __syncthreads();
+  out[blockIdx.x * 32 + threadIdx.x] = tile[31 - threadIdx.x];
+}
+__global__ void entry(float* out, const float* in) { stage(out, in); }
+extern "C" void run(float* out, const float* in, int blocks) { entry<<<blocks, 32>>>(out, in); }
+"""
+
+
+def test_a_deduced_template_calling_a_template_with_its_type_is_inlined(tmp_path) -> None:  # noqa: ANN001
+    text, records, _ctx = translate_to_cpu(DEDUCED_SOURCE, "k.cu")
+    assert text is not None
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    x = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    lib.run(ctypes.c_void_p(y.ctypes.data), ctypes.c_void_p(x.ctypes.data), ctypes.c_int(2))
+    np.testing.assert_allclose(y, (2 * x.reshape(2, 32))[:, ::-1].ravel(), rtol=1e-6)

@@ -203,3 +203,60 @@ def test_a_c_unit_is_built_as_c_and_copied_beside_the_output(tmp_path: Path, tar
     expected = [f"sum {sum(0.5 * i for i in range(300)):.1f}", f"sum {sum(0.5 * i for i in range(150)):.1f}"]
     assert manifest["outcome"]["program"]["source"]["stdout"].split("\n")[:2] == expected
     assert (tmp_path / "out" / "report.c").read_text() == C_UNIT
+
+
+@pytest.mark.parametrize("target", ["hip", "cpu"])
+def test_a_header_only_another_unit_includes_is_translated_with_it(tmp_path: Path, target: str) -> None:
+    """A C++ main calls a unit in another folder, and that unit includes a shared header with CUDA calls (an
+    error-check macro over cudaError_t) that the main file never includes: the header is the project's too,
+    translated beside the output (hipcc reads no cuda_runtime.h)."""
+    if target == "hip" and not HIP:
+        pytest.skip("hipcc not installed")
+    (tmp_path / "common").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "common" / "check.cuh").write_text(
+        "#pragma once\n#include <cstdio>\n#include <cuda_runtime.h>\n"
+        "#define CHECK(call) do { cudaError_t e = (call); if (e != cudaSuccess) { "
+        "printf(\"%s\\n\", cudaGetErrorString(e)); return; } } while (0)\n")
+    (tmp_path / "app" / "axpy.h").write_text(TWO_UNIT_HEADER)
+    (tmp_path / "app" / "axpy.cu").write_text(TWO_UNIT_KERNELS.replace(
+        '#include "axpy.h"', '#include "axpy.h"\n#include "../common/check.cuh"').replace(
+        "axpy<<<(n + 255) / 256, 256>>>(a, x, y, n); }",
+        "axpy<<<(n + 255) / 256, 256>>>(a, x, y, n); CHECK(cudaGetLastError()); }"))
+    main = TWO_UNIT_MAIN.replace("#include <cstdio>\n#include <cuda_runtime.h>", "#include <cstdio>\n#include <cstdlib>")
+    (tmp_path / "app" / "main.cpp").write_text(main.replace("cudaMallocManaged", "xp_alloc").replace(
+        "cudaDeviceSynchronize();", "").replace("#include \"axpy.h\"",
+        "#include \"axpy.h\"\n#include <cuda_runtime.h>\n"
+        "template <class T> void xp_alloc(T** p, size_t n) { cudaMallocManaged(p, n); }\n"
+        "static void xp_sync() { cudaDeviceSynchronize(); }").replace("launch_axpy(2.0f, x, y, n);",
+                                                                      "launch_axpy(2.0f, x, y, n); xp_sync();"))
+    (tmp_path / "app" / "xpiler.toml").write_text('[build]\nsources = ["axpy.cu"]\n')
+    output = tmp_path / "out" / ("main.hip" if target == "hip" else "main.cpp")
+    code, manifest = _translate(tmp_path / "app" / "main.cpp", target, output)
+    assert code == EXIT_CODES["verified"], manifest.get("summary")
+    assert manifest["outcome"]["program"]["candidate"]["stdout"].strip().startswith("n=10 sum=")
+    if target == "hip":
+        header = (tmp_path / "out" / "check.hip.h").read_text()
+        assert "hipError_t" in header and "cuda" not in header
+
+
+def test_a_launching_header_reached_by_a_path_out_of_the_folder_runs(tmp_path: Path) -> None:
+    """`#include "../shared/launch.h"` whose template launches the kernel it is given: the runtime's build
+    rewrites the header's launch and finds it at that path (not the original, which g++ cannot read)."""
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "shared" / "launch.h").write_text(
+        "#pragma once\ntemplate <typename K> void run(const K& kernel, int* d, int n) {\n"
+        "  kernel<<<(n + 63) / 64, 64>>>(d, n);\n  cudaDeviceSynchronize();\n}\n")
+    (tmp_path / "app" / "main.cu").write_text(
+        '#include <cstdio>\n#include "../shared/launch.h"\n'
+        "__global__ void square(int* d, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) d[i] = i * i; }\n"
+        "int main() {\n  int* d; int h[100];\n  cudaMalloc(&d, sizeof h);\n  run(square, d, 100);\n"
+        "  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n  long s = 0; for (int v : h) s += v;\n"
+        '  printf("sum %ld\\n", s);\n  return 0;\n}\n')
+    from xpiler_core.api import run_program
+
+    main = tmp_path / "app" / "main.cu"
+    outcome = run_program(main.read_text(), str(main))
+    assert outcome.built, outcome.build_log
+    assert outcome.stdout.strip() == f"sum {sum(i * i for i in range(100))}"

@@ -1,7 +1,7 @@
 """Host APIs of the runtime that programs call around their kernels: stream callbacks and host functions (run
 once the stream's earlier work is done, in order; a callback is told the stream's status), mapped host memory
 (its device pointer reaches the host data) and pitched allocations (rows at least as wide as asked, the pitch
-a multiple of 256 bytes). The same program through the CPU translation's prelude prints the same."""
+a multiple of 256 bytes); cache and bank preferences accepted, the defaults reported. The same program through the CPU translation's prelude prints the same."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ from xpiler_core.pipeline import TranslateOptions, translate
 
 PROGRAM = r"""
 #include <cstdio>
-__global__ void triple(int* a) { a[threadIdx.x] = threadIdx.x * 3; }
+__global__ void triple(int* a) {
+  long long started = clock64();  // a cycle counter never runs backwards
+  a[threadIdx.x] = threadIdx.x * 3 + (clock64() >= started ? 0 : 1000);
+}
 __global__ void fill(float* p, size_t pitch) {
   float* row = (float*)((char*)p + blockIdx.x * pitch);
   row[threadIdx.x] = blockIdx.x * 100 + threadIdx.x;
@@ -45,10 +48,15 @@ int main() {
   float back[3][10];
   for (int r = 0; r < 3; ++r) cudaMemcpy(back[r], (char*)rows + r * pitch, sizeof back[r], cudaMemcpyDeviceToHost);
   printf("pitch ok %d, %g %g\n", pitch >= 10 * sizeof(float) && pitch % 256 == 0, back[1][2], back[2][9]);
+  cudaFuncSetCacheConfig(fill, cudaFuncCachePreferShared);
+  cudaDeviceSetSharedMemConfig(cudaSharedMemBankSizeEightByte);
+  cudaSharedMemConfig bank; cudaFuncCache cache;
+  cudaDeviceGetSharedMemConfig(&bank); cudaDeviceGetCacheConfig(&cache);
+  printf("defaults %d %d\n", bank == cudaSharedMemBankSizeFourByte, cache == cudaFuncCachePreferNone);
   return 0;
 }
 """
-EXPECTED = "callback 41 ok, a[5] = 15\nhost function 42\nmapped 2.5\npitch ok 1, 102 209\n"
+EXPECTED = "callback 41 ok, a[5] = 15\nhost function 42\nmapped 2.5\npitch ok 1, 102 209\ndefaults 1 1\n"
 
 
 @pytest.mark.parametrize("dialect", [Dialect.CUDA, Dialect.HIP])

@@ -127,3 +127,13 @@ int main() {
     result = translate(source, str(tmp_path / "silent.cu"), TranslateOptions(Dialect.C))
     assert result.status == "compiled-not-executed", result.summary
     assert "anything to compare" in result.reason
+
+
+def test_an_ignored_device_line_does_not_mask_the_results_under_it() -> None:
+    # the device line is ignored (its name differs between the runtime and the CPU prelude) and has columns
+    # apart by several spaces; it is no timing table's header: the sums under it are still compared
+    source = ("./prog starting reduction at device 0: xpiler CPU runtime     with array size 16384  grid 128 block 128\n"
+              "cpu reduce          : 2089065\nreduceSmem          : 2089065 <<<grid 128 block 128>>>\n")
+    wrong = source.replace("xpiler CPU runtime", "xpiler CPU").replace("Smem          : 2089065", "Smem          : 233293")
+    report = compare_runs(run(source), run(wrong), ProjectConfig())
+    assert not report.matched and "233293" in report.reason

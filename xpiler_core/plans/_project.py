@@ -73,7 +73,18 @@ class ProjectFiles:
     @classmethod
     def of(cls, unit: ParsedUnit, options: TranslateOptions, target: Dialect) -> ProjectFiles:
         config = load_project(unit.path, options.project)
-        return cls(unit, config, target, local_includes(unit.text, unit.path, config))
+        headers = local_includes(unit.text, unit.path, config)
+        own = str(Path(unit.path).resolve())
+        for path in config.sources:  # the headers the program's other units include are the project's too
+            if path == own:
+                continue
+            try:
+                text = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue  # other_units() names the unreadable unit
+            for header, content in local_includes(text, path, config).items():
+                headers.setdefault(header, content)
+        return cls(unit, config, target, headers)
 
     # ----------------------------------------------------------------------------------------- build
     def source_build(self) -> BuildSettings:
@@ -167,7 +178,18 @@ class ProjectFiles:
         return header.name
 
     def shadows(self) -> dict[str, str]:
-        return {self.relative_name(p): t for p, t in self.device_headers().items()}
+        """The device headers a build writes rewritten beside the source, each under the path the source's
+        includes reach it by (``../../shared/util.h`` for one outside its folder: runtime/build.py compiles
+        the source deep enough that the path stays inside the build folder)."""
+        base = Path(self.unit.path).resolve().parent
+        out: dict[str, str] = {}
+        for path, text in self.device_headers().items():
+            name = self.relative_name(path)
+            if name == Path(path).name and Path(path).parent != base and not any(
+                    Path(path).is_relative_to(d) for d in self.config.include_dirs):
+                name = os.path.relpath(path, base)
+            out[name] = text
+        return out
 
     # ----------------------------------------------------------------------------------------- headers
     def missing_includes(self) -> list[Diagnostic]:

@@ -177,9 +177,14 @@ def build_library(
     if executable:
         flags = [f for f in flags if f not in ("-fPIC", "-shared")]
     runtime_only = list(flags)  # what a precompiled runtime header is built with
+    # the source is compiled this deep in out_dir, so that a project header it reaches by a path leaving its
+    # folder (`#include "../../shared/util.h"`) is found at that path among the rewritten files too
+    source_dir = out_dir
+    for level in range(build.depth_above() if build is not None else 0):
+        source_dir = source_dir / f"xp_level{level}"
     if executable:
         if not is_c:
-            flags.append(f"-I{out_dir.resolve()}")  # rewritten project headers shadow the originals
+            flags.append(f"-I{source_dir.resolve()}")  # rewritten project headers shadow the originals
     if is_c:
         flags += [f for f in (*_CANDIDATE_FLAGS.get(), *extra_flags) if f not in flags]
     if build is not None:  # the project's include dirs and macros, after the runtime's own headers
@@ -212,7 +217,7 @@ def build_library(
                              build=build, executable=executable)
 
     suffix = (".cpp" if cplusplus_c else ".c") if is_c else ".cpp"
-    src_path = out_dir / f"src{key[:16]}{suffix}"
+    src_path = source_dir / f"src{key[:16]}{suffix}"
     command = [compiler, *flags, str(src_path), "-o", str(library), *libs]
     if not is_c:  # the runtime's headers precompiled (same program; only the parse is saved)
         command = [compiler, *with_precompiled(flags, runtime_only, header_hash(), compiler,
@@ -231,11 +236,12 @@ def build_library(
             if not needs_isa(failed):
                 return BuildResult(False, None, failed, command, True, time.monotonic() - started)
             return for_this_machine()
+    source_dir.mkdir(parents=True, exist_ok=True)
     src_path.write_text(source, encoding="utf-8")
     if build is not None:
-        build.write_files(out_dir, None if is_c else (lambda t: rewrite_for_cpu(t, dialect).text))
+        build.write_files(source_dir, None if is_c else (lambda t: rewrite_for_cpu(t, dialect).text), within=out_dir)
     if c_units:
-        objects, failure = _compile_c_units(c_units, out_dir, build.runtime_flags() if build is not None else [])
+        objects, failure = _compile_c_units(c_units, source_dir, build.runtime_flags() if build is not None else [])
         if failure:
             cache.set(key, {"ok": False, "log": failure})
             return BuildResult(False, None, failure, command, False, time.monotonic() - started)

@@ -170,6 +170,42 @@ def _kernel_expression(function: Node, kernel: str, templates: set[str], deduce_
     return kernel
 
 
+_DEVICE_QUALIFIERS = (b"__global__", b"__device__")
+
+
+def _volatile_names(function: Node) -> set[str]:
+    """Names a device function declares volatile (parameters and locals: `volatile float* v = s;`)."""
+    names: set[str] = set()
+    for node in _walk(function):
+        if node.type not in ("parameter_declaration", "declaration"):
+            continue
+        if not any(c.type == "type_qualifier" and c.text == b"volatile" for c in node.children):
+            continue
+        for declarator in node.children_by_field_name("declarator"):
+            name = _declared_name(declarator)
+            if name is not None:
+                names.add(name)
+    return names
+
+
+def _lockstep_edits(function: Node) -> list[tuple[int, int, str]]:
+    """Each statement of a device function that touches memory through a name it declares volatile, wrapped
+    so that the warp meets after it (``::xpiler::lockstep``): the warp-synchronous idiom computes on the
+    runtime what it computes on a GPU. The braces keep an unbraced loop or branch body one statement."""
+    names = _volatile_names(function)
+    if not names:
+        return []
+    edits: list[tuple[int, int, str]] = []
+    for node in _walk(function):
+        if node.type != "expression_statement":
+            continue
+        if any(n.type == "identifier" and n.text is not None and n.text.decode("utf-8", "replace") in names
+               for n in _walk(node)):
+            edits.append((node.start_byte, node.start_byte, "{ "))
+            edits.append((node.end_byte, node.end_byte, f" ::xpiler::lockstep({node.start_point[0] + 1}); }}"))
+    return edits
+
+
 def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult:
     """Rewrite launches and dynamic shared arrays; everything else is left byte-for-byte as it was."""
     parsed = parse_text(text, "<rewrite>", dialect)
@@ -179,6 +215,11 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
     nodes = _walk(parsed.root)
     templates = _function_template_names(nodes) | _overloaded_names(nodes)
     for node in nodes:
+        if node.type == "function_definition" and dialect in (Dialect.CUDA, Dialect.HIP):
+            block = node.child_by_field_name("body")
+            head = data[node.start_byte:(block.start_byte if block is not None else node.end_byte)]
+            if any(q in head for q in _DEVICE_QUALIFIERS) and b"volatile" in data[node.start_byte:node.end_byte]:
+                edits.extend(_lockstep_edits(node))
         if node.type == "call_expression":
             config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
             if config is None or not node.children or node.children[0].type == "kernel_call_syntax":

@@ -31,6 +31,10 @@ class CallRewrite:
     void_ptr_arg: int = -1
     # index of an out-parameter HIP declares as `void**` where CUDA adds a `T**` template: cast, -1 = none
     void_ptr_ptr_arg: int = -1
+    # trailing arguments HIP declares without a default (CUDA's C++ API gives them one): the full count and
+    # the defaults of the last ones, appended where a call leaves them out
+    arity: int = 0
+    trailing_defaults: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,8 @@ def load_mapping(direction: Direction) -> MappingTable:
                 reverse_prepend=tuple(call.get("reverse_prepend", ())),
                 void_ptr_arg=int(call.get("void_ptr_arg", -1)),
                 void_ptr_ptr_arg=int(call.get("void_ptr_ptr_arg", -1)),
+                arity=int(call.get("arity", 0)),
+                trailing_defaults=tuple(call.get("trailing_defaults", ())),
             )
             table.calls[rewrite.cuda if forward else rewrite.hip] = rewrite
             source_names.add(rewrite.cuda if forward else rewrite.hip)

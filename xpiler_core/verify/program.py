@@ -375,8 +375,10 @@ def lines_match(a: str, b: str, atol: float, rtol: float) -> bool:
 
 
 def _is_table_header(line: str) -> bool:
-    """A line of column labels (``Routine    Bandwidth (GB/s)``): fields apart by two spaces or a tab."""
-    return len(re.split(r"\s{2,}|\t", line.strip())) >= 2
+    """A line of column labels (``Routine    Bandwidth (GB/s)``): fields apart by two spaces or a tab, and no
+    number (a line with numbers is data: a device line ``... at device 0: name   with array size 16384`` must
+    not mask the numbers of the results under it)."""
+    return len(re.split(r"\s{2,}|\t", line.strip())) >= 2 and _NUMBER.search(line) is None
 
 
 def _kept_lines(text: str, patterns: list[re.Pattern[str]]) -> tuple[list[str], int]:

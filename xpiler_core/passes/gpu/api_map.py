@@ -306,6 +306,10 @@ def _rewrite_call(
             text = src.node_text(arg)
             if "reinterpret_cast" not in text and "(const void*)" not in text and "(void*)" not in text:
                 edits.append(Edit(arg.start_byte, arg.end_byte, f"reinterpret_cast<const void*>({text})"))
+        missing = rewrite.arity - len(args)
+        if args and 0 < missing <= len(rewrite.trailing_defaults):
+            edits.append(Edit(args[-1].end_byte, args[-1].end_byte,
+                              "".join(f", {d}" for d in rewrite.trailing_defaults[-missing:])))
         if 0 <= rewrite.void_ptr_ptr_arg < len(args):
             arg = args[rewrite.void_ptr_ptr_arg]
             text = src.node_text(arg)

@@ -269,7 +269,7 @@ class _Inliner:
                 for name, t in deduced.items():
                     callee = re.sub(rf"\b{re.escape(name)}\b", " ".join((*t.quals, t.base)) + "*" * len(t.pointers),
                                     callee)
-                return A.replace(n, callee=callee, args=tuple(A.rewrite(a, specialize) for a in n.args))
+                return A.replace(n, func=A.Name(callee), args=tuple(A.rewrite(a, specialize) for a in n.args))
             return None
 
         specialized: A.Function = A.rewrite(fn, specialize)
@@ -938,6 +938,22 @@ def _private_params(kernel: A.Function) -> A.Function:
     return A.replace(kernel, params=tuple(params), body=A.replace(kernel.body, stmts=(*copies, *kernel.body.stmts)))
 
 
+def _refuse_warp_synchronous(kernel: A.Function, body: A.Block) -> None:
+    """Memory reached through a volatile pointer or array (``volatile float* v = s; v[tid] += v[tid + 16];``,
+    device functions inlined): the warp-synchronous idiom, whose lanes must take each statement in step, and
+    flags other threads or blocks write while this one waits. A loop over threads runs one thread's statements
+    after another's, so it would compute something else: refused (the portable tier runs the warps)."""
+    declared = [(p.name, p.type) for p in kernel.params if isinstance(p, A.Param)]
+    declared += [(n.name, n.type) for n in A.walk(body) if isinstance(n, A.VarDecl)]
+    for name, typ in declared:
+        volatile = "volatile" in typ.quals or any("volatile" in q for q in typ.pointers)
+        if volatile and (typ.is_pointer or any(isinstance(n, A.VarDecl) and n.name == name and n.dims
+                                               for n in A.walk(body))):
+            raise PassRefused(f"'{name}' reaches memory through a volatile pointer (the warp-synchronous idiom: "
+                              "a warp's lanes take each statement in step), which a loop over threads does not",
+                              kernel.span)
+
+
 def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Function:
     # function-like macros that read the kernel's parameters or locals (`#define A(i, j) A[(i) + (j) * lda]`):
     # expanded first, so a variable made per-thread is per-thread where the macro reads it too
@@ -952,6 +968,7 @@ def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Functio
     st = _KernelState(warp=warp, types=A.declared_types(kernel))
     inliner.types = dict(st.types)
     body = A.Block(inliner.stmts(kernel.body.stmts))
+    _refuse_warp_synchronous(kernel, body)
     body = A.Block(_warp_normalize(body.stmts, st))
     st.types = A.declared_types(A.replace(kernel, body=body))
     fission = _Fission(A.replace(kernel, body=body), st)

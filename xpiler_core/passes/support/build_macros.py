@@ -28,7 +28,9 @@ _CUDA_BUILD: dict[str, int | None] = {
 }
 _CUDA_DRIVER_HEADER = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]cuda\.h[>"]', re.M)
 
-_DIRECTIVE = re.compile(r"^(?P<lead>[ \t]*#[ \t]*)(?P<kind>ifdef|ifndef|if|elif)\b(?P<rest>[^\n]*)$", re.M)
+# a condition with its continued lines (`#if A \` then `    || B`): the note goes after its last line
+_DIRECTIVE = re.compile(r"^(?P<lead>[ \t]*#[ \t]*)(?P<kind>ifdef|ifndef|if|elif)\b(?P<rest>(?:[^\n]*\\\n)*[^\n]*)$",
+                        re.M)
 
 
 def _source_build(text: str) -> dict[str, int | None]:

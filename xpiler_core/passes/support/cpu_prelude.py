@@ -375,6 +375,11 @@ static inline int cudaSetDevice(int) { return 0; }
 static inline int cudaDeviceReset(void) { return 0; }
 static inline int cudaDeviceSetCacheConfig(int) { return 0; }
 static inline int cudaDeviceSetSharedMemConfig(int) { return 0; }
+typedef int cudaSharedMemConfig;
+typedef int cudaFuncCache;
+enum { cudaSharedMemBankSizeFourByte = 1, cudaSharedMemBankSizeEightByte = 2, cudaFuncCachePreferEqual = 3 };
+static inline int cudaDeviceGetSharedMemConfig(cudaSharedMemConfig* c) { *c = cudaSharedMemBankSizeFourByte; return 0; }
+static inline int cudaDeviceGetCacheConfig(cudaFuncCache* c) { *c = cudaFuncCachePreferNone; return 0; }
 static inline int cudaDeviceSetLimit(int, size_t) { return 0; }
 template <class F> static inline int cudaFuncSetCacheConfig(F, int) { return 0; }
 template <class F> static inline int cudaFuncSetAttribute(F, int, int) { return 0; }
@@ -401,6 +406,9 @@ struct xp_event { double t; };
 typedef xp_event* cudaEvent_t;
 static inline double xp_now_ms(void) {
   struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6; }
+/* a device cycle counter read on the CPU: nanoseconds of the monotonic clock (differences are what code uses) */
+static inline long long clock64(void) {
+  struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec; }
 static inline int cudaEventCreate(cudaEvent_t* e) { *e = (cudaEvent_t)malloc(sizeof(xp_event)); (*e)->t = 0; return 0; }
 static inline int cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
 static inline int cudaEventRecord(cudaEvent_t e, cudaStream_t = 0) { e->t = xp_now_ms(); return 0; }

@@ -249,6 +249,16 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   template <class... A> inline P##Error_t P##FuncSetCacheConfig(A...) { return P##Success; }              \
   template <class... A> inline P##Error_t P##DeviceSetCacheConfig(A...) { return P##Success; }            \
   template <class... A> inline P##Error_t P##DeviceSetSharedMemConfig(A...) { return P##Success; }        \
+  /* cache and bank preferences: accepted, and reported as the defaults a GPU would report */             \
+  enum P##FuncCache { P##FuncCachePreferNone = 0, P##FuncCachePreferShared = 1, P##FuncCachePreferL1 = 2,  \
+                      P##FuncCachePreferEqual = 3 };                                                      \
+  typedef P##FuncCache P##FuncCache_t; /* HIP's name of it */                                             \
+  enum P##SharedMemConfig { P##SharedMemBankSizeDefault = 0, P##SharedMemBankSizeFourByte = 1,            \
+                            P##SharedMemBankSizeEightByte = 2 };                                          \
+  inline P##Error_t P##DeviceGetCacheConfig(P##FuncCache* c) { *c = P##FuncCachePreferNone; return P##Success; } \
+  inline P##Error_t P##DeviceGetSharedMemConfig(P##SharedMemConfig* c) {                                  \
+    *c = P##SharedMemBankSizeFourByte; return P##Success;                                                 \
+  }                                                                                                       \
   template <class... A> inline P##Error_t P##OccupancyMaxActiveBlocksPerMultiprocessor(int* n, A...) {    \
     *n = 1; return P##Success;                                                                            \
   }                                                                                                       \

@@ -134,6 +134,11 @@ inline lanemask_t active_mask(int site) {
   return warp_arrive(1ull << lane_id(), 0, site, kOpActiveMask).peers();
 }
 inline void sync_warp(lanemask_t mask, int site) { (void)warp_arrive(mask, 0, site, kOpSyncWarp); }
+// After a device-code statement that reads or writes through a volatile pointer (runtime/rewrite.py adds the
+// call): the lanes of the warp that run this code together meet here, as the legacy warp-synchronous idiom
+// (`volatile float* v = s; v[tid] += v[tid + 16]; v[tid] += v[tid + 8]; ...` with no __syncwarp) relies on a
+// warp executing each statement in step; lanes elsewhere, blocked or exited are not waited for.
+inline void lockstep(int site) { (void)warp_arrive(1ull << lane_id(), 0, site, kOpActiveMask); }
 
 template <class T>
 inline lanemask_t match_any(lanemask_t mask, T value, int site) {

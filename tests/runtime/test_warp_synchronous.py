@@ -1,0 +1,95 @@
+"""The legacy warp-synchronous idiom: the last 64 partial sums of a block reduced by one warp through a volatile
+pointer to shared memory, with no __syncwarp between the steps (CUDA's reduction samples before Volta, and
+much code since). A GPU's warp executes each statement in step, so every step reads its partner's sum of the
+previous step; the runtime runs the warp's lanes in step at each such statement. Sums judged by numpy, in a
+device function taking the volatile pointer and inline, for CUDA and for HIP at wave64."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xpiler_core.api import run_program
+from xpiler_core.dialect import Dialect
+from xpiler_core.project import ProjectConfig
+
+PROGRAM = r"""
+#include <cstdio>
+template <unsigned B> __device__ void warp_reduce(volatile int* s, unsigned tid) {
+  if (B >= 64) s[tid] += s[tid + 32];
+  if (B >= 32) s[tid] += s[tid + 16];
+  s[tid] += s[tid + 8];
+  s[tid] += s[tid + 4];
+  s[tid] += s[tid + 2];
+  s[tid] += s[tid + 1];
+}
+template <unsigned B> __global__ void reduce_helper(const int* in, int* out, int n) {
+  __shared__ int s[B];
+  unsigned tid = threadIdx.x, i = blockIdx.x * B + tid;
+  s[tid] = i < n ? in[i] : 0;
+  __syncthreads();
+  for (unsigned k = B / 2; k > 32; k >>= 1) { if (tid < k) s[tid] += s[tid + k]; __syncthreads(); }
+  if (tid < 32) warp_reduce<B>(s, tid);
+  if (tid == 0) out[blockIdx.x] = s[0];
+}
+__global__ void reduce_inline(const int* in, int* out, int n) {
+  __shared__ int s[128];
+  unsigned tid = threadIdx.x, i = blockIdx.x * 128 + tid;
+  s[tid] = i < n ? in[i] : 0;
+  __syncthreads();
+  if (tid < 64) s[tid] += s[tid + 64];
+  __syncthreads();
+  if (tid < 32) {
+    volatile int* v = s;
+    for (int k = 32; k > 0; k >>= 1) v[tid] += v[tid + k];
+  }
+  if (tid == 0) out[blockIdx.x] = s[0];
+}
+int main(int argc, char** argv) {
+  int n = atoi(argv[1]), blocks = (n + 127) / 128;
+  int* h = new int[n]; int* part = new int[blocks];
+  for (int i = 0; i < n; ++i) h[i] = (i * 7919 + 13) % 1000 - 500;
+  int *in, *out;
+  cudaMalloc(&in, n * sizeof(int)); cudaMalloc(&out, blocks * sizeof(int));
+  cudaMemcpy(in, h, n * sizeof(int), cudaMemcpyHostToDevice);
+  long long a = 0, b = 0;
+  reduce_helper<128><<<blocks, 128>>>(in, out, n);
+  cudaMemcpy(part, out, blocks * sizeof(int), cudaMemcpyDeviceToHost);
+  for (int k = 0; k < blocks; ++k) a += part[k];
+  reduce_inline<<<blocks, 128>>>(in, out, n);
+  cudaMemcpy(part, out, blocks * sizeof(int), cudaMemcpyDeviceToHost);
+  for (int k = 0; k < blocks; ++k) b += part[k];
+  printf("%lld %lld\n", a, b);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("dialect", [Dialect.CUDA, Dialect.HIP])
+@settings(max_examples=3, deadline=None)
+@given(n=st.integers(min_value=1, max_value=3000))
+def test_a_warp_reduces_through_a_volatile_pointer_in_step(tmp_path_factory: pytest.TempPathFactory,
+                                                          dialect: Dialect, n: int) -> None:
+    text = PROGRAM.replace("cuda", "hip") if dialect is Dialect.HIP else PROGRAM
+    folder: Path = tmp_path_factory.mktemp("warpsync")
+    outcome = run_program(text, str(folder / ("p" + dialect.suffix)), source_dialect=dialect,
+                          project=ProjectConfig(program_args=(str(n),)))
+    assert outcome.built and outcome.exit_code == 0, outcome.build_log + outcome.stderr
+    total = int(((np.arange(n, dtype=np.int64) * 7919 + 13) % 1000 - 500).sum())
+    assert outcome.stdout.split() == [str(total), str(total)]
+
+
+def test_the_cpu_translation_does_not_run_the_idiom_thread_after_thread(tmp_path: Path) -> None:
+    """A loop over a block's threads runs one thread's steps after another's and would read partners' sums a
+    step early: the structural tier refuses the volatile pointer, the portable tier runs the warps in step."""
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    source = tmp_path / "warpsync.cu"
+    source.write_text(PROGRAM)
+    result = translate(PROGRAM, str(source), TranslateOptions(Dialect.C, project=ProjectConfig(program_args=("1000",))))
+    assert result.status == "verified", result.summary
+    assert "volatile pointer" in str(result.summary)
