@@ -44,10 +44,15 @@ int main() {
   printf("mapped %g\n", mapped[3]);
   float* rows; size_t pitch;
   cudaMallocPitch(&rows, &pitch, 10 * sizeof(float), 3);
-  fill<<<3, 10>>>(rows, pitch);
+  fill<<<3, 10, 0, cudaStreamPerThread>>>(rows, pitch);
+  cudaStreamSynchronize(cudaStreamPerThread);
   float back[3][10];
   for (int r = 0; r < 3; ++r) cudaMemcpy(back[r], (char*)rows + r * pitch, sizeof back[r], cudaMemcpyDeviceToHost);
   printf("pitch ok %d, %g %g\n", pitch >= 10 * sizeof(float) && pitch % 256 == 0, back[1][2], back[2][9]);
+  cudaSetDeviceFlags(cudaDeviceMapHost | cudaDeviceScheduleBlockingSync);
+  int least, greatest; cudaDeviceGetStreamPriorityRange(&least, &greatest);
+  cudaStream_t urgent; cudaStreamCreateWithPriority(&urgent, cudaStreamNonBlocking, greatest);
+  printf("priorities %d\n", least >= greatest);
   cudaFuncSetCacheConfig(fill, cudaFuncCachePreferShared);
   cudaDeviceSetSharedMemConfig(cudaSharedMemBankSizeEightByte);
   cudaSharedMemConfig bank; cudaFuncCache cache;
@@ -56,7 +61,7 @@ int main() {
   return 0;
 }
 """
-EXPECTED = "callback 41 ok, a[5] = 15\nhost function 42\nmapped 2.5\npitch ok 1, 102 209\ndefaults 1 1\n"
+EXPECTED = "callback 41 ok, a[5] = 15\nhost function 42\nmapped 2.5\npitch ok 1, 102 209\npriorities 1\ndefaults 1 1\n"
 
 
 @pytest.mark.parametrize("dialect", [Dialect.CUDA, Dialect.HIP])

@@ -61,3 +61,24 @@ def test_a_program_folder_holding_the_scratch_folder_is_copied_once(tmp_path: Pa
     assert (dest / "prog.cu").is_file() and (dest / "data" / "in.txt").read_text() == "1 2 3\n"
     assert not (dest / "editor.sock").exists()
     assert not (dest / "xpiler-program-x").exists()
+
+
+def test_a_file_removed_while_the_folder_is_copied_is_not_an_error(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A program in a shared folder (/tmp): another program's temporary file may vanish between the listing
+    and its copy; the run's copy goes on without it (it was the harness's own error before)."""
+    from xpiler_core.verify import program as program_module
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "input.txt").write_text("kept\n")
+    (tmp_path / "src" / "ccTEMP.s").write_text("gone\n")
+    real_copy = shutil.copy2
+
+    def vanishing(src: str, dst: str, **kwargs):  # type: ignore[no-untyped-def]
+        if src.endswith("ccTEMP.s"):
+            raise FileNotFoundError(src)
+        return real_copy(src, dst, **kwargs)
+
+    monkeypatch.setattr(program_module.shutil, "copy2", vanishing)
+    program_module.scratch_copy(tmp_path / "src", tmp_path / "dest")
+    assert (tmp_path / "dest" / "input.txt").read_text() == "kept\n"
+    assert not (tmp_path / "dest" / "ccTEMP.s").exists()

@@ -253,7 +253,19 @@ def scratch_copy(source_folder: Path, dest: Path) -> None:
                 out.add(name)
         return out
 
-    shutil.copytree(source_folder, dest, dirs_exist_ok=True, symlinks=True, ignore=left_out)
+    def copy_present(src: str, dst: str) -> None:
+        try:
+            shutil.copy2(src, dst)
+        except FileNotFoundError:
+            pass  # removed since the folder was listed (another program's temporary file in a shared folder)
+
+    try:
+        shutil.copytree(source_folder, dest, dirs_exist_ok=True, symlinks=True, ignore=left_out,
+                        copy_function=copy_present)
+    except shutil.Error as exc:  # entries removed while copying (a shared folder such as /tmp) are not missed
+        kept = [e for e in exc.args[0] if isinstance(e, tuple) and os.path.lexists(e[0])]
+        if kept:
+            raise shutil.Error(kept) from None
 
 
 def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | None, timeout_s: float,

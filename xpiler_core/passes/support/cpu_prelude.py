@@ -399,6 +399,15 @@ static inline int cudaMemPrefetchAsync(const void*, size_t, int, cudaStream_t = 
 static inline int cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t = 0) { memset(d, v, n); return 0; }
 static inline int cudaStreamCreate(cudaStream_t* s) { *s = 0; return 0; }
 static inline int cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { *s = 0; return 0; }
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
+static inline int cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int, int) { *s = 0; return 0; }
+static inline int cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least) *least = 0; if (greatest) *greatest = -5; return 0; }
+enum { cudaDeviceScheduleAuto = 0, cudaDeviceScheduleSpin = 1, cudaDeviceScheduleYield = 2,
+       cudaDeviceScheduleBlockingSync = 4, cudaDeviceMapHost = 8, cudaDeviceLmemResizeToMax = 16 };
+static inline int cudaSetDeviceFlags(unsigned int) { return 0; }
+static inline int cudaGetDeviceFlags(unsigned int* f) { *f = cudaDeviceMapHost; return 0; }
 static inline int cudaStreamDestroy(cudaStream_t) { return 0; }
 static inline int cudaStreamQuery(cudaStream_t) { return 0; }
 /* Events hold a time stamp; the stream work before them is done when they are recorded (synchronous). */

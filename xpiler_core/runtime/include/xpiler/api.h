@@ -77,6 +77,9 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
                        P##MemcpyDeviceToDevice = 3, P##MemcpyDefault = 4 };                               \
   typedef ::xpiler::StreamRecord* P##Stream_t;                                                            \
   typedef ::xpiler::EventRecord* P##Event_t;                                                              \
+  /* the special streams: every stream's work is done when enqueued here, these as much as any other */      \
+  inline P##Stream_t const P##StreamLegacy = reinterpret_cast<P##Stream_t>(0x1);                          \
+  inline P##Stream_t const P##StreamPerThread = reinterpret_cast<P##Stream_t>(0x2);                       \
   struct P##DeviceProp {                                                                                  \
     char name[256]; size_t totalGlobalMem; size_t sharedMemPerBlock; int regsPerBlock; int warpSize;      \
     int maxThreadsPerBlock; int maxThreadsDim[3]; int maxGridSize[3]; int clockRate;                      \
@@ -276,6 +279,17 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   }                                                                                                       \
   inline P##Error_t P##StreamCreate(P##Stream_t* s) { *s = new ::xpiler::StreamRecord{0}; return P##Success; } \
   inline P##Error_t P##StreamCreateWithFlags(P##Stream_t* s, unsigned) { return P##StreamCreate(s); }     \
+  inline P##Error_t P##StreamCreateWithPriority(P##Stream_t* s, unsigned, int) { return P##StreamCreate(s); } \
+  /* the range recent GPUs report (lower numbers are higher priorities); priorities change no order here */ \
+  inline P##Error_t P##DeviceGetStreamPriorityRange(int* least, int* greatest) {                          \
+    if (least) *least = 0;                                                                                \
+    if (greatest) *greatest = -5;                                                                         \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  enum { P##DeviceScheduleAuto = 0, P##DeviceScheduleSpin = 1, P##DeviceScheduleYield = 2,                \
+         P##DeviceScheduleBlockingSync = 4, P##DeviceMapHost = 8, P##DeviceLmemResizeToMax = 16 };         \
+  inline P##Error_t P##SetDeviceFlags(unsigned) { return P##Success; }                                    \
+  inline P##Error_t P##GetDeviceFlags(unsigned* f) { *f = P##DeviceMapHost; return P##Success; }          \
   inline P##Error_t P##StreamDestroy(P##Stream_t s) { delete s; return P##Success; }                      \
   inline P##Error_t P##StreamSynchronize(P##Stream_t) { return P##Success; }                              \
   inline P##Error_t P##StreamWaitEvent(P##Stream_t, P##Event_t, unsigned = 0) { return P##Success; }      \
