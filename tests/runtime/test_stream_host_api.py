@@ -1,5 +1,6 @@
 """Host APIs of the runtime that programs call around their kernels: stream callbacks and host functions (run
-once the stream's earlier work is done, in order; a callback is told the stream's status), mapped host memory
+once the stream's earlier work is done, in order; a callback is told the stream's status), stream-ordered
+allocations, mapped host memory
 (its device pointer reaches the host data) and pitched allocations (rows at least as wide as asked, the pitch
 a multiple of 256 bytes); cache and bank preferences accepted, the defaults reported. The same program through the CPU translation's prelude prints the same."""
 
@@ -31,12 +32,13 @@ void CUDART_CB host_fn(void* data) { printf("host function %d\n", *(int*)data + 
 int main() {
   int* d; int tag = 41;
   cudaStream_t s; cudaStreamCreate(&s);
-  cudaMalloc(&d, sizeof seen);
+  cudaMallocAsync(&d, sizeof seen, s);
   triple<<<1, 32, 0, s>>>(d);
   cudaMemcpyAsync(seen, d, sizeof seen, cudaMemcpyDeviceToHost, s);
   cudaStreamAddCallback(s, done, &tag, 0);
   cudaLaunchHostFunc(s, host_fn, &tag);
   cudaStreamSynchronize(s);
+  cudaFreeAsync(d, s);
   float *mapped, *through;
   cudaHostAlloc((void**)&mapped, 8 * sizeof(float), cudaHostAllocMapped);
   cudaHostGetDevicePointer(&through, mapped, 0);

@@ -388,9 +388,11 @@ static inline int cudaProfilerStart(void) { return 0; }
 static inline int cudaProfilerStop(void) { return 0; }
 template <class T> static inline int cudaMalloc(T** p, size_t n) { *p = (T*)malloc(n ? n : 1); return *p ? 0 : 2; }
 template <class T> static inline int cudaMallocHost(T** p, size_t n) { return cudaMalloc(p, n); }
+template <class T> static inline int cudaMallocAsync(T** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
 template <class T> static inline int cudaHostAlloc(T** p, size_t n, unsigned int) { return cudaMalloc(p, n); }
 template <class T> static inline int cudaMallocManaged(T** p, size_t n, unsigned int = 1) { return cudaMalloc(p, n); }
 static inline int cudaFree(void* p) { free(p); return 0; }
+static inline int cudaFreeAsync(void* p, cudaStream_t) { free(p); return 0; }
 static inline int cudaFreeHost(void* p) { free(p); return 0; }
 static inline int cudaHostRegister(void*, size_t, unsigned int) { return 0; }
 static inline int cudaHostUnregister(void*) { return 0; }

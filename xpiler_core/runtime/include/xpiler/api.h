@@ -134,6 +134,13 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     return ::xpiler::device_free(p) ? P##Success : P##ErrorInvalidValue;                                  \
   }                                                                                                       \
   inline P##Error_t P##FreeHost(void* p) { return P##Free(p); }                                           \
+  /* stream-ordered allocation: the stream's earlier work is done when enqueued here, so plain blocks do */   \
+  template <class T, class S>                                                                             \
+  inline P##Error_t P##MallocAsync(T** p, size_t n, S, const char* file = __builtin_FILE(),               \
+                                   int line = __builtin_LINE()) {                                         \
+    return P##Malloc(reinterpret_cast<void**>(p), n, file, line);                                         \
+  }                                                                                                       \
+  template <class S> inline P##Error_t P##FreeAsync(void* p, S) { return P##Free(p); }                     \
   inline P##Error_t P##Memcpy(void* d, const void* s, size_t n, P##MemcpyKind k = P##MemcpyDefault) {     \
     if (n && (!d || !s)) return P##ErrorInvalidValue;                                                     \
     ::xpiler::record_copy(d, s, n); memmove(d, s, n);                                                     \
