@@ -93,3 +93,27 @@ def test_the_cpu_translation_does_not_run_the_idiom_thread_after_thread(tmp_path
     result = translate(PROGRAM, str(source), TranslateOptions(Dialect.C, project=ProjectConfig(program_args=("1000",))))
     assert result.status == "verified", result.summary
     assert "volatile pointer" in str(result.summary)
+
+
+def test_an_unverified_cpu_translation_of_the_program_is_the_portable_tier(tmp_path: Path) -> None:
+    """With verification off nothing would notice a loop over threads taking the steps one thread after
+    another: the program is written on the portable tier, built as its header says, and prints numpy's sums."""
+    import subprocess
+
+    from xpiler_core.pipeline import TranslateOptions, translate
+
+    source = tmp_path / "warpsync.cu"
+    source.write_text(PROGRAM)
+    result = translate(PROGRAM, str(source), TranslateOptions(Dialect.C, verify=False))
+    assert result.output_text and "xpiler portable tier" in result.output_text
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "p.cpp").write_text(result.output_text)
+    for name, text in result.companions.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)
+    subprocess.run(["g++", "-std=c++17", "-O2", "-fno-strict-aliasing", "-pthread", "p.cpp", "-o", "p"], cwd=out,
+                   check=True, capture_output=True, timeout=600)
+    printed = subprocess.run(["./p", "2000"], cwd=out, capture_output=True, text=True, timeout=60).stdout
+    total = int(((np.arange(2000, dtype=np.int64) * 7919 + 13) % 1000 - 500).sum())
+    assert printed.split() == [str(total), str(total)]

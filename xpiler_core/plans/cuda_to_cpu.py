@@ -275,6 +275,16 @@ def plan(
                 if _passed(floor):
                     ctx.unresolved.clear()  # what the structural tier could not lower, the floor runs as written
                 companions = {**simt_headers(), **c_units}
+        if not options.verify and candidate is None and not portable_only and project.has_main():
+            # nothing will check this output: where the structural tier refuses a program (a construct a loop
+            # over threads would change), the portable tier is written, exact by construction, and says why (a
+            # kernel-only file stays unresolved: its portable form has no entry a caller could launch)
+            refused = _structural_refusal(candidate, evidence, ctx, unit.path)
+            source = work.text if inlined and work.dialect is original.dialect else original.text
+            candidate = portable_candidate(source, original.dialect, source_warp, refused, "")
+            companions = {**simt_headers(), **c_units}
+            ctx.notes.append(f"portable tier: {refused}")
+            evidence.facts.update({"tier": "portable", "structural_refusal": refused})
         if candidate is not None and options.verify:
             evidence.facts.setdefault("tier", "structural")
     result = finish_translation(
