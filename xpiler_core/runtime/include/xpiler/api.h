@@ -77,6 +77,10 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
                        P##MemcpyDeviceToDevice = 3, P##MemcpyDefault = 4 };                               \
   typedef ::xpiler::StreamRecord* P##Stream_t;                                                            \
   typedef ::xpiler::EventRecord* P##Event_t;                                                              \
+  /* CUDA arrays (texture memory) are not modeled: the types exist for code that names them */              \
+  struct P##Array { int unused; };                                                                        \
+  typedef P##Array* P##Array_t;                                                                           \
+  typedef const P##Array* P##Array_const_t;                                                               \
   /* the special streams: every stream's work is done when enqueued here, these as much as any other */      \
   inline P##Stream_t const P##StreamLegacy = reinterpret_cast<P##Stream_t>(0x1);                          \
   inline P##Stream_t const P##StreamPerThread = reinterpret_cast<P##Stream_t>(0x2);                       \
