@@ -85,7 +85,8 @@ def test_a_warp_reduces_through_a_volatile_pointer_in_step(tmp_path_factory: pyt
 
 def test_the_cpu_translation_does_not_run_the_idiom_thread_after_thread(tmp_path: Path) -> None:
     """A loop over a block's threads runs one thread's steps after another's and would read partners' sums a
-    step early: the structural tier refuses the volatile pointer, the portable tier runs the warps in step."""
+    step early: the structural tier refuses the volatile pointer — in the kernel, and in a device function the
+    kernel calls without inlining it (no barrier in it) — and the portable tier runs the warps in step."""
     from xpiler_core.pipeline import TranslateOptions, translate
 
     source = tmp_path / "warpsync.cu"
@@ -93,6 +94,11 @@ def test_the_cpu_translation_does_not_run_the_idiom_thread_after_thread(tmp_path
     result = translate(PROGRAM, str(source), TranslateOptions(Dialect.C, project=ProjectConfig(program_args=("1000",))))
     assert result.status == "verified", result.summary
     assert "volatile pointer" in str(result.summary)
+    # the helper alone: its kernel has no volatile name of its own
+    helper_only = PROGRAM[:PROGRAM.index("__global__ void reduce_inline")] + PROGRAM[PROGRAM.index("int main"):]
+    helper_only = helper_only.replace("  reduce_inline<<<blocks, 128>>>(in, out, n);\n", "")
+    result = translate(helper_only, str(source), TranslateOptions(Dialect.C, verify=False))
+    assert "xpiler portable tier" in result.output_text and "'s' reaches memory through a volatile" in result.output_text
 
 
 def test_an_unverified_cpu_translation_of_the_program_is_the_portable_tier(tmp_path: Path) -> None:

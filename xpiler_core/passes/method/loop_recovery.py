@@ -938,20 +938,42 @@ def _private_params(kernel: A.Function) -> A.Function:
     return A.replace(kernel, params=tuple(params), body=A.replace(kernel.body, stmts=(*copies, *kernel.body.stmts)))
 
 
-def _refuse_warp_synchronous(kernel: A.Function, body: A.Block) -> None:
-    """Memory reached through a volatile pointer or array (``volatile float* v = s; v[tid] += v[tid + 16];``,
-    device functions inlined): the warp-synchronous idiom, whose lanes must take each statement in step, and
-    flags other threads or blocks write while this one waits. A loop over threads runs one thread's statements
-    after another's, so it would compute something else: refused (the portable tier runs the warps)."""
-    declared = [(p.name, p.type) for p in kernel.params if isinstance(p, A.Param)]
+def _volatile_memory(fn: A.Function, body: A.Block) -> str | None:
+    """The first name ``fn`` (its parameters, ``body``'s declarations) declares as a volatile pointer or array."""
+    declared = [(p.name, p.type) for p in fn.params if isinstance(p, A.Param)]
     declared += [(n.name, n.type) for n in A.walk(body) if isinstance(n, A.VarDecl)]
     for name, typ in declared:
         volatile = "volatile" in typ.quals or any("volatile" in q for q in typ.pointers)
         if volatile and (typ.is_pointer or any(isinstance(n, A.VarDecl) and n.name == name and n.dims
                                                for n in A.walk(body))):
-            raise PassRefused(f"'{name}' reaches memory through a volatile pointer (the warp-synchronous idiom: "
-                              "a warp's lanes take each statement in step), which a loop over threads does not",
-                              kernel.span)
+            return name
+    return None
+
+
+def _refuse_warp_synchronous(kernel: A.Function, body: A.Block, functions: dict[str, A.Function]) -> None:
+    """Memory reached through a volatile pointer or array (``volatile float* v = s; v[tid] += v[tid + 16];``),
+    in the kernel, the device functions inlined into it or any device function it calls (``warpReduce(volatile
+    float* s, int tid)``, not inlined: it has no barrier): the warp-synchronous idiom, whose lanes must take each
+    statement in step, and flags other threads or blocks write while this one waits. A loop over threads runs one
+    thread's statements after another's, so it would compute something else: refused (the portable tier runs
+    the warps)."""
+    name = _volatile_memory(kernel, body)
+    seen: set[str] = set()
+    pending = [body]
+    while name is None and pending:
+        for call in (n for n in A.walk(pending.pop()) if isinstance(n, A.Call) and n.callee):
+            callee = functions.get(str(call.callee).split("<")[0].strip())
+            if callee is None or callee.name in seen or callee.body is None:
+                continue
+            seen.add(callee.name)
+            name = _volatile_memory(callee, callee.body)
+            if name is not None:
+                break
+            pending.append(callee.body)
+    if name is not None:
+        raise PassRefused(f"'{name}' reaches memory through a volatile pointer (the warp-synchronous idiom: "
+                          "a warp's lanes take each statement in step), which a loop over threads does not",
+                          kernel.span)
 
 
 def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Function:
@@ -968,7 +990,7 @@ def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Functio
     st = _KernelState(warp=warp, types=A.declared_types(kernel))
     inliner.types = dict(st.types)
     body = A.Block(inliner.stmts(kernel.body.stmts))
-    _refuse_warp_synchronous(kernel, body)
+    _refuse_warp_synchronous(kernel, body, inliner.functions)
     body = A.Block(_warp_normalize(body.stmts, st))
     st.types = A.declared_types(A.replace(kernel, body=body))
     fission = _Fission(A.replace(kernel, body=body), st)
