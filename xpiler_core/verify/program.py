@@ -457,7 +457,9 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
             # that reads uninitialized or out-of-bounds memory, a race or the clock can change it)
             for k in range(SOURCE_RERUNS if rerun_source is not None else 0):
                 rerun: ProgramRun = rerun_source(OTHER_SCHEDULES[k % len(OTHER_SCHEDULES)])
-                second = own_verdict(rerun.stdout) if not rerun.failure() else rerun.failure()
+                if rerun.failure() or rerun.exit_code != source.exit_code:
+                    continue  # a rerun that did not run through (a spin-wait on one thread) says nothing
+                second = own_verdict(rerun.stdout)
                 if second != verdict:
                     return ProgramReport(source, candidate, False, True,
                                          f"reaches different verdicts when run again ({verdict}, then {second}): its "
@@ -476,6 +478,8 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
         # printed under a "Time in seconds:" line can agree across two runs by chance: each difference found
         # is checked against another run)
         again: ProgramRun = rerun_source(OTHER_SCHEDULES[k % len(OTHER_SCHEDULES)])
+        if again.failure() or again.exit_code != source.exit_code:
+            continue  # cut short (timed out, crashed): its missing lines are not lines that vary
         again_lines, _ = _kept_lines(again.stdout, patterns)
         unstable |= _unstable_lines(src_lines, again_lines, atol, rtol)
         difference = first_difference(src_lines, cand_lines, atol, rtol, unstable)
@@ -718,7 +722,8 @@ def uninitialized_read(source: ProgramRun, poisoned: ProgramRun, rerun_source: A
         return None
     again: ProgramRun = rerun_source()
     again_lines, _ = _kept_lines(again.stdout, patterns)
-    unstable = _unstable_lines(first, again_lines, atol, rtol)
+    cut_short = bool(again.failure()) or again.exit_code != source.exit_code
+    unstable = set() if cut_short else _unstable_lines(first, again_lines, atol, rtol)
     difference = first_difference(first, other, atol, rtol, unstable)
     if difference is None:
         return None
