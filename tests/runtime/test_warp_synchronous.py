@@ -123,3 +123,17 @@ def test_an_unverified_cpu_translation_of_the_program_is_the_portable_tier(tmp_p
     printed = subprocess.run(["./p", "2000"], cwd=out, capture_output=True, text=True, timeout=60).stdout
     total = int(((np.arange(2000, dtype=np.int64) * 7919 + 13) % 1000 - 500).sum())
     assert printed.split() == [str(total), str(total)]
+
+
+def test_a_host_device_function_with_a_volatile_pointer_runs_on_the_host_too(tmp_path: Path) -> None:
+    # the warp's meeting after each volatile statement is no meeting when host code calls the function
+    text = (
+        "#include <cstdio>\n__host__ __device__ void bump(volatile int* v, int i) { v[i] += 1; }\n"
+        "__global__ void k(int* a) { bump(a, threadIdx.x); }\n"
+        "int main() { int h[4] = {1, 2, 3, 4}; bump(h, 2); int* d; cudaMalloc(&d, sizeof h);\n"
+        "  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice); k<<<1, 4>>>(d);\n"
+        "  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost); printf(\"%d %d %d %d\\n\", h[0], h[1], h[2], h[3]);\n"
+        "  return 0; }\n")
+    outcome = run_program(text, str(tmp_path / "hd.cu"))
+    assert outcome.built and outcome.exit_code == 0, outcome.build_log + outcome.stderr
+    assert outcome.stdout.split() == ["2", "3", "5", "5"]

@@ -138,7 +138,10 @@ inline void sync_warp(lanemask_t mask, int site) { (void)warp_arrive(mask, 0, si
 // call): the lanes of the warp that run this code together meet here, as the legacy warp-synchronous idiom
 // (`volatile float* v = s; v[tid] += v[tid + 16]; v[tid] += v[tid + 8]; ...` with no __syncwarp) relies on a
 // warp executing each statement in step; lanes elsewhere, blocked or exited are not waited for.
-inline void lockstep(int site) { (void)warp_arrive(1ull << lane_id(), 0, site, kOpActiveMask); }
+inline void lockstep(int site) {
+  if (!tls_worker || !tls_worker->cur) return;  // a __host__ __device__ function called from host code
+  (void)warp_arrive(1ull << lane_id(), 0, site, kOpActiveMask);
+}
 
 template <class T>
 inline lanemask_t match_any(lanemask_t mask, T value, int site) {
