@@ -1,13 +1,15 @@
 """The mechanical source rewrite that lets g++ compile CUDA/HIP source against the runtime headers.
 
-Three constructs need it, because C++ cannot express them:
+Four constructs need it, because C++ cannot express them (or the runtime's scheduling):
 
 * ``K<<<c0, c1[, c2[, c3]]>>>(args)`` becomes ``::xpiler::launch(K, c0, c1[, c2[, c3]])(args)``;
 * ``extern __shared__ T name[];`` becomes a pointer to the launch's dynamic shared memory (a local
   ``T* const name`` inside functions, a macro at file scope);
 * a static ``__shared__`` declaration is followed, on the same line, by a hook that fills the arrays with
   the runtime's poison pattern once per block (uninitialised shared memory is garbage on a GPU, and
-  ``static thread_local`` storage would otherwise read as zero).
+  ``static thread_local`` storage would otherwise read as zero);
+* a device statement through a name declared ``volatile`` is followed by ``::xpiler::lockstep``, where the
+  warp's lanes running it meet (the warp-synchronous idiom relies on a warp taking each statement in step).
 
 Launches are found on the tree-sitter CST (``call_expression`` with a ``kernel_call_syntax`` child), so
 strings, comments and ``<<``/``>>`` operators are never touched. Every replacement keeps the number of
