@@ -22,6 +22,7 @@ verdict differs and the source, run again, does not reach its first verdict eith
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import re
@@ -32,6 +33,8 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -320,6 +323,15 @@ def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | 
                       stdout=stdout_b.decode("utf-8", errors="replace")[:MAX_STREAM_CHARS],
                       stderr=stderr_b.decode("utf-8", errors="replace")[:MAX_STREAM_CHARS], files=files,
                       timed_out=timed_out, seconds=seconds, command=[exe.name, *args], copies=copies)
+
+
+@cache
+def copyback_recorder() -> str:
+    """What the verifier's build puts before a CPU translation: the runtime's copy-back recorder
+    (``runtime/include/xpiler/copyback.h``) behind the prelude's ``XP_COPY_BACK`` hook (kind 2: device to host)."""
+    header = (resources.files("xpiler_core.runtime") / "include" / "xpiler" / "copyback.h").read_text(encoding="utf-8")
+    return (f"{header}\n#define XP_COPY_BACK(d, n, kind, type) "
+            "((kind) == 2 ? ::xpiler::record_copy_back(d, n, ::xpiler::copy_type<type>()) : (void)0)\n")
 
 
 def read_copy_backs(path: Path) -> list[CopyBack]:
@@ -653,7 +665,7 @@ def _compare_programs(source_text: str, source_path: str, source_dialect: Dialec
         name = program_name(source_path)
 
         on_gpu = source_build is not None and source_build.device == "gpu"
-        records = iter(range(1 << 30))
+        records = itertools.count()
 
         def run_source(schedule: dict[str, str] | None = None) -> ProgramRun:
             return run_executable(exe, fresh_workdir(root, folder), args, stdin_text, timeout, cancel, argv0=name,
@@ -669,10 +681,8 @@ def _compare_programs(source_text: str, source_path: str, source_dialect: Dialec
             cancel.check()
         display = "translation" + (".cpp" if target is Dialect.C else target.suffix)
         if target is Dialect.C:  # the runtime records its copies back itself; a CPU translation's build (never
-            # the output the user gets) has the recorder in front
-            from xpiler_core.passes.support.cpu_prelude import COPYBACK_RECORDER
-
-            candidate_text = f'{COPYBACK_RECORDER}#line 1 "{display}"\n{candidate_text}'
+            # the output the user gets) has the runtime's recorder in front
+            candidate_text = f'{copyback_recorder()}#line 1 "{display}"\n{candidate_text}'
         cand_exe, cand_log, cand_command = build_program(
             candidate_text, target, root / "build-candidate", warp_size=target_warp, display_name=display,
             build=candidate_build)

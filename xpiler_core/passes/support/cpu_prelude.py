@@ -436,7 +436,8 @@ typedef void (*cudaStreamCallback_t)(cudaStream_t, cudaError_t, void*);
 typedef void (*cudaHostFn_t)(void*);
 static inline int cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t f, void* data, unsigned int) { f(s, 0, data); return 0; }
 static inline int cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t f, void* data) { f(data); return 0; }
-/* XP_COPY_BACK: a hook the verifier's build defines to read what the program copies back (nothing otherwise) */
+/* XP_COPY_BACK: a hook the verifier's build defines to read what the program copies back (nothing otherwise:
+   verify/program.py, runtime/include/xpiler/copyback.h) */
 #ifndef XP_COPY_BACK
 #define XP_COPY_BACK(d, n, kind, type) ((void)0)
 #endif
@@ -454,30 +455,6 @@ static inline int cudaPeekAtLastError(void) { return 0; }
 static inline const char* cudaGetErrorString(int e) { return e == 0 ? "no error" : e == 2 ? "out of memory" : "error"; }
 static inline const char* cudaGetErrorName(int e) { return e == 0 ? "cudaSuccess" : "cudaError"; }
 """.replace("@RUNTIME_ENUMS@", _runtime_enums()).replace("@SIMD_VIDEO@", _simd_video())
-
-
-# What the verifier's build of a CPU translation puts before its text: XP_COPY_BACK records each device-to-host
-# copy as the runtime's record_copy_back does (runtime/include/xpiler/simt.h), so a program that prints nothing
-# is judged by the data it copies back. Never part of the output the user gets.
-COPYBACK_RECORDER = r"""#include <stdio.h>
-#include <stdlib.h>
-#include <type_traits>
-template <class T> static inline char xp_copy_type() {
-  typedef typename std::remove_cv<typename std::remove_all_extents<T>::type>::type U;
-  return std::is_same<U, float>::value ? 'f' : std::is_same<U, double>::value ? 'd'
-       : std::is_integral<U>::value ? 'i' : 'b';
-}
-static inline void xp_copy_back(const void* d, size_t n, int kind, char type) {
-  static FILE* f = 0; static int opened = 0; static size_t written = 0;
-  if (kind != 2) return;
-  if (!opened) { const char* p = getenv("XPILER_COPYBACK"); f = p && *p ? fopen(p, "wb") : 0; opened = 1; }
-  if (!f) return;
-  if (written + n > ((size_t)256 << 20)) { fprintf(f, "copyback %zu %c -\n", n, type); }
-  else { fprintf(f, "copyback %zu %c\n", n, type); fwrite(d, 1, n, f); written += n; }
-  fflush(f);
-}
-#define XP_COPY_BACK(d, n, kind, type) xp_copy_back(d, n, kind, xp_copy_type<type>())
-"""
 
 
 # cuBLAS on the CPU for host code that calls it (a benchmark's reference GEMM): device memory is host memory

@@ -202,7 +202,7 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     if (off + n > sizeof(T)) return P##ErrorInvalidValue;                                                \
     ::xpiler::record_symbol_copy(false, &sym, off, d, n);                                                 \
     memcpy(d, reinterpret_cast<const char*>(&sym) + off, n);                                              \
-    ::xpiler::record_copy_back(d, n, ::xpiler::copy_type<typename std::remove_all_extents<T>::type>());   \
+    ::xpiler::record_copy_back(d, n, ::xpiler::copy_type<T>());   \
     return P##Success;                                                                                    \
   }                                                                                                       \
   template <class T> inline P##Error_t P##GetSymbolAddress(void** p, const T& sym) {                      \

@@ -2,6 +2,7 @@
 #pragma once
 #include "engine.h"
 #include "device_heap.h"
+#include "copyback.h"
 
 namespace xpiler {
 
@@ -377,34 +378,6 @@ inline void record_alloc(const void* p, size_t n) {
     fprintf(f, "alloc %llu %zu\n", record_address(p), n);
     fflush(f);
   }
-}
-// ---- what host code copies back from the device (XPILER_COPYBACK=FILE) ------------------------------------------
-// A program that prints nothing to compare is judged by the data it copies back to the host: each
-// device-to-host copy appends "copyback N T\n" and its N bytes (past COPYBACK_LIMIT in all, "copyback N T -\n":
-// its length alone), T the element type of the destination pointer as the host code declared it ('f' float,
-// 'd' double, 'i' an integer, 'b' anything else: compared as bytes). The CPU prelude's copies write the same
-// lines (cpu_prelude.COPYBACK_RECORDER).
-constexpr size_t COPYBACK_LIMIT = size_t(256) << 20;
-template <class T> constexpr char copy_type() {
-  using U = typename std::remove_cv<T>::type;
-  return std::is_same<U, float>::value ? 'f' : std::is_same<U, double>::value ? 'd'
-       : std::is_integral<U>::value ? 'i' : 'b';
-}
-inline void record_copy_back(const void* d, size_t n, char type = 'b') {
-  static FILE* f = [] {
-    const char* p = getenv("XPILER_COPYBACK");
-    return p && *p ? fopen(p, "wb") : nullptr;
-  }();
-  static size_t written = 0;
-  if (!f) return;
-  if (written + n > COPYBACK_LIMIT) {
-    fprintf(f, "copyback %zu %c -\n", n, type);
-  } else {
-    fprintf(f, "copyback %zu %c\n", n, type);
-    fwrite(d, 1, n, f);
-    written += n;
-  }
-  fflush(f);
 }
 inline void record_memset(const void* d, int v, size_t n) {
   if (FILE* f = record_file()) {
