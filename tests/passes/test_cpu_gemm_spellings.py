@@ -138,6 +138,32 @@ __global__ void two_offsets(float *C, const float *A, const float *B, int K, int
   C[c + N * ty + tx] = acc;
 }
 
+// column-major operands, the tiles indexed through shifts of the loop counter and the block indices
+// (`As[(k << 4) + tx]`, `A += M << 4`): a left shift is a product, whatever the sign of what it shifts
+__global__ void shifted_tiles(int M, int N, int K, const float *A, const float *B, float *C) {
+  __shared__ float As[16 * 16];
+  __shared__ float Bs[16 * 16];
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  A += blockIdx.x << 4;
+  B += (blockIdx.y << 4) * K;
+  C += (blockIdx.x << 4) + (blockIdx.y << 4) * M;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    As[(ty << 4) + tx] = A[tx + ty * M];
+    Bs[(ty << 4) + tx] = B[tx + ty * K];
+    A += M << 4;
+    B += 16;
+    __syncthreads();
+    for (int k = 0; k < 16; ++k) acc += As[(k << 4) + tx] * Bs[(ty << 4) + k];
+    __syncthreads();
+  }
+  C[tx + ty * M] = acc;
+}
+
+extern "C" void run_shifted_tiles(const float *A, const float *B, float *C, int M, int N, int K) {
+  shifted_tiles<<<dim3(M / 16, N / 16), dim3(256)>>>(M, N, K, A, B, C);
+}
+
 #define RB 4
 extern "C" void run_register_blocked(const float *A, const float *B, float *C, int M, int N, int K) {
   register_blocked<<<dim3(N / (T * RB), M / (T * RB)), dim3(T, T)>>>(A, B, C, M, N, K);
@@ -341,3 +367,15 @@ def test_a_hand_unrolled_tile_with_its_rows_swapped_stays_on_the_loops(lib: ctyp
     product = a.astype(np.float64) @ b  # rows 2i and 2i + 1 hold each other's sums
     np.testing.assert_allclose(c, product.reshape(M // 2, 2, N)[:, ::-1].reshape(M, N), rtol=1e-4,
                                atol=1e-4 * np.sqrt(K))
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(16, 16, 16), (48, 32, 80)])
+def test_tiles_indexed_by_shifts_are_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    rng = np.random.default_rng(M + 3 * N + K)
+    a = np.asfortranarray(rng.standard_normal((M, K)).astype(np.float32))  # column-major, as the kernel reads
+    b = np.asfortranarray(rng.standard_normal((K, N)).astype(np.float32))
+    c = np.asfortranarray(np.full((M, N), np.nan, np.float32))
+    calls = _calls(lib)
+    lib.run_shifted_tiles(_ptr(a), _ptr(b), _ptr(c), M, N, K)
+    assert calls.value == 1
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))

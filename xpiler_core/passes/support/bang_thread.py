@@ -1218,10 +1218,11 @@ class ThreadEvaluator:
             if not a.atoms():
                 x = dict(a.terms).get((), 0)
                 return Poly.const(x << c if op == "<<" else x >> c if op == ">>" else x & c)
-            if not a.atoms() & (RAW_THREAD_ATOMS | self.index_atoms()):
-                return Poly.atom(f"({a.c_text()} {op} {c}L)")  # thread-free (maybe negative): kept as written
             if op == "<<" and 0 <= c < 32:
-                return a * Poly.const(1 << c)
+                return a * Poly.const(1 << c)  # a product whatever the sign (what C++20 defines it to be)
+            if not a.atoms() & (RAW_THREAD_ATOMS | self.index_atoms()):
+                # thread-free (maybe negative): an arithmetic shift right is a floor, not C's quotient
+                return Poly.atom(f"({a.c_text()} {op} {c}L)")
             if op == ">>" and 0 <= c < 32:
                 return self.combine("/", a, Poly.const(1 << c))
             if op == "&" and c > 0 and c & (c + 1) == 0:
