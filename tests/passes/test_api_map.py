@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -52,6 +53,53 @@ def test_names_the_file_declares_are_left_alone() -> None:
     text = "#include <cuda_runtime.h>\nstatic int cudaMalloc(void** p, int n) { return n; }\nint g() { void* p; return cudaMalloc(&p, 4); }\n"
     out, _ = run(text)
     assert "static int cudaMalloc(void** p, int n)" in out and "return cudaMalloc(&p, 4);" in out
+
+
+# a project's stand-ins for the CUDA API, compiled only when it is built without CUDA (-DNO_CUDA)
+STAND_INS = """#ifndef NO_CUDA
+#include <cuda_runtime.h>
+#else
+typedef int cudaError_t;
+static inline cudaError_t cudaGetDeviceCount(int *n) { *n = 0; return 0; }
+#define cudaMemcpyHostToDevice 0
+#endif
+int devices(float *d, const float *h) {
+  int n = 0;
+  cudaGetDeviceCount(&n);
+  cudaMemcpy(d, h, sizeof(float), cudaMemcpyHostToDevice);
+  return n;
+}
+"""
+
+
+@pytest.mark.parametrize("spelling", [STAND_INS, STAND_INS.replace("#ifndef NO_CUDA", "#if !defined(NO_CUDA)"),
+                                      STAND_INS.replace("#ifndef NO_CUDA", "#if !defined NO_CUDA"),
+                                      STAND_INS.replace("#ifndef NO_CUDA\n#include <cuda_runtime.h>\n#else", "#ifdef NO_CUDA")
+                                      .replace("#endif", "#else\n#include <cuda_runtime.h>\n#endif")])
+def test_stand_ins_in_a_branch_the_build_does_not_take_are_not_the_files_names(spelling: str) -> None:
+    out, ctx = run(spelling)
+    assert "  hipGetDeviceCount(&n);\n  hipMemcpy(d, h, sizeof(float), hipMemcpyHostToDevice);" in out
+    verdict = compile_check(out, Dialect.HIP)
+    assert verdict.ok, verdict.stderr
+    # built with -DNO_CUDA the stand-ins are what the calls call: theirs, left alone
+    built_without = PassContext(Dialect.CUDA, Dialect.HIP, defines={"NO_CUDA": "1"})
+    out = API_MAP.apply(SourceUnit(spelling, Dialect.CUDA, "t.cu"), {}, built_without).text
+    assert "  cudaGetDeviceCount(&n);\n  hipMemcpy(d, h, sizeof(float), cudaMemcpyHostToDevice);" in out
+
+
+def test_cuda_only_headers_compile_with_hipcc() -> None:
+    """math_constants.h (no HIP header before 6.x) becomes definitions of the constants the file uses, with the
+    constants their values name; CUDA's per-architecture headers (sm_35_intrinsics.h) become HIP's runtime
+    header, where their intrinsics are declared."""
+    text = ("#include <cuda_runtime.h>\n#include <math_constants.h>\n#include <sm_35_intrinsics.h>\n"
+            "__global__ void k(float* x, unsigned* r) {\n  x[0] = CUDART_PI_F * x[1] + CUDART_INF_F;\n"
+            "  r[0] = CUDART_REMQUO_MASK_F & __funnelshift_l(r[1], r[2], 3);\n}\n")
+    out, ctx = run(text)
+    assert "#include <math_constants.h>" not in out and "sm_35" not in out and not ctx.unresolved
+    assert "#define CUDART_REMQUO_BITS_F 3U" in out and "CUDART_PI_F 3.141592654F" in out
+    assert "CUDART_NAN_F" not in out  # only what the file uses
+    verdict = compile_check(out, Dialect.HIP)
+    assert verdict.ok, verdict.stderr
 
 
 def test_unknown_api_names_are_unresolved_with_their_location() -> None:

@@ -88,3 +88,21 @@ def test_library_names_exist_in_installed_rocm_library_headers(prefix: str, head
     ours = {v for v in pairs.values() if v.lower().startswith(prefix)}
     assert ours, prefix
     assert sorted(v for v in ours if v not in names) == []
+
+
+@pytest.mark.skipif(not (CUDA_INCLUDE / "math_constants.h").is_file(), reason="CUDA headers not installed")
+def test_math_constants_are_cudas_values() -> None:
+    header = (CUDA_INCLUDE / "math_constants.h").read_text()
+    defined = dict(re.findall(r"^#define\s+(CUDART_\w+)\s+(.+?)\s*$", header, re.M))
+    assert raw_table("math_constants")["constants"] == defined
+
+
+@pytest.mark.skipif(not CUDA_INCLUDE.is_dir(), reason="CUDA headers not installed")
+def test_cuda_headers_mapped_to_hips_runtime_header_exist_in_cuda() -> None:
+    """The per-architecture and internal headers the table sends to hip/hip_runtime.h are CUDA's own."""
+    forward = load_mapping("cuda->hip")
+    for cuda_header in [*forward.headers, *forward.defined_in_place]:
+        if "/" not in cuda_header and cuda_header.endswith(".h") and not cuda_header.startswith(("cublas", "cufft",
+                                                                                                  "cusparse", "cudnn",
+                                                                                                  "curand", "nvrtc")):
+            assert (CUDA_INCLUDE / cuda_header).is_file(), cuda_header

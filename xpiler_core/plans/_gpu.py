@@ -70,7 +70,8 @@ def gpu_plan(
             params = {name: {**options.pass_params.get(name, {}), **extra} for name, extra in overlay.items()}
             params = {**options.pass_params, **params}
             ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=target_warp,
-                              file=path, project_names=project.declared_names())
+                              file=path, project_names=project.declared_names(),
+                              defines=project.config.define_values())
             run = run_passes(SourceUnit(text, direction.source, path), pass_names, ctx, params, cancel=cancel,
                              progress=progress)
             if run.refused is not None and overlay:

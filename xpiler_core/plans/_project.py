@@ -132,7 +132,7 @@ class ProjectFiles:
                 out[name] = text
                 continue
             ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=warp, file=path,
-                              project_names=self.declared_names())
+                              project_names=self.declared_names(), defines=self.config.define_values())
             run = run_passes(SourceUnit(text, direction.source, path), pass_names, ctx, params, cancel=cancel)
             assert isinstance(run.unit, SourceUnit)
             target = str(Path(name).with_suffix(self.target.suffix if Path(name).suffix in (".cu", ".hip")
@@ -224,11 +224,15 @@ class ProjectFiles:
         code, which the API mapping must leave alone."""
         if self._declared is None:
             from xpiler_core.frontend.source import parse_text
-            from xpiler_core.passes.support.cst import declared_names
+            from xpiler_core.passes.support.cst import declared_names, defined_macros
 
+            # a branch on a macro nothing of the project defines is not compiled: its declarations are not
+            # the project's names (``#ifndef NO_CUDA … #else`` stand-ins for the CUDA API)
+            defined = defined_macros(self.unit.text, *self.headers.values(), *self.other_units().values()) | \
+                frozenset(self.config.define_values())
             names: set[str] = set()
             for header_path, text in self.headers.items():
-                names |= declared_names(parse_text(text, header_path, self.unit.dialect))
+                names |= declared_names(parse_text(text, header_path, self.unit.dialect), defined)
             self._declared = frozenset(names)
         return self._declared
 
@@ -248,7 +252,8 @@ class ProjectFiles:
         translated: dict[str, str] = {}
         for header_path, text in self.device_headers().items():
             ctx = PassContext(source_dialect=direction.source, target=direction.target, warp_size=warp,
-                              file=header_path, project_names=self.declared_names())
+                              file=header_path, project_names=self.declared_names(),
+                              defines=self.config.define_values())
             run = run_passes(SourceUnit(text, direction.source, header_path), pass_names, ctx, params, cancel=cancel)
             assert isinstance(run.unit, SourceUnit)
             if run.unit.text != text:

@@ -4,7 +4,8 @@ Each ``*.toml`` file holds one category (runtime API, types, enums, error codes,
 intrinsics, complex numbers, libraries) with ``[pairs]`` (CUDA name = HIP name) and optional ``[reverse]``
 entries that choose the CUDA name where several CUDA names share one HIP name. ``intrinsics.toml`` adds
 ``[[calls]]`` whose argument lists change; ``[legacy_pairs]`` are names current CUDA headers dropped; ``[hip_only]`` HIP-only names (HIP → CUDA only); ``libraries.toml`` adds ``[unsupported]`` calls (reported, never
-renamed blindly) and ``[namespaces]``; ``headers.toml`` adds ``[[prefix]]`` rules for header families.
+renamed blindly) and ``[namespaces]``; ``headers.toml`` adds ``[[prefix]]`` rules for header families and
+``[defined_in_place]``: CUDA headers of constants (``math_constants.h``) whose values a table holds.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class MappingTable:
     # struct members the target's struct lacks: member -> the expression that stands for it ({object}{op}: the
     # object and its '.' or '->'), CUDA -> HIP only
     members: dict[str, str] = field(default_factory=dict)
+    # CUDA headers of constants the target has no header for (CUDA -> HIP only): include path -> macro -> value;
+    # the include is replaced by definitions of the macros the file uses
+    defined_in_place: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def map_header(self, path: str) -> str | None:
         if path in self.headers:
@@ -131,6 +135,9 @@ def load_mapping(direction: Direction) -> MappingTable:
             table.header_prefixes.extend(HeaderPrefix(**rule) for rule in data.get("prefix", []))
             table.drop_when_unused.update({path: tuple(prefixes) for path, prefixes
                                            in data.get("drop_when_unused", {}).items()})
+            if forward:
+                table.defined_in_place.update({path: dict(raw_table(constants)["constants"]) for path, constants
+                                               in data.get("defined_in_place", {}).items()})
             continue
         oriented = pairs if forward else {**_invert(pairs, reverse), **data.get("hip_only", {})}
         for src, dst in oriented.items():

@@ -67,7 +67,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     table = load_mapping(direction)
     report_unknown = bool(params.get("report_unknown", True))
     src = parse_text(module.text, module.path, module.dialect)
-    own_names = declared_names(src) | ctx.project_names
+    own_names = declared_names(src, ctx.project_names | frozenset(ctx.defines)) | ctx.project_names
     edits: list[Edit] = []
     handled_calls: set[int] = set()
     replaced_ranges: list[tuple[int, int]] = []  # whole-call rewrites: nothing inside is edited again
@@ -81,7 +81,8 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
 
     # function-like macros whose bodies call an API whose arguments change: rewritten once, as code
     def as_fragment(text: str) -> str:
-        inner = PassContext(ctx.source_dialect, ctx.target, ctx.warp_size, ctx.file, project_names=ctx.project_names)
+        inner = PassContext(ctx.source_dialect, ctx.target, ctx.warp_size, ctx.file, project_names=ctx.project_names,
+                            defines=ctx.defines)
         return apply(SourceUnit(text, module.dialect, module.path), {**params, "report_unknown": False}, inner).text
 
     fragment_edits = rewrite_bodies(src, as_fragment, lambda body: any(
@@ -244,6 +245,11 @@ def _map_include(src: ParsedSource, node: Node, table: MappingTable, edits: list
     if len(raw) < 2:
         return
     inner = raw[1:-1]
+    constants = table.defined_in_place.get(inner)
+    if constants is not None:
+        edits.append(Edit(node.start_byte, node.end_byte, _constants_in_place(inner, constants, code_names)))
+        renamed[inner] = renamed.get(inner, 0) + 1
+        return
     prefixes = table.drop_when_unused.get(inner)
     if prefixes is not None and not any(name.startswith(prefixes) for name in code_names):
         edits.append(Edit(node.start_byte, node.end_byte, ""))
@@ -253,6 +259,22 @@ def _map_include(src: ParsedSource, node: Node, table: MappingTable, edits: list
     if mapped is not None and mapped != inner:
         edits.append(Edit(path_node.start_byte + 1, path_node.end_byte - 1, mapped))
         renamed[inner] = renamed.get(inner, 0) + 1
+
+
+def _constants_in_place(header: str, constants: dict[str, str], code_names: frozenset[str]) -> str:
+    """Definitions of the constants of ``header`` the file names (and those their values name), each kept if
+    the target's headers define it already."""
+    wanted = [name for name in sorted(constants) if name in code_names]
+    seen = set(wanted)
+    for name in wanted:  # grows as values name other constants
+        for other in _IDENT_TOKEN.findall(constants[name]):
+            if other in constants and other not in seen:
+                seen.add(other)
+                wanted.append(other)
+    lines = [f"// xpiler: {header} (CUDA's; no HIP header before 6.x): the constants this file uses"]
+    for name in sorted(wanted):
+        lines += [f"#ifndef {name}", f"#define {name} {constants[name]}", "#endif"]
+    return "\n".join(lines) + "\n"
 
 
 def _map_namespace(src: ParsedSource, node: Node, table: MappingTable, edits: list[Edit], renamed: dict[str, int]) -> None:

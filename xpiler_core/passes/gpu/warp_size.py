@@ -198,7 +198,7 @@ def _lanes32(module: SourceUnit, ctx: PassContext) -> SourceUnit:
     counts: dict[str, int] = {}
     # a user macro or function named like an intrinsic (``#define __shfl(v, d) __shfl_sync(...)``) is the
     # user's: its calls are not intrinsic calls (its body is rewritten where the intrinsic appears)
-    user_names = declared_names(src) | ctx.project_names
+    user_names = declared_names(src, ctx.project_names | frozenset(ctx.defines)) | ctx.project_names
 
     def count(what: str) -> None:
         counts[what] = counts.get(what, 0) + 1
@@ -218,7 +218,8 @@ def _lanes32(module: SourceUnit, ctx: PassContext) -> SourceUnit:
                 _rewrite_call(src, node, edits, ctx, count)
 
     def as_fragment(text: str) -> str:
-        inner = PassContext(ctx.source_dialect, ctx.target, ctx.warp_size, ctx.file, project_names=ctx.project_names)
+        inner = PassContext(ctx.source_dialect, ctx.target, ctx.warp_size, ctx.file, project_names=ctx.project_names,
+                            defines=ctx.defines)
         out = _lanes32(SourceUnit(text, module.dialect, module.path), inner).text
         ctx.unresolved.extend(inner.unresolved)
         return out

@@ -7,6 +7,7 @@ the user's names — is left byte-for-byte as it was.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -101,9 +102,63 @@ _DECLARATOR_PARENTS = frozenset(
 )
 
 
-def declared_names(src: ParsedSource) -> set[str]:
-    """Names the file itself declares (functions, variables, macros, types): passes never rename these."""
+_MACRO_DEFINITION = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
+
+
+def defined_macros(*texts: str) -> frozenset[str]:
+    """The macros these files ``#define`` anywhere (in any branch)."""
+    return frozenset(m.group(1) for text in texts for m in _MACRO_DEFINITION.finditer(text))
+
+
+def _macro_tested(src: ParsedSource, node: Node) -> tuple[str, bool] | None:
+    """(macro, polarity) of a conditional that tests one macro — ``#ifdef X`` / ``#if defined(X)`` (True),
+    ``#ifndef X`` / ``#if !defined(X)`` (False) — else None."""
+    if node.type == "preproc_ifdef":
+        name = node.child_by_field_name("name")
+        return (src.node_text(name), node.children[0].type == "#ifdef") if name is not None else None
+    condition = node.child_by_field_name("condition")
+    polarity = True
+    while condition is not None and condition.type in ("unary_expression", "parenthesized_expression"):
+        if condition.type == "unary_expression":
+            if src.node_text(condition.child_by_field_name("operator") or condition) != "!":
+                return None
+            polarity = not polarity
+            condition = condition.child_by_field_name("argument")
+        else:
+            condition = condition.named_children[0] if condition.named_child_count == 1 else None
+    if condition is None or condition.type != "preproc_defined":
+        return None
+    names = [c for c in condition.named_children if c.type == "identifier"]
+    return (src.node_text(names[0]), polarity) if len(names) == 1 else None
+
+
+def in_untaken_branch(src: ParsedSource, node: Node, defined: frozenset[str]) -> bool:
+    """Whether ``node`` lies in a branch of ``#ifdef``/``#ifndef``/``#if [!]defined(X)`` that the build does
+    not compile: X is a macro of the project's own naming (not reserved: no leading underscore, which the
+    compiler and the system headers may define) that nothing in ``defined`` (the project's ``#define``s and
+    -D flags) defines — ``#ifndef NO_CUDA … #else`` stand-ins for the CUDA API are not the project's API."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type in ("preproc_ifdef", "preproc_if"):
+            tested = _macro_tested(src, parent)
+            if tested is not None and not tested[0].startswith("_"):
+                macro, polarity = tested
+                alternative = parent.child_by_field_name("alternative")
+                in_alternative = alternative is not None and child.id == alternative.id
+                if in_alternative and alternative is not None and alternative.type != "preproc_else":
+                    pass  # an #elif chain: not decided here
+                elif ((macro in defined) == polarity) == in_alternative:
+                    return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def declared_names(src: ParsedSource, defined: frozenset[str] = frozenset()) -> set[str]:
+    """Names the file itself declares (functions, variables, macros, types): passes never rename these.
+    Declarations in a branch the build does not compile (:func:`in_untaken_branch`; ``defined``: the macros
+    the rest of the project and its flags define, the file's own are added) are not the file's."""
     names: set[str] = set()
+    defined = defined | defined_macros(src.text)
     for node, field in walk_fields(src.root, skip=frozenset({"comment", "string_literal"})):
         if node.type not in ("identifier", "type_identifier", "field_identifier", "namespace_identifier"):
             continue
@@ -119,6 +174,8 @@ def declared_names(src: ParsedSource) -> set[str]:
                 field != "name" or parent.child_by_field_name("body") is None):
             continue  # `struct cudaResourceDesc r;` names a type declared elsewhere (an elaborated type)
         if parent.type == "type_definition" and field != "declarator":
+            continue
+        if in_untaken_branch(src, node, defined):
             continue
         names.add(src.node_text(node))
     return names
