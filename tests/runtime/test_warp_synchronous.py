@@ -137,3 +137,48 @@ def test_a_host_device_function_with_a_volatile_pointer_runs_on_the_host_too(tmp
     outcome = run_program(text, str(tmp_path / "hd.cu"))
     assert outcome.built and outcome.exit_code == 0, outcome.build_log + outcome.stderr
     assert outcome.stdout.split() == ["2", "3", "5", "5"]
+
+
+LOOKBACK = r"""
+#include <hip/hip_runtime.h>
+#include <cstdio>
+// Lanes below `readers` read a flag through a volatile pointer (a look-back's window), the others take the
+// other branch; after the branch every lane of the half-wave votes with HIP's maskless __ballot and sums with
+// __shfl_xor: a wavefront runs both after it has left the branch, so the vote counts every lane.
+__global__ void look_back(volatile int* flags, int readers, unsigned long long* votes, int* sums) {
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    int flag;
+    if (lane < readers) flag = flags[lane];
+    else flag = 1;
+    const unsigned long long vote = __ballot(flag == 1);
+    int sum = flag;
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor(sum, off, 32);
+    if (lane == 0) { votes[blockIdx.x] = vote & 0xffffffffull; sums[blockIdx.x] = sum; }
+  }
+  __syncthreads();
+}
+int main(int argc, char** argv) {
+  const int readers = atoi(argv[1]);
+  int h[32]; for (int i = 0; i < 32; ++i) h[i] = 1;
+  int *flags, *sums; unsigned long long* votes;
+  hipMalloc(&flags, sizeof h); hipMalloc(&votes, 2 * sizeof(unsigned long long)); hipMalloc(&sums, 2 * sizeof(int));
+  hipMemcpy(flags, h, sizeof h, hipMemcpyHostToDevice);
+  hipLaunchKernelGGL(look_back, dim3(2), dim3(128), 0, 0, flags, readers, votes, sums);
+  unsigned long long v[2]; int s[2];
+  hipMemcpy(v, votes, sizeof v, hipMemcpyDeviceToHost);
+  hipMemcpy(s, sums, sizeof s, hipMemcpyDeviceToHost);
+  printf("%llx %d %llx %d\n", v[0], s[0], v[1], s[1]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("readers", [1, 5, 31])
+def test_a_maskless_vote_after_a_branch_of_volatile_reads_counts_every_lane(tmp_path: Path, readers: int) -> None:
+    """The lanes that read through the volatile pointer meet in step inside the branch; the vote after it must
+    not run without them (it did: lane 0 voted alone, a step behind, and the look-back summed 8 times)."""
+    outcome = run_program(LOOKBACK, str(tmp_path / "lookback.hip"), source_dialect=Dialect.HIP,
+                          project=ProjectConfig(program_args=(str(readers),)))
+    assert outcome.built and outcome.exit_code == 0, outcome.build_log + outcome.stderr
+    assert outcome.stdout.split() == ["ffffffff", "32", "ffffffff", "32"]

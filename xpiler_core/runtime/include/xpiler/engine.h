@@ -84,7 +84,7 @@ struct Lane {
 // call the same intrinsic with the same mask (PTX: "the same qualifiers and the same membermask").
 enum CollectiveOp : uint8_t {
   kOpShflIdx, kOpShflUp, kOpShflDown, kOpShflXor, kOpBallot, kOpAny, kOpAll, kOpActiveMask, kOpSyncWarp,
-  kOpMatchAny, kOpReduce,
+  kOpMatchAny, kOpReduce, kOpLockstep,
 };
 // Legacy forms without a mask (`__shfl`, `__ballot`, `__any`, HIP's usual spelling): the lanes that are
 // there take part, so such a collective never waits for anyone.
@@ -354,8 +354,13 @@ inline void complete_barrier(Worker* w) {
 // Which lanes of a warp round may proceed: every group of lanes at one call site whose masks name only
 // lanes that are at that site or have exited (a converged collective). Exited lanes do not count: PTX waits
 // for the "non-exited threads" of the mask. Returns 0 when no group is complete.
+// Lanes at a legacy collective without a mask wait while other lanes of the warp are at a lockstep step (a
+// statement through a volatile pointer inside a branch they did not take): those lanes are behind, in the
+// branch, and a wavefront that has left the branch runs the collective with them (HIP's `__ballot` after an
+// `if` that some lanes took sees all of them). Released alone, the collective would leave them a step behind.
 inline lanemask_t complete_groups(const WarpRound& r, lanemask_t alive) {
-  lanemask_t remaining = r.arrived, release = 0;
+  lanemask_t remaining = r.arrived, release = 0, implicit = 0;
+  bool lockstep_pending = false;
   while (remaining) {
     const int lead = __builtin_ctzll(remaining);
     lanemask_t group = 0, need = 0;
@@ -365,15 +370,18 @@ inline lanemask_t complete_groups(const WarpRound& r, lanemask_t alive) {
         if (!(r.op[lane] & kImplicitMask)) need |= r.mask[lane];
       }
     if ((need & alive & ~group) == 0) release |= group;
+    if (r.op[lead] == kOpLockstep) lockstep_pending = true;
+    else if (r.op[lead] & kImplicitMask) implicit |= group;
     remaining &= ~group;
   }
-  return release;
+  return lockstep_pending ? release & ~implicit : release;
 }
 
 inline const char* collective_name(uint8_t op) {
   static const char* const names[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
                                       "__ballot_sync", "__any_sync", "__all_sync", "__activemask",
-                                      "__syncwarp", "__match_any_sync", "__reduce_*_sync"};
+                                      "__syncwarp", "__match_any_sync", "__reduce_*_sync",
+                                      "a warp-synchronous step"};
   const unsigned i = op & ~kImplicitMask;
   return i < sizeof names / sizeof names[0] ? names[i] : "warp collective";
 }

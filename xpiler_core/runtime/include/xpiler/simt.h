@@ -141,7 +141,7 @@ inline void sync_warp(lanemask_t mask, int site) { (void)warp_arrive(mask, 0, si
 // warp executing each statement in step; lanes elsewhere, blocked or exited are not waited for.
 inline void lockstep(int site) {
   if (!tls_worker || !tls_worker->cur) return;  // a __host__ __device__ function called from host code
-  (void)warp_arrive(1ull << lane_id(), 0, site, kOpActiveMask);
+  (void)warp_arrive(1ull << lane_id(), 0, site, kOpLockstep);
 }
 
 template <class T>
@@ -392,7 +392,8 @@ inline void record_arg(const T& v) {
   if (!f) return;
   using D = std::decay_t<T>;
   if constexpr (std::is_pointer_v<D>) {
-    fprintf(f, "arg ptr %llu\n", record_address(reinterpret_cast<const void*>(v)));
+    // a volatile pointer (a kernel's flags between blocks) is recorded by its address like any other
+    fprintf(f, "arg ptr %llu\n", record_address(const_cast<const void*>(reinterpret_cast<const volatile void*>(v))));
   } else if constexpr (std::is_same_v<D, bool>) {
     fprintf(f, "arg int %d\n", v ? 1 : 0);
   } else if constexpr (std::is_integral_v<D> && std::is_signed_v<D>) {
