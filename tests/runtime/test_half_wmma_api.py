@@ -287,3 +287,46 @@ def test_hip_runtime_api_twins(built_factory) -> None:  # type: ignore[no-untype
     out, _, status = lib.outputs("t_hip_api", [x, np.int32(100), np.array([3, 0.5], np.float32), np.full(7, -1, np.int32)])
     np.testing.assert_allclose(out, x * 3 + 0.5, rtol=1e-6)
     assert list(status) == [0, 0, 0, 64, 64, 1, 1]
+
+
+DIRECTED_SOURCE = r"""
+#include <cuda_fp16.h>
+__global__ void directed(const float* f, __half* rz, __half* rd, __half* ru, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  rz[i] = __float2half_rz(f[i]);
+  rd[i] = __float2half_rd(f[i]);
+  ru[i] = __float2half_ru(f[i]);
+}
+extern "C" void t_directed(const float* f, __half* rz, __half* rd, __half* ru, int n) {
+  directed<<<(n + 127) / 128, 128>>>(f, rz, rd, ru, n);
+}
+"""
+
+
+def directed_inputs(seed: int) -> np.ndarray:
+    """Floats from subnormal to overflow, exact halves, zeros of both signs, infinities."""
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.standard_normal(400) * 10.0 ** rng.integers(-9, 6, 400),
+                           rng.integers(-2048, 2048, 50).astype(np.float64),
+                           [0.0, -0.0, 65504.0, 65520.0, 7e4, -7e4, np.inf, -np.inf, 1e-8, -1e-8]]).astype(np.float32)
+
+
+def assert_directed_halves(f: np.ndarray, rz: np.ndarray, rd: np.ndarray, ru: np.ndarray) -> None:
+    """__float2half_rd/ru/rz: the largest half not above the value, the smallest not below, and the one of the
+    two nearer zero — found from numpy's nearest half and its float16 neighbours."""
+    with np.errstate(over="ignore"):
+        nearest = f.astype(np.float16)
+        wide = nearest.astype(np.float32)
+        below = np.where(wide <= f, nearest, np.nextafter(nearest, np.float16(-np.inf)))
+        above = np.where(wide >= f, nearest, np.nextafter(nearest, np.float16(np.inf)))
+    np.testing.assert_array_equal(rd, below)
+    np.testing.assert_array_equal(ru, above)
+    np.testing.assert_array_equal(rz, np.where(f >= 0, below, above))
+
+
+def test_directed_half_roundings_are_the_neighbours_of_the_value(built_factory) -> None:  # type: ignore[no-untyped-def]
+    lib = built_factory(DIRECTED_SOURCE)
+    f = directed_inputs(21)
+    _, rz, rd, ru = lib.outputs("t_directed", [f, *(np.zeros(f.size, np.float16) for _ in range(3)), np.int32(f.size)])
+    assert_directed_halves(f, rz, rd, ru)

@@ -5,11 +5,13 @@ accesses; the per-byte/per-halfword SIMD intrinsics (``__vmaxs4``, ``__vadd4``, 
 lanes; ``__dp4a`` (four 8-bit products accumulated into 32 bits) has no HIP 5.2 declaration either. Calls become
 ``xpiler_dp4a`` with a definition in the file: plain C++ on the bytes, the same arithmetic as the PTX
 ``dp4a.s32.s32`` / ``dp4a.u32.u32`` (signed or unsigned bytes by the overload), so it compiles with hipcc and
-runs unchanged on the CPU runtime (it does not use AMD's dot-product instructions).
+runs unchanged on the CPU runtime (it does not use AMD's dot-product instructions). ``atomicAdd`` on
+``__half``/``__half2`` (HIP 5.x declares none) gets template definitions by compare-and-swap of the 32-bit word.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from xpiler_core.dialect import Dialect
@@ -27,7 +29,8 @@ from xpiler_core.passes.support.cst import (
 
 INFO = PassInfo(
     name="intrinsics_compat",
-    summary="Portable definitions for CUDA intrinsics HIP 5.x lacks (__dp4a, cache-hinted loads/stores, SIMD)",
+    summary="Portable definitions for CUDA intrinsics HIP 5.x lacks (__dp4a, cache-hinted loads/stores, SIMD, "
+            "atomicAdd on half types)",
     kind="cst",
     directions=("cuda->hip", "hip->cuda"),
 )
@@ -53,6 +56,50 @@ XPILER_STORE(xpiler_stcs) XPILER_STORE(xpiler_stcg) XPILER_STORE(xpiler_stwb) XP
 """
 
 
+HALF_BEGIN_MARK = "// xpiler(intrinsics_compat) half atomics begin"
+HALF_END_MARK = "// xpiler(intrinsics_compat) half atomics end"
+# templates: a HIP that declares atomicAdd on half types (a plain function, preferred over a template in overload
+# resolution) keeps its own; on one that does not (5.x) these are the only candidates for half pointers
+HALF_ATOMICS = f"""{HALF_BEGIN_MARK}: CUDA's atomicAdd on __half and __half2, which HIP 5.x lacks — a
+// compare-and-swap of the aligned 32-bit word that holds the value.
+#include <hip/hip_fp16.h>
+template <class H, class = typename std::enable_if<std::is_same<H, __half>::value>::type>
+__device__ inline __half atomicAdd(H* address, __half val) {{
+    const size_t at = reinterpret_cast<size_t>(address);
+    unsigned int* word = reinterpret_cast<unsigned int*>(at & ~size_t(3));
+    const unsigned int shift = (at & 2) ? 16u : 0u;
+    unsigned int old = *word, assumed;
+    do {{
+        assumed = old;
+        const __half sum = __hadd(__ushort_as_half((unsigned short)(assumed >> shift)), val);
+        const unsigned int bits = __half_as_ushort(sum);
+        old = atomicCAS(word, assumed, (assumed & ~(0xffffu << shift)) | (bits << shift));
+    }} while (assumed != old);
+    return __ushort_as_half((unsigned short)(old >> shift));
+}}
+template <class H, class = typename std::enable_if<std::is_same<H, __half2>::value>::type>
+__device__ inline __half2 atomicAdd(H* address, __half2 val) {{
+    unsigned int* word = reinterpret_cast<unsigned int*>(address);
+    unsigned int old = *word, assumed;
+    __half2 seen;
+    do {{
+        assumed = old;
+        __builtin_memcpy(&seen, &assumed, sizeof seen);
+        const __half2 sum = __hadd2(seen, val);
+        unsigned int bits;
+        __builtin_memcpy(&bits, &sum, sizeof bits);
+        old = atomicCAS(word, assumed, bits);
+    }} while (assumed != old);
+    __builtin_memcpy(&seen, &old, sizeof seen);
+    return seen;
+}}
+{HALF_END_MARK}
+"""
+# a file that adds to half values atomically: it calls atomicAdd and names a half type
+_HALF_TYPE = re.compile(r"\b(?:__)?half2?\b")
+_ATOMIC_ADD = re.compile(r"\batomicAdd\s*\(")
+
+
 def _simd_helpers() -> str:
     """The SIMT runtime's lane-wise SIMD definitions (runtime/include/xpiler/simd_video.h), as HIP device code
     named ``xpiler_*``."""
@@ -76,9 +123,11 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     text = module.text
     if backwards:
         text = remove_marked_region(text, BEGIN_MARK, END_MARK)
+        text = remove_marked_region(text, HALF_BEGIN_MARK, HALF_END_MARK)
     renames = {v: k for k, v in _RENAMES.items()} if backwards else _RENAMES
     src = parse_text(text, module.path, module.dialect)
-    user_names = declared_names(src) | ctx.project_names  # a user's function named like an intrinsic is theirs
+    # a user's function named like an intrinsic is theirs
+    user_names = declared_names(src, ctx.project_names | frozenset(ctx.defines)) | ctx.project_names
     edits: list[Edit] = []
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
         if node.type != "call_expression":
@@ -87,11 +136,18 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         if (func is not None and func.type == "identifier" and src.node_text(func) in renames
                 and src.node_text(func) not in user_names and call_arguments(node)):
             edits.append(Edit(func.start_byte, func.end_byte, renames[src.node_text(func)]))
+    calls = len(edits)
+    at = top_insertion_point(src)
+    lead = "\n" if at and not src.data[:at].endswith(b"\n") else ""
     if edits and not backwards and BEGIN_MARK not in text:
-        at = top_insertion_point(src)
-        edits.append(Edit(at, at, ("\n" if at and not src.data[:at].endswith(b"\n") else "") + HELPERS))
-    if edits:
-        ctx.notes.append(f"intrinsics_compat: {len(edits) - (0 if backwards else 1)} call(s) "
+        edits.append(Edit(at, at, lead + HELPERS))
+    half_atomics = (not backwards and HALF_BEGIN_MARK not in text and "atomicAdd" not in user_names
+                    and _ATOMIC_ADD.search(text) is not None and _HALF_TYPE.search(text) is not None)
+    if half_atomics:
+        edits.append(Edit(at, at, lead + HALF_ATOMICS))
+        ctx.notes.append("intrinsics_compat: atomicAdd on __half/__half2 given a definition (HIP 5.x has none)")
+    if calls:
+        ctx.notes.append(f"intrinsics_compat: {calls} call(s) "
                          + ("restored to CUDA intrinsics" if backwards else "given portable definitions"))
     data, _ = apply_edits(src.data, edits)
     return SourceUnit(data.decode("utf-8"), module.dialect, module.path)

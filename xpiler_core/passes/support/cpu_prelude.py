@@ -163,6 +163,20 @@ XP_VEC(ulonglong, unsigned long long, 16, 32) XP_VEC(float, float, 8, 16) XP_VEC
 static inline float __half2float(__half h) { return (float)h; }
 static inline __half __float2half(float f) { return __half(f); }
 static inline __half __float2half_rn(float f) { return __half(f); }
+/* directed roundings: the nearest value moved back one step of its magnitude where it went past f */
+static inline __half xpiler_cpu_float2half_directed(float f, int dir) {
+  __half h(f);
+  const float back = (float)h;
+  if (f != f || back == f) return h;
+  const bool neg = (h.x & 0x8000) != 0;
+  const bool past = dir == 0 ? fabsf(back) > fabsf(f) : dir < 0 ? back > f : back < f;
+  if (!past) return h;
+  h.x = (unsigned short)((dir == 0 || (dir < 0) != neg) ? h.x - 1 : h.x + 1);
+  return h;
+}
+static inline __half __float2half_rz(float f) { return xpiler_cpu_float2half_directed(f, 0); }
+static inline __half __float2half_rd(float f) { return xpiler_cpu_float2half_directed(f, -1); }
+static inline __half __float2half_ru(float f) { return xpiler_cpu_float2half_directed(f, 1); }
 static inline __half __hadd(__half a, __half b) { return __half((float)a + (float)b); }
 static inline __half __hsub(__half a, __half b) { return __half((float)a - (float)b); }
 static inline __half __hmul(__half a, __half b) { return __half((float)a * (float)b); }

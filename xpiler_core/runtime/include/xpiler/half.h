@@ -158,6 +158,22 @@ struct __half_raw { unsigned short x; };
 
 inline __half __float2half(float f) { return __half(f); }
 inline __half __float2half_rn(float f) { return __half(f); }
+// Directed roundings (dir: 0 toward zero, -1 down, +1 up): the nearest value, moved back one step of its
+// magnitude where it went past f in the wrong direction (a finite f that rounds to infinity included).
+inline __half xpiler_float2half_directed(float f, int dir) {
+  __half h(f);
+  const float back = float(h);
+  if (f != f || back == f) return h;
+  const bool neg = (h.__x & 0x8000) != 0;
+  const bool past = dir == 0 ? fabsf(back) > fabsf(f) : dir < 0 ? back > f : back < f;
+  if (!past) return h;
+  const bool shrink = dir == 0 || (dir < 0) != neg;  // toward zero, or down from a positive value, or up from a negative one
+  h.__x = static_cast<uint16_t>(shrink ? h.__x - 1 : h.__x + 1);
+  return h;
+}
+inline __half __float2half_rz(float f) { return xpiler_float2half_directed(f, 0); }
+inline __half __float2half_rd(float f) { return xpiler_float2half_directed(f, -1); }
+inline __half __float2half_ru(float f) { return xpiler_float2half_directed(f, 1); }
 inline __half __double2half(double f) { return __half(f); }
 inline float __half2float(__half h) { return float(h); }
 inline __half __int2half_rn(int v) { return __half(v); }
