@@ -226,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for case in row["cases"]:
             flops = 2.0 * multiply_adds(row["op"], case["sizes"])
-            ours = case["ours_s"]
+            ours = case.get("ours_s")
+            if not ours:
+                print(f"{row['op']:18s} {case.get('error') or 'not timed: ' + str(sorted(case))}")
+                continue
             gflops = flops / ours / 1e9
             case["gflops"] = gflops
             torch_s, numpy_s = case.get("torch_s"), case.get("numpy_blas_s")
