@@ -308,6 +308,16 @@ def local_includes(text: str, path: str, config: ProjectConfig | None) -> dict[s
     return found
 
 
+# a file-scope static function or variable: `static` at the start of a line (members and locals are indented)
+_FILE_STATIC = re.compile(r"^static\s+(?:(?:inline|const|constexpr|volatile|unsigned|signed|struct|__\w+__)\s+)*"
+                          r"[A-Za-z_][\w:<>]*[\s*&]+(?:const\s+)?(\w+)\s*(?:\(|=|;|\[)", re.M)
+
+
+def file_statics(text: str) -> set[str]:
+    """The names a file defines at file scope as ``static`` (functions and variables), by their spelling."""
+    return {m.group(1) for m in _FILE_STATIC.finditer(text)}
+
+
 @dataclass(frozen=True)
 class BuildSettings:
     """How one translation unit of a project is compiled: the project's flags (the source's own folder
@@ -327,11 +337,23 @@ class BuildSettings:
 
     def with_units(self, text: str, *, separate_c: bool = False) -> str:
         """``text`` followed by the includes of the other units (unchanged when there are none);
-        ``separate_c``: the C units are left out (the build compiles and links them apart)."""
+        ``separate_c``: the C units are left out (the build compiles and links them apart). A unit's file-scope
+        ``static`` names that an earlier unit (or ``text``) defines too are renamed for that unit alone (a
+        macro around its include): each unit had its own in the program's build."""
         units = [u for u in self.unity if not (separate_c and u in self.c_units)]
         if not units:
             return text
-        return text + "\n/* xpiler: the program's other units */\n" + "".join(f'#include "{u}"\n' for u in units)
+        texts = dict(self.files)
+        seen = set(file_statics(text))
+        out = [text, "\n/* xpiler: the program's other units */\n"]
+        for k, unit in enumerate(units):
+            own = file_statics(texts.get(unit, ""))
+            clashing = sorted(own & seen)
+            seen |= own
+            out += [f"#define {name} xpiler_unit{k + 1}_{name}\n" for name in clashing]
+            out.append(f'#include "{unit}"\n')
+            out += [f"#undef {name}\n" for name in clashing]
+        return "".join(out)
 
     def key(self) -> list[Any]:
         import hashlib

@@ -25,7 +25,14 @@ from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, SourceUnit
 from xpiler_core.passes.driver import run_passes
 from xpiler_core.progress import CancelToken
-from xpiler_core.project import BuildSettings, ProjectConfig, build_settings, load_project, local_includes
+from xpiler_core.project import (
+    BuildSettings,
+    ProjectConfig,
+    build_settings,
+    file_statics,
+    load_project,
+    local_includes,
+)
 from xpiler_core.translation import TestSet, TranslateOptions, build_test_set
 
 _CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.MULTILINE)
@@ -160,12 +167,23 @@ class ProjectFiles:
         units = {n: t for n, t in self.other_units().items() if n not in plain_c}
         if not units:
             return text
+        from xpiler_core.frontend.source import parse_text
+        from xpiler_core.passes.support.cst import rename_identifiers
+
         base = Path(self.unit.path).resolve().parent
         parts = [text]
-        for name, body in units.items():
-            unit = ProjectFiles(ParsedUnit(body, str((base / name).resolve()), self.unit.dialect), self.config,
-                                self.target, local_includes(body, str((base / name).resolve()), self.config))
+        seen = file_statics(self.unit.text)
+        for k, (name, body) in enumerate(units.items()):
+            path = str((base / name).resolve())
+            unit = ProjectFiles(ParsedUnit(body, path, self.unit.dialect), self.config, self.target,
+                                local_includes(body, path, self.config))
             inlined, _ = unit.inline_device_headers()
+            # a file-scope static an earlier unit defines too: this unit's own, renamed (as the unity builds do)
+            own = file_statics(body)
+            clashing = {n: f"xpiler_unit{k + 1}_{n}" for n in sorted(own & seen)}
+            seen |= own
+            if clashing:
+                inlined = rename_identifiers(parse_text(inlined, path, self.unit.dialect), clashing)
             parts.append(f"/* xpiler: the program's unit {name} */\n{inlined}")
         return "\n".join(parts)
 

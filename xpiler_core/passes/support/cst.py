@@ -181,6 +181,25 @@ def declared_names(src: ParsedSource, defined: frozenset[str] = frozenset()) -> 
     return names
 
 
+def rename_identifiers(src: ParsedSource, renaming: dict[str, str]) -> str:
+    """The text with every identifier (and every token of a macro body) named in ``renaming`` renamed; member
+    names, strings and comments are left as they are."""
+    if not renaming:
+        return src.text
+    token = re.compile(r"\b(" + "|".join(map(re.escape, renaming)) + r")\b")
+    edits: list[Edit] = []
+    for node in walk(src.root, skip=frozenset({"comment", "string_literal", "char_literal"})):
+        if node.type in ("identifier", "type_identifier") and src.node_text(node) in renaming:
+            edits.append(Edit(node.start_byte, node.end_byte, renaming[src.node_text(node)]))
+        elif node.type == "preproc_arg":
+            body = src.node_text(node)
+            renamed = token.sub(lambda m: renaming[m.group(1)], body)
+            if renamed != body:
+                edits.append(Edit(node.start_byte, node.end_byte, renamed))
+    data, _ = apply_edits(src.data, edits)
+    return data.decode("utf-8")
+
+
 def call_arguments(call: Node) -> list[Node]:
     """The argument expressions of a call_expression (comments excluded)."""
     args = call.child_by_field_name("arguments")
