@@ -164,6 +164,34 @@ extern "C" void run_shifted_tiles(const float *A, const float *B, float *C, int 
   shifted_tiles<<<dim3(M / 16, N / 16), dim3(256)>>>(M, N, K, A, B, C);
 }
 
+// a 16 x 16 block that numbers its threads `tid = ty * blockDim.x + tx`: each loads one float4 of each tile by
+// its tid (through the file's own macros) and computes a 4 x 4 register tile at (ty, tx), stored as float4s
+#define IDX(r, c, ld) ((r) * (ld) + (c))
+#define VEC4(p) (reinterpret_cast<float4*>(&(p))[0])
+__global__ void flat_thread_ids(float* A, float* B, float* C, int M, int N, int K) {
+  const int BM = 64, BN = 64, BK = 16, TM = 4, TN = 4;
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * blockDim.x + tx;
+  __shared__ float As[BM][BK];
+  __shared__ float Bs[BK][BN];
+  float acc[TM][TN] = {0.0f};
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    VEC4(As[tid >> 2][(tid & 3) << 2]) = VEC4(A[IDX(blockIdx.y * BM + (tid >> 2), k0 + ((tid & 3) << 2), K)]);
+    VEC4(Bs[tid >> 4][(tid & 15) << 2]) = VEC4(B[IDX(k0 + (tid >> 4), blockIdx.x * BN + ((tid & 15) << 2), N)]);
+    __syncthreads();
+    for (int k = 0; k < BK; ++k)
+      for (int m = 0; m < TM; ++m)
+        for (int n = 0; n < TN; ++n) acc[m][n] += As[ty * TM + m][k] * Bs[k][tx * TN + n];
+    __syncthreads();
+  }
+  for (int m = 0; m < TM; ++m)
+    for (int n = 0; n < TN; n += 4)
+      VEC4(C[IDX(blockIdx.y * BM + ty * TM + m, blockIdx.x * BN + tx * TN + n, N)]) = VEC4(acc[m][n]);
+}
+
+extern "C" void run_flat_thread_ids(float *A, float *B, float *C, int M, int N, int K) {
+  flat_thread_ids<<<dim3(N / 64, M / 64), dim3(16, 16)>>>(A, B, C, M, N, K);
+}
+
 #define RB 4
 extern "C" void run_register_blocked(const float *A, const float *B, float *C, int M, int N, int K) {
   register_blocked<<<dim3(N / (T * RB), M / (T * RB)), dim3(T, T)>>>(A, B, C, M, N, K);
@@ -248,6 +276,17 @@ def _ptr(x: np.ndarray) -> ctypes.c_void_p:
     return ctypes.c_void_p(x.ctypes.data)
 
 
+def _assert_product(lib: ctypes.CDLL, entry: str, M: int, N: int, K: int, seed: int) -> None:
+    """``entry(A, B, C, M, N, K)`` computes numpy's ``A @ B`` through the micro-kernel (one call)."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    calls = _calls(lib)
+    getattr(lib, entry)(_ptr(a), _ptr(b), _ptr(c), M, N, K)
+    assert calls.value == 1
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
 @pytest.mark.parametrize(("M", "N", "K"), [(16, 16, 16), (48, 32, 80), (112, 64, 48)])
 def test_split_block_with_advancing_pointers_is_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
     rng = np.random.default_rng(M * N + K)
@@ -322,13 +361,7 @@ def test_output_set_under_a_condition_is_not_taken_for_the_product(lib: ctypes.C
 @pytest.mark.parametrize(("M", "N", "K"), [(64, 64, 16), (128, 192, 80)])
 def test_register_blocked_threads_are_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
     # each thread's 4 x 4 outputs, its register copies and its 4 staged elements per tile: one matrix product
-    rng = np.random.default_rng(M + 3 * N + K)
-    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
-    c = np.full((M, N), np.nan, np.float32)
-    calls = _calls(lib)
-    lib.run_register_blocked(_ptr(a), _ptr(b), _ptr(c), M, N, K)
-    assert calls.value == 1
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+    _assert_product(lib, "run_register_blocked", M, N, K, M + 3 * N + K)
 
 
 def test_register_blocked_outputs_stored_transposed_stay_on_the_loops(lib: ctypes.CDLL) -> None:
@@ -347,13 +380,7 @@ def test_register_blocked_outputs_stored_transposed_stay_on_the_loops(lib: ctype
 
 @pytest.mark.parametrize(("M", "N", "K"), [(16, 16, 16), (48, 80, 64)])
 def test_a_register_tile_unrolled_by_hand_is_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
-    rng = np.random.default_rng(M * 7 + N + K)
-    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
-    c = np.full((M, N), np.nan, np.float32)
-    calls = _calls(lib)
-    lib.run_unrolled_pair(_ptr(a), _ptr(b), _ptr(c), M, N, K)
-    assert calls.value == 1
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+    _assert_product(lib, "run_unrolled_pair", M, N, K, M * 7 + N + K)
 
 
 def test_a_hand_unrolled_tile_with_its_rows_swapped_stays_on_the_loops(lib: ctypes.CDLL) -> None:
@@ -379,3 +406,9 @@ def test_tiles_indexed_by_shifts_are_a_product(lib: ctypes.CDLL, M: int, N: int,
     lib.run_shifted_tiles(_ptr(a), _ptr(b), _ptr(c), M, N, K)
     assert calls.value == 1
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(64, 64, 16), (128, 192, 48)])
+def test_a_block_numbering_its_threads_flat_is_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    """The tile loads by ``tid`` (its digits), the outputs at ``(ty, tx)``: one 1-D block of 16-wide rows."""
+    _assert_product(lib, "run_flat_thread_ids", M, N, K, M + 5 * N + K)

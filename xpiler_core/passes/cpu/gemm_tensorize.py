@@ -23,6 +23,8 @@ the tuner.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 from xpiler_core import ast as A
@@ -31,6 +33,7 @@ from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefuse
 from xpiler_core.passes.support.ast_support import enter, guarded_fast_path, int_param, leave
 from xpiler_core.passes.support.bang_thread import Poly, ThreadEvaluator, module_int_constants, stmts_of
 from xpiler_core.passes.support.cpu_prelude import GEMM_MARK
+from xpiler_core.passes.support.function_macros import Macros, expand_macros, function_macros
 from xpiler_core.passes.support.implicit_gemm import Coord, Gathered, ImplicitGemm
 from xpiler_core.passes.support.implicit_gemm import recognize as recognize_implicit
 from xpiler_core.passes.support.matmul_shape import MatmulShape, Operand, recognize
@@ -490,8 +493,10 @@ def emit_implicit(shape: ImplicitGemm, mc: int, kc: int, nc: int) -> tuple[list[
 
 
 def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, int], mc: int, kc: int,
-              nc: int, kinds: dict[str, str] | None = None) -> A.Function:
-    found = _block_nest(fn)
+              nc: int, kinds: dict[str, str] | None = None, macros: Macros | None = None) -> A.Function:
+    # read with its function-like macros expanded (``OFFSET(r, c, ld)``, ``FLOAT4(p)``: what each call computes);
+    # the fast path goes into the function as written
+    found = _block_nest(expand_macros(fn, macros) if macros else fn)
     if found is None:
         raise PassRefused(f"{fn.name}: no block loop nest at the top of the function (run loop_recovery first)")
     i, inner = found
@@ -504,15 +509,15 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
         ev.run(stmts_of(inner.body))
         return ev
 
-    def planned() -> MatmulShape:
+    def planned(body: A.Stmt = inner.body) -> MatmulShape:
         """The shape with every split of a thread index planned, the divisors the evaluation meets through
         copies of the index added until no new one shows."""
         seen: dict[str, set[int]] = {}
         while True:
             ev = ThreadEvaluator(int_params, ptr_params, helpers, consts=consts)
-            ev.plan_splits(stmts_of(inner.body), seen)
+            ev.plan_splits(stmts_of(body), seen)
             try:
-                ev.run(stmts_of(inner.body))
+                ev.run(stmts_of(body))
                 return recognize(ev)
             except PassRefused:
                 if all(found <= seen.get(base, set()) for base, found in ev.divisors.items()):
@@ -537,6 +542,11 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
             first = PassRefused(f"{first.reason}; with the thread index split by all its divisors: {again.reason}")
     else:
         return _with_fast_path(fn, i, *emit(shape, mc, kc, nc), shape)
+    flat = _flattened_block(inner.body, planned)
+    if flat is not None:
+        shape, width = flat
+        pre, lines = (_one_dimensional_names(part) for part in emit(shape, mc, kc, nc))
+        return _with_fast_path(fn, i, [f"xp_bdx == {width}", *pre], lines, shape)
     if ev is None:
         raise first
     try:
@@ -546,6 +556,45 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
     if kinds is not None:
         kinds[fn.name] = "implicit GEMM (gathered operands)"
     return _with_fast_path(fn, i, *emit_implicit(implicit, mc, kc, nc))
+
+
+# the block widths a kernel that numbers its threads ``threadIdx.y * blockDim.x + threadIdx.x`` is tried at
+FLAT_WIDTHS = (8, 16, 32, 64, 128, 256)
+
+
+def _flattened_block(body: A.Stmt, planned: Callable[[A.Stmt], MatmulShape]) -> tuple[MatmulShape, int] | None:
+    """A 2-D block whose threads number themselves ``tid = ty * blockDim.x + tx`` and split ``tid`` by
+    constants (``tid >> 1``, ``tid & 31``: how register-blocked GEMMs share a tile load) while computing at
+    ``tx`` and ``ty``: read as a 1-D block of ``T = ty * W + tx`` threads, ``tx = T % W``, ``ty = T / W``,
+    at each width ``W`` until one is a matrix product (the fast path then checks ``blockDim.x == W``, and the
+    evaluation's own checks cover the rest: a wrong ``W`` does not tile the output once)."""
+    thread_bodies = [n.body for n in A.walk(body) if isinstance(n, A.For) and (c := n.canonical()) is not None
+                     and c.var == "xp_tx"]
+    names = {n.id for b in thread_bodies for n in A.walk(b) if isinstance(n, A.Name)}
+    if not {"xp_tx", "xp_ty", "xp_bdx"} <= names:
+        return None
+    for width in FLAT_WIDTHS:
+        mapping: dict[str, A.Expr] = {"xp_tx": A.Binary("%", A.name("xp_tx"), A.lit(width)),
+                                      "xp_ty": A.Binary("/", A.name("xp_tx"), A.lit(width)), "xp_bdx": A.lit(width)}
+
+        def one_dimensional(n: A.Node, m: dict[str, A.Expr] = mapping) -> A.Node | None:
+            if isinstance(n, A.For) and (c := n.canonical()) is not None and c.var == "xp_tx":
+                return A.replace(n, body=A.substitute(n.body, m))  # the thread's statements, not the loop
+            return None
+
+        flat = A.rewrite(body, one_dimensional)
+        try:
+            return planned(flat), width
+        except PassRefused:
+            continue
+    return None
+
+
+def _one_dimensional_names(texts: list[str]) -> list[str]:
+    """C text written for the 1-D block of :func:`_flattened_block` over the real one: its thread count is
+    ``blockDim.x * blockDim.y``, its ``blockDim.y`` is 1."""
+    width, height = re.compile(r"\bxp_bdx\b"), re.compile(r"\bxp_bdy\b")
+    return [width.sub("(xp_bdx * xp_bdy)", height.sub("1", t)) for t in texts]
 
 
 def _with_fast_path(fn: A.Function, i: int, pre: list[str], lines: list[str],
@@ -565,7 +614,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     helpers = {f.name: f for f in module.functions() if not f.is_kernel and "_blocks" not in f.name}
     consts = module_int_constants(module, ctx.defines)
     kinds: dict[str, str] = {}
-    result = rewrite_each(module, is_bound_kernel, lambda fn: tensorize(fn, helpers, consts, mc, kc, nc, kinds),
+    macros = function_macros(module)
+    result = rewrite_each(module, is_bound_kernel, lambda fn: tensorize(fn, helpers, consts, mc, kc, nc, kinds, macros),
                           nothing="no bound kernels", tolerate=(AssertionError, KeyError, ValueError, RecursionError))
     ctx.notes.extend(f"{name}: {kinds.get(name, 'matrix product')} on the packed micro-kernel "
                      f"(mc={mc}, kc={kc}, nc={nc})" for name in result.done)

@@ -48,15 +48,14 @@ from xpiler_core.passes.support.ast_support import (
     int_param,
     leave,
     names_in,
-    parse_expr,
     parse_stmts,
     scalar_writes,
     value_template_arguments,
 )
 from xpiler_core.passes.support.coop_groups import lower_cooperative_groups, uses_cooperative_groups
 from xpiler_core.passes.support.cpu_prelude import PRELUDE, PRELUDE_MARK, cublas_section
+from xpiler_core.passes.support.function_macros import Macros, expand_macros, function_macros
 from xpiler_core.passes.support.launch import infer_block, infer_grid
-from xpiler_core.printer import print_expr
 from xpiler_core.tables import is_gpu_header
 
 INFO = PassInfo(
@@ -157,11 +156,7 @@ class _Inliner:
         self.inline = needs
         # function-like macros (``#define AS(i, j) As[i][j]``): expanded where an inlined function's body uses one
         # that names its locals, so that renaming the locals renames what the macro reads too
-        self.macros: dict[str, tuple[list[str], str]] = {}
-        for item in module.items:
-            m = _FUNCTION_MACRO.match(item.text) if isinstance(item, A.Opaque) else None
-            if m is not None:
-                self.macros[m.group(1)] = ([p.strip() for p in m.group(2).split(",") if p.strip()], m.group(3).strip())
+        self.macros: Macros = function_macros(module)
         # declared types of the names in scope where calls are inlined (the kernel's, then each inlined copy's):
         # what a template's type parameters are deduced from when a call names no template arguments
         self.types: dict[str, A.Type] = {}
@@ -313,28 +308,7 @@ class _Inliner:
 
     def _expand_macros(self, fn: A.Function, local: set[str]) -> A.Function:
         """``fn`` with its calls of function-like macros whose bodies name its locals expanded in place."""
-        wanted = {name: m for name, m in self.macros.items()
-                  if set(re.findall(r"[A-Za-z_]\w*", m[1])) & local}
-        if not wanted:
-            return fn
-
-        def expand(n: A.Node) -> A.Node | None:
-            if not (isinstance(n, A.Call) and isinstance(n.func, A.Name) and n.func.id in wanted):
-                return None
-            formals, body = wanted[n.func.id]
-            if len(formals) != len(n.args):
-                return None
-            actuals = {f: "(" + print_expr(A.rewrite(a, expand), Dialect.CUDA) + ")"
-                       for f, a in zip(formals, n.args, strict=True)}
-            text = re.sub(r"[A-Za-z_]\w*", lambda m: actuals.get(m.group(0), m.group(0)), body)
-            try:
-                return parse_expr(text, Dialect.CUDA)
-            except Exception:  # noqa: BLE001 - a body that is no expression stays a macro call
-                return None
-
-        out = A.rewrite(fn, expand)
-        assert isinstance(out, A.Function)
-        return out
+        return expand_macros(fn, self.macros, lambda _name, body: bool(set(re.findall(r"[A-Za-z_]\w*", body)) & local))
 
     def _expand(self, call: A.Call, depth: int, at: A.Stmt) -> tuple[list[A.Stmt], A.Expr]:
         assert call.callee is not None
@@ -1269,7 +1243,6 @@ def _launch_to_call(node: A.Node) -> A.Node | None:
     return None
 
 
-_FUNCTION_MACRO = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)\(([^()]*)\)\s+([^\n\\]+)\s*$")
 _OPAQUE_LAUNCH = re.compile(r"\b([A-Za-z_]\w*)(\s*<[^<>;]*>)?\s*<<<(.*?)>>>\s*\(", re.DOTALL)
 
 

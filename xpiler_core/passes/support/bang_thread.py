@@ -548,41 +548,37 @@ class ThreadEvaluator:
         for acc, body_value in zip(names, values, strict=True):
             self.env[acc] = Sum(var, lo, hi, body_value)
 
-    def vector_ref(self, e: A.Expr) -> tuple[Ptr | str, Poly, int] | None:
+    def vector_ref(self, e: A.Expr) -> tuple[Ptr | str, Poly, int, tuple[Poly, ...]] | None:
         """``reinterpret_cast<float4 *>(&X[i])[j]`` (or a C cast): where (a global pointer, or a tile's
-        name), the first element's offset and the width; None for other expressions."""
-        if not isinstance(e, A.Index):
+        name), the first element's offset (along a tile's last axis), the width, and a tile's indices along
+        its other axes; None for other expressions."""
+        cast = _vector_cast(e)
+        if cast is None:
             return None
-        width = 0
-        base = e.base
-        if isinstance(base, A.Call) and isinstance(base.func, A.Name) and len(base.args) == 1:
-            found = re.fullmatch(r"reinterpret_cast<\s*(?:const\s+)?(\w+)\s*\*\s*>", base.func.id)
-            width = VECTOR_TYPES.get(found.group(1), 0) if found else 0
-            pointer = base.args[0]
-        elif isinstance(base, A.Cast) and len(base.type.pointers) == 1:
-            width = VECTOR_TYPES.get(base.type.base.replace("const", "").strip(), 0)
-            pointer = base.operand
-        if not width:
-            return None
+        pointer, width = cast
+        assert isinstance(e, A.Index)
         index = self.value(e.index)
         if not isinstance(index, Poly):
             raise PassRefused("a vector is indexed by a non-integer")
         if isinstance(pointer, A.Unary) and pointer.op == "&" and isinstance(pointer.operand, A.Index):
             element = pointer.operand
-            if _tile_root(element) in self.tiles:
-                inner = _tile_indices(element)
-                if len(inner) != 1:
-                    raise PassRefused(f"the tile {_tile_root(element)} is accessed as vectors through several indices")
-                start = self.value(inner[0])
-                if not isinstance(start, Poly):
-                    raise PassRefused("a vector's index is not an integer")
-                return _tile_root(element), start + index * Poly.const(width), width
+            name = _tile_root(element)
+            if name in self.tiles:
+                inner = [self.value(x) for x in _tile_indices(element)]
+                if len(inner) != len(self.tiles[name]) or not all(isinstance(x, Poly) for x in inner):
+                    raise PassRefused(f"the tile {name} is accessed as vectors through a partial index")
+                start = inner[-1] + index * Poly.const(width)
+                # along the last axis of a tile of several: the vector stays in its row (the row's extent and
+                # every term of where it starts are multiples of its width)
+                if len(inner) > 1 and (self.tiles[name][-1] % width or any(c % width for _, c in start.terms)):
+                    raise PassRefused(f"a vector of the tile {name} may cross the end of a row")
+                return name, start, width, tuple(inner[:-1])
             address = self.combine("+", self.value(element.base), self.value(element.index))
         else:
             address = self.value(pointer)
         if not isinstance(address, Ptr):
             raise PassRefused("a vector is read or written through something other than a global pointer")
-        return Ptr(address.base, Poly()), address.offset + index * Poly.const(width), width
+        return Ptr(address.base, Poly()), address.offset + index * Poly.const(width), width, ()
 
     def component_write(self, target: A.Member, e: A.Assign) -> None:
         """``v.x = e`` of a vector variable: that component is ``e`` (kept as source where not modelled)."""
@@ -601,15 +597,15 @@ class ThreadEvaluator:
         parts[slot] = value
         self.env[key] = Vec(tuple(parts))
 
-    def vector_store(self, vector: tuple[Ptr | str, Poly, int], e: A.Assign) -> None:
+    def vector_store(self, vector: tuple[Ptr | str, Poly, int, tuple[Poly, ...]], e: A.Assign) -> None:
         """A vector stored whole: one store (or tile store) per component."""
-        where, offset, width = vector
+        where, offset, width, leading = vector
         value = self.value(e.value) if e.op == "=" else None
         if not isinstance(value, Vec) or len(value.components) != width:
             raise PassRefused("a vector store of something other than a whole vector")
         for c, part in enumerate(value.components):
             if isinstance(where, str):
-                self.stage_piece(where, (offset + Poly.const(c),), part)
+                self.stage_piece(where, (*leading, offset + Poly.const(c)), part)
             else:
                 source = part if isinstance(part, Epilogue) else None
                 self.stores.append(Store(where.base, offset + Poly.const(c), part, tuple(self.guards), source))
@@ -666,10 +662,14 @@ class ThreadEvaluator:
         if trip is None:
             raise PassRefused("a loop in the thread does not have a constant trip count")
         start, step, count = trip
-        atom = self.fresh("xp_l")
-        self.lanes[atom] = count
         before, staged = dict(self.env), dict(self.staged)
-        self.env[view.var] = Poly.const(start) + Poly.const(step) * Poly.atom(atom)
+        if count == 1:  # one iteration: its counter is its start (a lane of one would be a coordinate of nothing)
+            atom = ""
+            self.env[view.var] = Poly.const(start)
+        else:
+            atom = self.fresh("xp_l")
+            self.lanes[atom] = count
+            self.env[view.var] = Poly.const(start) + Poly.const(step) * Poly.atom(atom)
         try:
             self.run(stmts_of(s.body))
         except _Continue:
@@ -679,6 +679,8 @@ class ThreadEvaluator:
                 self.env[name] = before[name]
             else:
                 self.env.pop(name, None)  # the body's own declarations and the counter
+        if not atom:
+            return
         for name, new in self.env.items():
             if new is before.get(name):
                 continue
@@ -1149,9 +1151,18 @@ class ThreadEvaluator:
             if not isinstance(then, FLOAT_VALUES):
                 raise PassRefused("a conditional integer value")
             return Select(tuple(self.conditions(e.cond, negate=False)), then)
+        cast = _vector_cast(e)
+        if cast is not None and isinstance(cast[0], A.Unary) and cast[0].op == "&" and isinstance(e, A.Index) \
+                and self.register_ref(cast[0].operand) is not None:
+            # a vector of a thread-local array's consecutive elements (``FLOAT4(r_c[i][j])``): each element
+            element = cast[0].operand
+            assert isinstance(element, A.Index)
+            first = A.binop("+", element.index, A.binop("*", e.index, A.lit(cast[1])))
+            return Vec(tuple(self.value(A.Index(element.base, A.binop("+", first, A.lit(c))))
+                             for c in range(cast[1])))
         vector = self.vector_ref(e)
         if vector is not None:
-            where, offset, width = vector
+            where, offset, width, _ = vector
             if isinstance(where, str):
                 raise PassRefused(f"the tile {where} is read as vectors")
             return Vec(tuple(Load(where.base, offset + Poly.const(c)) for c in range(width)))
@@ -1921,6 +1932,22 @@ def _tile_root(e: A.Expr) -> str:
     while isinstance(e, A.Index):
         e = e.base
     return e.id if isinstance(e, A.Name) else ""
+
+
+def _vector_cast(e: A.Expr) -> tuple[A.Expr, int] | None:
+    """``reinterpret_cast<float4 *>(P)[j]`` (or a C cast): ``P`` and the vector's width; None for other
+    expressions."""
+    if not isinstance(e, A.Index):
+        return None
+    base = e.base
+    if isinstance(base, A.Call) and isinstance(base.func, A.Name) and len(base.args) == 1:
+        found = re.fullmatch(r"reinterpret_cast<\s*(?:const\s+)?(\w+)\s*\*\s*>", base.func.id)
+        width = VECTOR_TYPES.get(found.group(1), 0) if found else 0
+        return (base.args[0], width) if width else None
+    if isinstance(base, A.Cast) and len(base.type.pointers) == 1:
+        width = VECTOR_TYPES.get(base.type.base.replace("const", "").strip(), 0)
+        return (base.operand, width) if width else None
+    return None
 
 
 def _tile_indices(e: A.Index) -> list[A.Expr]:
