@@ -287,6 +287,19 @@ def first_compiler_error(stderr: str) -> str:
     return lines[0] if lines else ""
 
 
+_NOT_FOUND = re.compile(r"""['"‘]?([\w./+-]+\.(?:h|hpp|cuh))['"’]? file not found|([\w./+-]+\.(?:h|hpp|cuh)): No such file""")
+
+
+def missing_library_header(error: str) -> str | None:
+    """The GPU library header a compiler error says it cannot find (``hipblas/hipblas.h``: a package this
+    machine lacks, not a fault of the translation); None for another error or a header of the project."""
+    from xpiler_core.tables import is_gpu_header
+
+    m = _NOT_FOUND.search(error)
+    header = m and (m.group(1) or m.group(2))
+    return header if header and "/" in header and is_gpu_header(header) else None
+
+
 def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced: bool = True,
                   refused: str = "") -> tuple[Status, str]:
     """The one place a status is decided: verified only with a passing compile, passing tests (or a whole
@@ -301,6 +314,10 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
     if not evidence.compile.ok:
         first = first_compiler_error(evidence.compile.stderr)
         rejected = f"the target toolchain rejects it ({evidence.compile.toolchain})" + (f": {first}" if first else "")
+        missing = missing_library_header(first)
+        if missing is not None:
+            rejected = (f"a library header the output includes is not installed here ({missing}): the output was "
+                        f"not compiled, so it is not judged; {rejected}")
         if evidence.source_build_error:
             return Status.UNRESOLVED, (f"the source itself does not build ({evidence.source_build_error}), so the "
                                        f"translation is not judged; {rejected}")

@@ -40,6 +40,18 @@ def test_compile_failure_names_the_first_error_not_a_warning() -> None:
     assert first_compiler_error(stderr) == "x.cu:7:5: error: 'foo' was not declared"
 
 
+@pytest.mark.parametrize(("stderr", "missing"), [
+    ("util.hip.h:9:10: fatal error: 'hipblas/hipblas.h' file not found\n", "hipblas/hipblas.h"),
+    ("k.cu:2:10: fatal error: cufft.h: No such file or directory\n", None),  # not a library subfolder: maybe ours
+    ("k.hip:4:10: fatal error: 'hiprand/hiprand_kernel.h' file not found\n", "hiprand/hiprand_kernel.h"),
+    ("k.hip:1:10: fatal error: 'util/common.h' file not found\n", None),  # the project's own header
+])
+def test_a_missing_library_header_is_said_to_be_this_machines(stderr: str, missing: str | None) -> None:
+    status, reason = decide_status(Evidence(compile=verdict(False, stderr)), [])
+    assert status is Status.UNRESOLVED
+    assert (f"not installed here ({missing})" in reason) == (missing is not None), reason
+
+
 @pytest.mark.parametrize(("stderr", "first"), [
     # nvcc warnings come first; the assembler's error is the reason (shared memory over the limit)
     ("k.cu(26): warning #177-D: declared but never referenced\nptxas error   : Entry function 'f' uses too much "
