@@ -169,23 +169,29 @@ def test_a_program_of_two_units_with_arguments_from_xpiler_toml(tmp_path: Path, 
 
 @pytest.mark.parametrize("target", ["hip", "cpu"])
 def test_units_with_static_functions_of_one_name_keep_their_own(tmp_path: Path, target: str) -> None:
-    """Two units each define a file-scope ``static`` of the same name (each its own in the program's build):
-    built together for the runtime and the compile check, each unit still calls its own."""
+    """Two units each define a file-scope ``static`` of the same name (each its own in the program's build),
+    and both include a header with a ``static __device__`` function: built together for the runtime and the
+    compile check, and merged into one CPU module, each unit still calls its own, and the header's once."""
     if target == "hip" and not HIP:
         pytest.skip("hipcc not installed")
     (tmp_path / "axpy.h").write_text(TWO_UNIT_HEADER)
-    (tmp_path / "axpy.cu").write_text(TWO_UNIT_KERNELS.replace(
+    (tmp_path / "twice.h").write_text("#pragma once\n"
+                                      "static __host__ __device__ float twice(float v) { return 2.0f * v; }\n")
+    (tmp_path / "axpy.cu").write_text(TWO_UNIT_KERNELS.replace('#include "axpy.h"', '#include "axpy.h"\n#include "twice.h"').replace(
         "void launch_axpy(float a,", "static float scale(float a) { return 2.0f * a; }\nvoid launch_axpy(float a,")
-        .replace("<<<(n + 255) / 256, 256>>>(a, x, y, n)", "<<<(n + 255) / 256, 256>>>(scale(a), x, y, n)"))
+        .replace("<<<(n + 255) / 256, 256>>>(a, x, y, n)", "<<<(n + 255) / 256, 256>>>(scale(a), x, y, n)")
+        .replace("y[i] += a * x[i];", "y[i] += twice(a) * x[i];"))
     (tmp_path / "main.cu").write_text(TWO_UNIT_MAIN.replace("#include <cstdio>", "#include <cstdio>\n#include <cstdlib>\n"
+                                                            "#include \"twice.h\"\n"
                                                             "static float scale(float a) { return a + 1.0f; }")
-                                      .replace("launch_axpy(2.0f, x, y, n);", "launch_axpy(scale(2.0f), x, y, n);"))
+                                      .replace("launch_axpy(2.0f, x, y, n);",
+                                               "launch_axpy(scale(2.0f) * twice(1.0f) / 2.0f, x, y, n);"))
     (tmp_path / "xpiler.toml").write_text('[build]\nsources = ["axpy.cu"]\n[run]\nargs = ["300"]\n')
     output = tmp_path / "out" / ("main.hip" if target == "hip" else "main.cpp")
     code, manifest = _translate(tmp_path / "main.cu", target, output)
     assert code == EXIT_CODES["verified"], manifest.get("summary")
-    # main's scale: 2 + 1 = 3; the unit's doubles it: y = 1 + 6 * 0.5 i
-    expected = f"n=300 sum={sum(1.0 + 3.0 * i for i in range(300)):.1f}"
+    # main's scale: 2 + 1 = 3; the unit's doubles it, the kernel twice more: y = 1 + 12 * 0.5 i
+    expected = f"n=300 sum={sum(1.0 + 6.0 * i for i in range(300)):.1f}"
     assert manifest["outcome"]["program"]["source"]["stdout"].strip() == expected
 
 

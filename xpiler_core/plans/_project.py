@@ -160,9 +160,12 @@ class ProjectFiles:
                 found[name] = text
         return found
 
-    def with_units_inlined(self, text: str) -> str:
+    def with_units_inlined(self, text: str, inlined: list[str] | tuple[str, ...] = ()) -> str:
         """CPU/BANG: the program's other units appended to the (header-inlined) text, so one module holds every
-        kernel and every function the program calls (C units stay apart: :meth:`plain_c_units`)."""
+        kernel and every function the program calls (C units stay apart: :meth:`plain_c_units`). A header
+        ``text`` (``inlined``: the headers in it) or an earlier unit inlined is not inlined again: one module
+        holds one copy of its definitions (a ``static`` device function of a shared header included twice is a
+        redefinition)."""
         plain_c = self.plain_c_units()
         units = {n: t for n, t in self.other_units().items() if n not in plain_c}
         if not units:
@@ -173,18 +176,19 @@ class ProjectFiles:
         base = Path(self.unit.path).resolve().parent
         parts = [text]
         seen = file_statics(self.unit.text)
+        headers = set(inlined)
         for k, (name, body) in enumerate(units.items()):
             path = str((base / name).resolve())
             unit = ProjectFiles(ParsedUnit(body, path, self.unit.dialect), self.config, self.target,
                                 local_includes(body, path, self.config))
-            inlined, _ = unit.inline_device_headers()
+            body_inlined, _ = unit.inline_device_headers(headers)
             # a file-scope static an earlier unit defines too: this unit's own, renamed (as the unity builds do)
             own = file_statics(body)
             clashing = {n: f"xpiler_unit{k + 1}_{n}" for n in sorted(own & seen)}
             seen |= own
             if clashing:
-                inlined = rename_identifiers(parse_text(inlined, path, self.unit.dialect), clashing)
-            parts.append(f"/* xpiler: the program's unit {name} */\n{inlined}")
+                body_inlined = rename_identifiers(parse_text(body_inlined, path, self.unit.dialect), clashing)
+            parts.append(f"/* xpiler: the program's unit {name} */\n{body_inlined}")
         return "\n".join(parts)
 
     def relative_name(self, header_path: str) -> str:
@@ -299,11 +303,12 @@ class ProjectFiles:
 
         return _INCLUDE_LINE.sub(replace, text)
 
-    def inline_device_headers(self) -> tuple[str, list[str]]:
+    def inline_device_headers(self, already: set[str] | None = None) -> tuple[str, list[str]]:
         """The unit's text with every local header that holds device code inlined at its first include
         (CPU/BANG plans see all kernels in one module), and the headers inlined. For CPU output, headers whose
         conditions test a macro only the CPU build defines are inlined too, to be read as the source's build
-        read them (passes/support/build_macros.py)."""
+        read them (passes/support/build_macros.py). ``already``: headers an earlier part of the same module
+        inlined (another unit of the program), which are not inlined again; it grows with this unit's."""
         from xpiler_core.passes.support.build_macros import tests_source_build_macros
 
         device = dict(self.device_headers())
@@ -311,7 +316,8 @@ class ProjectFiles:
             device.update({p: t for p, t in self.headers.items() if tests_source_build_macros(t)})
         if not device:
             return self.unit.text, []
-        seen: set[str] = set()
+        seen: set[str] = already if already is not None else set()
+        before = set(seen)
         from xpiler_core.project import resolve_include
 
         def expand(text: str, where: Path, depth: int) -> str:
@@ -329,7 +335,7 @@ class ProjectFiles:
             return _INCLUDE_LINE.sub(replace, text)
 
         where = Path(self.unit.path).resolve() if Path(self.unit.path).exists() else Path(self.unit.path)
-        return expand(self.unit.text, where, 0), sorted(seen)
+        return expand(self.unit.text, where, 0), sorted(seen - before)
 
     # ----------------------------------------------------------------------------------------- tests
     def has_main(self) -> bool:

@@ -218,7 +218,7 @@ def plan(
     own = project if original is unit else ProjectFiles.of(unit, options, Dialect.C)
     inlined_text, inlined = own.inline_device_headers()
     # the program's other units too (one module, every kernel), conditions read as the GPU build read them
-    whole = as_source_build_saw(own.with_units_inlined(inlined_text))
+    whole = as_source_build_saw(own.with_units_inlined(inlined_text, inlined))
     c_units = project.plain_c_units()  # copied beside the output, built as C and linked
     inlined = inlined + [name for name in own.other_units()]
     work = unit if whole == unit.text else unit.with_text(whole)
