@@ -34,6 +34,7 @@ _BANG_QUALIFIER = re.compile(
     r"__mlu_global__|__mlu_func__|__mlu_entry__|__mlu_device__|__mlu_host__|__nram__|__wram__|__ldram__|"
     r"__mlu_shared__|__mlu_const__"
 )
+_ALIGNMENT = re.compile(r"\b__align__\s*\([^()\n]*\)")  # blanked for the grammar (frontend/source.py)
 # statements whose nested blocks are lowered as blocks (where BANG declaration qualifiers are understood)
 _NESTING_STATEMENTS = frozenset({"compound_statement", "if_statement", "for_statement", "while_statement",
                                  "do_statement"})
@@ -495,6 +496,9 @@ class _Lowerer:
                 storage.append(" ".join(self.text(child).split()))
             else:
                 raise _Unsupported(f"declaration specifier {child.type}")
+        # ``__align__(N)``, blanked for the grammar (frontend/source.py): read back from the text
+        storage.extend(" ".join(m.split()) for m in _ALIGNMENT.findall(
+            self.text(node)[: declarators[0].start_byte - node.start_byte]))
         base = self.type_base(type_node)
         decls: list[A.VarDecl] = []
         for d in declarators:

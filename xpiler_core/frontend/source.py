@@ -79,11 +79,19 @@ def mask_alias_attributes(data: bytes) -> bytes:
 CALLING_CONVENTIONS = re.compile(rb"\bCUDART_CB\b")
 
 
+# ``__shared__ __align__(16) float s[64];``: the grammar reads the alignment as a parenthesized declarator
+# (a syntax error that swallows the statements after it); blanked for the grammar, it stays in the text (the CST
+# passes edit the original bytes) and the lowering reads it back from there (``frontend/lower.py``)
+ALIGNMENT = re.compile(rb"\b__align__\s*\([^()\n]*\)")
+
+
 def parse_input(data: bytes, dialect: Dialect) -> bytes:
     """The bytes the grammar reads: the source with the constructs it cannot parse blanked (same offsets)."""
     masked = mask_bang_keywords(data) if dialect is Dialect.BANG else data
     if b"CUDART_CB" in masked:
         masked = CALLING_CONVENTIONS.sub(lambda m: b" " * len(m.group(0)), masked)
+    if b"__align__" in masked:
+        masked = ALIGNMENT.sub(lambda m: b" " * len(m.group(0)), masked)
     return mask_alias_attributes(masked) if b"__attribute__" in masked else masked
 
 

@@ -682,7 +682,8 @@ class _Fission:
                 if self.uniform_decl(s):
                     assert isinstance(s, A.DeclStmt)
                     for d in s.decls:
-                        if d.init is not None and "const" in d.type.quals and not d.type.pointers and not (
+                        if d.init is not None and ("const" in d.type.quals or "constexpr" in d.storage) \
+                                and not d.type.pointers and not (
                                 names_in(d.init) - set(self.constants)) & (self.local | set(self.kernel.param_names())):
                             value = A.const_int(A.substitute(d.init, self.constants))
                             self.constants[d.name] = A.lit(value) if value is not None else A.substitute(

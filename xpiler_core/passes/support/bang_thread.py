@@ -392,7 +392,7 @@ class ThreadEvaluator:
                 raise PassRefused(f"the block declares the array {d.name} (local staging)")
             self.tiles[d.name] = tuple(dict(x.terms).get((), 0) for x in extents if isinstance(x, Poly))
             return
-        if d.storage:
+        if set(d.storage) - {"constexpr"}:  # a constant expression is the value it is initialized with
             raise PassRefused(f"{d.name} has storage {' '.join(d.storage)}")
         if d.name == "xp_t":
             return

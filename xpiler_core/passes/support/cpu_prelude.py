@@ -330,6 +330,9 @@ template <class T, class V> static inline T atomicMin(T* p, V v) {
 #define __noinline__
 #define __launch_bounds__(...)
 #endif
+#ifndef __align__
+#define __align__(n) __attribute__((aligned(n)))
+#endif
 struct dim3 {
   unsigned int x, y, z;
   dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
