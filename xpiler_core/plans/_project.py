@@ -241,17 +241,23 @@ class ProjectFiles:
                         Span(start, end, line, col, line, col + end - start), file=path))
         return found
 
+    def defined_macros(self) -> frozenset[str]:
+        """The macros the program's build defines: its files' ``#define``s (any branch) and its -D flags."""
+        from xpiler_core.passes.support.cst import defined_macros
+
+        return defined_macros(self.unit.text, *self.headers.values(), *self.other_units().values()) | frozenset(
+            self.config.define_values())
+
     def declared_names(self) -> frozenset[str]:
         """Names the project's local headers declare (a ``cudaCheck`` macro, a ``cublasCheck`` helper): user
         code, which the API mapping must leave alone."""
         if self._declared is None:
             from xpiler_core.frontend.source import parse_text
-            from xpiler_core.passes.support.cst import declared_names, defined_macros
+            from xpiler_core.passes.support.cst import declared_names
 
             # a branch on a macro nothing of the project defines is not compiled: its declarations are not
             # the project's names (``#ifndef NO_CUDA … #else`` stand-ins for the CUDA API)
-            defined = defined_macros(self.unit.text, *self.headers.values(), *self.other_units().values()) | \
-                frozenset(self.config.define_values())
+            defined = self.defined_macros()
             names: set[str] = set()
             for header_path, text in self.headers.items():
                 names |= declared_names(parse_text(text, header_path, self.unit.dialect), defined)

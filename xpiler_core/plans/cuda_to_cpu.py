@@ -27,10 +27,12 @@ from typing import Any
 from xpiler_core import ast as A
 from xpiler_core.diagnostics import Span
 from xpiler_core.dialect import Dialect, detect_dialect
+from xpiler_core.frontend.source import parse_text
 from xpiler_core.frontend.unit import ParsedUnit
 from xpiler_core.passes.base import PassContext, PassRecord, Unresolved
 from xpiler_core.passes.driver import run_passes
 from xpiler_core.passes.support.build_macros import as_source_build_saw
+from xpiler_core.passes.support.cst import fold_decided_branches_in_functions
 from xpiler_core.plans._hip import source_warp as source_warp_of
 from xpiler_core.plans._portable import launcher, portable_candidate, simt_headers
 from xpiler_core.plans._project import ProjectFiles
@@ -219,6 +221,8 @@ def plan(
     inlined_text, inlined = own.inline_device_headers()
     # the program's other units too (one module, every kernel), conditions read as the GPU build read them
     whole = as_source_build_saw(own.with_units_inlined(inlined_text, inlined))
+    # switches of the project's own inside function bodies (``#ifndef NO_BOUND_CHECK``), as its build sets them
+    whole = fold_decided_branches_in_functions(parse_text(whole, unit.path, unit.dialect), project.defined_macros())
     c_units = project.plain_c_units()  # copied beside the output, built as C and linked
     inlined = inlined + [name for name in own.other_units()]
     work = unit if whole == unit.text else unit.with_text(whole)

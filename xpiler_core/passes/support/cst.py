@@ -153,6 +153,79 @@ def in_untaken_branch(src: ParsedSource, node: Node, defined: frozenset[str]) ->
     return False
 
 
+_CONDITIONAL_LINE = re.compile(
+    r"^[ \t]*#[ \t]*(?:(?P<kind>ifdef|ifndef)[ \t]+(?P<name>\w+)|if[ \t]+(?P<neg>!?)[ \t]*defined[ \t]*"
+    r"(?:\([ \t]*(?P<pname>\w+)[ \t]*\)|[ \t]+(?P<bname>\w+))|(?P<other>if|elif|else|endif)\b)[^\n]*$", re.M)
+
+
+def fold_decided_branches_in_functions(src: ParsedSource, defined: frozenset[str]) -> str:
+    """The text with each ``#ifdef``/``#ifndef``/``#if [!]defined(X)`` inside a function body resolved as the
+    build resolves it, where X is a macro of the project's own naming (no leading underscore) and ``defined``
+    (the project's headers, other units and -D) or a ``#define`` of this file above it says whether it is
+    defined: its directive lines and its untaken branch blanked (newlines kept, so every offset and line stays
+    where it was). ``#ifndef NO_BOUND_CHECK`` in a kernel, or in the arguments of a launch, is then code the
+    AST models; an ``#elif`` chain, a reserved macro, or any other ``#if`` stays as written."""
+    bodies = [(n.start_byte, n.end_byte) for n in walk(src.root, skip=frozenset({"comment", "string_literal"}))
+              if n.type == "function_definition" and (b := n.child_by_field_name("body")) is not None
+              for n in (b,)]
+    if not bodies:
+        return src.text
+    text = src.text
+    own = [(m.start(), m.group(1)) for m in _MACRO_DEFINITION.finditer(text)]
+    blank: list[tuple[int, int]] = []
+    # one frame per open conditional: whether its first branch is taken (None: not decided here), the spans
+    # to blank once its #endif shows it was decidable (no #elif), and where an untaken branch started
+    stack: list[tuple[bool | None, list[tuple[int, int]], list[int | None]]] = []
+    for m in _CONDITIONAL_LINE.finditer(text):
+        at = m.start()
+        name = m.group("name") or m.group("pname") or m.group("bname")
+        other = m.group("other")
+        if name is not None or other == "if":
+            decided: bool | None = None
+            if name is not None and not name.startswith("_") and any(a <= at < b for a, b in bodies):
+                is_defined = name in defined or any(pos < at and n == name for pos, n in own)
+                wanted = m.group("kind") != "ifndef" and not m.group("neg")
+                decided = is_defined == wanted
+            stack.append((decided, [(m.start(), m.end())], [None if decided else m.end()]))
+            continue
+        if not stack:
+            continue
+        decided, spans, skipping = stack[-1]
+        if decided is None:
+            if other == "endif":
+                stack.pop()
+            continue
+        if other == "elif":  # an #elif chain: not decided here after all
+            stack[-1] = (None, spans, skipping)
+        elif other == "else":
+            spans.append((m.start(), m.end()))
+            if skipping[0] is not None:
+                spans.append((skipping[0], m.start()))
+                skipping[0] = None
+            else:
+                skipping[0] = m.end()
+        elif other == "endif":
+            stack.pop()
+            if skipping[0] is not None:
+                spans.append((skipping[0], m.start()))
+            spans.append((m.start(), m.end()))
+            blank.extend(spans)
+    if not blank:
+        return text
+    data = bytearray(text.encode("utf-8"))
+    # the matches are over the decoded text: map character offsets to bytes where the text is not ASCII
+    if len(data) != len(text):
+        offsets = [0]
+        for ch in text:
+            offsets.append(offsets[-1] + len(ch.encode("utf-8")))
+        blank = [(offsets[a], offsets[b]) for a, b in blank]
+    for start, end in blank:
+        for k in range(start, end):
+            if data[k] != ord("\n"):
+                data[k] = ord(" ")
+    return data.decode("utf-8", errors="replace")
+
+
 def declared_names(src: ParsedSource, defined: frozenset[str] = frozenset()) -> set[str]:
     """Names the file itself declares (functions, variables, macros, types): passes never rename these.
     Declarations in a branch the build does not compile (:func:`in_untaken_branch`; ``defined``: the macros
