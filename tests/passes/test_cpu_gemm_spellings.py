@@ -192,6 +192,27 @@ extern "C" void run_flat_thread_ids(float *A, float *B, float *C, int M, int N, 
   flat_thread_ids<<<dim3(N / 64, M / 64), dim3(16, 16)>>>(A, B, C, M, N, K);
 }
 
+// the tile loop walks the operand pointers themselves (`for (const float *a = ..., *b = ...; a < end; ...)`)
+__global__ void walked_pointers(const float *A, const float *B, float *C, int M, int N, int K) {
+  __shared__ float As[T][T];
+  __shared__ float Bs[T][T];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const float *end = A + blockIdx.y * T * K + K;
+  float acc = 0.0f;
+  for (const float *a = A + blockIdx.y * T * K, *b = B + blockIdx.x * T; a < end; a += T, b += T * N) {
+    As[ty][tx] = a[ty * K + tx];
+    Bs[ty][tx] = b[ty * N + tx];
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+  }
+  C[(blockIdx.y * T + ty) * N + blockIdx.x * T + tx] = acc;
+}
+
+extern "C" void run_walked_pointers(const float *A, const float *B, float *C, int M, int N, int K) {
+  walked_pointers<<<dim3(N / T, M / T), dim3(T, T)>>>(A, B, C, M, N, K);
+}
+
 #define RB 4
 extern "C" void run_register_blocked(const float *A, const float *B, float *C, int M, int N, int K) {
   register_blocked<<<dim3(N / (T * RB), M / (T * RB)), dim3(T, T)>>>(A, B, C, M, N, K);
@@ -412,3 +433,8 @@ def test_tiles_indexed_by_shifts_are_a_product(lib: ctypes.CDLL, M: int, N: int,
 def test_a_block_numbering_its_threads_flat_is_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
     """The tile loads by ``tid`` (its digits), the outputs at ``(ty, tx)``: one 1-D block of 16-wide rows."""
     _assert_product(lib, "run_flat_thread_ids", M, N, K, M + 5 * N + K)
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(16, 16, 16), (48, 32, 80)])
+def test_a_tile_loop_walking_the_operand_pointers_is_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    _assert_product(lib, "run_walked_pointers", M, N, K, 3 * M + N + K)

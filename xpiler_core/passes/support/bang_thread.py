@@ -474,7 +474,7 @@ class ThreadEvaluator:
         raise PassRefused("the thread assigns through an unsupported target")
 
     def loop(self, s: A.For) -> None:
-        s = self.companions(s)
+        s = self.pointer_counter(self.companions(s))
         view = s.canonical()
         if view is not None and view.var in THREAD_LOOPS:
             if self.depth > 0 or self.cond_depth > 0:
@@ -808,6 +808,29 @@ class ThreadEvaluator:
         moved = [A.ExprStmt(u) for u, t in zip(updates, targets, strict=True) if t != counted.name]
         body = A.Block((*stmts_of(s.body), *moved))
         return A.replace(s, init=A.DeclStmt((counted,)), step=own, body=body)
+
+    def pointer_counter(self, s: A.For) -> A.For:
+        """``for (T *p = b; p < e; p += s) body`` → ``for (long o = 0; o < e - b; o += s) { T *p = b + o; body }``
+        (a tile loop that walks a pointer: the same iterations when the body writes neither ``p`` nor what ``b``
+        names); other loops are returned as they are."""
+        decls = s.init.decls if isinstance(s.init, A.DeclStmt) else ()
+        if len(decls) != 1 or not decls[0].type.pointers or decls[0].init is None:
+            return s
+        pointer = decls[0]
+        counter = A.name(pointer.name)
+        begin = pointer.init
+        if begin is None or not (isinstance(s.cond, A.Binary) and s.cond.op in ("<", "!=") and s.cond.left == counter
+                                 and isinstance(s.step, A.Assign) and s.step.op == "+=" and s.step.target == counter):
+            return s
+        written = A.read_write(s.body).writes
+        if pointer.name in written or A.free_names(begin) & written or A.free_names(s.cond.right) & written:
+            return s
+        offset = self.fresh("xp_po")
+        start = A.VarDecl(offset, A.Type("long"), init=A.lit(0))
+        walked = A.replace(pointer, init=A.Binary("+", begin, A.name(offset)))
+        return A.replace(s, init=A.DeclStmt((start,)), cond=A.Binary(s.cond.op, A.name(offset), A.Binary(
+            "-", s.cond.right, begin)), step=A.Assign("+=", A.name(offset), s.step.value),
+                         body=A.Block((A.DeclStmt((walked,)), *stmts_of(s.body))))
 
     def enter_sum(self, view: A.LoopView, decls: list[A.Stmt]) -> tuple[str, Poly, Poly, dict[str, Any]]:
         """A summation atom for the loop variable over the loop's range, the loop's declarations evaluated;
@@ -1254,6 +1277,8 @@ class ThreadEvaluator:
             if op in ("/", "%"):
                 return self.delinearize(op, a, b)
             raise PassRefused(f"integer operator {op} in an index")
+        if isinstance(a, Ptr) and isinstance(b, Ptr) and op == "-" and a.base == b.base:
+            return a.offset - b.offset  # elements between two pointers into one buffer
         if isinstance(a, Ptr) and isinstance(b, Poly) and op in ("+", "-"):
             return Ptr(a.base, a.offset + (b if op == "+" else -b))
         if isinstance(a, Poly) and isinstance(b, Ptr) and op == "+":
