@@ -183,3 +183,40 @@ int main() {
     v = (np.arange(n) % 5 - 2).astype(np.float64)  # small integers: every partial sum is exact in half
     expected = [v[k::3].sum() for k in range(3)] + [v[0::2].sum(), 2 * v[0::2].sum(), v[1::2].sum(), 2 * v[1::2].sum()]
     assert [float(x) for x in outcome.stdout.split()] == expected
+
+
+MEMBER_SPACES = r"""#include <cstdio>
+// declared in the class for the host, defined out of line for the device: nvcc takes the definition's space
+class Counter {
+public:
+    Counter(int *slot);
+    void add(int v);
+private:
+    int *slot_;
+};
+inline __device__ Counter::Counter(int *slot) : slot_(slot) {}
+inline __device__ void Counter::add(int v) { atomicAdd(slot_, v); }
+__global__ void count(int *total, int n) {
+    Counter c(total);
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c.add(i % 7);
+}
+int main() {
+    int *d, h = 0;
+    cudaMalloc(&d, sizeof(int));
+    cudaMemset(d, 0, sizeof(int));
+    count<<<8, 128>>>(d, 1000);
+    cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost);
+    printf("%d\n", h);
+    return 0;
+}
+"""
+
+
+def test_members_defined_for_the_device_out_of_line_are_declared_so_for_hipcc(tmp_path: Path) -> None:
+    path = tmp_path / "counter.cu"
+    path.write_text(MEMBER_SPACES)
+    result = translate(MEMBER_SPACES, str(path), TranslateOptions(Dialect.HIP))
+    assert result.status == "verified", result.summary
+    assert "__device__ Counter(int *slot);" in result.output_text and "__device__ void add(int v);" in result.output_text
+    assert result.manifest["outcome"]["program"]["source"]["stdout"].split() == [str(sum(i % 7 for i in range(1000)))]

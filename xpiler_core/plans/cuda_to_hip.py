@@ -18,6 +18,7 @@ DEFAULT_PASSES = [
     "cooperative_groups",
     "intrinsics_compat",
     "wider_overloads",
+    "member_qualifiers",
     "launch_bounds",
     "api_map",
 ]
