@@ -75,6 +75,32 @@ def test_runtime_launch_is_left_alone() -> None:
         get_pass("affine_index").apply(module, {}, ctx)
 
 
+def test_a_kernel_known_by_its_launch_bounds_is_checked_over_them(cbuild) -> None:  # noqa: ANN001 - fixture
+    """A file of device code alone (TVM's): no launch in the module, but ``__launch_bounds__(1024)``. The
+    reshape is checked over 1024 threads and 2^20 / 1024 blocks, and the copy runs for launches within that;
+    a launch beyond it runs the original index (both compute the source's result)."""
+    import ctypes
+
+    kernel = RESHAPE[:RESHAPE.index("__global__ void transpose")].replace(
+        "__global__ void reshape", "extern \"C\" __global__ void __launch_bounds__(1024) reshape")
+    text, records, _ctx = translate_to_cpu(kernel, "r.cu")
+    assert text is not None
+    record = next(r for r in records if r["name"] == "affine_index")
+    assert record["changed"], record
+    assert "xp_bx * 1024 + xp_tx" in text and "xp_gdx <= 1024" in text
+    lib = cbuild(text + """
+extern "C" void run_at(const float* a, float* out, unsigned blocks) {
+  reshape(dim3(blocks), dim3(1024), 0, a, out);
+}
+""")
+    ptr = ctypes.POINTER(ctypes.c_float)
+    for blocks in (40, 1030):  # within the checked launch, and beyond it
+        a = np.random.default_rng(blocks).standard_normal(blocks * 1024).astype(np.float32)
+        out = np.zeros_like(a)
+        lib.run_at(a.ctypes.data_as(ptr), out.ctypes.data_as(ptr), ctypes.c_uint(blocks))
+        np.testing.assert_array_equal(out, a)  # TVM's reshape index is the identity at every block
+
+
 def _random_expr(rng: random.Random, depth: int) -> str:
     if depth == 0 or rng.random() < 0.25:
         return rng.choice(["bx", "tx", str(rng.randint(-9, 40))])

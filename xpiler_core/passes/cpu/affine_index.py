@@ -4,7 +4,8 @@
 contiguously (it vectorizes without gathers) and divides nothing.
 
 The launch must be known: every call of the kernel in the module passes constant ``dim3`` grid and block
-extents (one configuration). Each candidate subscript (block/thread indices and integer literals only, with a
+extents (one configuration); a kernel called nowhere in the module with ``__launch_bounds__(B)`` and subscripts of
+the x indices alone (TVM's device code) is checked over ``B`` threads and up to 2^20 / ``B`` blocks. Each candidate subscript (block/thread indices and integer literals only, with a
 division, remainder, shift or mask) is evaluated with C's integer semantics at every point of that launch
 (at most 2^24 points; every intermediate within ``int``); when one affine form ``c + sum(k_v * v)`` matches
 at every point it is used. The rewritten block nest runs behind the run-time precondition that the launch
@@ -96,7 +97,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         subscripts = [n.index for n in A.walk(fn.body) if isinstance(n, A.Index) and _candidate(n.index)]
         if not subscripts:
             continue
-        launch = launch_of(module, fn.name)
+        launch = launch_of(module, fn.name) or _bounded_launch(fn, subscripts)
         if launch is None:
             reasons.append(f"{fn.name}: no single constant launch in the module to check its indices over")
             continue
@@ -119,6 +120,23 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         raise PassRefused("; ".join(reasons) or "no subscript divides block/thread indices")
     ctx.notes.append(f"affine_index: {', '.join(done)} affine over the launch (checked at every point)")
     return leave(unit, new_module, ctx)
+
+
+# blocks × threads checked for a kernel known only by its __launch_bounds__ (a file of kernels alone)
+BOUNDED_POINTS = 1 << 20
+
+
+def _bounded_launch(fn: A.Function, subscripts: list[A.Expr]) -> Launch | None:
+    """A kernel with no launch in the module but ``__launch_bounds__(B)`` whose subscripts read only the x
+    indices (TVM's device code): checked over ``B`` threads and as many blocks as ``BOUNDED_POINTS`` allows;
+    the rewritten nest runs only for launches within that (the fast path's precondition)."""
+    if not fn.launch_bounds:
+        return None
+    threads = A.const_int(fn.launch_bounds[0])
+    names = {n.id for e in subscripts for n in A.walk(e) if isinstance(n, A.Name)}
+    if threads is None or not 0 < threads <= BOUNDED_POINTS or not names <= {"xp_bx", "xp_tx"}:
+        return None
+    return (BOUNDED_POINTS // threads, 1, 1), (threads, 1, 1)
 
 
 def _versioned(fn: A.Function, fits: dict[A.Expr, A.Expr], launch: Launch) -> A.Function | None:

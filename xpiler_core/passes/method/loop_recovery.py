@@ -1015,7 +1015,9 @@ def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Functio
         A.Param("xp_smem", A.ctype("size_t")), *kernel.params,
     )
     quals = tuple(q for q in kernel.qualifiers if q not in A.KERNEL_QUALIFIERS) + ("static",)
-    return A.replace(kernel, params=params, body=new_body, qualifiers=quals, linkage=None, launch_bounds=())
+    # the kernel's __launch_bounds__ stay on the block function (the C printer does not print them): what a
+    # pass may assume of its launches (affine_index checks its indices over them)
+    return A.replace(kernel, params=params, body=new_body, qualifiers=quals, linkage=None)
 
 
 def _strip_threadloops(s: A.Stmt) -> A.Stmt:
