@@ -371,7 +371,9 @@ inline lanemask_t complete_groups(const WarpRound& r, lanemask_t alive) {
       }
     if ((need & alive & ~group) == 0) release |= group;
     if (r.op[lead] == kOpLockstep) lockstep_pending = true;
-    else if (r.op[lead] & kImplicitMask) implicit |= group;
+    // (not __activemask, CUDA's one maskless form: a lane spinning on a volatile flag another lane sets after
+    // calling it would wait forever, where independent thread scheduling lets both go on)
+    else if ((r.op[lead] & kImplicitMask) && (r.op[lead] & ~kImplicitMask) != kOpActiveMask) implicit |= group;
     remaining &= ~group;
   }
   return lockstep_pending ? release & ~implicit : release;
