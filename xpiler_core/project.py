@@ -318,6 +318,18 @@ def file_statics(text: str) -> set[str]:
     return {m.group(1) for m in _FILE_STATIC.finditer(text)}
 
 
+def unit_static_renames(first: str, units: list[str]) -> list[dict[str, str]]:
+    """Per unit (texts, in the order one build joins them after ``first``): its file-scope statics that ``first``
+    or an earlier unit defines too → the name they take for that unit (each unit had its own)."""
+    seen = file_statics(first)
+    renames: list[dict[str, str]] = []
+    for k, text in enumerate(units):
+        own = file_statics(text)
+        renames.append({name: f"xpiler_unit{k + 1}_{name}" for name in sorted(own & seen)})
+        seen |= own
+    return renames
+
+
 @dataclass(frozen=True)
 class BuildSettings:
     """How one translation unit of a project is compiled: the project's flags (the source's own folder
@@ -344,15 +356,11 @@ class BuildSettings:
         if not units:
             return text
         texts = dict(self.files)
-        seen = set(file_statics(text))
         out = [text, "\n/* xpiler: the program's other units */\n"]
-        for k, unit in enumerate(units):
-            own = file_statics(texts.get(unit, ""))
-            clashing = sorted(own & seen)
-            seen |= own
-            out += [f"#define {name} xpiler_unit{k + 1}_{name}\n" for name in clashing]
+        for unit, renames in zip(units, unit_static_renames(text, [texts.get(u, "") for u in units]), strict=True):
+            out += [f"#define {name} {new}\n" for name, new in renames.items()]
             out.append(f'#include "{unit}"\n')
-            out += [f"#undef {name}\n" for name in clashing]
+            out += [f"#undef {name}\n" for name in renames]
         return "".join(out)
 
     def key(self) -> list[Any]:

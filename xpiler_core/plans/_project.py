@@ -29,9 +29,9 @@ from xpiler_core.project import (
     BuildSettings,
     ProjectConfig,
     build_settings,
-    file_statics,
     load_project,
     local_includes,
+    unit_static_renames,
 )
 from xpiler_core.translation import TestSet, TranslateOptions, build_test_set
 
@@ -175,17 +175,14 @@ class ProjectFiles:
 
         base = Path(self.unit.path).resolve().parent
         parts = [text]
-        seen = file_statics(self.unit.text)
         headers = set(inlined)
-        for k, (name, body) in enumerate(units.items()):
+        renames = unit_static_renames(self.unit.text, list(units.values()))
+        for (name, body), clashing in zip(units.items(), renames, strict=True):
             path = str((base / name).resolve())
             unit = ProjectFiles(ParsedUnit(body, path, self.unit.dialect), self.config, self.target,
                                 local_includes(body, path, self.config))
             body_inlined, _ = unit.inline_device_headers(headers)
             # a file-scope static an earlier unit defines too: this unit's own, renamed (as the unity builds do)
-            own = file_statics(body)
-            clashing = {n: f"xpiler_unit{k + 1}_{n}" for n in sorted(own & seen)}
-            seen |= own
             if clashing:
                 body_inlined = rename_identifiers(parse_text(body_inlined, path, self.unit.dialect), clashing)
             parts.append(f"/* xpiler: the program's unit {name} */\n{body_inlined}")

@@ -18,7 +18,7 @@ from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.source import ParsedSource, parse_text
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, SourceUnit, Unresolved
-from xpiler_core.passes.support.cst import Edit, apply_edits, call_arguments, declared_names, walk
+from xpiler_core.passes.support.cst import Edit, apply_edits, call_arguments, users_own_names, walk
 from xpiler_core.passes.support.macro_bodies import rewrite_bodies
 from xpiler_core.tables import Direction, MappingTable, load_mapping
 
@@ -67,7 +67,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     table = load_mapping(direction)
     report_unknown = bool(params.get("report_unknown", True))
     src = parse_text(module.text, module.path, module.dialect)
-    own_names = declared_names(src, ctx.project_names | frozenset(ctx.defines)) | ctx.project_names
+    own_names = users_own_names(src, ctx)
     edits: list[Edit] = []
     handled_calls: set[int] = set()
     replaced_ranges: list[tuple[int, int]] = []  # whole-call rewrites: nothing inside is edited again

@@ -21,9 +21,9 @@ from xpiler_core.passes.support.cst import (
     Edit,
     apply_edits,
     call_arguments,
-    declared_names,
     remove_marked_region,
     top_insertion_point,
+    users_own_names,
     walk,
 )
 
@@ -127,7 +127,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     renames = {v: k for k, v in _RENAMES.items()} if backwards else _RENAMES
     src = parse_text(text, module.path, module.dialect)
     # a user's function named like an intrinsic is theirs
-    user_names = declared_names(src, ctx.project_names | frozenset(ctx.defines)) | ctx.project_names
+    user_names = users_own_names(src, ctx)
     edits: list[Edit] = []
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
         if node.type != "call_expression":

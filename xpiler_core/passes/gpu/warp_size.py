@@ -39,10 +39,10 @@ from xpiler_core.passes.support.cst import (
     Edit,
     apply_edits,
     call_arguments,
-    declared_names,
     marked_region,
     remove_marked_region,
     top_insertion_point,
+    users_own_names,
     walk,
 )
 from xpiler_core.passes.support.macro_bodies import rewrite_bodies
@@ -198,7 +198,7 @@ def _lanes32(module: SourceUnit, ctx: PassContext) -> SourceUnit:
     counts: dict[str, int] = {}
     # a user macro or function named like an intrinsic (``#define __shfl(v, d) __shfl_sync(...)``) is the
     # user's: its calls are not intrinsic calls (its body is rewritten where the intrinsic appears)
-    user_names = declared_names(src, ctx.project_names | frozenset(ctx.defines)) | ctx.project_names
+    user_names = users_own_names(src, ctx)
 
     def count(what: str) -> None:
         counts[what] = counts.get(what, 0) + 1

@@ -15,6 +15,7 @@ from tree_sitter import Node
 
 from xpiler_core.diagnostics import Span
 from xpiler_core.frontend.source import ParsedSource
+from xpiler_core.passes.base import PassContext
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,18 @@ def _macro_tested(src: ParsedSource, node: Node) -> tuple[str, bool] | None:
     return (src.node_text(names[0]), polarity) if len(names) == 1 else None
 
 
+def _project_macro(name: str) -> bool:
+    """A macro of the project's own naming: not reserved (a leading underscore), which the compiler and the
+    system headers may define behind the project's back."""
+    return not name.startswith("_")
+
+
+def users_own_names(src: ParsedSource, ctx: PassContext) -> set[str]:
+    """What a GPU pass leaves alone as the user's: the file's declarations (those of branches its build takes,
+    the project's macros and -D deciding) and the project headers'."""
+    return declared_names(src, ctx.project_names | frozenset(ctx.defines)) | ctx.project_names
+
+
 def in_untaken_branch(src: ParsedSource, node: Node, defined: frozenset[str]) -> bool:
     """Whether ``node`` lies in a branch of ``#ifdef``/``#ifndef``/``#if [!]defined(X)`` that the build does
     not compile: X is a macro of the project's own naming (not reserved: no leading underscore, which the
@@ -141,7 +154,7 @@ def in_untaken_branch(src: ParsedSource, node: Node, defined: frozenset[str]) ->
     while parent is not None:
         if parent.type in ("preproc_ifdef", "preproc_if"):
             tested = _macro_tested(src, parent)
-            if tested is not None and not tested[0].startswith("_"):
+            if tested is not None and _project_macro(tested[0]):
                 macro, polarity = tested
                 alternative = parent.child_by_field_name("alternative")
                 in_alternative = alternative is not None and child.id == alternative.id
@@ -165,9 +178,8 @@ def fold_decided_branches_in_functions(src: ParsedSource, defined: frozenset[str
     defined: its directive lines and its untaken branch blanked (newlines kept, so every offset and line stays
     where it was). ``#ifndef NO_BOUND_CHECK`` in a kernel, or in the arguments of a launch, is then code the
     AST models; an ``#elif`` chain, a reserved macro, or any other ``#if`` stays as written."""
-    bodies = [(n.start_byte, n.end_byte) for n in walk(src.root, skip=frozenset({"comment", "string_literal"}))
-              if n.type == "function_definition" and (b := n.child_by_field_name("body")) is not None
-              for n in (b,)]
+    bodies = [(body.start_byte, body.end_byte) for n in walk(src.root, skip=NOT_CODE)
+              if n.type == "function_definition" and (body := n.child_by_field_name("body")) is not None]
     if not bodies:
         return src.text
     text = src.text
@@ -182,7 +194,7 @@ def fold_decided_branches_in_functions(src: ParsedSource, defined: frozenset[str
         other = m.group("other")
         if name is not None or other == "if":
             decided: bool | None = None
-            if name is not None and not name.startswith("_") and any(a <= at < b for a, b in bodies):
+            if name is not None and _project_macro(name) and any(a <= at < b for a, b in bodies):
                 is_defined = name in defined or any(pos < at and n == name for pos, n in own)
                 wanted = m.group("kind") != "ifndef" and not m.group("neg")
                 decided = is_defined == wanted
@@ -254,6 +266,10 @@ def declared_names(src: ParsedSource, defined: frozenset[str] = frozenset()) -> 
     return names
 
 
+# subtrees that hold no names of the code: comments, string and character literals, <system> include paths
+NOT_CODE = frozenset({"comment", "string_literal", "char_literal", "raw_string_literal", "system_lib_string"})
+
+
 def rename_identifiers(src: ParsedSource, renaming: dict[str, str]) -> str:
     """The text with every identifier (and every token of a macro body) named in ``renaming`` renamed; member
     names, strings and comments are left as they are."""
@@ -261,7 +277,7 @@ def rename_identifiers(src: ParsedSource, renaming: dict[str, str]) -> str:
         return src.text
     token = re.compile(r"\b(" + "|".join(map(re.escape, renaming)) + r")\b")
     edits: list[Edit] = []
-    for node in walk(src.root, skip=frozenset({"comment", "string_literal", "char_literal"})):
+    for node in walk(src.root, skip=NOT_CODE):
         if node.type in ("identifier", "type_identifier") and src.node_text(node) in renaming:
             edits.append(Edit(node.start_byte, node.end_byte, renaming[src.node_text(node)]))
         elif node.type == "preproc_arg":

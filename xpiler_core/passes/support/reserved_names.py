@@ -15,7 +15,7 @@ import re
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.source import parse_text
 from xpiler_core.passes.gpu.device_cmath import MATH
-from xpiler_core.passes.support.cst import Edit, apply_edits, walk_fields
+from xpiler_core.passes.support.cst import NOT_CODE, rename_identifiers, walk_fields
 
 _VECTOR_TYPES = frozenset(
     f"{base}{n}" for base in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong",
@@ -45,7 +45,6 @@ _NAME_NODES = frozenset({"identifier", "type_identifier"})
 _DECLARING = frozenset({"init_declarator", "declaration", "parameter_declaration", "type_definition",
                         "struct_specifier", "union_specifier", "enum_specifier", "array_declarator",
                         "pointer_declarator", "enumerator"})
-_SKIP = frozenset({"comment", "string_literal", "char_literal", "raw_string_literal", "system_lib_string"})
 
 
 def rename_reserved(text: str, path: str, source: Dialect, target: Dialect) -> tuple[str, dict[str, str]]:
@@ -57,16 +56,11 @@ def rename_reserved(text: str, path: str, source: Dialect, target: Dialect) -> t
     src = parse_text(text, path, source)
     taken: set[str] = set()
     declared: set[str] = set()
-    names: list[tuple[int, int, str]] = []
-    macro_bodies: list[tuple[int, int, str]] = []  # text to the grammar: renamed by token below
-    for node, field in walk_fields(src.root, skip=_SKIP):
-        if node.type == "preproc_arg":
-            macro_bodies.append((node.start_byte, node.end_byte, src.node_text(node)))
+    for node, field in walk_fields(src.root, skip=NOT_CODE):
         if node.type not in _NAME_NODES:
             continue
         name = src.node_text(node)
         taken.add(name)
-        names.append((node.start_byte, node.end_byte, name))
         parent = node.parent
         if name in reserved and parent is not None and parent.type in _DECLARING and (
                 field in ("declarator", "name") or parent.type == "enumerator"):
@@ -80,11 +74,4 @@ def rename_reserved(text: str, path: str, source: Dialect, target: Dialect) -> t
             n += 1
             new = f"xp_{name}{n}"
         renaming[name] = new
-    edits = [Edit(start, end, renaming[name]) for start, end, name in names if name in renaming]
-    token = re.compile(r"\b(" + "|".join(map(re.escape, renaming)) + r")\b")
-    for start, end, body in macro_bodies:
-        renamed = token.sub(lambda m: renaming[m.group(1)], body)
-        if renamed != body:
-            edits.append(Edit(start, end, renamed))
-    data, _ = apply_edits(src.data, edits)
-    return data.decode("utf-8"), renaming
+    return rename_identifiers(src, renaming), renaming
