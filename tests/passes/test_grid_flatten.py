@@ -9,6 +9,7 @@ indices in the body, carried scalars) must be refused.
 from __future__ import annotations
 
 import ctypes
+import re
 
 import numpy as np
 import pytest
@@ -170,16 +171,39 @@ def test_tvm_split_index_arithmetic_is_flattened_and_matches_numpy(cbuild) -> No
     np.testing.assert_array_equal(t, a[(i & 15) * 20 + (i // 64 % 5) * 4 + ((i % 64) >> 4)])
 
 
-def test_flat_forms_need_a_one_dimensional_constant_launch() -> None:
-    for launch in ("upsample<<<dim3(2, 2), 256>>>(in, out);", "upsample<<<g, 256>>>(in, out);"):
-        source = TVM_UPSAMPLE.replace("upsample<<<4, 256>>>(in, out);", launch).replace(
-            "transpose<<<5, 64>>>(a, t);", "").replace("float* t)", "float* t, int g)")
-        module = lower_text(source, "u.cu")
-        ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="u.cu")
-        recovery = get_pass("loop_recovery")
-        recovered = recovery.apply(module, {**recovery.INFO.defaults(), "wrapper": False}, ctx)
-        with pytest.raises(PassRefused):
-            get_pass("grid_flatten").apply(recovered, get_pass("grid_flatten").INFO.defaults(), ctx)
+def test_flat_forms_need_a_one_dimensional_launch() -> None:
+    from xpiler_core.passes.support.flat_forms import over_flat_index
+
+    module = lower_text(TVM_UPSAMPLE, "u.cu")
+    ctx = PassContext(source_dialect=module.dialect, target=Dialect.C, file="u.cu")
+    recovery = get_pass("loop_recovery")
+    recovered = recovery.apply(module, {**recovery.INFO.defaults(), "wrapper": False}, ctx)
+    nest = next(s for s in recovered.function("upsample").body.stmts if isinstance(s, A.For))
+    assert over_flat_index(nest, ((2, 2, 1), (256, 1, 1)), 1 << 22) == "the launch is not one-dimensional"
+    assert not isinstance(over_flat_index(nest, ((4, 1, 1), (256, 1, 1)), 1 << 22), str)
+
+
+def test_a_run_time_grid_is_checked_over_the_launch_bounds(cbuild) -> None:  # noqa: ANN001 - fixture
+    """``upsample<<<g, 256>>>``: no constant launch, but ``__launch_bounds__(256)`` bounds the block; the flat
+    forms are checked over 256 threads and 2^20 / 256 blocks and the flat loop runs within that. Every grid
+    computes the source's upsample (numpy), the elements past the 900 outputs untouched."""
+    source = TVM_UPSAMPLE.replace("upsample<<<4, 256>>>(in, out);", "upsample<<<g, 256>>>(in, out);").replace(
+        "transpose<<<5, 64>>>(a, t);", "").replace("float* t)", "float* t, int g)")
+    text, records, _ctx = translate_to_cpu(source, "u.cu", None, {"loop_recovery": {"wrapper": False}},
+                                           ["detensorization", "loop_recovery", "grid_flatten", "loop_binding",
+                                            "delinearize"])
+    assert text is not None
+    assert next(r for r in records if r["name"] == "grid_flatten")["changed"]
+    assert "xp_gdx <= 4096" in text
+    lib = cbuild(text)
+    rng = np.random.default_rng(4)
+    src = rng.standard_normal((3, 5, 3, 5)).astype(np.float32)
+    ptr = ctypes.POINTER(ctypes.c_float)
+    for grid in (4, 5, 4097):
+        out = np.full(grid * 256, -7.0, dtype=np.float32)
+        lib.run(src.ctypes.data_as(ptr), out.ctypes.data_as(ptr), None, None, ctypes.c_int(grid))
+        np.testing.assert_array_equal(out[:900], src.repeat(2, axis=2).repeat(2, axis=3).reshape(-1))
+        assert np.all(out[900:] == -7.0)
 
 
 @settings(max_examples=200, deadline=None)
@@ -208,3 +232,46 @@ def test_flat_form_fit_reproduces_the_values_it_claims(a: int, period: int | Non
     prefix = (i < noise).astype(np.int64)
     guard = _fit(prefix, True, A.Name("xp_i"))
     assert guard is not None and np.array_equal(np.broadcast_to(evaluate(guard, {"xp_i": i}), (total,)), prefix)
+
+
+# TVM's adaptive max pool (21 channels of 5×16 → 8×8) on blocks of 48: each element runs window loops whose row
+# bound depends on the output row, spelled in the block and thread indices separately.
+TVM_ADAPTIVE_POOL = r"""
+extern "C" __global__ void __launch_bounds__(48) apool(float* __restrict__ out, float* __restrict__ data) {
+  out[((int)blockIdx.x) * 48 + ((int)threadIdx.x)] = -3.402823e+38f;
+  for (int rv0 = 0; rv0 < ((((((((int)blockIdx.x) * 6 + (((int)threadIdx.x) >> 3)) & 7) * 5) + 5) % 8 == 0)
+                            ? (((((((int)blockIdx.x) * 6 + (((int)threadIdx.x) >> 3)) & 7) * 5) + 5) >> 3)
+                            : ((((((((int)blockIdx.x) * 6 + (((int)threadIdx.x) >> 3)) & 7) * 5) + 5) >> 3) + 1))
+                           - ((((((int)blockIdx.x) * 6 + (((int)threadIdx.x) >> 3)) & 7) * 5) >> 3); ++rv0) {
+    for (int rv1 = 0; rv1 < 2; ++rv1) {
+      out[((int)blockIdx.x) * 48 + ((int)threadIdx.x)] = max(out[((int)blockIdx.x) * 48 + ((int)threadIdx.x)],
+          data[((((int)blockIdx.x) * 3 + (((int)threadIdx.x) >> 4)) >> 2) * 80
+               + ((((((int)blockIdx.x) * 6 + (((int)threadIdx.x) >> 3)) & 7) * 5) >> 3) * 16 + rv0 * 16
+               + (((int)threadIdx.x) & 7) * 2 + rv1]);
+    }
+  }
+}
+"""
+
+
+def test_window_loops_flatten_and_split_with_their_bounds_hoisted(cbuild) -> None:  # noqa: ANN001 - fixture
+    """Element bodies with inner loops flatten too: the split by the output row's divisor moves the window's
+    row bound out of the element loop. Checked against numpy's adaptive max pool."""
+    text, records, _ctx = translate_to_cpu(TVM_ADAPTIVE_POOL, "p.cu")
+    assert text is not None
+    assert next(r for r in records if r["name"] == "grid_flatten")["changed"]
+    assert next(r for r in records if r["name"] == "delinearize")["changed"]
+    assert re.search(r"rv0 < xp_h\d+;", text), "the window's row bound is hoisted per output row"
+    lib = cbuild(text + """
+extern "C" void run(float* out, float* data, int blocks) { apool(dim3(blocks), dim3(48), 0, out, data); }
+""")
+    data = np.random.default_rng(5).standard_normal((21, 5, 16)).astype(np.float32)
+    expected = np.empty((21, 8, 8), dtype=np.float32)
+    for oh in range(8):
+        lo, hi = oh * 5 // 8, -(-(oh + 1) * 5 // 8)
+        for ow in range(8):
+            expected[:, oh, ow] = data[:, lo:hi, ow * 2:ow * 2 + 2].max(axis=(1, 2))
+    ptr = ctypes.POINTER(ctypes.c_float)
+    out = np.zeros(21 * 64, dtype=np.float32)
+    lib.run(out.ctypes.data_as(ptr), data.ctypes.data_as(ptr), 28)
+    np.testing.assert_array_equal(out.reshape(21, 8, 8), expected)

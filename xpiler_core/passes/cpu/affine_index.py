@@ -26,6 +26,7 @@ from xpiler_core.passes.support.launch_points import (
     INDEX_EXTENTS,
     INDEX_NAMES,
     Launch,
+    bounded_launch,
     evaluate,
     launch_of,
     launch_points,
@@ -97,7 +98,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         subscripts = [n.index for n in A.walk(fn.body) if isinstance(n, A.Index) and _candidate(n.index)]
         if not subscripts:
             continue
-        launch = launch_of(module, fn.name) or _bounded_launch(fn, subscripts)
+        launch = launch_of(module, fn.name) or bounded_launch(fn, subscripts)
         if launch is None:
             reasons.append(f"{fn.name}: no single constant launch in the module to check its indices over")
             continue
@@ -120,23 +121,6 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         raise PassRefused("; ".join(reasons) or "no subscript divides block/thread indices")
     ctx.notes.append(f"affine_index: {', '.join(done)} affine over the launch (checked at every point)")
     return leave(unit, new_module, ctx)
-
-
-# blocks × threads checked for a kernel known only by its __launch_bounds__ (a file of kernels alone)
-BOUNDED_POINTS = 1 << 20
-
-
-def _bounded_launch(fn: A.Function, subscripts: list[A.Expr]) -> Launch | None:
-    """A kernel with no launch in the module but ``__launch_bounds__(B)`` whose subscripts read only the x
-    indices (TVM's device code): checked over ``B`` threads and as many blocks as ``BOUNDED_POINTS`` allows;
-    the rewritten nest runs only for launches within that (the fast path's precondition)."""
-    if not fn.launch_bounds:
-        return None
-    threads = A.const_int(fn.launch_bounds[0])
-    names = {n.id for e in subscripts for n in A.walk(e) if isinstance(n, A.Name)}
-    if threads is None or not 0 < threads <= BOUNDED_POINTS or not names <= {"xp_bx", "xp_tx"}:
-        return None
-    return (BOUNDED_POINTS // threads, 1, 1), (threads, 1, 1)
 
 
 def _versioned(fn: A.Function, fits: dict[A.Expr, A.Expr], launch: Launch) -> A.Function | None:

@@ -16,19 +16,20 @@ which visits the same ``i`` in the same order. The split form runs only when ``d
 (checked at run time: C's truncating division is the floor there); otherwise the original loop runs.
 
 Hoisted parts are evaluated unconditionally in the body (not under an ``if``, ``?:`` branch, ``&&``/``||``
-right side or a nested loop), free of the loop variable and of anything the body writes, and made of
+right side or in a nested loop's body; a nested loop's condition is, at least once per element: an adaptive
+pool's window bound ``rv < f(i / 8)``), free of the loop variable and of anything the body writes, and made of
 arithmetic, reads of arrays the body does not write, and side-effect-free math calls. Distinct pointer
 parameters are taken not to overlap, as the CUDA threads that ran the iterations concurrently require.
 
 An OpenMP ``parallel for`` on the flat loop moves to the quotient loop, ``simd`` to the inner loop.
-Every innermost loop that qualifies is split (``loop`` narrows that to loops over one variable; loops over the
+Every loop that qualifies and holds no loop already split is split (``loop`` narrows that to loops over one variable; loops over the
 recovered thread and block indices are left to the passes that bind them).
 The divisor chosen is the one most other divisors are multiples of (TVM's nests of flattened axes divide by
 ``w``, ``h * w``, ``c * h * w``): with ``D = k * d``, ``i / D`` is ``q / k`` and ``i % D`` is
 ``(q % k) * d + (i - q * d)``, so every level's index math moves out of the inner loop. A divisor below
 ``min_divisor`` (constant, or checked at run time) leaves the loop as it is: its inner loops would be too short
 to pay for the per-quotient work; a constant divisor below ``short_loop`` is taken only when the split hoists a
-load or a call (a resize's source row), else the next larger divisor is tried.
+load or a call (a resize's source row) or a nested loop's bound, else the next larger divisor is tried.
 Parameters: ``loop``, ``hoist``, ``function`` (default: every function), ``min_divisor``, ``short_loop``.
 Shifts and masks of the index (``i >> k``, ``i & (2^k - 1)``) count as division and remainder by ``2^k``.
 Refuses when no unit-stride loop divides its index by an invariant, or the body jumps out.
@@ -167,6 +168,7 @@ class _Hoister:
         self.written_bases, self.changing = written_bases, changing
         self.hoisted: dict[A.Expr, str] = {}
         self.order: list[tuple[str, A.Expr]] = []
+        self.loop_bounds: set[str] = set()  # hoisted from an inner loop's condition
 
     def _name_for(self, e: A.Expr) -> A.Expr:
         if e not in self.hoisted:
@@ -208,6 +210,13 @@ class _Hoister:
                                             d.init_style == "=" and not d.dims else d for d in s.decls))
         if isinstance(s, A.If):
             return A.replace(s, cond=self.expr(s.cond))
+        if isinstance(s, A.For) and s.cond is not None:
+            # an inner loop's condition is evaluated at least once per element; its bound moves out (not its
+            # body, which may run zero times)
+            before = len(self.order)
+            cond = self.expr(s.cond)
+            self.loop_bounds.update(name for name, _ in self.order[before:])
+            return A.replace(s, cond=cond)
         if isinstance(s, A.Block):
             return A.replace(s, stmts=tuple(self.stmt(x) for x in s.stmts))
         return s
@@ -271,8 +280,9 @@ def _split_function(fn: A.Function, params: dict[str, Any]) -> tuple[A.Function 
         view = loop.canonical()
         if view is None or (wanted and view.var != wanted) or (not wanted and view.var in INDEX_NAMES):
             return None
-        if any(isinstance(n, (A.For, A.While, A.DoWhile)) for n in A.walk(loop.body)):
-            return None  # innermost loops only (an outer split would rename inside an inner one's split)
+        if any(isinstance(n, (A.While, A.DoWhile)) for n in A.walk(loop.body)) or any(
+                isinstance(n, A.VarDecl) and n.name.startswith("xp_dl_") for n in A.walk(loop.body)):
+            return None  # an inner loop already split: its names would shadow this split's
         if A.const_int(view.step) != 1:
             if wanted:
                 state["reason"] = f"loop '{view.var}' does not have unit stride"
@@ -308,8 +318,9 @@ def _split_function(fn: A.Function, params: dict[str, Any]) -> tuple[A.Function 
 
         factors: set[A.Expr] = set()
 
-        def split_body(divisor: A.Expr) -> tuple[A.Block, list[tuple[str, A.Expr]]]:
-            """The inner loop's body for ``divisor`` and the per-quotient values it reads."""
+        def split_body(divisor: A.Expr) -> tuple[A.Block, list[tuple[str, A.Expr]], bool]:
+            """The inner loop's body for ``divisor``, the per-quotient values it reads, and whether an inner
+            loop's bound is among them."""
             factors.clear()
             def substitute(n: A.Node) -> A.Node | None:
                 division = _as_division(n, view.var)
@@ -331,15 +342,16 @@ def _split_function(fn: A.Function, params: dict[str, Any]) -> tuple[A.Function 
 
             inner_body = A.Block(A.stmts_of(A.rewrite(body, substitute)))
             if not hoist:
-                return inner_body, []
+                return inner_body, [], False
             hoister = _Hoister(fresh, q_name, set(A.read_write(body).mem_writes), changing)
-            return A.Block(tuple(hoister.stmt(s) for s in inner_body.stmts)), hoister.order
+            return (A.Block(tuple(hoister.stmt(s) for s in inner_body.stmts)), hoister.order,
+                    bool(hoister.loop_bounds))
 
         ordered = sorted(large, key=lambda e: _preference(divisors, e), reverse=True)
         for divisor in ordered:
-            inner_body, hoisted = split_body(divisor)
+            inner_body, hoisted, bounds = split_body(divisor)
             constant = A.const_int(divisor)
-            if constant is None or constant >= short_loop or any(_expensive(e) for _, e in hoisted):
+            if constant is None or constant >= short_loop or bounds or any(_expensive(e) for _, e in hoisted):
                 break
         else:
             state["reason"] = (f"loop '{view.var}': its divisors give inner loops shorter than {short_loop} that "

@@ -34,7 +34,13 @@ from xpiler_core import ast as A
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo
 from xpiler_core.passes.support.ast_support import bool_param, enter, int_param, leave, parallel_or_serial
 from xpiler_core.passes.support.flat_forms import over_flat_index
-from xpiler_core.passes.support.launch_points import INDEX_NAMES, Launch, launch_of, within_launch
+from xpiler_core.passes.support.launch_points import (
+    INDEX_NAMES,
+    Launch,
+    bounded_launch,
+    launch_of,
+    within_launch,
+)
 from xpiler_core.passes.support.per_function import rewrite_each
 
 INFO = PassInfo(
@@ -463,6 +469,15 @@ def _flatten_stmts(fn: A.Function, stmts: tuple[A.Stmt, ...], pure: set[str], mo
     return (*stmts[:first], versioned, *stmts[index + 1:])
 
 
+def _checked_launch(module: A.Module, fn: A.Function) -> Launch | None:
+    """The module's one constant launch of ``fn``, else the one its ``__launch_bounds__`` bounds."""
+    thread_stmts = [s for n in A.walk(fn.body)
+                    if isinstance(n, A.For) and (view := n.canonical()) is not None and view.var == "xp_tx"
+                    for s in A.stmts_of(n.body)
+                    if not (isinstance(s, A.DeclStmt) and [d.name for d in s.decls] == ["xp_t"])]
+    return launch_of(module, fn.name) or bounded_launch(fn, thread_stmts)
+
+
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
     int_param(params, "min_parallel", 16384, 0, 1 << 30)
@@ -473,7 +488,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                    for n in A.walk(fn.body))
 
     result = rewrite_each(module, recovered,
-                          lambda fn: _flatten(fn, pure, names, params, launch_of(module, fn.name)),
+                          lambda fn: _flatten(fn, pure, names, params, _checked_launch(module, fn)),
                           nothing="no recovered kernel (run loop_recovery first)")
     ctx.notes.append(f"grid flatten: {', '.join(result.done)} as one flat loop over elements")
     return leave(unit, result.module, ctx)

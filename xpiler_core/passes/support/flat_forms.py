@@ -112,15 +112,21 @@ class _Fitter:
         return A.rewrite(body, visit)
 
 
-def _costly_mixed(n: A.Node) -> bool:
-    """A division or remainder by other than a power of two whose operand mixes block and thread indices."""
-    if not (isinstance(n, A.Binary) and n.op in ("/", "%") and {"xp_bx", "xp_tx"} <= A.free_names(n.left)):
+def _costly_mixed(n: A.Node, with_loops: bool) -> bool:
+    """A division or remainder by other than a power of two whose operand mixes block and thread indices; in a
+    body with inner loops any division, remainder, shift or mask of such an operand (the flat loop's split then
+    takes the inner loops' per-element bounds and offsets out of the element loop)."""
+    if not (isinstance(n, A.Binary) and {"xp_bx", "xp_tx"} <= A.free_names(n.left)):
+        return False
+    if with_loops and n.op in (">>", "&", "/", "%"):
+        return True
+    if n.op not in ("/", "%"):
         return False
     divisor = A.const_int(n.right)
     return divisor is None or divisor <= 0 or divisor & (divisor - 1) != 0
 
 
-def _worth_flattening(fitter: _Fitter, flat: A.Expr) -> bool:
+def _worth_flattening(fitter: _Fitter, flat: A.Expr, with_loops: bool) -> bool:
     """The flat loop pays when the body is element-wise over the flat index (index and guard ``i < n`` only),
     or when a division or remainder by other than a power of two mixes block and thread indices (TVM's
     coordinates straddling blocks, ``(bx * 6 + (tx >> 2)) % 250``: only the flat loop can be split by the axis
@@ -129,7 +135,7 @@ def _worth_flattening(fitter: _Fitter, flat: A.Expr) -> bool:
     used = [(e, f) for e, f in fitter.fits.items() if f is not None]
     if all(f == flat or (isinstance(f, A.Binary) and f.op == "<" and f.left == flat) for _, f in used):
         return True
-    return any(_costly_mixed(n) for e, _ in used for n in A.walk(e))
+    return any(_costly_mixed(n, with_loops) for e, _ in used for n in A.walk(e))
 
 
 def flat_index(launch: Launch) -> A.Expr | None:
@@ -157,9 +163,7 @@ def over_flat_index(nest: A.Stmt, launch: Launch, max_points: int) -> A.Stmt | s
     def thread_loops(n: A.Node) -> A.Node | None:
         if not (isinstance(n, A.For) and (view := n.canonical()) is not None and view.var == "xp_tx"):
             return None
-        if any(isinstance(x, (A.For, A.While, A.DoWhile)) for x in A.walk(n.body)):
-            # a flat loop around inner loops is not split by the axis sizes: it would redo per element the
-            # index math the block loop did once
+        if any(isinstance(x, (A.While, A.DoWhile)) for x in A.walk(n.body)):
             failed.append("loops")
             return n
         stmts = list(A.stmts_of(fitter.rewrite_body(n.body)))
@@ -179,8 +183,10 @@ def over_flat_index(nest: A.Stmt, launch: Launch, max_points: int) -> A.Stmt | s
 
     rewritten = A.rewrite(nest, thread_loops)
     if "loops" in failed:
-        return "the thread body holds loops"
-    if not _worth_flattening(fitter, flat):
+        return "the thread body holds while loops"
+    with_loops = any(isinstance(x, A.For) for x in A.walk(nest) if isinstance(x, A.For) and (
+        view := x.canonical()) is not None and view.var not in INDEX_NAMES)
+    if not _worth_flattening(fitter, flat, with_loops):
         return ("block and thread indices enter the thread body separately (per-block terms the block loop "
                 "computes once)")
     if failed or rewritten == nest:

@@ -9,6 +9,8 @@ checked one (:func:`within_launch`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from xpiler_core import ast as A
@@ -51,6 +53,23 @@ def launch_of(module: A.Module, name: str) -> Launch | None:
                     return None
                 seen.add((grid, block))
     return next(iter(seen)) if len(seen) == 1 else None
+
+
+# blocks × threads checked for a kernel known only by its __launch_bounds__ (a file of kernels alone)
+BOUNDED_POINTS = 1 << 20
+
+
+def bounded_launch(fn: A.Function, uses: Sequence[A.Node]) -> Launch | None:
+    """A kernel with no launch in the module but ``__launch_bounds__(B)`` whose index uses (``uses``) read only
+    the x indices (TVM's device code): checked over ``B`` threads and as many blocks as ``BOUNDED_POINTS``
+    allows; the rewritten code runs only for launches within that (the caller's precondition)."""
+    if not fn.launch_bounds:
+        return None
+    threads = A.const_int(fn.launch_bounds[0])
+    names = {n.id for e in uses for n in A.walk(e) if isinstance(n, A.Name)} & INDEX_NAMES
+    if threads is None or not 0 < threads <= BOUNDED_POINTS or not names <= {"xp_bx", "xp_tx"}:
+        return None
+    return (BOUNDED_POINTS // threads, 1, 1), (threads, 1, 1)
 
 
 def launch_points(launch: Launch, max_points: int) -> tuple[int, dict[str, np.ndarray]] | None:
