@@ -278,3 +278,38 @@ int main() {
     assert "hipHostGetDevicePointer(reinterpret_cast<void**>(&d), h, 0)" in out
     verdict = compile_check(out, Dialect.HIP)
     assert verdict.ok, verdict.stderr
+
+
+def test_declarations_under_a_constant_false_if_are_not_the_projects() -> None:
+    """``#if 0`` disables code (the CUDA Handbook's HIP header keeps its hipHostAlloc template so): its
+    declarations are not the project's names; ``#if 1``'s ``#else`` branch neither."""
+    from xpiler_core.frontend.source import parse_text
+    from xpiler_core.passes.support.cst import declared_names
+
+    text = ("#if 0\ntemplate <class T> int hipHostAlloc(T** p, unsigned long n, unsigned f);\n#endif\n"
+            "#if 1\nint kept(int);\n#else\nint dropped(int);\n#endif\nint plain(int);\n")
+    names = declared_names(parse_text(text, "h.hip", Dialect.HIP), frozenset())
+    assert {"kept", "plain"} <= names
+    assert not {"hipHostAlloc", "dropped"} & names
+
+
+def test_positional_initializers_of_reordered_structs_compile_with_hipcc() -> None:
+    """HIP 5.2 declares the graph node parameters' members sorted by name, CUDA in its own order: a positional
+    initializer written for CUDA is rewritten into HIP's order (nvcc accepts the source, hipcc the translation;
+    in CUDA's order hipcc rejects a void* for the dim3 member), and a designated one is left as written."""
+    cuda = """
+__global__ void busy() {}
+int main() {
+  cudaKernelNodeParams kp = { reinterpret_cast<void*>(busy), {2, 1, 1}, {64, 1, 1}, 16, nullptr, nullptr };
+  int* d = nullptr;
+  cudaMemsetParams mp = { d, 0, 7, sizeof(int), 100, 1 };
+  return (int)kp.sharedMemBytes + (int)mp.value - 23;
+}
+"""
+    assert compile_check(cuda, Dialect.CUDA).ok
+    out, _ctx = run(cuda)
+    assert "{{64, 1, 1}, nullptr, reinterpret_cast<void*>(busy), {2, 1, 1}, nullptr, 16}" in out
+    assert "{d, sizeof(int), 1, 0, 7, 100}" in out
+    assert compile_check(out, Dialect.HIP).ok
+    assert not compile_check(cuda.replace("cudaKernelNodeParams", "hipKernelNodeParams").replace(
+        "cudaMemsetParams", "hipMemsetParams"), Dialect.HIP).ok

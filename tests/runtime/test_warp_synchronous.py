@@ -182,3 +182,49 @@ def test_a_maskless_vote_after_a_branch_of_volatile_reads_counts_every_lane(tmp_
                           project=ProjectConfig(program_args=(str(readers),)))
     assert outcome.built and outcome.exit_code == 0, outcome.build_log + outcome.stderr
     assert outcome.stdout.split() == ["ffffffff", "32", "ffffffff", "32"]
+
+
+DIVERGENT_VOTES = r"""
+#include <cstdio>
+__device__ int vote_all(int p) { return __all(p); }   // one call site for every caller
+__device__ int vote_any(int p) { return __any(p); }
+__global__ void votes(int* out, int skipped) {
+  const int lane = threadIdx.x;
+  int inside = -1;
+  if (lane >= skipped) inside = __all(lane);          // lanes below `skipped` do not vote here
+  const int after = __any(lane < skipped);            // every lane of the wavefront votes
+  int helper_inside = -1;
+  if (lane >= skipped) helper_inside = vote_all(lane);
+  const int helper_after = vote_any(lane < skipped);
+  const int wrapped_inside = lane >= skipped ? (int)xpiler_ballot32(1) : -1;
+  const int wrapped_after = (int)xpiler_ballot32(1);
+  if (lane == 63) { out[0] = inside; out[1] = after; out[2] = helper_inside; out[3] = helper_after;
+                    out[4] = wrapped_inside; out[5] = wrapped_after; }
+}
+int main(int argc, char** argv) {
+  const int skipped = atoi(argv[1]);
+  int* d; hipMalloc(&d, 6 * sizeof(int));
+  hipLaunchKernelGGL(votes, dim3(1), dim3(64), 0, 0, d, skipped);
+  int h[6]; hipMemcpy(h, d, sizeof h, hipMemcpyDeviceToHost);
+  printf("%d %d %d %d %x %x\n", h[0], h[1], h[2], h[3], h[4], h[5]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("skipped", [1, 3, 40])
+def test_maskless_votes_after_a_branch_some_lanes_skip_see_every_lane(tmp_path: Path, skipped: int) -> None:
+    """HIP (wave64): lanes that skip a branch reach the next maskless vote first; on the GPU the wavefront
+    finishes the branch (its vote over the lanes in it) and then votes with every lane. Also through a helper
+    that all callers share (one call site) and through the warp_size pass's 32-lane helper (its block as the
+    translation holds it), whose vote takes its caller's line on the runtime. Expected values from the vote semantics: `__all(lane)` over lanes >= skipped is 1 (no
+    lane 0 among them when skipped >= 1); `__any(lane < skipped)` over all 64 lanes is 1; lane 63's 32-lane half
+    inside the branch holds lanes max(skipped, 32)..63."""
+    from xpiler_core.passes.gpu.warp_size import HELPERS  # as the translation holds them
+
+    source = "#include <hip/hip_runtime.h>\n#include <cstdlib>\n" + HELPERS + DIVERGENT_VOTES
+    outcome = run_program(source, str(tmp_path / "votes.hip"), source_dialect=Dialect.HIP,
+                          project=ProjectConfig(program_args=(str(skipped),)))
+    assert outcome.built and outcome.exit_code == 0, outcome.build_log + outcome.stderr
+    half_inside = sum(1 << (lane - 32) for lane in range(max(skipped, 32), 64))
+    assert outcome.stdout.split() == ["1", "1", "1", "1", f"{half_inside:x}", "ffffffff"]

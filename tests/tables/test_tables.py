@@ -106,3 +106,18 @@ def test_cuda_headers_mapped_to_hips_runtime_header_exist_in_cuda() -> None:
                                                                                                   "cusparse", "cudnn",
                                                                                                   "curand", "nvrtc")):
             assert (CUDA_INCLUDE / cuda_header).is_file(), cuda_header
+
+
+def test_the_runtime_has_every_cuda_header_whose_api_hips_runtime_header_holds() -> None:
+    """A CUDA header whose declarations come with HIP's runtime header (``sm_35_intrinsics.h``,
+    ``device_functions.h``, ...) is declared by the SIMT runtime's cuda_runtime.h too: the runtime has the header
+    (a source that includes it builds there as with nvcc)."""
+    from importlib import resources
+
+    from xpiler_core.tables import raw_table
+
+    include = resources.files("xpiler_core.runtime") / "include"
+    pairs = raw_table("headers")["pairs"]
+    standing_in = [cuda for cuda, hip in pairs.items() if hip in ("hip/hip_runtime.h", "hip/hip_vector_types.h")]
+    assert "sm_35_intrinsics.h" in standing_in
+    assert [h for h in standing_in if not (include / h).is_file()] == []

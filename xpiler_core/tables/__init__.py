@@ -5,7 +5,9 @@ intrinsics, complex numbers, libraries) with ``[pairs]`` (CUDA name = HIP name) 
 entries that choose the CUDA name where several CUDA names share one HIP name. ``intrinsics.toml`` adds
 ``[[calls]]`` whose argument lists change; ``[legacy_pairs]`` are names current CUDA headers dropped; ``[hip_only]`` HIP-only names (HIP → CUDA only); ``libraries.toml`` adds ``[unsupported]`` calls (reported, never
 renamed blindly) and ``[namespaces]``; ``headers.toml`` adds ``[[prefix]]`` rules for header families and
-``[defined_in_place]``: CUDA headers of constants (``math_constants.h``) whose values a table holds.
+``[defined_in_place]``: CUDA headers of constants (``math_constants.h``) whose values a table holds;
+``[pasted_prefixes]`` (runtime API): the API prefix a macro pastes names onto (``cuda##fn`` → ``hip##fn``);
+``[member_order]`` (types): structs whose members the two APIs declare in different orders.
 """
 
 from __future__ import annotations
@@ -71,6 +73,12 @@ class MappingTable:
     # CUDA headers of constants the target has no header for (CUDA -> HIP only): include path -> macro -> value;
     # the include is replaced by definitions of the macros the file uses
     defined_in_place: dict[str, dict[str, str]] = field(default_factory=dict)
+    # an API prefix a macro body pastes names onto (`(cuda##fn)` in a project's error-check macro) -> the
+    # target's prefix
+    pasted_prefixes: dict[str, str] = field(default_factory=dict)
+    # source struct name -> (its members in the source's order, the same members in the target's order):
+    # positional brace initializers are reordered
+    member_orders: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
 
     def map_header(self, path: str) -> str | None:
         if path in self.headers:
@@ -160,6 +168,16 @@ def load_mapping(direction: Direction) -> MappingTable:
             source_names.add(rewrite.cuda if forward else rewrite.hip)
         if forward:
             table.members.update(data.get("members", {}))
+        for cuda_struct, orders in data.get("member_order", {}).items():
+            cuda_order, hip_order = tuple(orders["cuda"]), tuple(orders["hip"])
+            if sorted(cuda_order) != sorted(hip_order):
+                raise ValueError(f"tables/{name}.toml: member_order.{cuda_struct} lists different members")
+            if forward:
+                table.member_orders[cuda_struct] = (cuda_order, hip_order)
+            elif cuda_struct in pairs:
+                table.member_orders[pairs[cuda_struct]] = (hip_order, cuda_order)
+        prefixes: dict[str, str] = dict(data.get("pasted_prefixes", {}))
+        table.pasted_prefixes.update(prefixes if forward else {v: k for k, v in prefixes.items()})
         namespaces: dict[str, str] = dict(data.get("namespaces", {}))
         table.namespaces.update(namespaces if forward else {v: k for k, v in namespaces.items()})
         if forward:

@@ -96,6 +96,10 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
             continue
         if kind == "preproc_include":
             _map_include(src, node, table, edits, renamed, code_names)
+        elif kind == "declaration" and table.member_orders:
+            for init in _reordered_initializers(src, node, table, own_names, edits):
+                replaced_ranges.append(init)
+                renamed["(member order)"] = renamed.get("(member order)", 0) + 1
         elif kind == "call_expression" and node.id not in handled_calls:
             if direction == "hip->cuda" and _map_hip_launch(src, node, table, edits, ctx, own_names):
                 replaced_ranges.append((node.start_byte, node.end_byte))
@@ -345,6 +349,38 @@ def _rewrite_call(
             edits.append(Edit(arg_list.start_byte + 1, arg_list.start_byte + 1, prefix))
 
 
+_PASTE_AFTER = re.compile(r"[ \t]*##")
+
+
+def _reordered_initializers(
+    src: ParsedSource, declaration: Node, table: MappingTable, own_names: set[str], edits: list[Edit]
+) -> list[tuple[int, int]]:
+    """A declaration of a struct whose members the target declares in another order (``[member_order]``):
+    each positional brace initializer with one value per member is rewritten in the target's order (its values
+    mapped like any code). Returns the rewritten ranges (nothing inside is edited again)."""
+    type_node = declaration.child_by_field_name("type")
+    if type_node is None:
+        return []
+    struct = src.node_text(type_node).removeprefix("struct").strip()
+    orders = table.member_orders.get(struct)
+    if orders is None or struct in own_names:
+        return []
+    source_order, target_order = orders
+    done: list[tuple[int, int]] = []
+    for init in declaration.named_children:
+        value = init.child_by_field_name("value") if init.type == "init_declarator" else None
+        if value is None or value.type != "initializer_list":
+            continue
+        values = [c for c in value.named_children if c.type != "comment"]
+        if len(values) != len(source_order) or any(v.type == "initializer_pair" for v in values):
+            continue  # designated or partial: the names (or the defaults) already say which member is which
+        by_member = {m: _mapped_expr(src, v, table, own_names) for m, v in zip(source_order, values, strict=True)}
+        edits.append(Edit(value.start_byte, value.end_byte,
+                          "{" + ", ".join(by_member[m] for m in target_order) + "}"))
+        done.append((value.start_byte, value.end_byte))
+    return done
+
+
 def _map_macro_body(
     src: ParsedSource,
     node: Node,
@@ -354,7 +390,8 @@ def _map_macro_body(
     ctx: PassContext,
     renamed: dict[str, int],
 ) -> None:
-    """Macro bodies are raw text in the CST: rename whole-word tokens; call rewrites there are reported."""
+    """Macro bodies are raw text in the CST: rename whole-word tokens and API prefixes pasted onto names
+    (``cuda##fn``); call rewrites there are reported."""
     body = src.node_text(node)
     protected = [m.span() for m in _LITERAL_OR_COMMENT.finditer(body)]
     for match in _IDENT_TOKEN.finditer(body):
@@ -363,7 +400,10 @@ def _map_macro_body(
             continue
         start = node.start_byte + len(body[: match.start()].encode("utf-8"))
         end = start + len(name.encode("utf-8"))
-        if name in table.calls:
+        if name in table.pasted_prefixes and _PASTE_AFTER.match(body, match.end()):
+            edits.append(Edit(start, end, table.pasted_prefixes[name]))
+            renamed[f"{name}##"] = renamed.get(f"{name}##", 0) + 1
+        elif name in table.calls:
             ctx.unresolved.append(
                 Unresolved(f"'{name}' inside a macro body: its arguments change and macros are not rewritten",
                            Span.of(node), name)

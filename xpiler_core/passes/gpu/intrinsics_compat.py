@@ -7,6 +7,8 @@ lanes; ``__dp4a`` (four 8-bit products accumulated into 32 bits) has no HIP 5.2 
 ``dp4a.s32.s32`` / ``dp4a.u32.u32`` (signed or unsigned bytes by the overload), so it compiles with hipcc and
 runs unchanged on the CPU runtime (it does not use AMD's dot-product instructions). ``atomicAdd`` on
 ``__half``/``__half2`` (HIP 5.x declares none) gets template definitions by compare-and-swap of the 32-bit word.
+Host calls CUDA overloads for typed pointers (``cudaHostAlloc(int**, ...)``, also reached through a project
+macro that pastes the prefix) get the same ``T**`` templates over HIP's ``void**`` functions (under hipcc).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from xpiler_core.passes.support.cst import (
 INFO = PassInfo(
     name="intrinsics_compat",
     summary="Portable definitions for CUDA intrinsics HIP 5.x lacks (__dp4a, cache-hinted loads/stores, SIMD, "
-            "atomicAdd on half types)",
+            "atomicAdd on half types, T** host-memory overloads)",
     kind="cst",
     directions=("cuda->hip", "hip->cuda"),
 )
@@ -95,6 +97,26 @@ __device__ inline __half2 atomicAdd(H* address, __half2 val) {{
 }}
 {HALF_END_MARK}
 """
+POINTER_BEGIN_MARK = "// xpiler(intrinsics_compat) typed pointer overloads begin"
+POINTER_END_MARK = "// xpiler(intrinsics_compat) typed pointer overloads end"
+# CUDA's runtime API has templates taking T** for these (a project calls them with an int**, often through a
+# macro that pastes the prefix: `cuda(HostAlloc(&p, ...))` → `hip##HostAlloc`); HIP declares only void**. Under
+# hipcc alone (__HIP__): other compilers of the file bring their own declarations. Once per build (each
+# translated header of a project gets the block too).
+POINTER_OVERLOADS = f"""{POINTER_BEGIN_MARK}: CUDA's T** overloads of host-memory calls, which
+// HIP declares for void** only.
+#if defined(__HIP__) && !defined(XPILER_TYPED_POINTER_OVERLOADS)
+#define XPILER_TYPED_POINTER_OVERLOADS
+template <class T> inline hipError_t hipHostAlloc(T** ptr, size_t size, unsigned int flags) {{
+    return hipHostMalloc(reinterpret_cast<void**>(ptr), size, flags);
+}}
+template <class T> inline hipError_t hipHostGetDevicePointer(T** device, void* host, unsigned int flags) {{
+    return hipHostGetDevicePointer(reinterpret_cast<void**>(device), host, flags);
+}}
+#endif
+{POINTER_END_MARK}
+"""
+_TYPED_POINTER_CALL = re.compile(r"\b(?:hip)?Host(?:Alloc|GetDevicePointer)\s*\(")
 # a file that adds to half values atomically: it calls atomicAdd and names a half type
 _HALF_TYPE = re.compile(r"\b(?:__)?half2?\b")
 _ATOMIC_ADD = re.compile(r"\batomicAdd\s*\(")
@@ -124,6 +146,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     if backwards:
         text = remove_marked_region(text, BEGIN_MARK, END_MARK)
         text = remove_marked_region(text, HALF_BEGIN_MARK, HALF_END_MARK)
+        text = remove_marked_region(text, POINTER_BEGIN_MARK, POINTER_END_MARK)
     renames = {v: k for k, v in _RENAMES.items()} if backwards else _RENAMES
     src = parse_text(text, module.path, module.dialect)
     # a user's function named like an intrinsic is theirs
@@ -146,6 +169,12 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     if half_atomics:
         edits.append(Edit(at, at, lead + HALF_ATOMICS))
         ctx.notes.append("intrinsics_compat: atomicAdd on __half/__half2 given a definition (HIP 5.x has none)")
+    typed_pointers = (not backwards and POINTER_BEGIN_MARK not in text
+                      and not {"hipHostAlloc", "hipHostGetDevicePointer"} & user_names
+                      and _TYPED_POINTER_CALL.search(text) is not None)
+    if typed_pointers:
+        edits.append(Edit(at, at, lead + POINTER_OVERLOADS))
+        ctx.notes.append("intrinsics_compat: hipHostAlloc/hipHostGetDevicePointer given CUDA's T** overloads")
     if calls:
         ctx.notes.append(f"intrinsics_compat: {calls} call(s) "
                          + ("restored to CUDA intrinsics" if backwards else "given portable definitions"))

@@ -58,6 +58,8 @@ from xpiler_core.passes.support.function_macros import Macros, expand_macros, fu
 from xpiler_core.passes.support.launch import infer_block, infer_grid
 from xpiler_core.tables import is_gpu_header
 
+_INCLUDE_DIRECTIVE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"][^\n]*$', re.MULTILINE)
+
 INFO = PassInfo(
     name="loop_recovery",
     summary="Kernels → CPU functions: block/thread loops, barrier fission with expansion, warp ops and atomics",
@@ -1526,6 +1528,12 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     for item in module.items:
         if isinstance(item, A.Include) and is_gpu_header(item.path):
             continue  # the prelude stands in for the GPU toolchain's headers; the program's others stay
+        if isinstance(item, A.Opaque) and _INCLUDE_DIRECTIVE.search(item.text):
+            # a conditional block kept as text (`#ifndef NO_CUDA #include <cuda.h> #else ... #endif`): its GPU
+            # includes go the same way
+            item = A.replace(item, text=_INCLUDE_DIRECTIVE.sub(
+                lambda m: m.group(0) if not is_gpu_header(m.group(2)) else f"// {m.group(0).strip()} (the prelude "
+                "stands in for it)", item.text))
         if isinstance(item, A.Function):
             if item.name in inlined and item.name not in {k.name for k in kernels}:
                 continue

@@ -18,17 +18,23 @@ GEMM_MARK = "/* xpiler cpu_gemm micro-kernel */"
 GEMM_ENTRY = "xp_sgemm"
 
 
-def _simd_video() -> str:
-    """CUDA's lane-wise SIMD intrinsics, from the SIMT runtime's own definitions."""
+def _runtime_header(name: str) -> str:
+    """One of the SIMT runtime's shared definition headers without its comment and pragma lines."""
     from importlib import resources
 
-    text = resources.files("xpiler_core.runtime").joinpath("include/xpiler/simd_video.h").read_text(encoding="utf-8")
-    return "\n".join(line for line in text.splitlines() if not line.startswith("//"))
+    text = resources.files("xpiler_core.runtime").joinpath(f"include/xpiler/{name}").read_text(encoding="utf-8")
+    return "\n".join(line for line in text.splitlines() if not line.startswith(("//", "#pragma")))
+
+
+def _simd_video() -> str:
+    """CUDA's lane-wise SIMD intrinsics and funnel shifts, from the SIMT runtime's own definitions."""
+    return _runtime_header("simd_video.h") + "\n" + _runtime_header("funnel_shift.h")
 
 
 def _runtime_enums() -> str:
     """The runtime's error codes, device attributes and compute modes as unnamed enums (the host API takes
-    and returns plain ints), from the X-macro lists the SIMT runtime's headers use too."""
+    and returns plain ints), and the driver API's error type ``CUresult`` (programs name its codes in their
+    error helpers), from the X-macro lists the SIMT runtime's headers use too."""
     from importlib import resources
 
     lists = resources.files("xpiler_core.runtime").joinpath("include/xpiler/cuda_enums.h").read_text(encoding="utf-8")
@@ -39,7 +45,9 @@ def _runtime_enums() -> str:
             "#define XP_MODE(name, value) XP_ENUMERATOR(cudaComputeMode, name, value)\n"
             "enum { XPILER_CUDA_ERRORS(XP_ERROR) };\nenum { XPILER_CUDA_DEVICE_ATTRS(XP_ATTR) };\n"
             "enum { XPILER_CUDA_COMPUTE_MODES(XP_MODE) };\n"
-            "#undef XP_ERROR\n#undef XP_ATTR\n#undef XP_MODE\n#undef XP_ENUMERATOR")
+            "#define XP_DRIVER_ERROR(name, value) CUDA_##name = value,\n"
+            "typedef enum cudaError_enum { XPILER_CUDA_DRIVER_ERRORS(XP_DRIVER_ERROR) } CUresult;\n"
+            "#undef XP_ERROR\n#undef XP_ATTR\n#undef XP_MODE\n#undef XP_DRIVER_ERROR\n#undef XP_ENUMERATOR")
 
 
 PRELUDE = PRELUDE_MARK + r"""

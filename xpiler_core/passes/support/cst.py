@@ -133,6 +133,17 @@ def _macro_tested(src: ParsedSource, node: Node) -> tuple[str, bool] | None:
     return (src.node_text(names[0]), polarity) if len(names) == 1 else None
 
 
+def _constant_condition(src: ParsedSource, node: Node) -> int | None:
+    """The value of an ``#if`` whose condition is an integer literal (``#if 0`` around disabled code)."""
+    condition = node.child_by_field_name("condition")
+    if condition is None or condition.type != "number_literal":
+        return None
+    try:
+        return int(src.node_text(condition).rstrip("uUlL"), 0)
+    except ValueError:
+        return None
+
+
 def _project_macro(name: str) -> bool:
     """A macro of the project's own naming: not reserved (a leading underscore), which the compiler and the
     system headers may define behind the project's back."""
@@ -146,13 +157,19 @@ def users_own_names(src: ParsedSource, ctx: PassContext) -> set[str]:
 
 
 def in_untaken_branch(src: ParsedSource, node: Node, defined: frozenset[str]) -> bool:
-    """Whether ``node`` lies in a branch of ``#ifdef``/``#ifndef``/``#if [!]defined(X)`` that the build does
-    not compile: X is a macro of the project's own naming (not reserved: no leading underscore, which the
+    """Whether ``node`` lies in a branch the build does not compile: of ``#if 0`` / ``#if 1`` (an integer
+    literal), or of ``#ifdef``/``#ifndef``/``#if [!]defined(X)`` where X is a macro of the project's own naming (not reserved: no leading underscore, which the
     compiler and the system headers may define) that nothing in ``defined`` (the project's ``#define``s and
     -D flags) defines — ``#ifndef NO_CUDA … #else`` stand-ins for the CUDA API are not the project's API."""
     child, parent = node, node.parent
     while parent is not None:
-        if parent.type in ("preproc_ifdef", "preproc_if"):
+        if parent.type == "preproc_if" and (value := _constant_condition(src, parent)) is not None:
+            alternative = parent.child_by_field_name("alternative")
+            in_alternative = alternative is not None and child.id == alternative.id
+            if not (in_alternative and alternative is not None and alternative.type != "preproc_else") and (
+                    (value != 0) == in_alternative):
+                return True
+        elif parent.type in ("preproc_ifdef", "preproc_if"):
             tested = _macro_tested(src, parent)
             if tested is not None and _project_macro(tested[0]):
                 macro, polarity = tested

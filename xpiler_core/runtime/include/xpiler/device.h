@@ -186,14 +186,7 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   for (int i = 0; i < 4; ++i) r |= static_cast<unsigned>((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
   return r;
 }
-inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) {
-  unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
-  return static_cast<unsigned>((v << (s & 31)) >> 32);
-}
-inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
-  unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
-  return static_cast<unsigned>(v >> (s & 31));
-}
+#include "funnel_shift.h"
 inline int __mul24(int a, int b) { return ((a << 8) >> 8) * ((b << 8) >> 8); }
 inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffff) * (b & 0xffffff); }
 inline int __mulhi(int a, int b) { return static_cast<int>((static_cast<long long>(a) * b) >> 32); }

@@ -16,6 +16,7 @@
 #include <cxxabi.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -358,9 +359,19 @@ inline void complete_barrier(Worker* w) {
 // statement through a volatile pointer inside a branch they did not take): those lanes are behind, in the
 // branch, and a wavefront that has left the branch runs the collective with them (HIP's `__ballot` after an
 // `if` that some lanes took sees all of them). Released alone, the collective would leave them a step behind.
+// Of the lanes at legacy maskless collectives, only those at the earliest line go first: the others are
+// ahead of them (they skipped a branch the earlier ones are in), and on a GPU the wavefront finishes the branch
+// and meets them at the later collective with every lane (HIP's `if (t) r = __all(p); ... __any(q)`: lane 0 skips
+// the first vote, and its `__any` must see the other lanes). Earliest by line: the one at the smallest line is
+// always released, so no group waits forever.
 inline lanemask_t complete_groups(const WarpRound& r, lanemask_t alive) {
-  lanemask_t remaining = r.arrived, release = 0, implicit = 0;
+  lanemask_t remaining = r.arrived, release = 0, implicit = 0, later = 0;
   bool lockstep_pending = false;
+  int first_implicit_site = INT_MAX;
+  for (int lane = 0; lane < kWarpSize; ++lane)
+    if ((r.arrived >> lane & 1) && (r.op[lane] & kImplicitMask) && (r.op[lane] & ~kImplicitMask) != kOpActiveMask &&
+        r.op[lane] != kOpLockstep && r.site[lane] < first_implicit_site)
+      first_implicit_site = r.site[lane];
   while (remaining) {
     const int lead = __builtin_ctzll(remaining);
     lanemask_t group = 0, need = 0;
@@ -373,10 +384,13 @@ inline lanemask_t complete_groups(const WarpRound& r, lanemask_t alive) {
     if (r.op[lead] == kOpLockstep) lockstep_pending = true;
     // (not __activemask, CUDA's one maskless form: a lane spinning on a volatile flag another lane sets after
     // calling it would wait forever, where independent thread scheduling lets both go on)
-    else if ((r.op[lead] & kImplicitMask) && (r.op[lead] & ~kImplicitMask) != kOpActiveMask) implicit |= group;
+    else if ((r.op[lead] & kImplicitMask) && (r.op[lead] & ~kImplicitMask) != kOpActiveMask) {
+      implicit |= group;
+      if (r.site[lead] > first_implicit_site) later |= group;
+    }
     remaining &= ~group;
   }
-  return lockstep_pending ? release & ~implicit : release;
+  return (lockstep_pending ? release & ~implicit : release) & ~later;
 }
 
 inline const char* collective_name(uint8_t op) {

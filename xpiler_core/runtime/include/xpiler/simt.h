@@ -494,6 +494,18 @@ void invoke_kernel(const void* d) {
   std::apply(a->fn, a->params);
 }
 
+// One launch argument as the kernel's parameter type. An integer given for a pointer parameter was a null pointer
+// constant where the source wrote it (`k<<<g, b>>>(out, 0, in)`: nvcc converts it as in a call; any other
+// integer does not compile there), but forwarded here it is a plain int, which static_cast cannot make a pointer.
+template <class P, class A>
+inline P launch_argument(A&& a) {
+  if constexpr (std::is_pointer_v<P> && std::is_integral_v<std::decay_t<A>>) {
+    return reinterpret_cast<P>(static_cast<std::uintptr_t>(a));
+  } else {
+    return static_cast<P>(std::forward<A>(a));
+  }
+}
+
 template <class... P>
 struct Launcher {
   void (*fn)(P...);
@@ -502,7 +514,7 @@ struct Launcher {
   template <class... A>
   void operator()(A&&... a) const {
     static_assert(sizeof...(A) == sizeof...(P), "kernel launched with the wrong number of arguments");
-    KernelArgs<P...> args{fn, std::tuple<P...>(static_cast<P>(std::forward<A>(a))...)};
+    KernelArgs<P...> args{fn, std::tuple<P...>(launch_argument<P>(std::forward<A>(a))...)};
     if (record_file()) record_args(args.params, std::index_sequence_for<P...>{});
     KernelCall call{&invoke_kernel<P...>, &args};
     run_kernel(reinterpret_cast<const void*>(fn), call, grid, block, smem);
