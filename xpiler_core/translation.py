@@ -321,6 +321,11 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
         if evidence.source_build_error:
             return Status.UNRESOLVED, (f"the source itself does not build ({evidence.source_build_error}), so the "
                                        f"translation is not judged; {rejected}")
+        if unresolved:
+            # what a pass could not translate is the likelier cause than the compiler's first complaint
+            left = unresolved[0]
+            return Status.UNRESOLVED, (f"{left.reason} (line {left.span.start_line + 1}:{left.span.start_col + 1} "
+                                       f"of the source); {rejected}")
         return Status.UNRESOLVED, rejected
     if evidence.harness_error:
         return Status.ERROR, ("xpiler's own test harness failed (a bug in xpiler, not in the translation; please "

@@ -313,3 +313,17 @@ int main() {
     assert compile_check(out, Dialect.HIP).ok
     assert not compile_check(cuda.replace("cudaKernelNodeParams", "hipKernelNodeParams").replace(
         "cudaMemsetParams", "hipMemsetParams"), Dialect.HIP).ok
+
+
+def test_a_kernel_launched_from_device_code_is_named_for_hip() -> None:
+    """Dynamic parallelism (a kernel that launches a kernel) has no HIP equivalent: the construct is left
+    unresolved at its place in the source, so a failed compile is explained by it, not by hipcc's message alone;
+    a launch from host code is not."""
+    cuda = """
+__global__ void child(int* x) { x[threadIdx.x] += 1; }
+__global__ void parent(int* x) { if (threadIdx.x == 0) child<<<1, 32>>>(x); }
+void host(int* x) { parent<<<1, 1>>>(x); }
+"""
+    _out, ctx = run(cuda)
+    launches = [u for u in ctx.unresolved if "dynamic parallelism" in u.reason]
+    assert len(launches) == 1 and launches[0].span.start_line == 2

@@ -94,3 +94,56 @@ def test_a_deduced_template_calling_a_template_with_its_type_is_inlined(tmp_path
     y = np.full_like(x, np.nan)
     lib.run(ctypes.c_void_p(y.ctypes.data), ctypes.c_void_p(x.ctypes.data), ctypes.c_int(2))
     np.testing.assert_allclose(y, (2 * x.reshape(2, 32))[:, ::-1].ravel(), rtol=1e-6)
+
+
+# leimao's CUDA-GEMM-Optimization style: a template kernel instantiated for <float, 8> with a tile loader that is
+# a template with a type parameter and default value parameters, a 2-D shared tile passed as an array parameter,
+# brace-initialized locals live across a barrier, static_asserts on the template's values, and host code that
+# also instantiates the kernel for __half (whose accumulation is `__half += float`).
+LOADER_SOURCE = r"""
+#include <cuda_fp16.h>
+template <typename T, size_t TILE, size_t THREADS, size_t SKEW = 0U>
+__device__ void load_tile(T const* in, T tile[TILE][TILE + SKEW], size_t row0, size_t n, size_t linear) {
+  static_assert(TILE * TILE % THREADS == 0U);
+  for (size_t load{0U}; load < TILE * TILE / THREADS; ++load) {
+    size_t const r{(linear + load * THREADS) / TILE};
+    size_t const c{(linear + load * THREADS) % TILE};
+    T value{static_cast<T>(0)};
+    if (row0 + r < n) value = in[(row0 + r) * TILE + c];
+    tile[r][c] = value;
+  }
+}
+template <typename T, size_t TILE>
+__global__ void row_sums(T const* in, T* out, size_t n) {
+  constexpr size_t THREADS{TILE};
+  __shared__ T tile[TILE][TILE];
+  size_t const linear{threadIdx.x};
+  size_t const row0{blockIdx.x * TILE};
+  load_tile<T, TILE, THREADS>(in, tile, row0, n, linear);
+  __syncthreads();
+  T sum{static_cast<T>(0)};
+  for (size_t c{0U}; c < TILE; ++c) sum += static_cast<float>(tile[linear][c]);
+  if (row0 + linear < n) out[row0 + linear] = sum;
+}
+template <typename T> void launch(T const* in, T* out, size_t n) { row_sums<T, 8><<<(n + 7) / 8, 8>>>(in, out, n); }
+template void launch<float>(float const*, float*, size_t);
+template void launch<__half>(__half const*, __half*, size_t);
+"""
+
+
+def test_a_template_instance_with_a_type_parameter_and_a_defaulted_loader(tmp_path) -> None:  # noqa: ANN001
+    """The instance ``row_sums<float, 8>`` gets its own block function and an exported wrapper with ``float``
+    parameters; the loader binds its defaulted ``SKEW``, indexes the caller's tile through the array parameter,
+    the brace-initialized locals are per-thread copies across the barrier. Reference: numpy row sums."""
+    text, records, _ctx = translate_to_cpu(LOADER_SOURCE, "k.cu", None, {"loop_recovery": {"entry": "row_sums<float, 8>", "block": "8", "grid": "(n + 7) / 8"}})
+    assert text is not None
+    recovery = next(r for r in records if r["name"] == "loop_recovery")
+    assert recovery["changed"], recovery["refused"]
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    n = 8 * 5 - 3
+    x = np.random.default_rng(1).standard_normal((n, 8)).astype(np.float32)
+    x = np.vstack([x, np.full((3, 8), np.nan, dtype=np.float32)])  # past the rows: never read
+    y = np.full(n + 3, -1.0, dtype=np.float32)
+    lib.row_sums__float_8(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data), ctypes.c_size_t(n))
+    np.testing.assert_allclose(y[:n], x[:n].sum(axis=1), rtol=1e-5, atol=1e-5)
+    assert np.all(y[n:] == -1.0)

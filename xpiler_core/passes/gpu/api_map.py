@@ -138,6 +138,10 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
                     Unresolved(f"no {direction.split('->')[1].upper()} mapping for '{name}' in the tables",
                                Span.of(node), name)
                 )
+        elif kind == "kernel_call_syntax" and direction == "cuda->hip" and _in_device_function(src, node):
+            ctx.unresolved.append(Unresolved(
+                "a kernel launched from device code (dynamic parallelism): HIP has no device-side launch",
+                Span.of(node), "<<<>>> in device code"))
         elif kind in ("<<<", ">>>") and src.node_text(node) != kind:
             # nvcc reads a launch's chevrons written with spaces (`k << <g, b >> >(x)`, an old workaround for
             # compilers that split `>>>`); hip-clang reads `<< <` as a shift: the target gets them joined
@@ -350,6 +354,19 @@ def _rewrite_call(
 
 
 _PASTE_AFTER = re.compile(r"[ \t]*##")
+_DEVICE_SPACE = re.compile(r"\b__(?:global|device)__\b")
+
+
+def _in_device_function(src: ParsedSource, node: Node) -> bool:
+    """Whether ``node`` lies in the body of a ``__global__`` or ``__device__`` function."""
+    parent = node.parent
+    while parent is not None and parent.type != "function_definition":
+        parent = parent.parent
+    if parent is None:
+        return False
+    body = parent.child_by_field_name("body")
+    head = src.data[parent.start_byte:body.start_byte if body is not None else parent.end_byte]
+    return _DEVICE_SPACE.search(head.decode("utf-8", "replace")) is not None
 
 
 def _reordered_initializers(

@@ -41,6 +41,7 @@ from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 from xpiler_core.passes.support.ast_support import (
+    INT_TYPES,
     PURE_CALLS,
     bool_param,
     calls_in,
@@ -50,6 +51,8 @@ from xpiler_core.passes.support.ast_support import (
     names_in,
     parse_stmts,
     scalar_writes,
+    template_actuals,
+    template_formals,
     value_template_arguments,
 )
 from xpiler_core.passes.support.coop_groups import lower_cooperative_groups, uses_cooperative_groups
@@ -225,8 +228,10 @@ class _Inliner:
             if "<" not in callee:
                 raise PassRefused(f"cannot inline template device function '{fn.name}' {why}", at.span) from None
             raise PassRefused(f"cannot inline '{callee}': {why}", at.span) from None
-        return {name: A.Literal(actual) if re.fullmatch(r"-?\w+", actual) else A.Name(f"({actual})")
-                for name, actual in actuals.items()}
+        # a number is a literal; a name (the caller's constexpr local or template parameter) stays a name, so
+        # the caller's renames reach it
+        return {name: A.Literal(actual) if re.fullmatch(r"-?\d\w*", actual) else A.Name(actual)
+                if re.fullmatch(r"[A-Za-z_]\w*", actual) else A.Name(f"({actual})") for name, actual in actuals.items()}
 
     def _deduce_types(self, fn: A.Function, call: A.Call) -> A.Function | None:
         """``fn`` with its type template parameters replaced by the types of the call's arguments, as C++
@@ -234,7 +239,7 @@ class _Inliner:
         not a type, or an argument's type is not known here."""
         assert fn.template is not None
         names: list[str] = []
-        for formal in fn.template.strip().strip("<>").split(","):
+        for formal, _default in template_formals(fn.template):
             words = formal.split()
             if len(words) != 2 or words[0] not in ("typename", "class"):
                 return None
@@ -256,21 +261,7 @@ class _Inliner:
         if set(deduced) != set(names):
             return None
 
-        def specialize(n: A.Node) -> A.Node | None:
-            if isinstance(n, A.Type) and n.base in deduced:
-                t = deduced[n.base]
-                return A.Type(t.base, tuple(dict.fromkeys((*t.quals, *n.quals))), (*t.pointers, *n.pointers),
-                              n.reference)
-            if isinstance(n, A.Call) and n.callee and "<" in n.callee:
-                callee = n.callee
-                for name, t in deduced.items():
-                    callee = re.sub(rf"\b{re.escape(name)}\b", " ".join((*t.quals, t.base)) + "*" * len(t.pointers),
-                                    callee)
-                return A.replace(n, func=A.Name(callee), args=tuple(A.rewrite(a, specialize) for a in n.args))
-            return None
-
-        specialized: A.Function = A.rewrite(fn, specialize)
-        return A.replace(specialized, template=None)
+        return A.replace(_with_types(fn, deduced), template=None)
 
     @staticmethod
     def _explicit_types(fn: A.Function, callee: str) -> tuple[A.Function, str]:
@@ -279,8 +270,8 @@ class _Inliner:
         the call names no type argument or is not understood."""
         if fn.template is None or "<" not in callee:
             return fn, callee
-        formals = [f.strip() for f in fn.template.strip().strip("<>").split(",")]
-        actuals = [a.strip() for a in callee[callee.index("<") + 1: callee.rindex(">")].split(",")]
+        formals = [declaration for declaration, _default in template_formals(fn.template)]
+        actuals = template_actuals(fn.template, callee)
         if len(formals) != len(actuals):
             return fn, callee
         types: dict[str, A.Type] = {}
@@ -324,7 +315,7 @@ class _Inliner:
             raise PassRefused(f"cannot inline '{fn.name}': parameter list not understood", at.span)
         k = next(self.counter)
         local = {p.name for p in params if p.name} | {n.name for n in A.walk(fn.body) if isinstance(n, A.VarDecl)}
-        fn = self._expand_macros(fn, local)
+        fn = _without_static_asserts(self._expand_macros(fn, local))
         self.types.update({f"{name}_i{k}": t for name, t in A.declared_types(fn).items() if name in local})
         renames: dict[str, A.Expr] = {**template_args, **{nm: A.Name(f"{nm}_i{k}") for nm in local}}
         body_stmts = list(fn.body.stmts)
@@ -354,6 +345,13 @@ class _Inliner:
             if p.type.reference:
                 if not isinstance(arg, A.Name):
                     raise PassRefused(f"cannot inline '{fn.name}': reference argument is not a variable", at.span)
+                renames[p.name] = arg
+                continue
+            if p.dims:
+                # an array parameter is a pointer to the caller's array: the body indexes the argument itself
+                if not isinstance(arg, A.Name) or p.name in scalar_writes(fn.body):
+                    raise PassRefused(f"cannot inline '{fn.name}': array parameter '{p.name}' is not given an array "
+                                      "variable (or is reassigned)", at.span)
                 renames[p.name] = arg
                 continue
             # the copy drops its top-level const (expansion may assign it per thread): a pointer keeps what it
@@ -1080,9 +1078,14 @@ def _expanded_init(d: A.VarDecl) -> list[A.Stmt]:
     whole (what the elements the list leaves out hold) and then given the listed elements, one level deep."""
     assert d.init is not None
     if not d.dims:
-        if d.init_style != "=":
-            raise PassRefused(f"cannot expand the constructed variable '{d.name}' across a barrier", d.span)
-        return [A.ExprStmt(A.assign(A.Name(d.name), d.init))]
+        if d.init_style == "=":
+            return [A.ExprStmt(A.assign(A.Name(d.name), d.init))]
+        # `size_t const i{e}` / `int n(e)` of a scalar or pointer: the one value, as `= e` would give it
+        scalar = bool(d.type.pointers) or d.type.base in _SCALAR_TYPES
+        if scalar and isinstance(d.init, A.InitList) and len(d.init.items) == 1 and not isinstance(
+                d.init.items[0], A.InitList):
+            return [A.ExprStmt(A.assign(A.Name(d.name), A.Cast(A.replace(d.type, quals=()), d.init.items[0])))]
+        raise PassRefused(f"cannot expand the constructed variable '{d.name}' across a barrier", d.span)
     if not isinstance(d.init, A.InitList) or any(isinstance(x, A.InitList) for x in d.init.items):
         raise PassRefused(f"cannot expand initialized array '{d.name}' across a barrier", d.span)
     this = A.Name(d.name)
@@ -1096,6 +1099,10 @@ def _expanded_init(d: A.VarDecl) -> list[A.Stmt]:
         if not _zero_literal(item):  # the memset wrote those
             out.append(A.ExprStmt(A.assign(A.Index(flat, A.lit(i)), item)))
     return out
+
+
+_SCALAR_TYPES = frozenset({*INT_TYPES, "float", "double", "bool", "char", "signed char", "unsigned char", "half",
+                           "__half"})
 
 
 def _zero_literal(e: A.Expr) -> bool:
@@ -1379,6 +1386,8 @@ def _wrapper(kernel: A.Function, grid: list[A.Expr], block: list[A.Expr], smem: 
              extra: list[str], instance: str = "") -> A.Function:
     """``instance``: the template arguments (``<128, 8>``) of the instantiation the wrapper launches; the
     wrapper is then named :func:`A.instance_symbol` of it."""
+    if instance and kernel.template is not None and (bindings := _instance_bindings(kernel.template, instance)):
+        kernel = _with_types(kernel, bindings[0])  # the wrapper's parameters spell the instance's types
     params = tuple(p for p in kernel.params if isinstance(p, A.Param))
     args = tuple(A.Name(p.name) for p in params if p.name)
     params = (*params, *(A.Param(e, A.ctype("int")) for e in extra))
@@ -1418,20 +1427,93 @@ def _wrap_kernel(target: A.Function, module: A.Module, params: dict[str, Any], n
     return [special, A.replace(wrapper, body=call)]
 
 
+_TYPE_ARGUMENT = re.compile(r"(?:(?:unsigned|signed|long|short|const)\s+)*[A-Za-z_]\w*")
+
+
+def _instance_bindings(template: str, instance: str) -> tuple[dict[str, A.Type], dict[str, A.Expr]] | None:
+    """What ``instance`` (``<float, 128, 8>``) gives each parameter of ``template``: type parameters a plain
+    type name, value parameters an integer or boolean literal (default arguments fill the ones it leaves out);
+    None when it gives anything else."""
+    formals = template_formals(template)
+    actuals = template_actuals(template, "t" + instance.strip())
+    if len(actuals) != len(formals):
+        return None
+    types: dict[str, A.Type] = {}
+    values: dict[str, A.Expr] = {}
+    for (declaration, _default), actual in zip(formals, actuals, strict=True):
+        words = declaration.split()
+        if len(words) < 2:
+            return None
+        if words[0] in ("typename", "class"):
+            if not _TYPE_ARGUMENT.fullmatch(actual):
+                return None
+            types[words[-1]] = A.Type(actual)
+        elif re.fullmatch(r"-?\d+[uUlL]*|true|false", actual):
+            values[words[-1]] = A.Name(actual) if actual in ("true", "false") else A.lit(
+                int(re.sub(r"[uUlL]+$", "", actual)))
+        else:
+            return None
+    return types, values
+
+
+def _with_types(node: A.N, types: dict[str, A.Type]) -> A.N:
+    """``node`` with the type parameters in ``types`` written as their arguments."""
+    def specialize(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Type) and n.base in types:
+            t = types[n.base]
+            return A.Type(t.base, tuple(dict.fromkeys((*t.quals, *n.quals))), (*t.pointers, *n.pointers),
+                          n.reference)
+        if isinstance(n, A.Call) and n.callee and "<" in n.callee:
+            # `static_cast<T>(0)`, `f<T, 4>(x)`: template arguments spelled in the callee
+            callee = n.callee
+            for name, t in types.items():
+                callee = re.sub(rf"\b{re.escape(name)}\b", " ".join((*t.quals, t.base)) + "*" * len(t.pointers),
+                                callee)
+            return A.replace(n, func=A.Name(callee), args=tuple(A.rewrite(a, specialize) for a in n.args))
+        return None
+
+    return A.rewrite(node, specialize)
+
+
+def _without_static_asserts(node: A.N) -> A.N:
+    """``node`` without its ``static_assert`` statements: checks the source's compiler already made (nvcc
+    built it), written in template parameters a copy for one instance or an inlined call no longer declares."""
+    def drop(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Block) and any(_is_static_assert(s) for s in n.stmts):
+            return A.replace(n, stmts=tuple(A.rewrite(s, drop) for s in n.stmts if not _is_static_assert(s)))
+        return None
+
+    return A.rewrite(node, drop)
+
+
+def _is_static_assert(s: A.Stmt) -> bool:
+    # (kept verbatim: as opaque text, or as the frontend's text-only statement)
+    return isinstance(s, (A.Opaque, A.Comment)) and s.text.lstrip().startswith("static_assert")
+
+
 def _instantiated(fn: A.Function, instance: str) -> A.Function | None:
-    """A non-template copy of the template block function ``fn`` for ``instance`` (``<128, 8>``) when every
-    template parameter is a value the instance gives as an integer or boolean literal; None otherwise."""
+    """A non-template copy of the template block function ``fn`` for ``instance`` (``<float, 128, 8>``) when
+    the instance gives every type parameter a type name and every value parameter an integer or boolean
+    literal; None otherwise."""
     if fn.template is None:
         return None
-    formals = _template_formals(fn.template)
-    if re.search(r"\b(typename|class)\b", fn.template):
+    bindings = _instance_bindings(fn.template, instance)
+    if bindings is None:
         return None
-    actuals = [a.strip() for a in instance.strip()[1:-1].split(",")]
-    if len(actuals) != len(formals) or not all(re.fullmatch(r"-?\d+[uUlL]*|true|false", a) for a in actuals):
+    types, values = bindings
+    spelled = {name: v.id if isinstance(v, A.Name) else str(A.const_int(v)) for name, v in values.items()}
+
+    def callee_values(n: A.Node) -> A.Node | None:
+        # a call that names the template's values in its own template arguments (`load<T, TILE>(...)`)
+        if isinstance(n, A.Call) and n.callee and "<" in n.callee:
+            callee = n.callee
+            for name, text in spelled.items():
+                callee = re.sub(rf"\b{re.escape(name)}\b", text, callee)
+            return A.replace(n, func=A.Name(callee), args=tuple(A.rewrite(a, callee_values) for a in n.args))
         return None
-    values: dict[str, A.Expr] = {f: A.Name(a) if a in ("true", "false") else A.lit(int(re.sub(r"[uUlL]+$", "", a)))
-                                 for f, a in zip(formals, actuals, strict=True)}
-    return A.replace(A.substitute(fn, values), name=A.instance_symbol(fn.name + instance), template=None)
+
+    special = A.substitute(_with_types(_without_static_asserts(fn), types), values)
+    return A.replace(A.rewrite(special, callee_values), name=A.instance_symbol(fn.name + instance), template=None)
 
 
 _USING_NVCUDA = re.compile(r"\s*using\s+namespace\s+nvcuda\s*;\s*")
@@ -1489,11 +1571,12 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             target = next((k for k in kernels if k.name == base.strip()), None)
             if target is None:
                 raise PassRefused(f"entry={entry_name}: no __global__ kernel of that name")
-            if instance and (target.template is None or any(
-                    re.search(rf"\b{re.escape(formal)}\b", p.type.base) for p in target.params
-                    if isinstance(p, A.Param) for formal in _template_formals(target.template))):
+            bindings = _instance_bindings(target.template, instance) if instance and target.template else None
+            if instance and (bindings is None or any(
+                    re.search(rf"\b{re.escape(formal)}\b", p.type.base) for p in _with_types(target, bindings[0]).params
+                    if isinstance(p, A.Param) for formal in _template_formals(target.template or ""))):
                 raise PassRefused(f"entry={entry_name}: not an instance of a template kernel whose parameter types "
-                                  "are its own (a wrapper could not spell them)")
+                                  "its template arguments spell (a wrapper could not spell them)")
             wrappers.extend(_wrap_kernel(target, module, params, new_kernels, ctx, explicit=True, instance=instance))
         elif len(kernels) == 1:
             try:

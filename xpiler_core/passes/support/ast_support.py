@@ -95,13 +95,36 @@ def scalar_writes(node: A.Node) -> set[str]:
     return out
 
 
+def template_formals(template: str) -> list[tuple[str, str | None]]:
+    """``<typename T, size_t S = 0U>`` → ``[("typename T", None), ("size_t S", "0U")]``: each parameter's
+    declaration and its default argument's text."""
+    out: list[tuple[str, str | None]] = []
+    for formal in template.strip().strip("<>").split(","):
+        declaration, eq, default = formal.partition("=")
+        out.append((" ".join(declaration.split()), default.strip() if eq else None))
+    return out
+
+
+def template_actuals(template: str, callee: str) -> list[str]:
+    """The explicit template arguments of ``callee`` (``f<a, b>``), completed with the template's default
+    arguments for the parameters the call leaves out."""
+    actuals = [" ".join(a.split()) for a in callee[callee.index("<") + 1 : callee.rindex(">")].split(",")]
+    formals = template_formals(template)
+    for _formal, default in formals[len(actuals):]:
+        if default is None:
+            break
+        actuals.append(default)
+    return actuals
+
+
 def value_template_arguments(template: str, callee: str) -> dict[str, str]:
-    """``f<256>`` against ``template <int BLOCK>`` → ``{"BLOCK": "256"}``: the text of each value argument.
-    ``ValueError`` says what is not understood: no explicit arguments, another count, a type parameter."""
+    """``f<256>`` against ``template <int BLOCK>`` → ``{"BLOCK": "256"}``: the text of each value argument
+    (default arguments for those the call leaves out). ``ValueError`` says what is not understood: no explicit
+    arguments, another count, a type parameter."""
     if "<" not in callee:
         raise ValueError("without explicit arguments")
-    formals = [p.strip() for p in template.strip().strip("<>").split(",")]
-    actuals = [a.strip() for a in callee[callee.index("<") + 1 : callee.rindex(">")].split(",")]
+    formals = [declaration for declaration, _default in template_formals(template)]
+    actuals = template_actuals(template, callee)
     if len(formals) != len(actuals):
         raise ValueError("template arguments not understood")
     out: dict[str, str] = {}

@@ -126,6 +126,11 @@ struct __half {
   __half(double f) : x(xpiler_cpu::f2h((float)f)) {}
   __half(int v) : x(xpiler_cpu::f2h((float)v)) {}
   operator float() const { return xpiler_cpu::h2f(x); }
+  /* CUDA's compound assignments: the operation in float, rounded once to half (acc += a * b) */
+  __half& operator+=(float v) { x = xpiler_cpu::f2h(xpiler_cpu::h2f(x) + v); return *this; }
+  __half& operator-=(float v) { x = xpiler_cpu::f2h(xpiler_cpu::h2f(x) - v); return *this; }
+  __half& operator*=(float v) { x = xpiler_cpu::f2h(xpiler_cpu::h2f(x) * v); return *this; }
+  __half& operator/=(float v) { x = xpiler_cpu::f2h(xpiler_cpu::h2f(x) / v); return *this; }
 };
 typedef __half half;
 /* Tiles of half values converted to and from float in bulk, with the vector conversion instructions where the
