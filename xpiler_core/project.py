@@ -31,7 +31,7 @@ PROJECT_FILE = "xpiler.toml"
 COMPILE_COMMANDS = "compile_commands.json"
 # Lines of program output that carry timings or addresses, ignored when two runs are compared.
 DEFAULT_IGNORE = (
-    r"(?i)\b(time|elapsed|duration|throughput|bandwidth|gflops?|tflops?|gb/s|ms|usec|sec(onds)?|us)\b",
+    r"(?i)\b(time|elapsed|duration|throughput|bandwidth|gflops?|tflops?|gb/s|ms|usec|sec(onds?)?|us)\b",
     r"(?i)\b0x[0-9a-f]{6,}\b",
     # what a program prints about the device it found: it differs between the runtime and the CPU
     r"(?i)\b(device|gpu)\b.*\b(name|compute capabilit|multi-?processors?|sm[ _]?\d|clock|driver|version)",

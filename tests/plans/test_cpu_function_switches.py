@@ -58,3 +58,20 @@ def test_switches_in_function_bodies_are_read_as_the_build_sets_them(tmp_path: P
     by = 0.5 if defines else 3.0
     expected = f"{sum(0.25 * i * by for i in range(1000)):.2f}"
     assert result.manifest["outcome"]["program"]["source"]["stdout"].split() == [expected]
+
+
+def test_an_include_guard_after_non_ascii_text_is_not_read_as_a_switch_in_a_function() -> None:
+    """Where the text holds characters of several bytes (comments in Chinese), a directive's character offset is
+    not its byte offset: the include guard of a header inlined after such text fell "inside" a function body,
+    was decided (the project defines the guard) and the whole header blanked (CHECK_CUDA undeclared in nine
+    PMPP programs). Only directives in function bodies are read; the guard stays."""
+    from xpiler_core.frontend.source import parse_text
+    from xpiler_core.passes.support.cst import fold_decided_branches_in_functions
+
+    text = ("// 错误检查宏 — 打印设备信息\nvoid first() {\n  int x = 0; // 检查最后的错误\n  (void)x;\n}\n"
+            "#ifndef UTILS_CUH\n#define UTILS_CUH\n#define CHECK(c) (c)\n#endif\n"
+            "void second(int n) {\n#ifndef NO_CHECK\n  CHECK(n);\n#endif\n}\n")
+    folded = fold_decided_branches_in_functions(parse_text(text, "u.cu", Dialect.CUDA), frozenset({"UTILS_CUH"}))
+    assert "#ifndef UTILS_CUH" in folded and "#define CHECK(c) (c)" in folded
+    assert "#ifndef NO_CHECK" not in folded and "CHECK(n);" in folded  # the switch in a body: read as built
+    assert folded.count("\n") == text.count("\n")

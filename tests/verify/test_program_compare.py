@@ -81,7 +81,10 @@ def test_a_bare_time_that_two_source_runs_happen_to_agree_on_is_run_again() -> N
     candidate = run("GPU Time in seconds:\n0.068200\nsum 42\n")
     assert compare_runs(source, candidate, None, rerun_source=lambda *_: next(reruns)).matched
     stable = run("GPU Time in seconds:\n0.067588\nsum 42\n")  # the source agrees with itself every time
-    assert not compare_runs(source, candidate, None, rerun_source=lambda *_: stable).matched
+    # the number is the label's value, a time: ignored however stable (a different result still counts)
+    assert compare_runs(source, candidate, None, rerun_source=lambda *_: stable).matched
+    assert not compare_runs(source, run("GPU Time in seconds:\n0.068200\nsum 41\n"), None,
+                            rerun_source=lambda *_: stable).matched
 
 
 def test_files_written_are_compared() -> None:
@@ -146,3 +149,19 @@ def test_a_rerun_of_the_source_cut_short_makes_no_line_unstable() -> None:
     cut = ProgramRun(True, exit_code=None, stdout="phase 1\n", timed_out=True, seconds=120.0)
     report = compare_runs(source, candidate, None, rerun_source=lambda *_: cut)
     assert not report.matched and "result 6" in report.reason
+
+
+def test_a_value_announced_by_an_ignored_label_and_rates_per_second_are_timing() -> None:
+    """polybench prints ``GPU Time in seconds:`` and the number on the next line; the CUDA Handbook's spinlock
+    prints ``operations per second (in millions): 0.68``. Both are times: the poisoned run of the source (which
+    asks whether its output depends on unwritten memory) differed there and blamed the source. A bare number
+    after a label that is not a time, or an announced value that is not a bare number, is still compared."""
+    from xpiler_core.verify.program import uninitialized_read
+
+    source = run("GPU Time in seconds:\n0.069396\nSpinlock operations per second (in millions): 0.68\nsum 42\n")
+    poisoned = run("GPU Time in seconds:\n0.069493\nSpinlock operations per second (in millions): 0.71\nsum 42\n")
+    assert uninitialized_read(source, poisoned, lambda *_: source, ProjectConfig()) is None
+    assert compare_runs(source, poisoned, ProjectConfig()).matched
+    assert not compare_runs(run("Result:\n12\n"), run("Result:\n13\n"), ProjectConfig()).matched
+    assert not compare_runs(run("Time in seconds:\nsum 42\n"), run("Time in seconds:\nsum 41\n"),
+                            ProjectConfig()).matched

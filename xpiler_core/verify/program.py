@@ -398,6 +398,9 @@ def lines_match(a: str, b: str, atol: float, rtol: float) -> bool:
     return all(_numbers_match(x, y, atol, rtol) for x, y in zip(numbers_a, numbers_b, strict=True))
 
 
+_BARE_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*\w{0,3}")  # `0.069396`, `12.5 ms`
+
+
 def _is_table_header(line: str) -> bool:
     """A line of column labels (``Routine    Bandwidth (GB/s)``): fields apart by two spaces or a tab, and no
     number (a line with numbers is data: a device line ``... at device 0: name   with array size 16384`` must
@@ -407,18 +410,23 @@ def _is_table_header(line: str) -> bool:
 
 def _kept_lines(text: str, patterns: list[re.Pattern[str]]) -> tuple[list[str], int]:
     """The lines compared, and how many were ignored. The rows under an ignored header of columns (a table of
-    timings or bandwidths, up to the next blank line) are compared by their text, their numbers masked."""
+    timings or bandwidths, up to the next blank line) are compared by their text, their numbers masked; a bare
+    number on the line after an ignored label that ends in ':' (``GPU Time in seconds:`` then ``0.0693``) is
+    that label's value, ignored too."""
     kept: list[str] = []
     ignored = 0
     timing_table = False
+    announced = False  # an ignored line that ends in ':' announces its value on the next line
     for line in text.splitlines():
         if not line.strip():
             timing_table = False
             continue
-        if any(p.search(line) for p in patterns):
+        if any(p.search(line) for p in patterns) or (announced and _BARE_NUMBER.fullmatch(line.strip())):
             ignored += 1
             timing_table = _is_table_header(line)
+            announced = line.rstrip().endswith(":")
             continue
+        announced = False
         kept.append(_NUMBER.sub("#", line).rstrip() if timing_table else line.rstrip())
     return kept, ignored
 

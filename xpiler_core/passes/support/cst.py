@@ -200,6 +200,13 @@ def fold_decided_branches_in_functions(src: ParsedSource, defined: frozenset[str
     if not bodies:
         return src.text
     text = src.text
+    # the matches are over the decoded text, the bodies over its bytes: character offset -> byte offset where the
+    # text is not ASCII (a header with comments in Chinese put an include guard "inside" a function body)
+    offsets: list[int] | None = None
+    if len(src.data) != len(text):
+        offsets = [0]
+        for ch in text:
+            offsets.append(offsets[-1] + len(ch.encode("utf-8")))
     own = [(m.start(), m.group(1)) for m in _MACRO_DEFINITION.finditer(text)]
     blank: list[tuple[int, int]] = []
     # one frame per open conditional: whether its first branch is taken (None: not decided here), the spans
@@ -211,7 +218,8 @@ def fold_decided_branches_in_functions(src: ParsedSource, defined: frozenset[str
         other = m.group("other")
         if name is not None or other == "if":
             decided: bool | None = None
-            if name is not None and _project_macro(name) and any(a <= at < b for a, b in bodies):
+            at_byte = offsets[at] if offsets is not None else at
+            if name is not None and _project_macro(name) and any(a <= at_byte < b for a, b in bodies):
                 is_defined = name in defined or any(pos < at and n == name for pos, n in own)
                 wanted = m.group("kind") != "ifndef" and not m.group("neg")
                 decided = is_defined == wanted
@@ -242,11 +250,7 @@ def fold_decided_branches_in_functions(src: ParsedSource, defined: frozenset[str
     if not blank:
         return text
     data = bytearray(text.encode("utf-8"))
-    # the matches are over the decoded text: map character offsets to bytes where the text is not ASCII
-    if len(data) != len(text):
-        offsets = [0]
-        for ch in text:
-            offsets.append(offsets[-1] + len(ch.encode("utf-8")))
+    if offsets is not None:
         blank = [(offsets[a], offsets[b]) for a, b in blank]
     for start, end in blank:
         for k in range(start, end):
