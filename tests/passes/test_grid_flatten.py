@@ -276,33 +276,3 @@ extern "C" void run(float* out, float* data, int blocks) { apool(dim3(blocks), d
     lib.run(out.ctypes.data_as(ptr), data.ctypes.data_as(ptr), 28)
     np.testing.assert_array_equal(out.reshape(21, 8, 8), expected)
 
-
-# TVM's PReLU over 19 channels in blocks of 38: the channel is the thread index alone, `Scale[tx % 19]`
-TVM_PRELU = r"""
-extern "C" __global__ void __launch_bounds__(38) prelu(float* __restrict__ Scale, float* __restrict__ out,
-                                                       float* __restrict__ data) {
-  out[((int)blockIdx.x) * 38 + ((int)threadIdx.x)] = (0.0f < data[((int)blockIdx.x) * 38 + ((int)threadIdx.x)])
-      ? data[((int)blockIdx.x) * 38 + ((int)threadIdx.x)]
-      : data[((int)blockIdx.x) * 38 + ((int)threadIdx.x)] * Scale[((int)threadIdx.x) % 19];
-}
-"""
-
-
-def test_a_per_channel_remainder_of_the_thread_index_flattens(cbuild) -> None:  # noqa: ANN001 - fixture
-    """``tx % 19`` costs a division per element in the block nest; over the flat index it is ``i % 19`` (38 is
-    a multiple of 19), which the split by 19 reads contiguously. Reference: numpy's PReLU."""
-    text, records, _ctx = translate_to_cpu(TVM_PRELU, "p.cu")
-    assert text is not None
-    assert next(r for r in records if r["name"] == "grid_flatten")["changed"]
-    lib = cbuild(text + """
-extern "C" void run(float* scale, float* out, float* data, int blocks) { prelu(dim3(blocks), dim3(38), 0, scale, out, data); }
-""")
-    rng = np.random.default_rng(6)
-    blocks = 1224
-    data = rng.standard_normal(blocks * 38).astype(np.float32)
-    scale = rng.standard_normal(19).astype(np.float32)
-    out = np.zeros_like(data)
-    ptr = ctypes.POINTER(ctypes.c_float)
-    lib.run(scale.ctypes.data_as(ptr), out.ctypes.data_as(ptr), data.ctypes.data_as(ptr), blocks)
-    channel = np.arange(data.size) % 19
-    np.testing.assert_array_equal(out, np.where(data > 0, data, data * scale[channel]))

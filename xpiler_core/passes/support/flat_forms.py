@@ -113,14 +113,12 @@ class _Fitter:
 
 
 def _costly_mixed(n: A.Node, with_loops: bool) -> bool:
-    """A division or remainder by other than a power of two whose operand holds the thread index (the block
-    nest computes it for every element: `tx % 19` for a per-channel parameter, `(bx * 6 + (tx >> 2)) % 250`);
-    in a body with inner loops any division, remainder, shift or mask of an operand that mixes block and thread
-    indices (the flat loop's split then takes the inner loops' per-element bounds and offsets out of the
-    element loop)."""
-    if not (isinstance(n, A.Binary) and "xp_tx" in A.free_names(n.left)):
+    """A division or remainder by other than a power of two whose operand mixes block and thread indices; in a
+    body with inner loops any division, remainder, shift or mask of such an operand (the flat loop's split then
+    takes the inner loops' per-element bounds and offsets out of the element loop)."""
+    if not (isinstance(n, A.Binary) and {"xp_bx", "xp_tx"} <= A.free_names(n.left)):
         return False
-    if with_loops and n.op in (">>", "&", "/", "%") and "xp_bx" in A.free_names(n.left):
+    if with_loops and n.op in (">>", "&", "/", "%"):
         return True
     if n.op not in ("/", "%"):
         return False
@@ -130,9 +128,9 @@ def _costly_mixed(n: A.Node, with_loops: bool) -> bool:
 
 def _worth_flattening(fitter: _Fitter, flat: A.Expr, with_loops: bool) -> bool:
     """The flat loop pays when the body is element-wise over the flat index (index and guard ``i < n`` only),
-    or when a division or remainder by other than a power of two takes the thread index (TVM's coordinates
-    straddling blocks, ``(bx * 6 + (tx >> 2)) % 250``, or a per-channel ``Scale[tx % 19]``: only the flat loop
-    can be split by the axis sizes, which hoists them). Terms of the block index alone, or shifts and masks,
+    or when a division or remainder by other than a power of two mixes block and thread indices (TVM's
+    coordinates straddling blocks, ``(bx * 6 + (tx >> 2)) % 250``: only the flat loop can be split by the axis
+    sizes, which hoists them). Terms of the block index alone, of the thread index alone or shifts and masks
     are as cheap in the block nest, which keeps its block-invariant work out of the thread loop."""
     used = [(e, f) for e, f in fitter.fits.items() if f is not None]
     if all(f == flat or (isinstance(f, A.Binary) and f.op == "<" and f.left == flat) for _, f in used):
