@@ -86,14 +86,15 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
     max_nodes = int_param(params, "max_nodes", 4000, 1, 1 << 20)
 
+    shapes = {fn.name: _block_shape(module, fn) for fn in module.functions() if is_bound_kernel(fn)}
+
     def known(fn: A.Function) -> bool | str:
-        if not is_bound_kernel(fn):
+        if fn.name not in shapes:
             return False
-        return True if _block_shape(module, fn) is not None else (
-            "block shape not known (no constant launch, no __launch_bounds__)")
+        return shapes[fn.name] is not None or "block shape not known (no constant launch, no __launch_bounds__)"
 
     def specialize(fn: A.Function) -> A.Function | str:
-        shape = _block_shape(module, fn)
+        shape = shapes[fn.name]
         assert shape is not None
         return _specialized(fn, shape, max_nodes)
 

@@ -279,7 +279,7 @@ class _Inliner:
         for formal, actual in zip(formals, actuals, strict=True):
             words = formal.split()
             if len(words) == 2 and words[0] in ("typename", "class"):
-                if not re.fullmatch(r"(?:unsigned |signed |long |const )*[A-Za-z_]\w*(?:::\w+)*", actual):
+                if not _TYPE_ARGUMENT.fullmatch(actual):
                     return fn, callee
                 types[words[1]] = A.Type(actual)
             else:
@@ -288,12 +288,7 @@ class _Inliner:
         if not types:
             return fn, callee
 
-        def specialize(n: A.Node) -> A.Node | None:
-            if isinstance(n, A.Type) and n.base in types:
-                return A.Type(types[n.base].base, n.quals, n.pointers, n.reference)
-            return None
-
-        specialized: A.Function = A.rewrite(fn, specialize)
+        specialized = _with_types(fn, types)
         header = "<" + ", ".join(kept_formals) + ">" if kept_formals else None
         name = callee[: callee.index("<")].strip()
         return A.replace(specialized, template=header), name + ("<" + ", ".join(kept_actuals) + ">" if kept_formals
@@ -1371,15 +1366,9 @@ def _device_only(fn: A.Function) -> bool:
 
 
 def _template_formals(header: str) -> list[str]:
-    """The parameter names of a template header (``template <int BM, typename T>`` → [BM, T])."""
-    inner = header.strip()
-    inner = inner[inner.find("<") + 1: inner.rfind(">")]
-    names = []
-    for formal in inner.split(","):
-        words = re.findall(r"[A-Za-z_]\w*", formal.split("=")[0])
-        if words:
-            names.append(words[-1])
-    return names
+    """The parameter names of a template header (``<int BM, typename T = float>`` → [BM, T])."""
+    return [words[-1] for declaration, _default in template_formals(header)
+            if (words := re.findall(r"[A-Za-z_]\w*", declaration))]
 
 
 def _wrapper(kernel: A.Function, grid: list[A.Expr], block: list[A.Expr], smem: A.Expr,
@@ -1427,7 +1416,8 @@ def _wrap_kernel(target: A.Function, module: A.Module, params: dict[str, Any], n
     return [special, A.replace(wrapper, body=call)]
 
 
-_TYPE_ARGUMENT = re.compile(r"(?:(?:unsigned|signed|long|short|const)\s+)*[A-Za-z_]\w*")
+# a template's type argument the inliner and instances write in: a plain (possibly qualified) type name
+_TYPE_ARGUMENT = re.compile(r"(?:(?:unsigned|signed|long|short|const)\s+)*[A-Za-z_]\w*(?:::\w+)*")
 
 
 def _instance_bindings(template: str, instance: str) -> tuple[dict[str, A.Type], dict[str, A.Expr]] | None:

@@ -35,11 +35,7 @@ def _runtime_enums() -> str:
     """The runtime's error codes, device attributes and compute modes as unnamed enums (the host API takes
     and returns plain ints), and the driver API's error type ``CUresult`` (programs name its codes in their
     error helpers), from the X-macro lists the SIMT runtime's headers use too."""
-    from importlib import resources
-
-    lists = resources.files("xpiler_core.runtime").joinpath("include/xpiler/cuda_enums.h").read_text(encoding="utf-8")
-    body = "\n".join(line for line in lists.splitlines() if not line.startswith(("//", "#pragma")))
-    return (body + "\n#define XP_ENUMERATOR(prefix, name, value) prefix##name = value,\n"
+    return (_runtime_header("cuda_enums.h") + "\n#define XP_ENUMERATOR(prefix, name, value) prefix##name = value,\n"
             "#define XP_ERROR(name, value) XP_ENUMERATOR(cuda, name, value)\n"
             "#define XP_ATTR(name, value) XP_ENUMERATOR(cudaDevAttr, name, value)\n"
             "#define XP_MODE(name, value) XP_ENUMERATOR(cudaComputeMode, name, value)\n"

@@ -158,29 +158,35 @@ def users_own_names(src: ParsedSource, ctx: PassContext) -> set[str]:
 
 def in_untaken_branch(src: ParsedSource, node: Node, defined: frozenset[str]) -> bool:
     """Whether ``node`` lies in a branch the build does not compile: of ``#if 0`` / ``#if 1`` (an integer
-    literal), or of ``#ifdef``/``#ifndef``/``#if [!]defined(X)`` where X is a macro of the project's own naming (not reserved: no leading underscore, which the
-    compiler and the system headers may define) that nothing in ``defined`` (the project's ``#define``s and
-    -D flags) defines — ``#ifndef NO_CUDA … #else`` stand-ins for the CUDA API are not the project's API."""
+    literal), or of ``#ifdef``/``#ifndef``/``#if [!]defined(X)`` where X is a macro of the project's own naming
+    (not reserved: no leading underscore, which the compiler and the system headers may define) that nothing in
+    ``defined`` (the project's ``#define``s and -D flags) defines — ``#ifndef NO_CUDA … #else`` stand-ins for the
+    CUDA API are not the project's API."""
     child, parent = node, node.parent
     while parent is not None:
-        if parent.type == "preproc_if" and (value := _constant_condition(src, parent)) is not None:
+        first_taken = _first_branch_taken(src, parent, defined)
+        if first_taken is not None:
             alternative = parent.child_by_field_name("alternative")
             in_alternative = alternative is not None and child.id == alternative.id
-            if not (in_alternative and alternative is not None and alternative.type != "preproc_else") and (
-                    (value != 0) == in_alternative):
+            # an #elif chain is not decided here
+            elif_chain = in_alternative and alternative is not None and alternative.type != "preproc_else"
+            if not elif_chain and first_taken == in_alternative:
                 return True
-        elif parent.type in ("preproc_ifdef", "preproc_if"):
-            tested = _macro_tested(src, parent)
-            if tested is not None and _project_macro(tested[0]):
-                macro, polarity = tested
-                alternative = parent.child_by_field_name("alternative")
-                in_alternative = alternative is not None and child.id == alternative.id
-                if in_alternative and alternative is not None and alternative.type != "preproc_else":
-                    pass  # an #elif chain: not decided here
-                elif ((macro in defined) == polarity) == in_alternative:
-                    return True
         child, parent = parent, parent.parent
     return False
+
+
+def _first_branch_taken(src: ParsedSource, node: Node, defined: frozenset[str]) -> bool | None:
+    """Whether the build compiles the first branch of the conditional ``node`` (None: not decided here)."""
+    if node.type == "preproc_if" and (value := _constant_condition(src, node)) is not None:
+        return value != 0
+    if node.type not in ("preproc_ifdef", "preproc_if"):
+        return None
+    tested = _macro_tested(src, node)
+    if tested is None or not _project_macro(tested[0]):
+        return None
+    macro, polarity = tested
+    return (macro in defined) == polarity
 
 
 _CONDITIONAL_LINE = re.compile(

@@ -184,8 +184,8 @@ def over_flat_index(nest: A.Stmt, launch: Launch, max_points: int) -> A.Stmt | s
     rewritten = A.rewrite(nest, thread_loops)
     if "loops" in failed:
         return "the thread body holds while loops"
-    with_loops = any(isinstance(x, A.For) for x in A.walk(nest) if isinstance(x, A.For) and (
-        view := x.canonical()) is not None and view.var not in INDEX_NAMES)
+    with_loops = any(isinstance(x, A.For) and (view := x.canonical()) is not None and view.var not in INDEX_NAMES
+                     for x in A.walk(nest))
     if not _worth_flattening(fitter, flat, with_loops):
         return ("block and thread indices enter the thread body separately (per-block terms the block loop "
                 "computes once)")
