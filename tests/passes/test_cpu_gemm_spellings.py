@@ -268,6 +268,83 @@ extern "C" void run_{name}(const float *A, const float *B, float *C, int M, int 
   {name}<<<dim3(N / 16, M / 16), dim3(128)>>>(A, B, C, M, N, K);
 }}
 """
+# the register tile's loops outside the K loop of a phase (`for i: for j: for k: acc[i][j] += ...`): each thread of an
+# 8 x 8 block computes a contiguous 4 x 4 sub-tile of a 32 x 32 tile; `row`, `col`: where output (i, j) goes
+K_INNERMOST = r"""
+__global__ void {name}(const float *A, const float *B, float *C, int M, int N, int K) {{
+  __shared__ float As[32][32];
+  __shared__ float Bs[32][32];
+  const int tx = threadIdx.x * 4, ty = threadIdx.y * 4;
+  const int row0 = blockIdx.y * 32, col0 = blockIdx.x * 32;
+  float acc[4][4] = {{0.f}};
+  for (int k0 = 0; k0 < K; k0 += 32) {{
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {{
+        As[ty + i][tx + j] = A[(row0 + ty + i) * K + k0 + tx + j];
+        Bs[ty + i][tx + j] = B[(k0 + ty + i) * N + col0 + tx + j];
+      }}
+    __syncthreads();
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 32; ++k) acc[i][j] += As[ty + i][k] * Bs[k][tx + j];
+    __syncthreads();
+  }}
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) C[(row0 + ty + {row}) * N + col0 + tx + {col}] = acc[i][j];
+}}
+extern "C" void run_{name}(const float *A, const float *B, float *C, int M, int N, int K) {{
+  {name}<<<dim3(N / 32, M / 32), dim3(8, 8)>>>(A, B, C, M, N, K);
+}}
+"""
+# the grid's last blocks load their tiles bounds-checked (`ok ? A[i] : 0`), the others without checks; 2 x 2 outputs
+# per thread of a 16 x 16 block numbered flat (`tid`); `edge_scale`: what the last blocks multiply their output by
+LAST_BLOCKS = r"""
+__global__ void {name}(const float *A, const float *B, float *C, int M, int N, int K) {{
+  __shared__ float As[32][16];
+  __shared__ float Bs[16][32];
+  const int tid = threadIdx.y * 16 + threadIdx.x;
+  float acc[2][2] = {{0.f}};
+  for (int k0 = 0; k0 < K; k0 += 16) {{
+    for (int i = 0; i < 32; i += 16) {{
+      const int ar = blockIdx.y * 32 + i + tid / 16, ac = k0 + tid % 16;
+      if (blockIdx.x == gridDim.x - 1 || blockIdx.y == gridDim.y - 1) {{
+        As[i + tid / 16][tid % 16] = ar < M && ac < K ? A[ar * K + ac] : 0;
+      }} else {{
+        As[i + tid / 16][tid % 16] = A[ar * K + ac];
+      }}
+    }}
+    for (int i = 0; i < 16; i += 8) {{
+      const int br = k0 + i + tid / 32, bc = blockIdx.x * 32 + tid % 32;
+      if (blockIdx.x == gridDim.x - 1 || blockIdx.y == gridDim.y - 1) {{
+        Bs[i + tid / 32][tid % 32] = br < K && bc < N ? B[br * N + bc] : 0;
+      }} else {{
+        Bs[i + tid / 32][tid % 32] = B[br * N + bc];
+      }}
+    }}
+    __syncthreads();
+    for (int k = 0; k < 16; ++k)
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j) acc[i][j] += As[threadIdx.y + 16 * i][k] * Bs[k][threadIdx.x + 16 * j];
+    __syncthreads();
+  }}
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {{
+      const int r = blockIdx.y * 32 + threadIdx.y + 16 * i, c = blockIdx.x * 32 + threadIdx.x + 16 * j;
+      if (blockIdx.x == gridDim.x - 1 || blockIdx.y == gridDim.y - 1) {{
+        if (r < M && c < N) C[r * N + c] = {edge_scale}acc[i][j];
+      }} else {{
+        C[r * N + c] = acc[i][j];
+      }}
+    }}
+}}
+extern "C" void run_{name}(const float *A, const float *B, float *C, int M, int N, int K, int rows_of_blocks) {{
+  {name}<<<dim3((N + 31) / 32, rows_of_blocks), dim3(16, 16)>>>(A, B, C, M, N, K);
+}}
+"""
+KERNELS += "".join(LAST_BLOCKS.format(name=name, edge_scale=scale)
+                   for name, scale in (("last_blocks", ""), ("last_blocks_scaled", "2.0f * ")))
+KERNELS += "".join(K_INNERMOST.format(name=name, row=row, col=col)
+                   for name, row, col in (("k_innermost", "i", "j"), ("k_innermost_swapped", "j", "i")))
 KERNELS += "".join(UNROLLED_PAIR.format(name=name, first=first, second=second)
                    for name, first, second in (("unrolled_pair", 0, 1), ("unrolled_pair_swapped", 1, 0)))
 KERNELS = KERNELS.replace("#define RB 4\n", "#define RB 4\n" + "".join(
@@ -385,18 +462,31 @@ def test_register_blocked_threads_are_a_product(lib: ctypes.CDLL, M: int, N: int
     _assert_product(lib, "run_register_blocked", M, N, K, M + 3 * N + K)
 
 
-def test_register_blocked_outputs_stored_transposed_stay_on_the_loops(lib: ctypes.CDLL) -> None:
-    M, N, K = 64, 128, 32
-    rng = np.random.default_rng(5)
-    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
-    c = np.full((M, N), np.nan, np.float32)
+def _run(lib: ctypes.CDLL, entry: str, M: int, N: int, K: int, seed: int, *extra: int,
+         rows: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``entry(A, B, C, M, N, K, *extra)`` on random operands (``rows``: the rows A and C hold, when not M):
+    (A, B, C, how many times the micro-kernel ran)."""
+    rng = np.random.default_rng(seed)
+    a_rows, c_rows = rows or (M, M)
+    a, b = rng.standard_normal((a_rows, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((c_rows, N), np.nan, np.float32)
     calls = _calls(lib)
-    lib.run_register_blocked_swapped(_ptr(a), _ptr(b), _ptr(c), M, N, K)
-    assert calls.value == 0
-    # what the kernel computes: within each thread's 4 x 4 block, output (i, j) holds product element (j, i)
+    getattr(lib, entry)(_ptr(a), _ptr(b), _ptr(c), M, N, K, *extra)
+    return a, b, c, calls.value
+
+
+def _assert_transposed_sub_tiles(lib: ctypes.CDLL, entry: str, M: int, N: int, K: int, seed: int) -> None:
+    """``entry`` runs on the loops and computes what it says: within each thread's 4 x 4 sub-tile, output (i, j)
+    holds product element (j, i)."""
+    a, b, c, calls = _run(lib, entry, M, N, K, seed)
+    assert calls == 0
     product = a.astype(np.float64) @ b
     expected = product.reshape(M // 4, 4, N // 4, 4).transpose(0, 3, 2, 1).reshape(M, N)
     np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_register_blocked_outputs_stored_transposed_stay_on_the_loops(lib: ctypes.CDLL) -> None:
+    _assert_transposed_sub_tiles(lib, "run_register_blocked_swapped", 64, 128, 32, 5)
 
 
 @pytest.mark.parametrize(("M", "N", "K"), [(16, 16, 16), (48, 80, 64)])
@@ -438,3 +528,46 @@ def test_a_block_numbering_its_threads_flat_is_a_product(lib: ctypes.CDLL, M: in
 @pytest.mark.parametrize(("M", "N", "K"), [(16, 16, 16), (48, 32, 80)])
 def test_a_tile_loop_walking_the_operand_pointers_is_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
     _assert_product(lib, "run_walked_pointers", M, N, K, 3 * M + N + K)
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(32, 32, 32), (96, 64, 160)])
+def test_register_tile_loops_around_the_k_loop_are_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    """``for i: for j: for k: acc[i][j] += ...``: the outer loops pick the accumulator, the inner one sums."""
+    _assert_product(lib, "run_k_innermost", M, N, K, M + 11 * N + K)
+
+
+def test_register_tile_around_the_k_loop_stored_transposed_stays_on_the_loops(lib: ctypes.CDLL) -> None:
+    _assert_transposed_sub_tiles(lib, "run_k_innermost_swapped", 64, 32, 64, 13)
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(32, 32, 16), (70, 45, 48), (129, 100, 32)])
+def test_last_blocks_loading_bounds_checked_tiles_are_a_product(lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    """Ragged M and N: the last blocks' checked loads and the others' plain ones are one product."""
+    a, b, c, calls = _run(lib, "run_last_blocks", M, N, K, M + 17 * N + K, (M + 31) // 32)
+    assert calls == 1
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_interior_blocks_reaching_past_the_bounds_run_the_loops(lib: ctypes.CDLL) -> None:
+    # three rows of blocks for M = 40: block (0, 1) is not on the last row or column, covers rows 32-63 past M
+    # unchecked and writes them, as the source does (the buffers here hold 64 and 96 rows); the checked blocks of
+    # the last column and row write rows below M only
+    M, N, K = 40, 64, 16
+    a, b, c, calls = _run(lib, "run_last_blocks", M, N, K, 3, 3, rows=(64, 96))
+    assert calls == 0  # (3 - 1) * 32 rows > M: the interior blocks are not inside the bounds
+    product = a.astype(np.float64) @ b
+    expected = np.full((96, N), np.nan)
+    expected[:M] = product[:M]
+    expected[M:64, :32] = product[M:, :32]
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_last_blocks_computing_another_value_stay_on_the_loops(lib: ctypes.CDLL) -> None:
+    M, N, K = 64, 96, 32
+    a, b, c, calls = _run(lib, "run_last_blocks_scaled", M, N, K, 21, 2)
+    assert calls == 0
+    expected = a.astype(np.float64) @ b
+    last = np.zeros((M, N), bool)
+    last[32:, :] = last[:, 64:] = True  # the last row of blocks and the last column
+    expected[last] *= 2
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))

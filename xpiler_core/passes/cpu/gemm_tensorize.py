@@ -23,6 +23,7 @@ the tuner.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +32,13 @@ from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 from xpiler_core.passes.support.ast_support import enter, guarded_fast_path, int_param, leave
-from xpiler_core.passes.support.bang_thread import Poly, ThreadEvaluator, module_int_constants, stmts_of
+from xpiler_core.passes.support.bang_thread import (
+    Poly,
+    ThreadEvaluator,
+    module_int_constants,
+    stmts_of,
+    strip_casts,
+)
 from xpiler_core.passes.support.cpu_prelude import GEMM_MARK
 from xpiler_core.passes.support.function_macros import Macros, expand_macros, function_macros
 from xpiler_core.passes.support.implicit_gemm import Coord, Gathered, ImplicitGemm
@@ -525,6 +532,24 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
                 for base, found in ev.divisors.items():
                     seen.setdefault(base, set()).update(found)
 
+    edge_test = _last_block_test(inner.body)
+    if edge_test is not None:
+        # blocks on the grid's last row or column run other statements than the rest: each class read alone
+        def specialized(body: A.Stmt = inner.body) -> MatmulShape:
+            return _edge_and_interior(body, edge_test, planned)
+
+        try:
+            shape = specialized()
+        except PassRefused as refusal:
+            first = refusal
+        else:
+            return _with_fast_path(fn, i, *emit(shape, mc, kc, nc), shape)
+        flat = _flattened_block(inner.body, specialized)
+        if flat is None:
+            raise first
+        shape, width = flat
+        pre, lines = (_one_dimensional_names(part) for part in emit(shape, mc, kc, nc))
+        return _with_fast_path(fn, i, [f"xp_bdx == {width}", *pre], lines, shape)
     ev: ThreadEvaluator | None = None
     try:
         ev = evaluated()
@@ -556,6 +581,64 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
     if kinds is not None:
         kinds[fn.name] = "implicit GEMM (gathered operands)"
     return _with_fast_path(fn, i, *emit_implicit(implicit, mc, kc, nc))
+
+
+def _last_block_axes(e: A.Expr) -> set[str] | None:
+    """The axes of ``blockIdx.a == gridDim.a - 1`` tests joined by ``||`` (the last block along any of them);
+    None for another condition."""
+    e = strip_casts(e)
+    if isinstance(e, A.Binary) and e.op == "||":
+        left, right = _last_block_axes(e.left), _last_block_axes(e.right)
+        return None if left is None or right is None else left | right
+    if not (isinstance(e, A.Binary) and e.op == "=="):
+        return None
+    for block, last in ((e.left, e.right), (e.right, e.left)):
+        block, last = strip_casts(block), strip_casts(last)
+        if isinstance(block, A.Name) and block.id in ("xp_bx", "xp_by") and isinstance(last, A.Binary) \
+                and last.op == "-" and last.left == A.name(f"xp_gd{block.id[-1]}") and A.const_int(last.right) == 1:
+            return {block.id[-1]}
+    return None
+
+
+def _last_block_test(body: A.Stmt) -> A.Expr | None:
+    """The one condition the body branches on to treat the grid's last blocks apart (``if (blockIdx.x ==
+    gridDim.x - 1 || blockIdx.y == gridDim.y - 1)``: bounds-checked tile loads there, plain ones elsewhere);
+    None when there is none or several different ones."""
+    tests = {print_expr(n.cond, Dialect.C): n.cond for n in A.walk(body)
+             if isinstance(n, A.If) and _last_block_axes(n.cond) is not None}
+    return next(iter(tests.values())) if len(tests) == 1 else None
+
+
+def _edge_and_interior(body: A.Stmt, test: A.Expr, planned: Callable[[A.Stmt], MatmulShape]) -> MatmulShape:
+    """The product a body that branches on ``test`` (see :func:`_last_block_test`) computes, read once for the
+    blocks where the test holds and once for the others. Both must be the same product over the same operands
+    (the last blocks' reading bounds-checked, the others' not); the edge reading is then right for every block
+    where the interior blocks stay inside its bounds, which the fast path checks at run time along each axis
+    the test names (``(gridDim.y - 1) * tile rows <= M``), with the preconditions of both readings."""
+    axes = _last_block_axes(test) or set()
+
+    def taken(holds: bool) -> A.Stmt:
+        def fold(n: A.Node) -> A.Node | None:
+            if isinstance(n, A.If) and print_expr(n.cond, Dialect.C) == print_expr(test, Dialect.C):
+                branch = n.then if holds else n.else_
+                return A.rewrite(branch, fold) if branch is not None else A.Empty()
+            return None
+        return A.rewrite(body, fold)
+
+    edge, interior = planned(taken(True)), planned(taken(False))
+    same = ("out", "lhs", "rhs", "rhs_filter_layout", "k_lo", "k_hi", "batched", "epilogue")
+    if any(getattr(edge, f) != getattr(interior, f) for f in same) or edge.launch != interior.launch:
+        raise PassRefused("the grid's last blocks and the others compute different products")
+    inside: list[str] = []
+    for axis in sorted(axes):
+        grid = re.compile(rf"\bxp_gd{axis}\b")
+        for extent, bound in ((edge.launch.rows, edge.rows), (edge.launch.cols, edge.cols)):
+            if grid.search(extent) and bound is not None:
+                inside.append(f"{grid.sub(f'(xp_gd{axis} - 1)', extent)} <= (long)({bound.c_text()})")
+        if not any(grid.search(extent) for extent in (edge.launch.rows, edge.launch.cols)):
+            raise PassRefused(f"the last-block test along {axis} is not along the output's rows or columns")
+    pre = tuple(dict.fromkeys((*edge.preconditions, *interior.preconditions, *inside)))
+    return dataclasses.replace(edge, preconditions=pre)
 
 
 # the block widths a kernel that numbers its threads ``threadIdx.y * blockDim.x + threadIdx.x`` is tried at

@@ -495,7 +495,10 @@ class ThreadEvaluator:
             return
         if view is not None and not (self.plain_sum(s) and not self.accumulation_roots(s.body) & self.sum_roots):
             if self.accumulating is None and self.accumulation_roots(s.body):
-                self.lane_sum(s, view)
+                if self.constant_trip(view) is not None and self.selects_accumulators(s, view.var):
+                    self.lane_loop(s, view)  # ``for i: for j: for k: acc[i][j] += ...``: the sum is inside
+                else:
+                    self.lane_sum(s, view)
                 return
             if self.constant_trip(view) is not None:
                 self.lane_loop(s, view)
@@ -644,6 +647,23 @@ class ThreadEvaluator:
                 if root and root not in self.indices and root not in self.tiles and root not in self.ptr_params:
                     out.add(root)
         return out
+
+    def selects_accumulators(self, s: A.For, var: str) -> bool:
+        """Whether every accumulation in the loop's body sits in an inner loop and adds to an element of a
+        thread-local array its counter picks (``for i: for k: acc[i] += a[i][k] * b[k]``): the counter is then
+        a lane of the array and the inner loop the sum."""
+        roots = self.accumulation_roots(s.body)
+        found = False
+        for inner in (n for n in A.walk(s.body) if isinstance(n, A.For)):
+            for n in A.walk(inner.body):
+                if isinstance(n, A.Assign) and _tile_root(n.target) in roots:
+                    ref = self.register_ref(n.target)
+                    if ref is None or var not in A.free_names(ref[1]):
+                        return False
+                    found = True
+        direct = [n for st in stmts_of(s.body) if not isinstance(st, A.For) for n in A.walk(st)
+                  if isinstance(n, A.Assign) and _tile_root(n.target) in roots]
+        return found and not direct
 
     def constant_trip(self, view: A.LoopView) -> tuple[int, int, int] | None:
         """(start, step, trip count) of a loop over constant bounds short enough to run as lanes."""
@@ -1168,7 +1188,7 @@ class ThreadEvaluator:
             return self.env[register]
         if isinstance(e, A.Ternary):
             other = self.value(e.else_)
-            if not isinstance(other, Zero):
+            if not (isinstance(other, Zero) or other == Poly()):  # `c ? A[i] : 0`: the integer zero converts
                 raise PassRefused("a conditional value is not zero on its other side")
             then = self.value(e.then)
             if not isinstance(then, FLOAT_VALUES):
