@@ -1,4 +1,5 @@
-// cooperative_groups basics on the CPU: thread_block, tiled_partition<N> (N <= warp size), tile
+// cooperative_groups basics on the CPU: thread_block, tiled_partition<N> (N <= warp size), coalesced, labeled and
+// binary partitions, tile
 // shuffles and votes, sync, reduce.
 #pragma once
 #include "device.h"
@@ -113,6 +114,20 @@ inline coalesced_group coalesced_threads(int site = __builtin_LINE()) {
   return coalesced_group(static_cast<unsigned long long>(__activemask(site)));
 }
 
+// labeled_partition / binary_partition: collective over the parent group; the parent's lanes that give the same
+// label (or predicate) form one coalesced group, ranked in lane order.
+template <unsigned N>
+inline coalesced_group labeled_partition(const thread_block_tile<N>& parent, int label, int site = __builtin_LINE()) {
+  return coalesced_group(static_cast<unsigned long long>(::xpiler::match_any(parent.tile_mask(), label, site)));
+}
+inline coalesced_group labeled_partition(const coalesced_group& parent, int label, int site = __builtin_LINE()) {
+  return coalesced_group(static_cast<unsigned long long>(::xpiler::match_any(parent.mask(), label, site)));
+}
+template <class Parent>
+inline coalesced_group binary_partition(const Parent& parent, bool predicate, int site = __builtin_LINE()) {
+  return labeled_partition(parent, predicate ? 1 : 0, site);
+}
+
 // A group whose kind is known at run time: a block, a tile, or coalesced lanes.
 class thread_group {
  public:
@@ -163,6 +178,12 @@ template <unsigned N, class T, class Op>
 inline T reduce(const thread_block_tile<N>& tile, T value, Op op) {
   for (unsigned offset = N / 2; offset > 0; offset /= 2) value = op(value, tile.shfl_xor(value, static_cast<int>(offset)));
   return value;
+}
+
+// ... and over coalesced lanes (a coalesced_threads() or partition group): the group's lanes in lane order.
+template <class T, class Op>
+inline T reduce(const coalesced_group& group, T value, Op op, int site = __builtin_LINE()) {
+  return ::xpiler::warp_reduce_values(group.mask(), value, op, site);
 }
 
 }  // namespace cooperative_groups
