@@ -910,11 +910,24 @@ def fresh_name(scope: Node, base: str) -> str:
     return candidate
 
 
+def single_value_init(d: VarDecl) -> Expr | None:
+    """The one value a non-array declaration starts from: ``e`` of ``T x = e``, ``T x{e}`` or ``T x(e)`` (a brace or
+    parenthesis list of one item that is not itself a list); None for arrays and other declarations."""
+    if d.init is None or d.dims:
+        return None
+    if d.init_style == "=":
+        return d.init
+    if isinstance(d.init, InitList) and len(d.init.items) == 1 and not isinstance(d.init.items[0], InitList):
+        return d.init.items[0]
+    return None
+
+
 def _loop_var_and_start(init: Stmt | None) -> tuple[str, Expr, Type | None] | None:
     if isinstance(init, DeclStmt) and len(init.decls) == 1:
         d = init.decls[0]
-        if d.init is not None and d.init_style == "=" and not d.dims and not d.type.pointers:
-            return d.name, d.init, d.type
+        start = single_value_init(d)  # `for (size_t i{0}; ...)` starts where `= 0` does
+        if start is not None and not d.type.pointers:
+            return d.name, start, d.type
     if isinstance(init, ExprStmt) and isinstance(init.expr, Assign) and init.expr.op == "=":
         if isinstance(init.expr.target, Name):
             return init.expr.target.id, init.expr.value, None

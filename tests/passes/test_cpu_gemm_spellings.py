@@ -341,6 +341,45 @@ extern "C" void run_{name}(const float *A, const float *B, float *C, int M, int 
   {name}<<<dim3((N + 31) / 32, rows_of_blocks), dim3(16, 16)>>>(A, B, C, M, N, K);
 }}
 """
+# a block of 256 threads numbered `threadIdx.y * blockDim.x + threadIdx.x` (written for any block, launched 1-D), the
+# tiles loaded by a device template in passes of 256 elements, brace-initialized locals and loop counters, the
+# accumulators zeroed through `static_cast`; each thread a 4 x 4 sub-tile of a 64 x 64 tile
+BRACED = r"""
+template <typename V, size_t TILE, size_t TK, size_t THREADS>
+__device__ void load_tiles(V const* A, V const* B, V As[TILE][TK], V Bs[TK][TILE], size_t t, size_t tid, size_t K,
+                           size_t N) {
+  for (size_t pass{0U}; pass < TILE * TK / THREADS; ++pass) {
+    size_t const r{(tid + pass * THREADS) / TK};
+    size_t const c{(tid + pass * THREADS) % TK};
+    As[r][c] = A[(blockIdx.y * TILE + r) * K + t * TK + c];
+    size_t const br{(tid + pass * THREADS) / TILE};
+    size_t const bc{(tid + pass * THREADS) % TILE};
+    Bs[br][bc] = B[(t * TK + br) * N + blockIdx.x * TILE + bc];
+  }
+}
+__global__ void braced(float const* A, float const* B, float* C, size_t M, size_t N, size_t K) {
+  __shared__ float As[64][16];
+  __shared__ float Bs[16][64];
+  size_t const tid{threadIdx.y * blockDim.x + threadIdx.x};
+  size_t const tiles{K / 16};
+  float acc[4][4] = {static_cast<float>(0)};
+  for (size_t t{0U}; t < tiles; ++t) {
+    load_tiles<float, 64, 16, 256>(A, B, As, Bs, t, tid, K, N);
+    __syncthreads();
+    for (size_t k{0U}; k < 16; ++k)
+      for (size_t i{0U}; i < 4; ++i)
+        for (size_t j{0U}; j < 4; ++j) acc[i][j] += As[tid / 16 * 4 + i][k] * Bs[k][tid % 16 * 4 + j];
+    __syncthreads();
+  }
+  for (size_t i{0U}; i < 4; ++i)
+    for (size_t j{0U}; j < 4; ++j)
+      C[(blockIdx.y * 64 + tid / 16 * 4 + i) * N + blockIdx.x * 64 + tid % 16 * 4 + j] = acc[i][j];
+}
+extern "C" void run_braced(const float *A, const float *B, float *C, int M, int N, int K, int rows) {
+  braced<<<dim3(N / 64, M / 64), dim3(256 / rows, rows)>>>(A, B, C, M, N, K);
+}
+"""
+KERNELS += BRACED
 KERNELS += "".join(LAST_BLOCKS.format(name=name, edge_scale=scale)
                    for name, scale in (("last_blocks", ""), ("last_blocks_scaled", "2.0f * ")))
 KERNELS += "".join(K_INNERMOST.format(name=name, row=row, col=col)
@@ -571,3 +610,19 @@ def test_last_blocks_computing_another_value_stay_on_the_loops(lib: ctypes.CDLL)
     last[32:, :] = last[:, 64:] = True  # the last row of blocks and the last column
     expected[last] *= 2
     np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+@pytest.mark.parametrize(("M", "N", "K"), [(64, 64, 16), (128, 192, 48)])
+def test_braced_locals_and_a_template_tile_loader_on_one_row_of_threads_are_a_product(
+        lib: ctypes.CDLL, M: int, N: int, K: int) -> None:
+    a, b, c, calls = _run(lib, "run_braced", M, N, K, M + 7 * N + K, 1)
+    assert calls == 1
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_the_same_threads_in_a_block_of_several_rows_run_the_loops(lib: ctypes.CDLL) -> None:
+    # 16 x 16 threads number themselves as the 256 of one row do: the same product, on the recovered loops
+    M, N, K = 64, 128, 32
+    a, b, c, calls = _run(lib, "run_braced", M, N, K, 2, 16)
+    assert calls == 0
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))

@@ -544,12 +544,10 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
             first = refusal
         else:
             return _with_fast_path(fn, i, *emit(shape, mc, kc, nc), shape)
-        flat = _flattened_block(inner.body, specialized)
-        if flat is None:
+        others = _other_block_readings(inner.body, specialized, mc, kc, nc)
+        if not others:
             raise first
-        shape, width = flat
-        pre, lines = (_one_dimensional_names(part) for part in emit(shape, mc, kc, nc))
-        return _with_fast_path(fn, i, [f"xp_bdx == {width}", *pre], lines, shape)
+        return _with_fast_paths(fn, i, others)
     ev: ThreadEvaluator | None = None
     try:
         ev = evaluated()
@@ -567,11 +565,9 @@ def tensorize(fn: A.Function, helpers: dict[str, A.Function], consts: dict[str, 
             first = PassRefused(f"{first.reason}; with the thread index split by all its divisors: {again.reason}")
     else:
         return _with_fast_path(fn, i, *emit(shape, mc, kc, nc), shape)
-    flat = _flattened_block(inner.body, planned)
-    if flat is not None:
-        shape, width = flat
-        pre, lines = (_one_dimensional_names(part) for part in emit(shape, mc, kc, nc))
-        return _with_fast_path(fn, i, [f"xp_bdx == {width}", *pre], lines, shape)
+    others = _other_block_readings(inner.body, planned, mc, kc, nc)
+    if others:
+        return _with_fast_paths(fn, i, others)
     if ev is None:
         raise first
     try:
@@ -643,6 +639,50 @@ def _edge_and_interior(body: A.Stmt, test: A.Expr, planned: Callable[[A.Stmt], M
 
 # the block widths a kernel that numbers its threads ``threadIdx.y * blockDim.x + threadIdx.x`` is tried at
 FLAT_WIDTHS = (8, 16, 32, 64, 128, 256)
+
+
+FastPath = tuple[list[str], list[str], MatmulShape]  # preconditions, lines, shape
+
+
+def _other_block_readings(body: A.Stmt, planned: Callable[[A.Stmt], MatmulShape], mc: int, kc: int,
+                          nc: int) -> list[FastPath]:
+    """The product a 2-D block's threads compute when they number themselves flat (:func:`_flattened_block`) and
+    when the block is one row (:func:`_single_row_block`): a fast path for each reading that is one (the launch
+    decides which runs; code numbering its threads flat is launched either way)."""
+    out: list[FastPath] = []
+    flat = _flattened_block(body, planned)
+    if flat is not None:
+        shape, width = flat
+        pre, lines = (_one_dimensional_names(part) for part in emit(shape, mc, kc, nc))
+        out.append(([f"xp_bdx == {width}", *pre], lines, shape))
+    row = _single_row_block(body, planned)
+    if row is not None:
+        pre, lines = emit(row, mc, kc, nc)
+        out.append((["xp_bdy == 1", "xp_bdz == 1", *pre], lines, row))
+    return out
+
+
+def _with_fast_paths(fn: A.Function, i: int, paths: list[FastPath]) -> A.Function:
+    for pre, lines, shape in reversed(paths):
+        fn = _with_fast_path(fn, i, pre, lines, shape)
+    return fn
+
+
+def _single_row_block(body: A.Stmt, planned: Callable[[A.Stmt], MatmulShape]) -> MatmulShape | None:
+    """A block launched one row deep whose threads still number themselves ``threadIdx.y * blockDim.x +
+    threadIdx.x`` (a 1-D launch of code written for any block): read with ``threadIdx.y`` and ``threadIdx.z`` 0, so
+    the number is ``threadIdx.x`` (the fast path checks ``blockDim.y == blockDim.z == 1``)."""
+    mapping: dict[str, A.Expr] = {"xp_ty": A.lit(0), "xp_tz": A.lit(0), "xp_bdy": A.lit(1), "xp_bdz": A.lit(1)}
+
+    def one_row(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.For) and (c := n.canonical()) is not None and c.var == "xp_tx":
+            return A.replace(n, body=A.substitute(n.body, mapping))
+        return None
+
+    try:
+        return planned(A.rewrite(body, one_row))
+    except PassRefused:
+        return None
 
 
 def _flattened_block(body: A.Stmt, planned: Callable[[A.Stmt], MatmulShape]) -> tuple[MatmulShape, int] | None:

@@ -630,10 +630,11 @@ class _Fission:
         earlier: set[str] = set()  # `const int a0 = K * by, a1 = a0 + K;`: a later declarator reads an earlier
         try:
             for d in s.decls:
-                if d.is_shared or d.dims or d.init is None or d.init_style != "=" or (
+                value = _scalar_init(d)
+                if d.is_shared or d.dims or value is None or (
                         d.name in self.assigned and d.name not in self.updated_uniform):
                     return False
-                if not self.is_uniform(d.init):
+                if not self.is_uniform(value):
                     return False
                 if d.name not in self.uniform:
                     earlier.add(d.name)
@@ -677,12 +678,13 @@ class _Fission:
                 if self.uniform_decl(s):
                     assert isinstance(s, A.DeclStmt)
                     for d in s.decls:
-                        if d.init is not None and ("const" in d.type.quals or "constexpr" in d.storage) \
+                        init = _scalar_init(d)
+                        if init is not None and ("const" in d.type.quals or "constexpr" in d.storage) \
                                 and not d.type.pointers and not (
-                                names_in(d.init) - set(self.constants)) & (self.local | set(self.kernel.param_names())):
-                            value = A.const_int(A.substitute(d.init, self.constants))
+                                names_in(init) - set(self.constants)) & (self.local | set(self.kernel.param_names())):
+                            value = A.const_int(A.substitute(init, self.constants))
                             self.constants[d.name] = A.lit(value) if value is not None else A.substitute(
-                                d.init, self.constants)
+                                init, self.constants)
                     declared = {d.name for d in s.decls}
                     self.uniform |= declared
                     # a value of params/builtins/literals that the pending thread statements neither compute
@@ -1067,6 +1069,14 @@ def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
     return A.for_range("xp_tz", A.lit(0), A.Name("xp_bdz"), loop)
 
 
+def _scalar_init(d: A.VarDecl) -> A.Expr | None:
+    """The one value a scalar declaration starts from: ``e`` of ``T x = e``, ``T x{e}`` and ``T x(e)`` (a scalar
+    or pointer); None for arrays, objects and declarations without one."""
+    if d.init_style == "=" or bool(d.type.pointers) or d.type.base in _SCALAR_TYPES:
+        return A.single_value_init(d)
+    return None
+
+
 def _expanded_init(d: A.VarDecl) -> list[A.Stmt]:
     """The initializer of a declaration expanded per thread, as statements on this thread's copy (``d.name``
     stands for it until the cell substitution): a scalar is assigned; an array with a braced list is zeroed
@@ -1076,10 +1086,9 @@ def _expanded_init(d: A.VarDecl) -> list[A.Stmt]:
         if d.init_style == "=":
             return [A.ExprStmt(A.assign(A.Name(d.name), d.init))]
         # `size_t const i{e}` / `int n(e)` of a scalar or pointer: the one value, as `= e` would give it
-        scalar = bool(d.type.pointers) or d.type.base in _SCALAR_TYPES
-        if scalar and isinstance(d.init, A.InitList) and len(d.init.items) == 1 and not isinstance(
-                d.init.items[0], A.InitList):
-            return [A.ExprStmt(A.assign(A.Name(d.name), A.Cast(A.replace(d.type, quals=()), d.init.items[0])))]
+        value = _scalar_init(d)
+        if value is not None:
+            return [A.ExprStmt(A.assign(A.Name(d.name), A.Cast(A.replace(d.type, quals=()), value)))]
         raise PassRefused(f"cannot expand the constructed variable '{d.name}' across a barrier", d.span)
     if not isinstance(d.init, A.InitList) or any(isinstance(x, A.InitList) for x in d.init.items):
         raise PassRefused(f"cannot expand initialized array '{d.name}' across a barrier", d.span)
@@ -1101,7 +1110,13 @@ _SCALAR_TYPES = frozenset({*INT_TYPES, "float", "double", "bool", "char", "signe
 
 
 def _zero_literal(e: A.Expr) -> bool:
-    """``0``, ``0.0``, ``0.f``: a literal whose bytes are all zero (not ``-0.0``)."""
+    """``0``, ``0.0``, ``0.f``, also converted (``static_cast<T>(0)``, ``(float)0``): a literal whose bytes are all
+    zero (not ``-0.0``)."""
+    if isinstance(e, A.Cast) and not e.type.pointers:
+        return _zero_literal(e.operand)
+    if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.id.startswith("static_cast<") \
+            and "*" not in e.func.id and len(e.args) == 1:
+        return _zero_literal(e.args[0])
     if not isinstance(e, A.Literal) or e.text.startswith("-"):
         return False
     try:

@@ -396,7 +396,8 @@ class ThreadEvaluator:
             raise PassRefused(f"{d.name} has storage {' '.join(d.storage)}")
         if d.name == "xp_t":
             return
-        self.env[d.name] = self.value(d.init) if d.init is not None else None
+        init = A.single_value_init(d) or d.init  # `size_t const r{e}` is `= e`
+        self.env[d.name] = self.value(init) if init is not None else None
 
     def expr_stmt(self, e: A.Expr) -> None:
         if isinstance(e, A.Cast) and e.type.base == "void" and not e.type.pointers:
@@ -1347,6 +1348,14 @@ class ThreadEvaluator:
         run-time precondition), the index non-negative (a thread's global index is)."""
         if b.atoms() & (RAW_THREAD_ATOMS | self.index_atoms()):
             raise PassRefused(f"integer operator {op} by a thread-dependent value")
+        divisor = dict(b.terms).get((), 0) if not b.atoms() else 0
+        whole = Poly.of({m: c for m, c in a.terms if len(m) == 1 and divisor > 1 and c % divisor == 0 and (
+            bounds := self.atom_bounds(m[0])) is not None and bounds[0] >= 0 and m[0] in self.lanes | self.ranges})
+        if whole.terms and whole != a:
+            # `(t + 256 * l) / 16` of a thread index t and a lane l >= 0: `t / 16 + 16 * l` (and `t % 16`), the
+            # index is non-negative
+            rest = self.delinearize(op, a - whole, b)
+            return rest + Poly.of({m: c // divisor for m, c in whole.terms}) if op == "/" else rest
         split = self.split_digits(op, a, b) if self.planned else None
         if split is not None:
             return split
@@ -1841,6 +1850,14 @@ class ThreadEvaluator:
             opaque = self.thread_free_text(e)
             if opaque is not None:
                 return Poly.atom(f"(long){opaque}")  # ceil((float)K / T): a thread-free integer, opaque
+        if fn is None and name == "static_cast" and len(e.args) == 1 and isinstance(e.func, A.Name):
+            target = e.func.id[len("static_cast<"):-1].strip()
+            v = self.value(e.args[0])
+            if INTEGER_TYPE.search(target) and isinstance(v, Poly):
+                return v
+            if target in ("float", "double") and (isinstance(v, FLOAT_VALUES) or v == Poly()):
+                return Zero() if v == Poly() else v
+            raise PassRefused(f"the thread converts to {target}")
         if fn is None:
             if len(e.args) == 1 and isinstance(strip_casts(e.args[0]), A.Literal) and name in (
                     "float", "T", "double", "int") and isinstance(self.value(e.args[0]), Zero | Poly):
