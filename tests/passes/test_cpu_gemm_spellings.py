@@ -296,8 +296,8 @@ extern "C" void run_{name}(const float *A, const float *B, float *C, int M, int 
   {name}<<<dim3(N / 32, M / 32), dim3(8, 8)>>>(A, B, C, M, N, K);
 }}
 """
-# the grid's last blocks load their tiles bounds-checked (`ok ? A[i] : 0`), the others without checks; 2 x 2 outputs
-# per thread of a 16 x 16 block numbered flat (`tid`); `edge_scale`: what the last blocks multiply their output by
+# the grid's last blocks (`last`) load their tiles bounds-checked (`ok ? A[i] : 0`), the others without checks; 2 x 2
+# outputs per thread of a 16 x 16 block numbered flat (`tid`); `edge_scale`: what the last blocks multiply their output by
 LAST_BLOCKS = r"""
 __global__ void {name}(const float *A, const float *B, float *C, int M, int N, int K) {{
   __shared__ float As[32][16];
@@ -307,7 +307,7 @@ __global__ void {name}(const float *A, const float *B, float *C, int M, int N, i
   for (int k0 = 0; k0 < K; k0 += 16) {{
     for (int i = 0; i < 32; i += 16) {{
       const int ar = blockIdx.y * 32 + i + tid / 16, ac = k0 + tid % 16;
-      if (blockIdx.x == gridDim.x - 1 || blockIdx.y == gridDim.y - 1) {{
+      if ({last}) {{
         As[i + tid / 16][tid % 16] = ar < M && ac < K ? A[ar * K + ac] : 0;
       }} else {{
         As[i + tid / 16][tid % 16] = A[ar * K + ac];
@@ -315,7 +315,7 @@ __global__ void {name}(const float *A, const float *B, float *C, int M, int N, i
     }}
     for (int i = 0; i < 16; i += 8) {{
       const int br = k0 + i + tid / 32, bc = blockIdx.x * 32 + tid % 32;
-      if (blockIdx.x == gridDim.x - 1 || blockIdx.y == gridDim.y - 1) {{
+      if ({last}) {{
         Bs[i + tid / 32][tid % 32] = br < K && bc < N ? B[br * N + bc] : 0;
       }} else {{
         Bs[i + tid / 32][tid % 32] = B[br * N + bc];
@@ -330,7 +330,7 @@ __global__ void {name}(const float *A, const float *B, float *C, int M, int N, i
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 2; ++j) {{
       const int r = blockIdx.y * 32 + threadIdx.y + 16 * i, c = blockIdx.x * 32 + threadIdx.x + 16 * j;
-      if (blockIdx.x == gridDim.x - 1 || blockIdx.y == gridDim.y - 1) {{
+      if ({last}) {{
         if (r < M && c < N) C[r * N + c] = {edge_scale}acc[i][j];
       }} else {{
         C[r * N + c] = acc[i][j];
@@ -380,8 +380,10 @@ extern "C" void run_braced(const float *A, const float *B, float *C, int M, int 
 }
 """
 KERNELS += BRACED
-KERNELS += "".join(LAST_BLOCKS.format(name=name, edge_scale=scale)
-                   for name, scale in (("last_blocks", ""), ("last_blocks_scaled", "2.0f * ")))
+BOTH_AXES = "blockIdx.x == gridDim.x - 1 || blockIdx.y == gridDim.y - 1"
+KERNELS += "".join(LAST_BLOCKS.format(name=name, edge_scale=scale, last=last)
+                   for name, scale, last in (("last_blocks", "", BOTH_AXES), ("last_blocks_scaled", "2.0f * ", BOTH_AXES),
+                                             ("last_column_blocks", "", "blockIdx.x == gridDim.x - 1")))
 KERNELS += "".join(K_INNERMOST.format(name=name, row=row, col=col)
                    for name, row, col in (("k_innermost", "i", "j"), ("k_innermost_swapped", "j", "i")))
 KERNELS += "".join(UNROLLED_PAIR.format(name=name, first=first, second=second)
@@ -626,3 +628,16 @@ def test_the_same_threads_in_a_block_of_several_rows_run_the_loops(lib: ctypes.C
     a, b, c, calls = _run(lib, "run_braced", M, N, K, 2, 16)
     assert calls == 0
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_a_last_column_test_does_not_keep_the_last_row_of_blocks_inside_the_rows(lib: ctypes.CDLL) -> None:
+    # only blockIdx.x is tested: block (0, 1) checks nothing and writes rows 32-63 past M = 40 (the buffers hold
+    # them), as the source does; the fast path would bound the rows by M
+    M, N, K = 40, 64, 16
+    a, b, c, calls = _run(lib, "run_last_column_blocks", M, N, K, 4, 2, rows=(64, 64))
+    assert calls == 0
+    product = a.astype(np.float64) @ b
+    expected = np.full((64, N), np.nan)
+    expected[:M] = product[:M]
+    expected[M:, :32] = product[M:, :32]
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4 * np.sqrt(K))

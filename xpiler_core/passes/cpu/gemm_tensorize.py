@@ -626,13 +626,16 @@ def _edge_and_interior(body: A.Stmt, test: A.Expr, planned: Callable[[A.Stmt], M
     if any(getattr(edge, f) != getattr(interior, f) for f in same) or edge.launch != interior.launch:
         raise PassRefused("the grid's last blocks and the others compute different products")
     inside: list[str] = []
-    for axis in sorted(axes):
-        grid = re.compile(rf"\bxp_gd{axis}\b")
-        for extent, bound in ((edge.launch.rows, edge.rows), (edge.launch.cols, edge.cols)):
-            if grid.search(extent) and bound is not None:
-                inside.append(f"{grid.sub(f'(xp_gd{axis} - 1)', extent)} <= (long)({bound.c_text()})")
-        if not any(grid.search(extent) for extent in (edge.launch.rows, edge.launch.cols)):
-            raise PassRefused(f"the last-block test along {axis} is not along the output's rows or columns")
+    for extent, bound, other in ((edge.launch.rows, edge.rows, interior.rows),
+                                 (edge.launch.cols, edge.cols, interior.cols)):
+        named = [axis for axis in sorted(axes) if re.search(rf"\bxp_gd{axis}\b", extent)]
+        if bound == other:
+            continue  # both readings bound this output axis alike
+        if bound is None or other is not None or len(named) != 1:
+            # the other blocks compute this axis without the bound and no test keeps them inside it
+            raise PassRefused("the grid's last blocks bound an output axis the other blocks are not kept inside")
+        last = re.sub(rf"\bxp_gd{named[0]}\b", f"(xp_gd{named[0]} - 1)", extent)
+        inside.append(f"{last} <= (long)({bound.c_text()})")
     pre = tuple(dict.fromkeys((*edge.preconditions, *interior.preconditions, *inside)))
     return dataclasses.replace(edge, preconditions=pre)
 
