@@ -676,6 +676,12 @@ def _single_row_block(body: A.Stmt, planned: Callable[[A.Stmt], MatmulShape]) ->
     threadIdx.x`` (a 1-D launch of code written for any block): read with ``threadIdx.y`` and ``threadIdx.z`` 0, so
     the number is ``threadIdx.x`` (the fast path checks ``blockDim.y == blockDim.z == 1``)."""
     mapping: dict[str, A.Expr] = {"xp_ty": A.lit(0), "xp_tz": A.lit(0), "xp_bdy": A.lit(1), "xp_bdz": A.lit(1)}
+    read = {n.id for loop in A.walk(body) if isinstance(loop, A.For) and (c := loop.canonical()) is not None
+            and c.var == "xp_tx" for s in stmts_of(loop.body)
+            if not (isinstance(s, A.DeclStmt) and [d.name for d in s.decls] == ["xp_t"])
+            for n in A.walk(s) if isinstance(n, A.Name)}
+    if not read & set(mapping):
+        return None  # the threads read no row index: the plain reading already was this one
 
     def one_row(n: A.Node) -> A.Node | None:
         if isinstance(n, A.For) and (c := n.canonical()) is not None and c.var == "xp_tx":
