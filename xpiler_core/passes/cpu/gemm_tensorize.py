@@ -676,22 +676,30 @@ def _single_row_block(body: A.Stmt, planned: Callable[[A.Stmt], MatmulShape]) ->
     threadIdx.x`` (a 1-D launch of code written for any block): read with ``threadIdx.y`` and ``threadIdx.z`` 0, so
     the number is ``threadIdx.x`` (the fast path checks ``blockDim.y == blockDim.z == 1``)."""
     mapping: dict[str, A.Expr] = {"xp_ty": A.lit(0), "xp_tz": A.lit(0), "xp_bdy": A.lit(1), "xp_bdz": A.lit(1)}
-    read = {n.id for loop in A.walk(body) if isinstance(loop, A.For) and (c := loop.canonical()) is not None
-            and c.var == "xp_tx" for s in stmts_of(loop.body)
+    read = {n.id for b in _thread_bodies(body) for s in stmts_of(b)
             if not (isinstance(s, A.DeclStmt) and [d.name for d in s.decls] == ["xp_t"])
             for n in A.walk(s) if isinstance(n, A.Name)}
     if not read & set(mapping):
         return None  # the threads read no row index: the plain reading already was this one
+    try:
+        return planned(_in_thread_bodies(body, mapping))
+    except PassRefused:
+        return None
 
-    def one_row(n: A.Node) -> A.Node | None:
+
+def _thread_bodies(body: A.Stmt) -> list[A.Stmt]:
+    """The statements of each recovered thread loop (``for (xp_tx ...)``) in ``body``."""
+    return [n.body for n in A.walk(body) if isinstance(n, A.For) and (c := n.canonical()) is not None
+            and c.var == "xp_tx"]
+
+
+def _in_thread_bodies(body: A.Stmt, mapping: dict[str, A.Expr]) -> A.Stmt:
+    """``body`` with ``mapping`` substituted in the statements of its thread loops (not in the loops)."""
+    def substituted(n: A.Node) -> A.Node | None:
         if isinstance(n, A.For) and (c := n.canonical()) is not None and c.var == "xp_tx":
             return A.replace(n, body=A.substitute(n.body, mapping))
         return None
-
-    try:
-        return planned(A.rewrite(body, one_row))
-    except PassRefused:
-        return None
+    return A.rewrite(body, substituted)
 
 
 def _flattened_block(body: A.Stmt, planned: Callable[[A.Stmt], MatmulShape]) -> tuple[MatmulShape, int] | None:
@@ -700,23 +708,14 @@ def _flattened_block(body: A.Stmt, planned: Callable[[A.Stmt], MatmulShape]) -> 
     ``tx`` and ``ty``: read as a 1-D block of ``T = ty * W + tx`` threads, ``tx = T % W``, ``ty = T / W``,
     at each width ``W`` until one is a matrix product (the fast path then checks ``blockDim.x == W``, and the
     evaluation's own checks cover the rest: a wrong ``W`` does not tile the output once)."""
-    thread_bodies = [n.body for n in A.walk(body) if isinstance(n, A.For) and (c := n.canonical()) is not None
-                     and c.var == "xp_tx"]
-    names = {n.id for b in thread_bodies for n in A.walk(b) if isinstance(n, A.Name)}
+    names = {n.id for b in _thread_bodies(body) for n in A.walk(b) if isinstance(n, A.Name)}
     if not {"xp_tx", "xp_ty", "xp_bdx"} <= names:
         return None
     for width in FLAT_WIDTHS:
         mapping: dict[str, A.Expr] = {"xp_tx": A.Binary("%", A.name("xp_tx"), A.lit(width)),
                                       "xp_ty": A.Binary("/", A.name("xp_tx"), A.lit(width)), "xp_bdx": A.lit(width)}
-
-        def one_dimensional(n: A.Node, m: dict[str, A.Expr] = mapping) -> A.Node | None:
-            if isinstance(n, A.For) and (c := n.canonical()) is not None and c.var == "xp_tx":
-                return A.replace(n, body=A.substitute(n.body, m))  # the thread's statements, not the loop
-            return None
-
-        flat = A.rewrite(body, one_dimensional)
         try:
-            return planned(flat), width
+            return planned(_in_thread_bodies(body, mapping)), width
         except PassRefused:
             continue
     return None

@@ -1349,8 +1349,9 @@ class ThreadEvaluator:
         if b.atoms() & (RAW_THREAD_ATOMS | self.index_atoms()):
             raise PassRefused(f"integer operator {op} by a thread-dependent value")
         divisor = dict(b.terms).get((), 0) if not b.atoms() else 0
-        whole = Poly.of({m: c for m, c in a.terms if len(m) == 1 and divisor > 1 and c % divisor == 0 and (
-            bounds := self.atom_bounds(m[0])) is not None and bounds[0] >= 0 and m[0] in self.lanes | self.ranges})
+        whole = Poly.of({m: c for m, c in a.terms if len(m) == 1 and (m[0] in self.lanes or m[0] in self.ranges)
+                         and c % divisor == 0 and (bounds := self.atom_bounds(m[0])) is not None and bounds[0] >= 0}
+                        ) if divisor > 1 else Poly()
         if whole.terms and whole != a:
             # `(t + 256 * l) / 16` of a thread index t and a lane l >= 0: `t / 16 + 16 * l` (and `t % 16`), the
             # index is non-negative
