@@ -224,3 +224,36 @@ def test_batchnorm_default_plan_hoists_and_verifies_against_the_reference(tmp_pa
     assert any("sqrtf(" in h for h in re.findall(r"xp_h\d+ = ([^;]*);", text))
     report = problem._verify(text, ())
     assert report.passed, report.summary()
+
+
+# TVM's transpose: each block writes 1024 consecutive outputs, thread tx reading row tx & 63 of column tx >> 6
+TRANSPOSE = r"""
+extern "C" __global__ void __launch_bounds__(1024) tr(float* __restrict__ A, float* __restrict__ T) {
+  T[blockIdx.x * blockDim.x + threadIdx.x] = A[(blockIdx.x / 20) * 20480 + (threadIdx.x & 63) * 320
+                                                 + (blockIdx.x % 20) * 16 + (threadIdx.x >> 6)];
+}
+extern "C" void run_tr(float* A, float* T, int blocks, int threads) { tr<<<blocks, threads>>>(A, T); }
+"""
+
+
+@pytest.mark.parametrize("threads", [1024, 96, 64, 40])
+def test_a_thread_loop_is_split_by_the_mask_it_reads_with(tmp_path: Path, threads: int) -> None:
+    """The CPU plan splits the loop over threadIdx.x by 64 (one column of the gather per quotient, a constant
+    stride inside) and the launch computes the gather numpy computes, for blocks that are not a multiple of 64
+    too (the last quotient is partial) and blocks shorter than one quotient."""
+    from tests.conftest import build_shared
+    from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
+
+    text, records, _ctx = translate_to_cpu(TRANSPOSE, "tr.cu")
+    assert text is not None
+    record = next(r for r in records if r["name"] == "delinearize")
+    assert record["changed"], record
+    assert "& 63" not in text.split("xp_dl_base + xp_dl_d;")[1].split("}")[0]
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    blocks = 40
+    a = np.random.default_rng(threads).standard_normal(2 * 20480).astype(np.float32)
+    out = np.full(blocks * threads, np.nan, np.float32)
+    lib.run_tr(a.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p), blocks, threads)
+    b, t = np.divmod(np.arange(blocks * threads), threads)
+    expected = a[(b // 20) * 20480 + (t & 63) * 320 + (b % 20) * 16 + (t >> 6)]
+    np.testing.assert_array_equal(out, expected)

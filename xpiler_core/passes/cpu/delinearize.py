@@ -23,7 +23,7 @@ parameters are taken not to overlap, as the CUDA threads that ran the iterations
 
 An OpenMP ``parallel for`` on the flat loop moves to the quotient loop, ``simd`` to the inner loop.
 Every loop that qualifies and holds no loop already split is split (``loop`` narrows that to loops over one variable; loops over the
-recovered thread and block indices are left to the passes that bind them).
+recovered block indices are left to the OpenMP loop that collapses them; thread loops are split like any loop).
 The divisor chosen is the one most other divisors are multiples of (TVM's nests of flattened axes divide by
 ``w``, ``h * w``, ``c * h * w``): with ``D = k * d``, ``i / D`` is ``q / k`` and ``i % D`` is
 ``(q % k) * d + (i - q * d)``, so every level's index math moves out of the inner loop. A divisor below
@@ -81,6 +81,12 @@ INFO = PassInfo(
                   "load or a call", (0, 16, 32)),
     ),
 )
+
+# Block loops are collapsed into the OpenMP work-sharing loop (a split would break the perfect nest) and the
+# linear thread number is a derived value; a thread loop is an ordinary loop here (a TVM transpose gathers
+# ``A[(tx & 63) * 320 + (tx >> 6)]`` across a 1024-wide simd loop: split by 64 it reads with one stride).
+_BOUND_ELSEWHERE = frozenset(INDEX_NAMES - {"xp_tx", "xp_ty", "xp_tz"})
+
 
 def _is_index(e: A.Expr, var: str) -> bool:
     return strip_int_casts(e) == A.Name(var)
@@ -278,7 +284,7 @@ def _split_function(fn: A.Function, params: dict[str, Any]) -> tuple[A.Function 
 
     def rewrite_loop(loop: A.For, pragma: A.Pragma | None) -> list[A.Stmt] | None:
         view = loop.canonical()
-        if view is None or (wanted and view.var != wanted) or (not wanted and view.var in INDEX_NAMES):
+        if view is None or (wanted and view.var != wanted) or (not wanted and view.var in _BOUND_ELSEWHERE):
             return None
         if any(isinstance(n, (A.While, A.DoWhile)) for n in A.walk(loop.body)) or any(
                 isinstance(n, A.VarDecl) and n.name.startswith("xp_dl_") for n in A.walk(loop.body)):
