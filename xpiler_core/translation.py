@@ -17,6 +17,7 @@ import platform
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -153,15 +154,66 @@ def gather_evidence(
             dataclasses.replace(s, timeout_s=min(s.timeout_s, time_limit_s)) for s in tests.specs])
     evidence = Evidence(untested=list(tests.untested), harness_error=tests.error)
     evidence.spec_info = _spec_info(tests)
-    started = time.perf_counter()
     report(progress, 0.35, f"compiling with the {runner.target.value.upper()} toolchain")
-    evidence.compile = runner.compile(candidate)
-    evidence.seconds_compile = time.perf_counter() - started
-    if not evidence.compile.ok:
+    if not tests.specs and not (tests.program and program_check is not None):
+        started = time.perf_counter()
+        evidence.compile = runner.compile(candidate)
+        evidence.seconds_compile = time.perf_counter() - started
+        if evidence.compile.ok:
+            evidence.note = f"no tests: {tests.reason}" if tests.reason else "no tests"
         return evidence
+    # The target compiler's verdict and the test builds are independent compiles of the same text: they run
+    # side by side (a cold translate spent both one after the other). The tests stop when the verdict is a
+    # failure; their results count only when the candidate compiles.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="xpiler-compile") as pool:
+        started = time.perf_counter()
+        compiling = pool.submit(_timed, runner.compile, candidate)
+        tests_cancel = _UntilBroken(cancel, compiling)
+        try:
+            _run_tests(candidate, tests, runner, seed, tests_cancel, progress, shrink, program_check, evidence)
+        except Cancelled:
+            if cancel is not None and cancel.cancelled:
+                raise
+        evidence.seconds_tests = time.perf_counter() - started
+        evidence.compile, evidence.seconds_compile = compiling.result()
+    if not evidence.compile.ok:
+        return dataclasses.replace(Evidence(untested=list(tests.untested), harness_error=tests.error),
+                                   spec_info=_spec_info(tests), compile=evidence.compile,
+                                   seconds_compile=evidence.seconds_compile, facts=evidence.facts)
     if cancel is not None:
         cancel.check()
+    return evidence
+
+
+def _timed(compile_text: Callable[[str], CompileVerdict], text: str) -> tuple[CompileVerdict, float]:
     started = time.perf_counter()
+    verdict = compile_text(text)
+    return verdict, time.perf_counter() - started
+
+
+class _UntilBroken(CancelToken):
+    """Cancelled when the caller cancels or the concurrent compile check comes back failed."""
+
+    def __init__(self, caller: CancelToken | None, compiling: Future[tuple[CompileVerdict, float]]) -> None:
+        super().__init__()
+        self._caller, self._compiling = caller, compiling
+
+    @property
+    def cancelled(self) -> bool:
+        if self._caller is not None and self._caller.cancelled:
+            return True
+        return self._compiling.done() and (self._compiling.exception() is not None
+                                           or not self._compiling.result()[0].ok)
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise Cancelled("cancelled")
+
+
+def _run_tests(candidate: str, tests: TestSet, runner: TargetRunner, seed: int, cancel: CancelToken,
+               progress: ProgressFn | None, shrink: bool, program_check: Callable[[str], ProgramReport] | None,
+               evidence: Evidence) -> None:
+    """The candidate's tests (the whole program's run, else the kernel specs), into ``evidence``."""
     try:
         if tests.program and program_check is not None:
             report(progress, 0.6, "running the source program and the translation")
@@ -177,8 +229,6 @@ def gather_evidence(
                                  "tested instead")
                 evidence.program = None
                 _run_specs(candidate, tests, runner, seed, cancel, progress, shrink, evidence)
-        elif not tests.specs:
-            evidence.note = f"no tests: {tests.reason}" if tests.reason else "no tests"
         else:
             _run_specs(candidate, tests, runner, seed, cancel, progress, shrink, evidence)
     except Cancelled:
@@ -190,8 +240,6 @@ def gather_evidence(
         evidence.note = f"the tests could not be run: {exc.format()}"
     except Exception as exc:  # noqa: BLE001 - our harness failed: say so, never blame the translation
         evidence.harness_error = f"{type(exc).__name__}: {exc}"
-    evidence.seconds_tests = time.perf_counter() - started
-    return evidence
 
 
 def _run_specs(candidate: str, tests: TestSet, runner: TargetRunner, seed: int, cancel: CancelToken | None,
@@ -943,6 +991,22 @@ def _kernel_by_kernel(names: list[str], text: str, path: str, dialect: Dialect, 
     return tests
 
 
+def _check_source_build(evidence: Evidence, text: str, source: Dialect, path: str, build: BuildSettings) -> None:
+    """When the target's compiler rejects the translation of a CUDA/HIP source, whether the source builds with
+    its own compiler (nvcc, hipcc): a source that does not is said to, before the translation is blamed (a
+    benchmark file that declares a name twice, or stores through a pointer to const)."""
+    from xpiler_core.verify.toolchains import compile_check
+
+    if source not in (Dialect.CUDA, Dialect.HIP) or evidence.compile is None or evidence.compile.ok \
+            or evidence.source_build_error:
+        return
+    verdict = compile_check(text, source, build=build, display_name=Path(path).name or None)
+    if not verdict.ok and verdict.version != "not installed" and " timed out after " not in verdict.stderr:
+        first = first_compiler_error(verdict.stderr)
+        evidence.source_build_error = f"{verdict.toolchain} {verdict.version}" + (f": {first}" if first else "")
+        evidence.facts["source_build_error"] = evidence.source_build_error
+
+
 def finish_translation(
     *,
     text: str,
@@ -964,8 +1028,13 @@ def finish_translation(
     includes: dict[str, str] | None = None,
     companions: dict[str, str] | None = None,
     project: ProjectConfig | None = None,
+    source_build: BuildSettings | None = None,
 ) -> TranslationResult:
-    """The result of a plan: the status decided once, the summary, the diagnostics and the manifest."""
+    """The result of a plan: the status decided once, the summary, the diagnostics and the manifest.
+    ``source_build``: the source's project settings, to ask the source's own compiler about a source whose
+    translation the target's compiler rejects."""
+    if candidate is not None and source_build is not None:
+        _check_source_build(evidence, text, source, path, source_build)
     status, reason = decide_status(evidence, unresolved, produced=candidate is not None, refused=refused)
     missing = [d.message.split("'")[1] for d in diagnostics if d.code == "project.include" and "'" in d.message]
     if missing and status is not Status.VERIFIED:

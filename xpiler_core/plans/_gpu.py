@@ -105,7 +105,7 @@ def gpu_plan(
         diagnostics=[*project.missing_includes(), *ctx.diagnostics], notes=ctx.notes, started=started,
         warp_size=target_warp,
         timings={"passes": seconds_passes}, candidates=attempts, includes=project.headers, project=project.config,
-        companions=companions)
+        companions=companions, source_build=project.source_build())
     report(progress, 1.0, result.status.value)
     return result
 

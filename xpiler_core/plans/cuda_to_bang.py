@@ -195,6 +195,6 @@ def plan(
         text=original.text, path=unit.path, source=original.dialect, target=Dialect.BANG, options=options,
         candidate=candidate, records=records, evidence=evidence, unresolved=ctx.unresolved,
         diagnostics=[*project.missing_includes(), *ctx.diagnostics], notes=ctx.notes, started=started,
-        warp_size=None, includes=project.headers, project=project.config)
+        warp_size=None, includes=project.headers, project=project.config, source_build=project.source_build())
     report(progress, 1.0, result.status.value)
     return result

@@ -296,7 +296,7 @@ def plan(
         candidate=candidate, records=records, evidence=evidence, unresolved=ctx.unresolved,
         diagnostics=[*project.missing_includes(), *ctx.diagnostics], notes=ctx.notes, started=started,
         warp_size=None, includes=project.headers, project=project.config,
-        companions=companions)
+        companions=companions, source_build=project.source_build())
     report(progress, 1.0, result.status.value)
     return result
 

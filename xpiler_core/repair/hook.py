@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import Any
 
 from xpiler_core.progress import CancelToken, ProgressFn
-from xpiler_core.repair.engine import repair_candidate
 from xpiler_core.translation import TranslateOptions, TranslationResult
 from xpiler_core.verify.spec import load_spec
 
@@ -39,6 +38,8 @@ def repair_translation(
 ) -> TranslationResult:
     """The translation result, repaired and re-verified when a one-expression repair exists. The repaired
     text goes through the same evidence and status decision as any candidate."""
+    # the engine (z3, the kernel model) is imported only when a repair is attempted
+    from xpiler_core.repair.engine import repair_candidate
     from xpiler_core.translation import (
         Status,
         TestSet,

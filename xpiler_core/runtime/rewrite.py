@@ -1,6 +1,6 @@
 """The mechanical source rewrite that lets g++ compile CUDA/HIP source against the runtime headers.
 
-Four constructs need it, because C++ cannot express them (or the runtime's scheduling):
+Five constructs need it, because g++ cannot compile them (or the runtime's scheduling needs them):
 
 * ``K<<<c0, c1[, c2[, c3]]>>>(args)`` becomes ``::xpiler::launch(K, c0, c1[, c2[, c3]])(args)``;
 * ``extern __shared__ T name[];`` becomes a pointer to the launch's dynamic shared memory (a local
@@ -9,7 +9,11 @@ Four constructs need it, because C++ cannot express them (or the runtime's sched
   the runtime's poison pattern once per block (uninitialised shared memory is garbage on a GPU, and
   ``static thread_local`` storage would otherwise read as zero);
 * a device statement through a name declared ``volatile`` is followed by ``::xpiler::lockstep``, where the
-  warp's lanes running it meet (the warp-synchronous idiom relies on a warp taking each statement in step).
+  warp's lanes running it meet (the warp-synchronous idiom relies on a warp taking each statement in step);
+* a braced list assigned (``v = {0};``) becomes ``v = __typeof__(v){0};``: clang (nvcc's and hipcc's host
+  side, hipcc's device side) accepts a braced assignment to a GNU vector type (HIP's MFMA accumulators,
+  ``using float4 = __attribute__((__vector_size__(16))) float``), g++ only a braced initialization; for
+  every other type both forms mean the same.
 
 Launches are found on the tree-sitter CST (``call_expression`` with a ``kernel_call_syntax`` child), so
 strings, comments and ``<<``/``>>`` operators are never touched. Every replacement keeps the number of
@@ -208,6 +212,20 @@ def _lockstep_edits(function: Node) -> list[tuple[int, int, str]]:
     return edits
 
 
+def _braced_assignment(node: Node, data: bytes) -> tuple[int, int, str] | None:
+    """``LHS = {…}`` gets the type of LHS before the list (an insertion: lines and columns of the rest stay)."""
+    target, value = node.child_by_field_name("left"), node.child_by_field_name("right")
+    operator = node.child_by_field_name("operator")
+    if target is None or value is None or value.type != "initializer_list" or (
+            operator is not None and operator.text != b"=") or node.has_error or target.type not in (
+            "identifier", "field_expression", "subscript_expression") or data[value.start_byte:value.start_byte + 1] != b"{":
+        return None  # (a statement the grammar only recovered from is left as written)
+    lhs = data[target.start_byte:target.end_byte].decode("utf-8", "replace")
+    if "\n" in lhs:
+        return None
+    return value.start_byte, value.start_byte, f"__typeof__({lhs})"
+
+
 def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult:
     """Rewrite launches and dynamic shared arrays; everything else is left byte-for-byte as it was."""
     parsed = parse_text(text, "<rewrite>", dialect)
@@ -239,6 +257,8 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
             )
             edits.append((function.start_byte, config.end_byte, _same_lines(replacement, original)))
             result.launches.append(Launch(kernel, node.start_point[0], tuple(parts)))
+        elif node.type == "assignment_expression" and (edit := _braced_assignment(node, data)) is not None:
+            edits.append(edit)
         elif node.type == "preproc_arg" and b"<<<" in data[node.start_byte : node.end_byte]:
             body = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
             rewritten = _MACRO_LAUNCH.sub(lambda m: f"::xpiler::launch({m.group(1)}, {m.group(2).strip()})", body)
