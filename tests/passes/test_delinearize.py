@@ -257,3 +257,22 @@ def test_a_thread_loop_is_split_by_the_mask_it_reads_with(tmp_path: Path, thread
     b, t = np.divmod(np.arange(blocks * threads), threads)
     expected = a[(b // 20) * 20480 + (t & 63) * 320 + (b % 20) * 16 + (t >> 6)]
     np.testing.assert_array_equal(out, expected)
+
+
+STILL_DIVIDED = r"""
+extern "C" __global__ void __launch_bounds__(64) win(float* __restrict__ x, float* __restrict__ y) {
+  y[blockIdx.x * 64 + threadIdx.x] = x[blockIdx.x * 256 + (threadIdx.x >> 5) * 128 + ((threadIdx.x & 31) >> 3) * 32
+                                       + (threadIdx.x & 7) * 2];
+}
+"""
+
+
+def test_a_thread_loop_still_divided_after_a_split_is_left_whole() -> None:
+    """Split by 32, the loop would still read ``(tx & 31) >> 3`` and ``tx & 7``: nothing becomes affine, so the
+    thread loop keeps its plain form (later passes read it)."""
+    from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
+
+    text, records, _ctx = translate_to_cpu(STILL_DIVIDED, "win.cu")
+    assert text is not None
+    record = next(r for r in records if r["name"] == "delinearize")
+    assert not record["changed"] and "stays divided" in (record["refused"] or ""), record
