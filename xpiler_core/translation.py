@@ -116,6 +116,7 @@ class Evidence:
     source_build_error: str = ""  # the source itself does not build with its own toolchain (first error)
     seconds_compile: float = 0.0
     seconds_tests: float = 0.0
+    seconds_checks: float = 0.0  # the whole compile-and-test phase (the two overlap)
     facts: dict[str, Any] = field(default_factory=dict)  # target facts for the manifest (MLU usage, …)
 
 
@@ -158,7 +159,7 @@ def gather_evidence(
     if not tests.specs and not (tests.program and program_check is not None):
         started = time.perf_counter()
         evidence.compile = runner.compile(candidate)
-        evidence.seconds_compile = time.perf_counter() - started
+        evidence.seconds_compile = evidence.seconds_checks = time.perf_counter() - started
         if evidence.compile.ok:
             evidence.note = f"no tests: {tests.reason}" if tests.reason else "no tests"
         return evidence
@@ -176,10 +177,12 @@ def gather_evidence(
                 raise
         evidence.seconds_tests = time.perf_counter() - started
         evidence.compile, evidence.seconds_compile = compiling.result()
+        evidence.seconds_checks = time.perf_counter() - started
     if not evidence.compile.ok:
         return dataclasses.replace(Evidence(untested=list(tests.untested), harness_error=tests.error),
                                    spec_info=_spec_info(tests), compile=evidence.compile,
-                                   seconds_compile=evidence.seconds_compile, facts=evidence.facts)
+                                   seconds_compile=evidence.seconds_compile, seconds_checks=evidence.seconds_checks,
+                                   facts=evidence.facts)
     if cancel is not None:
         cancel.check()
     return evidence
@@ -1042,7 +1045,8 @@ def finish_translation(
         reason = f"{reason} (project header(s) not found: {', '.join(missing[:3])}; give -I DIR)"
     seconds = time.perf_counter() - started
     summary = make_summary(source, target, records, evidence, status, reason, seconds, warp_size)
-    all_timings = {"compile": evidence.seconds_compile, "tests": evidence.seconds_tests, **(timings or {}),
+    all_timings = {"compile": evidence.seconds_compile, "tests": evidence.seconds_tests,
+                   "checks": evidence.seconds_checks, **(timings or {}),
                    "total": seconds}
     manifest = build_manifest(source=source, target=target, text=text, path=path, candidate=candidate or "",
                               options=options, records=records, evidence=evidence, status=status, reason=reason,

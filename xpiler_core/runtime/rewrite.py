@@ -10,10 +10,10 @@ Five constructs need it, because g++ cannot compile them (or the runtime's sched
   ``static thread_local`` storage would otherwise read as zero);
 * a device statement through a name declared ``volatile`` is followed by ``::xpiler::lockstep``, where the
   warp's lanes running it meet (the warp-synchronous idiom relies on a warp taking each statement in step);
-* a braced list assigned (``v = {0};``) becomes ``v = __typeof__(v){0};``: clang (nvcc's and hipcc's host
-  side, hipcc's device side) accepts a braced assignment to a GNU vector type (HIP's MFMA accumulators,
-  ``using float4 = __attribute__((__vector_size__(16))) float``), g++ only a braced initialization; for
-  every other type both forms mean the same.
+* a braced list assigned to a variable of a GNU vector type (``v = {0};``, HIP's MFMA accumulators declared
+  with a ``using float4 = __attribute__((__vector_size__(16))) float`` or an ``ext_vector_type`` typedef)
+  becomes ``v = __typeof__(v){0};``: clang (hipcc) accepts the braced assignment, g++ only a braced
+  initialization. Variables of other types are left as written.
 
 Launches are found on the tree-sitter CST (``call_expression`` with a ``kernel_call_syntax`` child), so
 strings, comments and ``<<``/``>>`` operators are never touched. Every replacement keeps the number of
@@ -212,10 +212,51 @@ def _lockstep_edits(function: Node) -> list[tuple[int, int, str]]:
     return edits
 
 
-def _braced_assignment(node: Node, data: bytes) -> tuple[int, int, str] | None:
-    """``LHS = {…}`` gets the type of LHS before the list (an insertion: lines and columns of the rest stay)."""
+_VECTOR_ATTRIBUTES = (b"vector_size", b"ext_vector_type")
+
+
+def _gnu_vector_names(nodes: list[Node], data: bytes) -> set[str]:
+    """Names the file declares with a GNU vector type: its vector type aliases (``using``/``typedef`` with a
+    ``vector_size``/``ext_vector_type`` attribute) and the variables declared with one of them or with the
+    attribute itself (scopes are not told apart: a same-named variable of another type only gets the same
+    assignment spelled with its own type)."""
+    def text(n: Node) -> bytes:
+        return data[n.start_byte:n.end_byte]
+
+    types: set[bytes] = set()
+    for node in nodes:
+        if node.type in ("alias_declaration", "type_definition") and any(a in text(node) for a in _VECTOR_ATTRIBUTES):
+            types.update(text(c) for c in node.children if c.type == "type_identifier")
+            for declarator in node.children_by_field_name("declarator"):
+                types.update(text(n) for n in _walk(declarator) if n.type == "type_identifier")
+    names: set[str] = set()
+    for node in nodes:
+        if node.type not in ("declaration", "parameter_declaration", "field_declaration"):
+            continue
+        kind = node.child_by_field_name("type")
+        if (kind is not None and text(kind) in types) or any(a in text(node) for a in _VECTOR_ATTRIBUTES):
+            names.update(n for d in node.children_by_field_name("declarator")
+                         if (n := _declared_name(d)) is not None)
+    return names
+
+
+def _root_name(node: Node) -> str | None:
+    """The variable an lvalue ``v``, ``v[i]`` or ``v.x`` designates."""
+    while node.type in ("subscript_expression", "field_expression"):
+        inner = node.child_by_field_name("argument")
+        if inner is None:
+            return None
+        node = inner
+    return node.text.decode("utf-8", "replace") if node.type == "identifier" and node.text is not None else None
+
+
+def _braced_assignment(node: Node, data: bytes, vectors: set[str]) -> tuple[int, int, str] | None:
+    """``LHS = {…}`` on a GNU vector gets the type of LHS before the list (an insertion: lines and columns of
+    the rest stay)."""
     target, value = node.child_by_field_name("left"), node.child_by_field_name("right")
     operator = node.child_by_field_name("operator")
+    if target is None or _root_name(target) not in vectors:
+        return None
     if target is None or value is None or value.type != "initializer_list" or (
             operator is not None and operator.text != b"=") or node.has_error or target.type not in (
             "identifier", "field_expression", "subscript_expression") or data[value.start_byte:value.start_byte + 1] != b"{":
@@ -234,6 +275,7 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
     result = RewriteResult(text)
     nodes = _walk(parsed.root)
     templates = _function_template_names(nodes) | _overloaded_names(nodes)
+    vectors = _gnu_vector_names(nodes, data) if any(a in data for a in _VECTOR_ATTRIBUTES) else set()
     for node in nodes:
         if node.type == "function_definition" and dialect in (Dialect.CUDA, Dialect.HIP):
             block = node.child_by_field_name("body")
@@ -257,7 +299,8 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
             )
             edits.append((function.start_byte, config.end_byte, _same_lines(replacement, original)))
             result.launches.append(Launch(kernel, node.start_point[0], tuple(parts)))
-        elif node.type == "assignment_expression" and (edit := _braced_assignment(node, data)) is not None:
+        elif node.type == "assignment_expression" and vectors and (
+                edit := _braced_assignment(node, data, vectors)) is not None:
             edits.append(edit)
         elif node.type == "preproc_arg" and b"<<<" in data[node.start_byte : node.end_byte]:
             body = data[node.start_byte : node.end_byte].decode("utf-8", "replace")

@@ -56,6 +56,7 @@ from xpiler_core.passes.support.ast_support import (
     value_template_arguments,
 )
 from xpiler_core.passes.support.coop_groups import lower_cooperative_groups, uses_cooperative_groups
+from xpiler_core.passes.support.counted_while import counted_whiles_as_fors
 from xpiler_core.passes.support.cpu_prelude import PRELUDE, PRELUDE_MARK, cublas_section
 from xpiler_core.passes.support.function_macros import Macros, expand_macros, function_macros
 from xpiler_core.passes.support.launch import infer_block, infer_grid
@@ -962,6 +963,8 @@ def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Functio
     st = _KernelState(warp=warp, types=A.declared_types(kernel))
     inliner.types = dict(st.types)
     body = A.Block(inliner.stmts(kernel.body.stmts))
+    # a stride loop spelled `i = s; while (i < n) { ...; i += k; }` is the for loop the later passes read
+    body = counted_whiles_as_fors(body)
     _refuse_warp_synchronous(kernel, body, inliner.functions)
     body = A.Block(_warp_normalize(body.stmts, st))
     st.types = A.declared_types(A.replace(kernel, body=body))
