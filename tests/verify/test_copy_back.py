@@ -99,14 +99,90 @@ def wrong_translation(text: str, target: Dialect) -> str:
     return wrong
 
 
-@pytest.mark.parametrize("target", [Dialect.C, Dialect.HIP])
-def test_a_wrong_translation_of_a_silent_program_is_caught(tmp_path: Path, target: Dialect) -> None:
-    source = tmp_path / "timing.cu"
-    source.write_text(TIMING_ONLY)
-    right = translate(TIMING_ONLY, str(source), TranslateOptions(target))
+def wrong_translation_report(program: str, tmp_path: Path, target: Dialect) -> str:
+    """Why the program check rejects a translation of ``program`` with its scale factor changed."""
+    source = tmp_path / "program.cu"
+    source.write_text(program)
+    right = translate(program, str(source), TranslateOptions(target))
     assert right.output_text
-    report = compare_programs(TIMING_ONLY, str(source), Dialect.CUDA, wrong_translation(right.output_text, target),
+    report = compare_programs(program, str(source), Dialect.CUDA, wrong_translation(right.output_text, target),
                               target, config=None, source_build=None, candidate_build=None, source_warp=32,
                               target_warp=64 if target is Dialect.HIP else 32)
     assert not report.matched and not report.source_failed
-    assert "copied back to the host differs: copy 1 of 2" in report.reason, report.reason
+    return report.reason
+
+
+@pytest.mark.parametrize("target", [Dialect.C, Dialect.HIP])
+def test_a_wrong_translation_of_a_silent_program_is_caught(tmp_path: Path, target: Dialect) -> None:
+    reason = wrong_translation_report(TIMING_ONLY, tmp_path, target)
+    assert "copied back to the host differs: copy 1 of 2" in reason, reason
+
+
+# the same program, but it copies nothing back: only its device buffers, as freed, hold what the kernels computed
+FREES_ONLY = re.sub(r"  cudaMemcpy\(hy.*\n  cudaMemcpy\(&hits.*\n", "", TIMING_ONLY)
+# a vector-typed buffer (float4: compared as floats) and a buffer freed through a void pointer (bytes)
+VECTOR_FREES = r"""
+#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void spin(float4* p, unsigned* bits, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float4 v = p[i];
+    p[i] = make_float4(v.y * 0.5f + 1.0f, v.z - v.x, v.w * v.w, v.x + 2.5f);
+    bits[i] = (unsigned)i * 2654435761u;
+  }
+}
+int main() {
+  const int n = 300;
+  static float4 h[n];
+  for (int i = 0; i < n; ++i) h[i] = make_float4(i * 0.25f, i % 7, 1.0f / (i + 1), -i * 0.125f);
+  float4* p; unsigned* bits;
+  cudaMalloc(&p, n * sizeof(float4)); cudaMalloc(&bits, n * sizeof(unsigned));
+  cudaMemcpy(p, h, n * sizeof(float4), cudaMemcpyHostToDevice);
+  spin<<<(n + 63) / 64, 64>>>(p, bits, n);
+  cudaDeviceSynchronize();
+  printf("done in %.3f ms\n", 0.5);
+  cudaFree(p); cudaFree((void*)bits);
+  return 0;
+}
+"""
+
+
+def test_device_buffers_as_freed_are_compared_only_where_nothing_is_copied_back() -> None:
+    def freed(copy: CopyBack) -> CopyBack:
+        return CopyBack(copy.size, copy.element, copy.data, freed=True)
+
+    # copies back and frees: the copies judge (a freed scratch buffer that differs is not looked at)
+    source = run([floats([1.0]), freed(ints([5]))])
+    report = compare_runs(source, run([floats([1.0]), freed(ints([6]))]), None)
+    assert report.matched and report.copies_compared == 1
+    # frees only: the buffers judge
+    report = compare_runs(run([freed(floats([1.0, 2.0]))]), run([freed(floats([1.0, 2.0]))]), None)
+    assert report.matched and report.copies_compared == 1 and "device buffer the kernels wrote" in report.summary()
+    # a buffer freed as the host left it agrees whatever the kernels computed: compared, not counted
+    unchanged = CopyBack(8, "f", floats([1.0, 2.0]).data, freed=True, unchanged=True)
+    report = compare_runs(run([unchanged]), run([unchanged]), None)
+    assert report.matched and report.nothing_compared
+    report = compare_runs(run([freed(floats([1.0, 2.0]))]), run([freed(floats([1.0, 2.5]))]), None)
+    assert not report.matched and "device buffers, as freed, differ: device buffer 1 of 1" in report.reason
+    report = compare_runs(run([freed(ints([1])), freed(ints([2]))]), run([freed(ints([1]))]), None)
+    assert not report.matched and "frees 2 device buffers" in report.reason
+    # a buffer of pointers holds addresses, which differ between any two runs: its length alone is compared
+    pointers = [CopyBack(8, "p", bytes(range(8)), freed=True)], [CopyBack(8, "p", bytes(range(8, 16)), freed=True)]
+    assert compare_runs(run(pointers[0]), run(pointers[1]), None).matched
+
+
+@pytest.mark.parametrize("target", [Dialect.C, Dialect.HIP])
+@pytest.mark.parametrize("program", [FREES_ONLY, VECTOR_FREES], ids=["scalar", "vector"])
+def test_a_program_that_copies_nothing_back_verifies_by_its_freed_buffers(tmp_path: Path, target: Dialect,
+                                                                          program: str) -> None:
+    assert "cudaMemcpy(hy" not in FREES_ONLY
+    result = translate(program, str(tmp_path / "frees.cu"), TranslateOptions(target))
+    assert result.status == "verified", result.summary
+    assert "2 device buffers the kernels wrote agree as freed" in result.reason + str(result.summary)
+
+
+@pytest.mark.parametrize("target", [Dialect.C, Dialect.HIP])
+def test_a_wrong_translation_of_a_program_that_copies_nothing_back_is_caught(tmp_path: Path, target: Dialect) -> None:
+    reason = wrong_translation_report(FREES_ONLY, tmp_path, target)
+    assert "device buffers, as freed, differ: device buffer 2 of 3" in reason, reason

@@ -65,11 +65,14 @@ _NEGATED_FAIL = re.compile(r"\b(0|no|zero)\s+(errors?|failures?|mismatch(es)?)\b
 @dataclass(frozen=True)
 class CopyBack:
     """One device-to-host copy of a run: its byte count, the element type of its destination as the host code
-    declared it ('f' float, 'd' double, 'i' integer, 'b' other), and its data (None past the record's limit)."""
+    declared it ('f' float, 'd' double, 'i' integer, 'p' pointer, 'b' other), and its data (None past the record's
+    limit)."""
 
     size: int
     element: str
     data: bytes | None
+    freed: bool = False  # a device buffer as it was when freed (programs that copy nothing back)
+    unchanged: bool = False  # freed holding what the host last put there (zeros, a copy): no evidence of kernels
 
 
 @dataclass
@@ -105,7 +108,7 @@ class ProgramRun:
                 "stdout": self.stdout[-8000:], "stderr": self.stderr[-4000:],
                 "files": {k: hashlib.sha256(v).hexdigest() for k, v in self.files.items()},
                 "timed_out": self.timed_out, "seconds": round(self.seconds, 3), "command": self.command,
-                "copies_back": [{"bytes": c.size, "element": c.element,
+                "copies_back": [{"bytes": c.size, "element": c.element, "freed": c.freed,
                                  "sha256": hashlib.sha256(c.data).hexdigest() if c.data is not None else None}
                                 for c in self.copies[:64]]}
 
@@ -147,9 +150,13 @@ class ProgramReport:
                     "line(s) ignored)")
         ran = " (the source ran on this machine's GPU)" if self.reference == "gpu" else ""
         if self.matched and self.copies_compared and not self.lines_compared and not self.verdict:
-            return (f"the programs agree: same exit status, the data of the {self.copies_compared} device-to-host "
-                    f"cop{'y' if self.copies_compared == 1 else 'ies'} they make agree (they print nothing else to "
-                    f"compare; {self.lines_ignored} timing line(s) ignored){ran}")
+            n = self.copies_compared
+            what = (f"the {n} device buffer{'' if n == 1 else 's'} the kernels wrote agree{'s' if n == 1 else ''} as "
+                    "freed (they copy nothing back)"
+                    if not any(not c.freed for c in self.source.copies) else
+                    f"the data of the {n} device-to-host cop{'y' if n == 1 else 'ies'} they make agree")
+            return (f"the programs agree: same exit status, {what} (they print nothing else to compare; "
+                    f"{self.lines_ignored} timing line(s) ignored){ran}")
         if self.matched:
             how = f"both print '{self.verdict}'" if self.verdict else f"{self.lines_compared} output line(s) agree"
             return f"the programs agree: same exit status, {how} ({self.lines_ignored} timing line(s) ignored){ran}"
@@ -328,15 +335,20 @@ def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | 
 @cache
 def copyback_recorder() -> str:
     """What the verifier's build puts before a CPU translation: the runtime's copy-back recorder
-    (``runtime/include/xpiler/copyback.h``) behind the prelude's ``XP_COPY_BACK`` hook (kind 2: device to host)."""
+    (``runtime/include/xpiler/copyback.h``) behind the prelude's ``XP_COPY_BACK`` hook (kind 2: device to host) and
+    its ``XP_ALLOCATED``/``XP_FREED`` hooks (blocks start zeroed, as the runtime's do)."""
     header = (resources.files("xpiler_core.runtime") / "include" / "xpiler" / "copyback.h").read_text(encoding="utf-8")
     return (f"{header}\n#define XP_COPY_BACK(d, n, kind, type) "
-            "((kind) == 2 ? ::xpiler::record_copy_back(d, n, ::xpiler::copy_type<type>()) : (void)0)\n")
+            "((kind) == 2 ? ::xpiler::record_copy_back(d, n, ::xpiler::copy_type<type>()) : (void)0)\n"
+            "#define XP_ALLOCATED(p, n) ::xpiler::copyback_alloc(p, n, true)\n"
+            "#define XP_HOST_WROTE(d, n) ::xpiler::copyback_host_write(d, n)\n"
+            "#define XP_FREED(p, type) ::xpiler::copyback_free(p, ::xpiler::copy_type<type>())\n")
 
 
 def read_copy_backs(path: Path) -> list[CopyBack]:
-    """The copies a run recorded ("copyback N T" and N bytes, or "copyback N T -" past the record's limit); a
-    record cut short (the program was killed mid-write) ends at its last whole copy."""
+    """The copies a run recorded ("copyback N T" and N bytes, or "copyback N T -" past the record's limit; "freed"
+    for a device buffer at its free); a record cut short (the program was killed mid-write) ends at its last whole
+    copy."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -348,14 +360,15 @@ def read_copy_backs(path: Path) -> list[CopyBack]:
         if end < 0:
             break
         header = data[at:end].split()
-        if len(header) < 3 or header[0] != b"copyback" or not header[1].isdigit():
+        if len(header) < 3 or header[0] not in (b"copyback", b"freed") or not header[1].isdigit():
             break
-        n, element = int(header[1]), header[2].decode("ascii", errors="replace")
-        if len(header) == 4:
-            copies.append(CopyBack(n, element, None))
+        n, element, freed = int(header[1]), header[2].decode("ascii", errors="replace"), header[0] == b"freed"
+        flags = set(header[3:])
+        if b"-" in flags:
+            copies.append(CopyBack(n, element, None, freed, b"u" in flags))
             at = end + 1
         elif end + 1 + n <= len(data):
-            copies.append(CopyBack(n, element, data[end + 1:end + 1 + n]))
+            copies.append(CopyBack(n, element, data[end + 1:end + 1 + n], freed, b"u" in flags))
             at = end + 1 + n
         else:
             break
@@ -521,24 +534,36 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
     return report
 
 
+def _judged_copies(run: ProgramRun, freed: bool) -> list[CopyBack]:
+    return [c for c in run.copies if c.freed == freed]
+
+
 def judged_by_copies(report: ProgramReport, atol: float, rtol: float, rerun_source: Any) -> ProgramReport:
-    """A program that prints and writes nothing to compare, judged by the data it copies back to the host. A
+    """A program that prints and writes nothing to compare, judged by the data it copies back to the host, or,
+    when it copies nothing back, by its device buffers as they are when freed (what its kernels computed). A
     copy whose data changes when the source runs again under another schedule (blocks in reverse order, one
     thread) is not compared: the source allows it to differ."""
     source, candidate = report.source, report.candidate
     assert candidate is not None
+    freed = not _judged_copies(source, False)
+    wanted, got = _judged_copies(source, freed), _judged_copies(candidate, freed)
+    what = "device buffer" if freed else "copy"
     unstable: set[int] = set()
-    difference = copies_difference(source.copies, candidate.copies, atol, rtol, unstable)
+    difference = copies_difference(wanted, got, atol, rtol, unstable, what)
     if difference is not None and rerun_source is not None:
         again: ProgramRun = rerun_source(OTHER_SCHEDULES[-1])
-        if not again.failure() and len(again.copies) == len(source.copies):
-            unstable = {i for i, (x, y) in enumerate(zip(source.copies, again.copies, strict=True))
+        again_copies = _judged_copies(again, freed)
+        if not again.failure() and len(again_copies) == len(wanted):
+            unstable = {i for i, (x, y) in enumerate(zip(wanted, again_copies, strict=True))
                         if copies_difference([x], [y], atol, rtol, set()) is not None}
-            difference = copies_difference(source.copies, candidate.copies, atol, rtol, unstable)
+            difference = copies_difference(wanted, got, atol, rtol, unstable, what)
     if difference is not None:
-        return ProgramReport(source, candidate, False, False, f"the data copied back to the host differs: {difference}",
-                             None, 0, report.lines_ignored)
-    report.copies_compared = sum(1 for i, c in enumerate(source.copies) if c.data is not None and i not in unstable)
+        where = "the device buffers, as freed, differ" if freed else "the data copied back to the host differs"
+        return ProgramReport(source, candidate, False, False, f"{where}: {difference}", None, 0, report.lines_ignored)
+    # a buffer freed as the host left it agrees whatever the kernels compute: not counted as compared (all of
+    # them so, the programs still compared nothing of what the kernels computed)
+    report.copies_compared = sum(1 for i, c in enumerate(wanted)
+                                 if c.data is not None and i not in unstable and not c.unchanged)
     return report
 
 
@@ -552,21 +577,23 @@ def _as_numbers(data: bytes, element: str) -> Any:
 
 
 def copies_difference(source: list[CopyBack], candidate: list[CopyBack], atol: float, rtol: float,
-                      skipped: set[int]) -> str | None:
+                      skipped: set[int], what: str = "copy") -> str | None:
     """Where the translation's device-to-host copies first differ from the source's (None: they agree). Float
     and double data agree within the tolerance (NaN with NaN); other data byte for byte."""
     import numpy as np
 
     if len(source) != len(candidate):
-        return f"the source makes {len(source)} device-to-host copies, the translation {len(candidate)}"
+        if what == "copy":
+            return f"the source makes {len(source)} device-to-host copies, the translation {len(candidate)}"
+        return f"the source frees {len(source)} device buffers, the translation {len(candidate)}"
     for i, (want, got) in enumerate(zip(source, candidate, strict=True)):
-        where = f"copy {i + 1} of {len(source)}"
+        where = f"{what} {i + 1} of {len(source)}"
         if i in skipped:
             continue
         if want.size != got.size:
             return f"{where} moves {got.size} bytes, the source's {want.size}"
-        if want.data is None or got.data is None or want.data == got.data:
-            continue
+        if want.data is None or got.data is None or want.data == got.data or "p" in (want.element, got.element):
+            continue  # (addresses: another run's allocations lie elsewhere)
         element = want.element if want.element == got.element else "b"
         a, b = _as_numbers(want.data, element), _as_numbers(got.data, element)
         if a is None or b is None:

@@ -412,19 +412,28 @@ template <class F> static inline int cudaFuncSetAttribute(F, int, int) { return 
 static inline int cudaMemGetInfo(size_t* free_, size_t* total) { *free_ = *total = (size_t)8 << 30; return 0; }
 static inline int cudaProfilerStart(void) { return 0; }
 static inline int cudaProfilerStop(void) { return 0; }
-template <class T> static inline int cudaMalloc(T** p, size_t n) { *p = (T*)malloc(n ? n : 1); return *p ? 0 : 2; }
+/* XP_ALLOCATED, XP_HOST_WROTE, XP_FREED: hooks the verifier's build defines to read the device buffers as they
+   are when freed
+   (nothing otherwise: verify/program.py, runtime/include/xpiler/copyback.h) */
+#ifndef XP_FREED
+#define XP_ALLOCATED(p, n) ((void)0)
+#define XP_HOST_WROTE(d, n) ((void)0)
+#define XP_FREED(p, type) ((void)0)
+#endif
+template <class T> static inline int cudaMalloc(T** p, size_t n) { *p = (T*)malloc(n ? n : 1); if (*p) XP_ALLOCATED((void*)*p, n); return *p ? 0 : 2; }
 template <class T> static inline int cudaMallocHost(T** p, size_t n) { return cudaMalloc(p, n); }
 template <class T> static inline int cudaMallocAsync(T** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
 template <class T> static inline int cudaHostAlloc(T** p, size_t n, unsigned int) { return cudaMalloc(p, n); }
 template <class T> static inline int cudaMallocManaged(T** p, size_t n, unsigned int = 1) { return cudaMalloc(p, n); }
-static inline int cudaFree(void* p) { free(p); return 0; }
-static inline int cudaFreeAsync(void* p, cudaStream_t) { free(p); return 0; }
-static inline int cudaFreeHost(void* p) { free(p); return 0; }
+static inline int cudaFree(void* p) { XP_FREED(p, void); free(p); return 0; }
+template <class T> static inline int cudaFree(T* p) { XP_FREED(p, T); free((void*)p); return 0; }
+static inline int cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
+static inline int cudaFreeHost(void* p) { return cudaFree(p); }
 static inline int cudaHostRegister(void*, size_t, unsigned int) { return 0; }
 static inline int cudaHostUnregister(void*) { return 0; }
 template <class T> static inline int cudaHostGetDevicePointer(T** d, void* h, unsigned int) { *d = (T*)h; return 0; }
 static inline int cudaMemPrefetchAsync(const void*, size_t, int, cudaStream_t = 0) { return 0; }
-static inline int cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t = 0) { memset(d, v, n); return 0; }
+static inline int cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t = 0) { memset(d, v, n); XP_HOST_WROTE(d, n); return 0; }
 static inline int cudaStreamCreate(cudaStream_t* s) { *s = 0; return 0; }
 static inline int cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { *s = 0; return 0; }
 #define cudaStreamLegacy ((cudaStream_t)0x1)
@@ -467,10 +476,10 @@ static inline int cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t f, void* data) {
 #ifndef XP_COPY_BACK
 #define XP_COPY_BACK(d, n, kind, type) ((void)0)
 #endif
-static inline int cudaMemcpy(void* d, const void* s, size_t n, int kind) { memmove(d, s, n); XP_COPY_BACK(d, n, kind, void); return 0; }
-template <class T> static inline int cudaMemcpy(T* d, const void* s, size_t n, int kind) { memmove((void*)d, s, n); XP_COPY_BACK(d, n, kind, T); return 0; }
+static inline int cudaMemcpy(void* d, const void* s, size_t n, int kind) { memmove(d, s, n); XP_HOST_WROTE(d, n); XP_COPY_BACK(d, n, kind, void); return 0; }
+template <class T> static inline int cudaMemcpy(T* d, const void* s, size_t n, int kind) { memmove((void*)d, s, n); XP_HOST_WROTE((const void*)d, n); XP_COPY_BACK(d, n, kind, T); return 0; }
 template <class D> static inline int cudaMemcpyAsync(D* d, const void* s, size_t n, int kind, cudaStream_t = 0) { return cudaMemcpy(d, s, n, kind); }
-static inline int cudaMemset(void* d, int v, size_t n) { memset(d, v, n); return 0; }
+static inline int cudaMemset(void* d, int v, size_t n) { memset(d, v, n); XP_HOST_WROTE(d, n); return 0; }
 template <class T> static inline int cudaMemcpyToSymbol(T& sym, const void* s, size_t n, size_t off = 0, int = 1) { memcpy((char*)&sym + off, s, n); return 0; }
 template <class T> static inline int cudaMemcpyFromSymbol(void* d, const T& sym, size_t n, size_t off = 0, int = 2) { memcpy(d, (const char*)&sym + off, n); XP_COPY_BACK(d, n, 2, T); return 0; }
 static inline int cudaDeviceSynchronize(void) { return 0; }

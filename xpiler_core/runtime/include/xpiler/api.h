@@ -102,7 +102,7 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
                               int line = __builtin_LINE()) {                                              \
     ::xpiler::install_fault_handlers(); /* host code overrunning the block is reported too */             \
     *p = ::xpiler::device_alloc(n, file, line);                                                           \
-    if (*p) ::xpiler::record_alloc(*p, n);                                                                \
+    if (*p) { ::xpiler::record_alloc(*p, n); ::xpiler::copyback_alloc(*p, n, false); }                    \
     return *p ? P##Success : P##ErrorMemoryAllocation;                                                    \
   }                                                                                                       \
   template <class T> inline P##Error_t P##Malloc(T** p, size_t n, const char* file = __builtin_FILE(),     \
@@ -135,7 +135,13 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     /* inside a kernel only a by-value parameter's destructor, run per thread here, reaches this host-only */ \
     /* API (a lock that frees its mutex): a GPU runs no parameter destructor on the device, so nothing */   \
     if (::xpiler::tls_worker && ::xpiler::tls_worker->cur) return P##Success;                             \
+    ::xpiler::copyback_free(p, 'b');                                                                      \
     return ::xpiler::device_free(p) ? P##Success : P##ErrorInvalidValue;                                  \
+  }                                                                                                       \
+  /* a typed block: the record of its contents at the free says how to compare them */                   \
+  template <class T> inline P##Error_t P##Free(T* p) {                                                    \
+    if (!(::xpiler::tls_worker && ::xpiler::tls_worker->cur)) ::xpiler::copyback_free(p, ::xpiler::copy_type<T>()); \
+    return P##Free(const_cast<void*>(static_cast<const void*>(p)));                                       \
   }                                                                                                       \
   inline P##Error_t P##FreeHost(void* p) { return P##Free(p); }                                           \
   /* stream-ordered allocation: the stream's earlier work is done when enqueued here, so plain blocks do */   \
@@ -147,7 +153,7 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   template <class S> inline P##Error_t P##FreeAsync(void* p, S) { return P##Free(p); }                     \
   inline P##Error_t P##Memcpy(void* d, const void* s, size_t n, P##MemcpyKind k = P##MemcpyDefault) {     \
     if (n && (!d || !s)) return P##ErrorInvalidValue;                                                     \
-    ::xpiler::record_copy(d, s, n); memmove(d, s, n);                                                     \
+    ::xpiler::record_copy(d, s, n); memmove(d, s, n); ::xpiler::copyback_host_write(d, n);                \
     if (k == P##MemcpyDeviceToHost) ::xpiler::record_copy_back(d, n);                                     \
     return P##Success;                                                                                    \
   }                                                                                                       \
@@ -156,6 +162,7 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   inline P##Error_t P##Memcpy(T* d, const void* s, size_t n, P##MemcpyKind k = P##MemcpyDefault) {        \
     if (n && (!d || !s)) return P##ErrorInvalidValue;                                                     \
     ::xpiler::record_copy(d, s, n); memmove(static_cast<void*>(d), s, n);                                 \
+    ::xpiler::copyback_host_write(d, n);                                                                  \
     if (k == P##MemcpyDeviceToHost) ::xpiler::record_copy_back(d, n, ::xpiler::copy_type<T>());          \
     return P##Success;                                                                                    \
   }                                                                                                       \
@@ -166,11 +173,13 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
                                 P##MemcpyKind = P##MemcpyDefault) {                                       \
     ::xpiler::record_copy2d(d, dp, s, sp, w, h);                                                          \
     for (size_t r = 0; r < h; ++r) memmove(static_cast<char*>(d) + r * dp, static_cast<const char*>(s) + r * sp, w); \
+    ::xpiler::copyback_host_write(d, dp * h);                                                             \
     return P##Success;                                                                                    \
   }                                                                                                       \
   inline P##Error_t P##Memset(void* d, int v, size_t n) {                                                 \
     if (n && !d) return P##ErrorInvalidValue;                                                             \
-    ::xpiler::record_memset(d, v, n); memset(d, v, n); return P##Success;                                 \
+    ::xpiler::record_memset(d, v, n); memset(d, v, n); ::xpiler::copyback_host_write(d, n);               \
+    return P##Success;                                                                                    \
   }                                                                                                       \
   /* one address space on the CPU: prefetches and placement advice change nothing */                       \
   enum { P##CpuDeviceId = -1, P##InvalidDeviceId = -2 };                                                  \

@@ -1,39 +1,118 @@
 // What host code copies back from the device (XPILER_COPYBACK=FILE). A program that prints nothing to compare is
-// judged by the data it copies back to the host: each device-to-host copy appends "copyback N T\n" and its N
-// bytes (past COPYBACK_LIMIT in all, "copyback N T -\n": its length alone), T the element type of the
-// destination pointer as the host code declared it ('f' float, 'd' double, 'i' an integer, 'b' anything else:
-// compared as bytes). Standalone: the runtime's host API includes it, and the verifier's build of a CPU
-// translation puts it in front of the translation (verify/program.py), whose prelude calls it through its
-// XP_COPY_BACK hook. An include guard, not #pragma once: the text may stand in a file and be included too.
+// judged by the data it copies back to the host (else by its device buffers when freed): each device-to-host
+// copy appends "copyback N T\n" and its N bytes (past COPYBACK_LIMIT in all, "copyback N T -\n": its length
+// alone), T the element type of the destination pointer as the host code declared it ('f' float, 'd' double,
+// 'i' an integer, a vector type by its lanes, 'p' pointers: their count alone, 'b' anything else: as bytes); each free of a block
+// cudaMalloc returned appends "freed N T\n" and the block. Standalone: the runtime's host API includes it, and
+// the verifier's build of a CPU translation puts it in front of the translation (verify/program.py), whose
+// prelude calls it through its XP_COPY_BACK, XP_ALLOCATED and XP_FREED hooks. An include guard, not #pragma once: the text may stand in a file and be included too.
 #ifndef XPILER_COPYBACK_H
 #define XPILER_COPYBACK_H
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <cstring>
+#include <mutex>
 #include <type_traits>
+#include <utility>
 
 namespace xpiler {
 constexpr size_t COPYBACK_LIMIT = size_t(256) << 20;
+// a CUDA/HIP vector type (float4, int2, double3, ...) is compared as its lanes: those named x, y, ... of one type
+template <class T, class = void> struct copy_lane { using type = T; };
+template <class T> struct copy_lane<T, decltype(void(std::declval<T&>().x))> {
+  using lane = typename std::remove_cv<decltype(std::declval<T&>().x)>::type;
+  using type = typename std::conditional<(std::is_arithmetic<lane>::value && sizeof(T) % sizeof(lane) == 0),
+                                         lane, T>::type;
+};
 template <class T> constexpr char copy_type() {
-  using U = typename std::remove_cv<typename std::remove_all_extents<T>::type>::type;
+  using V = typename std::remove_cv<typename std::remove_all_extents<T>::type>::type;
+  using U = typename copy_lane<V>::type;
+  // pointers ('p': addresses differ between any two runs) are compared by their count alone
   return std::is_same<U, float>::value ? 'f' : std::is_same<U, double>::value ? 'd'
-       : std::is_integral<U>::value ? 'i' : 'b';
+       : std::is_integral<U>::value ? 'i' : std::is_pointer<U>::value ? 'p' : 'b';
 }
-inline void record_copy_back(const void* d, size_t n, char type = 'b') {
+inline FILE* copyback_file() {
   static FILE* f = [] {
     const char* p = getenv("XPILER_COPYBACK");
     return p && *p ? fopen(p, "wb") : nullptr;
   }();
+  return f;
+}
+inline std::mutex& copyback_mutex() { static std::mutex m; return m; }
+// "KIND N T\n" and the N bytes (past COPYBACK_LIMIT in all, "KIND N T -\n": the length alone); flags (" u") before
+// the newline
+inline void write_copy_record(const char* kind, const void* d, size_t n, char type, const char* flags = "") {
   static size_t written = 0;
+  FILE* f = copyback_file();
   if (!f) return;
+  std::lock_guard<std::mutex> hold(copyback_mutex());
   if (written + n > COPYBACK_LIMIT) {
-    fprintf(f, "copyback %zu %c -\n", n, type);
+    fprintf(f, "%s %zu %c -%s\n", kind, n, type, flags);
   } else {
-    fprintf(f, "copyback %zu %c\n", n, type);
+    fprintf(f, "%s %zu %c%s\n", kind, n, type, flags);
     fwrite(d, 1, n, f);
     written += n;
   }
   fflush(f);
+}
+inline void record_copy_back(const void* d, size_t n, char type = 'b') { write_copy_record("copyback", d, n, type); }
+// A program that copies nothing back is judged by its device buffers as they are when freed ("freed N T"): the
+// blocks cudaMalloc returned, with their sizes; zero_fill: a CPU translation's blocks start zeroed, as the
+// runtime's do, so bytes no kernel wrote compare equal. A block whose bytes are those the host last put there
+// (zeros, a copy, a memset) is freed with the flag "u": its agreement says nothing of what the kernels computed.
+struct CopybackBlock {
+  size_t n;
+  uint64_t host_hash;  // of the block's bytes after the host last wrote it
+};
+inline std::map<const char*, CopybackBlock>& copyback_blocks() {
+  static std::map<const char*, CopybackBlock> blocks;
+  return blocks;
+}
+inline uint64_t copyback_hash(const void* p, size_t n) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  uint64_t h = 1469598103934665603ull;
+  size_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    uint64_t w;
+    memcpy(&w, b + k, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  for (; k < n; ++k) h = (h ^ b[k]) * 1099511628211ull;
+  return h;
+}
+inline void copyback_alloc(void* p, size_t n, bool zero_fill) {
+  if (!p || !copyback_file()) return;
+  if (zero_fill) memset(p, 0, n);
+  std::lock_guard<std::mutex> hold(copyback_mutex());
+  copyback_blocks()[static_cast<const char*>(p)] = CopybackBlock{n, copyback_hash(p, n)};
+}
+// the host wrote n bytes at d (a copy, a memset): the block holding d now holds what the host put there
+inline void copyback_host_write(const void* d, size_t n) {
+  if (!d || !n || !copyback_file()) return;
+  std::lock_guard<std::mutex> hold(copyback_mutex());
+  auto& blocks = copyback_blocks();
+  const char* at = static_cast<const char*>(d);
+  auto it = blocks.upper_bound(at);
+  if (it == blocks.begin()) return;
+  --it;
+  if (at >= it->first + it->second.n) return;
+  it->second.host_hash = copyback_hash(it->first, it->second.n);
+}
+inline void copyback_free(const void* p, char type) {
+  if (!p || !copyback_file()) return;
+  CopybackBlock block{};
+  {
+    std::lock_guard<std::mutex> hold(copyback_mutex());
+    auto at = copyback_blocks().find(static_cast<const char*>(p));
+    if (at == copyback_blocks().end()) return;
+    block = at->second;
+    copyback_blocks().erase(at);
+  }
+  const bool unchanged = copyback_hash(p, block.n) == block.host_hash;
+  write_copy_record("freed", p, block.n, type, unchanged ? " u" : "");
 }
 }  // namespace xpiler
 #endif
