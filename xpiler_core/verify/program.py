@@ -535,7 +535,10 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
 
 
 def _judged_copies(run: ProgramRun, freed: bool) -> list[CopyBack]:
-    return [c for c in run.copies if c.freed == freed]
+    """The copies back, or the buffers freed with what the kernels wrote: one freed as the host left it (an input
+    copied in, zeros) agrees whatever the kernels compute, and a translation may not allocate it at all (an input
+    read in place on the CPU, ``device_mirrors``)."""
+    return [c for c in run.copies if c.freed == freed and not (freed and c.unchanged)]
 
 
 def judged_by_copies(report: ProgramReport, atol: float, rtol: float, rerun_source: Any) -> ProgramReport:
@@ -545,7 +548,7 @@ def judged_by_copies(report: ProgramReport, atol: float, rtol: float, rerun_sour
     thread) is not compared: the source allows it to differ."""
     source, candidate = report.source, report.candidate
     assert candidate is not None
-    freed = not _judged_copies(source, False)
+    freed = not any(not c.freed for c in source.copies)
     wanted, got = _judged_copies(source, freed), _judged_copies(candidate, freed)
     what = "device buffer" if freed else "copy"
     unstable: set[int] = set()
@@ -560,10 +563,7 @@ def judged_by_copies(report: ProgramReport, atol: float, rtol: float, rerun_sour
     if difference is not None:
         where = "the device buffers, as freed, differ" if freed else "the data copied back to the host differs"
         return ProgramReport(source, candidate, False, False, f"{where}: {difference}", None, 0, report.lines_ignored)
-    # a buffer freed as the host left it agrees whatever the kernels compute: not counted as compared (all of
-    # them so, the programs still compared nothing of what the kernels computed)
-    report.copies_compared = sum(1 for i, c in enumerate(wanted)
-                                 if c.data is not None and i not in unstable and not c.unchanged)
+    report.copies_compared = sum(1 for i, c in enumerate(wanted) if c.data is not None and i not in unstable)
     return report
 
 
@@ -585,7 +585,8 @@ def copies_difference(source: list[CopyBack], candidate: list[CopyBack], atol: f
     if len(source) != len(candidate):
         if what == "copy":
             return f"the source makes {len(source)} device-to-host copies, the translation {len(candidate)}"
-        return f"the source frees {len(source)} device buffers, the translation {len(candidate)}"
+        return (f"the source frees {len(source)} device buffers its kernels wrote, the translation "
+                f"{len(candidate)}")
     for i, (want, got) in enumerate(zip(source, candidate, strict=True)):
         where = f"{what} {i + 1} of {len(source)}"
         if i in skipped:
