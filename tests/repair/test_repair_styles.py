@@ -73,6 +73,7 @@ def test_tidied_edits_compute_the_same(prefix: str, c: int, op: str, m: int, suf
     assert eval(result.removeprefix("y = "), env) == eval(plain, env)  # noqa: S307 - generated arithmetic
 
 
+@pytest.mark.slow  # a full repair through a step budget run out (42 s): the default run stays near its 15-minute budget
 def test_a_loop_that_never_ends_is_localized_and_repaired() -> None:
     # `offset >= 0` with `offset /= 2` never ends: the interpreter's step budget runs out on the small case,
     # the loop that ran longest is the suspect, and the repaired loop may only run as long as a normal one

@@ -48,6 +48,7 @@ def test_parallel_knobs_are_what_a_busy_machine_cannot_judge() -> None:
     assert not changes_parallelism(Config(binding=freeze({"threads": 0, "simd": False})), base)
 
 
+@pytest.mark.slow  # a whole tuning run (30 s): the default run stays near its 15-minute budget
 def test_busy_machine_is_flagged_and_thread_changes_not_crowned(monkeypatch: pytest.MonkeyPatch) -> None:
     busy = MachineLoad(other_runnable=float(os.cpu_count() or 1), cpus=os.cpu_count() or 1)
     monkeypatch.setattr(tuner_module, "machine_load", lambda: busy)
