@@ -31,7 +31,7 @@ class CancelToken:
         return self._event.is_set()
 
     def check(self) -> None:
-        if self._event.is_set():
+        if self.cancelled:
             raise Cancelled("cancelled")
 
 

@@ -179,10 +179,9 @@ def gather_evidence(
         evidence.compile, evidence.seconds_compile = compiling.result()
         evidence.seconds_checks = time.perf_counter() - started
     if not evidence.compile.ok:
-        return dataclasses.replace(Evidence(untested=list(tests.untested), harness_error=tests.error),
-                                   spec_info=_spec_info(tests), compile=evidence.compile,
-                                   seconds_compile=evidence.seconds_compile, seconds_checks=evidence.seconds_checks,
-                                   facts=evidence.facts)
+        return Evidence(untested=list(tests.untested), harness_error=tests.error, spec_info=_spec_info(tests),
+                        compile=evidence.compile, seconds_compile=evidence.seconds_compile,
+                        seconds_checks=evidence.seconds_checks, facts=evidence.facts)
     if cancel is not None:
         cancel.check()
     return evidence
@@ -207,10 +206,6 @@ class _UntilBroken(CancelToken):
             return True
         return self._compiling.done() and (self._compiling.exception() is not None
                                            or not self._compiling.result()[0].ok)
-
-    def check(self) -> None:
-        if self.cancelled:
-            raise Cancelled("cancelled")
 
 
 def _run_tests(candidate: str, tests: TestSet, runner: TargetRunner, seed: int, cancel: CancelToken,
@@ -994,15 +989,26 @@ def _kernel_by_kernel(names: list[str], text: str, path: str, dialect: Dialect, 
     return tests
 
 
-def _check_source_build(evidence: Evidence, text: str, source: Dialect, path: str, build: BuildSettings) -> None:
-    """When the target's compiler rejects the translation of a CUDA/HIP source, whether the source builds with
-    its own compiler (nvcc, hipcc): a source that does not is said to, before the translation is blamed (a
-    benchmark file that declares a name twice, or stores through a pointer to const)."""
+def _check_source_build(evidence: Evidence, text: str, source: Dialect, path: str,
+                        build: BuildSettings | None) -> None:
+    """When the target's compiler rejects the translation, whether the source builds with its own compiler
+    (nvcc, hipcc with the project's settings ``build``; the MLU model for BANG C): a source that does not is said
+    to, before the translation is blamed (a benchmark file that declares a name twice, or stores through a pointer
+    to const). C sources are not asked (their builds need flags a file does not state: intrinsics' targets)."""
+    if evidence.compile is None or evidence.compile.ok or evidence.source_build_error:
+        return
+    if source is Dialect.BANG:
+        from xpiler_core.runtime.bang.build import build_bang, format_build_errors
+
+        built = build_bang(text, path=Path(path).name or "source.mlu")
+        if not built.ok:
+            errors = format_build_errors(built).splitlines()
+            evidence.source_build_error = f"on the MLU model: {errors[0] if errors else 'build failed'}"
+        return
+    if source not in (Dialect.CUDA, Dialect.HIP):
+        return
     from xpiler_core.verify.toolchains import compile_check
 
-    if source not in (Dialect.CUDA, Dialect.HIP) or evidence.compile is None or evidence.compile.ok \
-            or evidence.source_build_error:
-        return
     verdict = compile_check(text, source, build=build, display_name=Path(path).name or None)
     if not verdict.ok and verdict.version != "not installed" and " timed out after " not in verdict.stderr:
         first = first_compiler_error(verdict.stderr)
@@ -1036,7 +1042,7 @@ def finish_translation(
     """The result of a plan: the status decided once, the summary, the diagnostics and the manifest.
     ``source_build``: the source's project settings, to ask the source's own compiler about a source whose
     translation the target's compiler rejects."""
-    if candidate is not None and source_build is not None:
+    if candidate is not None:
         _check_source_build(evidence, text, source, path, source_build)
     status, reason = decide_status(evidence, unresolved, produced=candidate is not None, refused=refused)
     missing = [d.message.split("'")[1] for d in diagnostics if d.code == "project.include" and "'" in d.message]

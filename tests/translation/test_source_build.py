@@ -55,3 +55,20 @@ def test_a_source_that_builds_is_not_said_not_to(tmp_path: Path) -> None:
     source.write_text(BUILDS)
     result = translate(source.read_text(), str(source), TranslateOptions(target=Dialect.C))
     assert "undefined_name" in result.reason.split("; the target toolchain")[0], result.reason
+
+
+def test_a_bang_source_the_mlu_model_rejects_is_named_the_same_way(tmp_path: Path) -> None:
+    """BANG → CUDA asks the MLU model's build (the source's own toolchain here) through the same check."""
+    source = tmp_path / "add.mlu"
+    source.write_text("""
+__mlu_global__ void add(float* x, float* y, int n) {
+  __nram__ float buf[256];
+  __memcpy(buf, x, 256 * sizeof(float), GDRAM2NRAM);
+  __bang_add(buf, buf, buf, 256);
+  undefined_call(buf);
+  __memcpy(y, buf, 256 * sizeof(float), NRAM2GDRAM);
+}
+""")
+    result = translate(source.read_text(), str(source), TranslateOptions(target=Dialect.CUDA))
+    assert result.status is Status.UNRESOLVED
+    assert result.reason.startswith("the source itself does not build (on the MLU model: add.mlu:6:3"), result.reason

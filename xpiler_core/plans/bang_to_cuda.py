@@ -14,7 +14,6 @@ from xpiler_core.passes.bang.bang_detensorize import translate_bang_to_cuda
 from xpiler_core.passes.base import PassContext, SourceUnit
 from xpiler_core.passes.driver import run_passes
 from xpiler_core.progress import CancelToken, ProgressFn, report
-from xpiler_core.runtime.bang.build import build_bang, format_build_errors
 from xpiler_core.translation import (
     Evidence,
     TranslateOptions,
@@ -57,12 +56,6 @@ def plan(
             evidence = gather_evidence(candidate, tests, runner, seed=options.seed,
                                        time_limit_s=options.run_time_limit_s, cancel=cancel, progress=progress,
                                        shrink=False)
-        if evidence.compile is not None and not evidence.compile.ok:
-            # nvcc rejects the translation: say so when the source does not build on the MLU model either
-            source = build_bang(unit.text, path=Path(unit.path).name or "source.mlu")
-            if not source.ok:
-                errors = format_build_errors(source).splitlines()
-                evidence.source_build_error = f"on the MLU model: {errors[0] if errors else 'build failed'}"
     result = finish_translation(
         text=unit.text, path=unit.path, source=Dialect.BANG, target=Dialect.CUDA, options=options,
         candidate=candidate, records=run.records, evidence=evidence, unresolved=ctx.unresolved,

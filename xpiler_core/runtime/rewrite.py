@@ -255,11 +255,9 @@ def _braced_assignment(node: Node, data: bytes, vectors: set[str]) -> tuple[int,
     the rest stay)."""
     target, value = node.child_by_field_name("left"), node.child_by_field_name("right")
     operator = node.child_by_field_name("operator")
-    if target is None or _root_name(target) not in vectors:
-        return None
-    if target is None or value is None or value.type != "initializer_list" or (
-            operator is not None and operator.text != b"=") or node.has_error or target.type not in (
-            "identifier", "field_expression", "subscript_expression") or data[value.start_byte:value.start_byte + 1] != b"{":
+    if target is None or value is None or _root_name(target) not in vectors or value.type != "initializer_list" \
+            or (operator is not None and operator.text != b"=") or node.has_error \
+            or data[value.start_byte:value.start_byte + 1] != b"{":
         return None  # (a statement the grammar only recovered from is left as written)
     lhs = data[target.start_byte:target.end_byte].decode("utf-8", "replace")
     if "\n" in lhs:

@@ -153,7 +153,7 @@ class ProgramReport:
             n = self.copies_compared
             what = (f"the {n} device buffer{'' if n == 1 else 's'} the kernels wrote agree{'s' if n == 1 else ''} as "
                     "freed (they copy nothing back)"
-                    if not any(not c.freed for c in self.source.copies) else
+                    if _judged_by_frees(self.source) else
                     f"the data of the {n} device-to-host cop{'y' if n == 1 else 'ies'} they make agree")
             return (f"the programs agree: same exit status, {what} (they print nothing else to compare; "
                     f"{self.lines_ignored} timing line(s) ignored){ran}")
@@ -336,7 +336,7 @@ def run_executable(exe: Path, workdir: Path, args: list[str], stdin_text: str | 
 def copyback_recorder() -> str:
     """What the verifier's build puts before a CPU translation: the runtime's copy-back recorder
     (``runtime/include/xpiler/copyback.h``) behind the prelude's ``XP_COPY_BACK`` hook (kind 2: device to host) and
-    its ``XP_ALLOCATED``/``XP_FREED`` hooks (blocks start zeroed, as the runtime's do)."""
+    its ``XP_ALLOCATED``/``XP_HOST_WROTE``/``XP_FREED`` hooks (blocks start zeroed, as the runtime's do)."""
     header = (resources.files("xpiler_core.runtime") / "include" / "xpiler" / "copyback.h").read_text(encoding="utf-8")
     return (f"{header}\n#define XP_COPY_BACK(d, n, kind, type) "
             "((kind) == 2 ? ::xpiler::record_copy_back(d, n, ::xpiler::copy_type<type>()) : (void)0)\n"
@@ -534,6 +534,11 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
     return report
 
 
+def _judged_by_frees(run: ProgramRun) -> bool:
+    """Whether a run is judged by its freed device buffers: it copies nothing back."""
+    return all(c.freed for c in run.copies)
+
+
 def _judged_copies(run: ProgramRun, freed: bool) -> list[CopyBack]:
     """The copies back, or the buffers freed with what the kernels wrote: one freed as the host left it (an input
     copied in, zeros) agrees whatever the kernels compute, and a translation may not allocate it at all (an input
@@ -548,7 +553,7 @@ def judged_by_copies(report: ProgramReport, atol: float, rtol: float, rerun_sour
     thread) is not compared: the source allows it to differ."""
     source, candidate = report.source, report.candidate
     assert candidate is not None
-    freed = not any(not c.freed for c in source.copies)
+    freed = _judged_by_frees(source)
     wanted, got = _judged_copies(source, freed), _judged_copies(candidate, freed)
     what = "device buffer" if freed else "copy"
     unstable: set[int] = set()

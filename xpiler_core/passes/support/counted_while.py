@@ -8,8 +8,8 @@ The two forms run the same statements in the same order when
   the loop in that block names the counter (the ``for`` scope ends with the loop);
 * the body's last statement steps the counter (``i += k``, ``i -= k``, ``i++``, ``++i``, ``i--``, ``--i``,
   ``i = i + k``) and nothing else in the body writes it or takes its address;
-* no ``continue`` of this loop (one inside a nested loop or ``switch`` belongs to that) would skip the step in the
-  ``while`` form and not in the ``for`` form.
+* no ``continue`` of this loop (one inside a nested loop belongs to that; one inside a ``switch`` is the loop's)
+  would skip the step in the ``while`` form and not in the ``for`` form.
 """
 
 from __future__ import annotations

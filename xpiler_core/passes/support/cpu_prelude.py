@@ -413,8 +413,7 @@ static inline int cudaMemGetInfo(size_t* free_, size_t* total) { *free_ = *total
 static inline int cudaProfilerStart(void) { return 0; }
 static inline int cudaProfilerStop(void) { return 0; }
 /* XP_ALLOCATED, XP_HOST_WROTE, XP_FREED: hooks the verifier's build defines to read the device buffers as they
-   are when freed
-   (nothing otherwise: verify/program.py, runtime/include/xpiler/copyback.h) */
+   are when freed (nothing otherwise: verify/program.py, runtime/include/xpiler/copyback.h) */
 #ifndef XP_FREED
 #define XP_ALLOCATED(p, n) ((void)0)
 #define XP_HOST_WROTE(d, n) ((void)0)
