@@ -1,6 +1,6 @@
 """Rebuild the real-program corpus (``programs.toml``) in a folder outside this repository.
 
-    python benchmarks/corpus/build_corpus.py OUT [--mirrors DIR] [--clone-cache DIR]
+    python benchmarks/corpus/build_corpus.py OUT [--mirrors DIR] [--clone-cache DIR] [--only ID ...]
 
 For every program the files listed in ``programs.toml`` are read at the recorded commit of the recorded
 repository and written to ``OUT/programs/<id>/`` (relative to the program's ``root``); the human HIP and
@@ -50,9 +50,11 @@ def tree_files(git: Path, commit: str, folder: str) -> list[str]:
     return done.stdout.split() if done.returncode == 0 else []
 
 
-def build(out: Path, mirrors: Path | None, clone_cache: Path) -> int:
+def build(out: Path, mirrors: Path | None, clone_cache: Path, only: set[str] | None = None) -> int:
     missing = 0
     for program in load_programs():
+        if only and str(program["id"]) not in only:
+            continue
         ident, repo, commit, root = str(program["id"]), str(program["repo"]), str(program["commit"]), str(program["root"])
         git = git_dir(repo, mirrors, clone_cache)
         dest = out / "programs" / ident
@@ -86,8 +88,9 @@ def main() -> int:
     parser.add_argument("out", type=Path, help="folder to write the corpus to (outside the repository)")
     parser.add_argument("--mirrors", type=Path, help="folder of bare repositories named owner+name")
     parser.add_argument("--clone-cache", type=Path, default=Path.home() / ".cache" / "xpiler-corpus-repos")
+    parser.add_argument("--only", action="append", default=[], help="program ids to write (default: all)")
     args = parser.parse_args()
-    return build(args.out.resolve(), args.mirrors, args.clone_cache)
+    return build(args.out.resolve(), args.mirrors, args.clone_cache, set(args.only) or None)
 
 
 if __name__ == "__main__":

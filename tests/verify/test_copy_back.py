@@ -170,7 +170,7 @@ def test_device_buffers_as_freed_are_compared_only_where_nothing_is_copied_back(
     report = compare_runs(run([unchanged, written]), run([unchanged, CopyBack(4, "f", written.data, True, True)]), None)
     assert not report.matched and "frees 1 device buffers its kernels wrote, the translation 0" in report.reason
     report = compare_runs(run([freed(floats([1.0, 2.0]))]), run([freed(floats([1.0, 2.5]))]), None)
-    assert not report.matched and "device buffers, as freed, differ: device buffer 1 of 1" in report.reason
+    assert not report.matched and "device buffers, as freed or at exit, differ: device buffer 1 of 1" in report.reason
     report = compare_runs(run([freed(ints([1])), freed(ints([2]))]), run([freed(ints([1]))]), None)
     assert not report.matched and "frees 2 device buffers its kernels wrote" in report.reason
     # a buffer of pointers holds addresses, which differ between any two runs: its length alone is compared
@@ -185,10 +185,25 @@ def test_a_program_that_copies_nothing_back_verifies_by_its_freed_buffers(tmp_pa
     assert "cudaMemcpy(hy" not in FREES_ONLY
     result = translate(program, str(tmp_path / "frees.cu"), TranslateOptions(target))
     assert result.status == "verified", result.summary
-    assert "2 device buffers the kernels wrote agree as freed" in result.reason + str(result.summary)
+    assert "2 device buffers the kernels wrote agree as freed or at exit" in result.reason + str(result.summary)
+
+
+# the same program, but it never frees its buffers either: they are read as they are when it exits
+NEVER_FREED = FREES_ONLY.replace("  cudaFree(x); cudaFree(y); cudaFree(h);\n", "")
+
+
+@pytest.mark.parametrize("target", [Dialect.C])  # HIP runs on the same recorder (runtime/include/xpiler/copyback.h)
+def test_a_program_that_never_frees_verifies_by_its_buffers_at_exit(tmp_path: Path, target: Dialect) -> None:
+    assert "cudaFree" not in NEVER_FREED
+    result = translate(NEVER_FREED, str(tmp_path / "kept.cu"), TranslateOptions(target))
+    assert result.status == "verified", result.summary  # before: compiled, not executed (nothing to compare)
+    assert "2 device buffers the kernels wrote agree as freed or at exit" in result.reason + str(result.summary)
+    (tmp_path / "wrong").mkdir()
+    reason = wrong_translation_report(NEVER_FREED, tmp_path / "wrong", target)
+    assert "device buffers, as freed or at exit, differ" in reason, reason
 
 
 @pytest.mark.parametrize("target", [Dialect.C, Dialect.HIP])
 def test_a_wrong_translation_of_a_program_that_copies_nothing_back_is_caught(tmp_path: Path, target: Dialect) -> None:
     reason = wrong_translation_report(FREES_ONLY, tmp_path, target)
-    assert "device buffers, as freed, differ: device buffer 1 of 2" in reason, reason
+    assert "device buffers, as freed or at exit, differ: device buffer 1 of 2" in reason, reason

@@ -71,7 +71,7 @@ class CopyBack:
     size: int
     element: str
     data: bytes | None
-    freed: bool = False  # a device buffer as it was when freed (programs that copy nothing back)
+    freed: bool = False  # a device buffer as it was when freed or at exit (programs that copy nothing back)
     unchanged: bool = False  # freed holding what the host last put there (zeros, a copy): no evidence of kernels
 
 
@@ -152,7 +152,7 @@ class ProgramReport:
         if self.matched and self.copies_compared and not self.lines_compared and not self.verdict:
             n = self.copies_compared
             what = (f"the {n} device buffer{'' if n == 1 else 's'} the kernels wrote agree{'s' if n == 1 else ''} as "
-                    "freed (they copy nothing back)"
+                    "freed or at exit (they copy nothing back)"
                     if _judged_by_frees(self.source) else
                     f"the data of the {n} device-to-host cop{'y' if n == 1 else 'ies'} they make agree")
             return (f"the programs agree: same exit status, {what} (they print nothing else to compare; "
@@ -340,7 +340,7 @@ def copyback_recorder() -> str:
     header = (resources.files("xpiler_core.runtime") / "include" / "xpiler" / "copyback.h").read_text(encoding="utf-8")
     return (f"{header}\n#define XP_COPY_BACK(d, n, kind, type) "
             "((kind) == 2 ? ::xpiler::record_copy_back(d, n, ::xpiler::copy_type<type>()) : (void)0)\n"
-            "#define XP_ALLOCATED(p, n) ::xpiler::copyback_alloc(p, n, true)\n"
+            "#define XP_ALLOCATED(p, n, type) ::xpiler::copyback_alloc(p, n, true, ::xpiler::copy_type<type>())\n"
             "#define XP_HOST_WROTE(d, n) ::xpiler::copyback_host_write(d, n)\n"
             "#define XP_FREED(p, type) ::xpiler::copyback_free(p, ::xpiler::copy_type<type>())\n")
 
@@ -548,7 +548,7 @@ def _judged_copies(run: ProgramRun, freed: bool) -> list[CopyBack]:
 
 def judged_by_copies(report: ProgramReport, atol: float, rtol: float, rerun_source: Any) -> ProgramReport:
     """A program that prints and writes nothing to compare, judged by the data it copies back to the host, or,
-    when it copies nothing back, by its device buffers as they are when freed (what its kernels computed). A
+    when it copies nothing back, by its device buffers as they are when freed or at exit (what its kernels computed). A
     copy whose data changes when the source runs again under another schedule (blocks in reverse order, one
     thread) is not compared: the source allows it to differ."""
     source, candidate = report.source, report.candidate
@@ -566,7 +566,7 @@ def judged_by_copies(report: ProgramReport, atol: float, rtol: float, rerun_sour
                         if copies_difference([x], [y], atol, rtol, set()) is not None}
             difference = copies_difference(wanted, got, atol, rtol, unstable, what)
     if difference is not None:
-        where = "the device buffers, as freed, differ" if freed else "the data copied back to the host differs"
+        where = "the device buffers, as freed or at exit, differ" if freed else "the data copied back to the host differs"
         return ProgramReport(source, candidate, False, False, f"{where}: {difference}", None, 0, report.lines_ignored)
     report.copies_compared = sum(1 for i, c in enumerate(wanted) if c.data is not None and i not in unstable)
     return report

@@ -15,12 +15,13 @@ must not leave the thread loop (``continue``/``break``/``return``) or hold code 
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import PassContext, PassInfo, PassRefused
-from xpiler_core.passes.support.ast_support import enter, leave, parse_expr
+from xpiler_core.passes.support.ast_support import enter, leave, parse_expr, side_effect_free
 from xpiler_core.passes.support.per_function import is_bound_kernel, rewrite_each
 from xpiler_core.passes.support.recovered_threads import (
     THREAD_VARS,
@@ -59,18 +60,25 @@ def _leaves(s: A.Stmt) -> bool:
 
 
 def _once(nest: A.For, tx_copies: set[str]) -> A.Stmt | None:
-    body = thread_body(nest)
-    if body is None or len(body) != 1:
+    body = thread_body(nest, tx_copies)
+    if body is None:
         return None
-    guard = read_copies_as_index(body[0], tx_copies)
+    # values every thread declares first (loop recovery recomputes them in each thread loop): thread 0's
+    # are declared once, before its statements
+    values = list(itertools.takewhile(lambda s: isinstance(s, A.DeclStmt) and side_effect_free(s), body))
+    if len(body) != len(values) + 1:
+        return None
+    guard = read_copies_as_index(body[-1], tx_copies)
     if not isinstance(guard, A.If) or guard.else_ is not None or _leaves(guard.then):
         return None
     tested = _zero_tested(guard.cond)
     if tested is None:
         return None
     zero = A.lit(0)
-    at_zero = A.substitute(guard.then, {**{v: zero for v in THREAD_VARS}, "xp_t": zero})
-    once = A.If(parse_expr("xp_nt > 0", Dialect.C), A.Block(tuple(A.stmts_of(at_zero))), None)
+    thread_zero = {**{v: zero for v in THREAD_VARS}, "xp_t": zero}
+    at_zero = [A.substitute(read_copies_as_index(s, tx_copies), thread_zero) for s in (*values, guard.then)]
+    once = A.If(parse_expr("xp_nt > 0", Dialect.C), A.Block(tuple(
+        x for s in at_zero for x in (A.stmts_of(s) if s is at_zero[-1] else (s,)))), None)
     others = [f"xp_bd{v[-1]} == 1" for v in THREAD_VARS if v not in tested]
     if not others:
         return once

@@ -44,9 +44,11 @@ def _c(e: A.Node) -> str:
 
 
 def _thread_index(e: A.Expr, globals_: set[str]) -> bool:
-    """``xp_tx`` or a per-thread variable holding the global index (``idx[xp_t]``)."""
+    """``xp_tx`` or a per-thread variable holding the global index (``idx[xp_t]``, or ``idx`` recomputed)."""
     if _is(e, "xp_tx"):
         return True
+    if isinstance(e, A.Name):
+        return e.id in globals_  # a copy each thread loop declares again
     return (isinstance(e, A.Index) and isinstance(e.base, A.Name) and e.base.id in globals_
             and _is(e.index, "xp_t"))
 
@@ -90,7 +92,7 @@ def _rounds(loop: A.For, globals_: set[str], tx_arrays: set[str]) -> str | None:
     body = tuple(s for s in body if not isinstance(s, A.Empty | A.Comment | A.Pragma))
     if len(body) != 1:
         return None
-    inner = _thread_body(body[0])
+    inner = _thread_body(body[0], tx_arrays | globals_)
     if inner is None or len(inner) != 1:
         return None
     found = _fold(inner[0], stride, tx_arrays)

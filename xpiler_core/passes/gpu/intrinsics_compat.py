@@ -7,7 +7,9 @@ lanes; ``__dp4a`` (four 8-bit products accumulated into 32 bits) has no HIP 5.2 
 ``dp4a.s32.s32`` / ``dp4a.u32.u32`` (signed or unsigned bytes by the overload), so it compiles with hipcc and
 runs unchanged on the CPU runtime (it does not use AMD's dot-product instructions). ``atomicAdd`` on
 ``__half``/``__half2`` (HIP 5.x declares none) gets template definitions by compare-and-swap of the 32-bit word.
-Host calls CUDA overloads for typed pointers (``cudaHostAlloc(int**, ...)``, also reached through a project
+``min``/``max`` calls get CUDA's own overload set (mixed signed/unsigned integers meet in the unsigned type;
+HIP 5.x picks a double template). The ``register`` storage class (removed in C++17; hipcc's clang rejects it)
+is dropped. Host calls CUDA overloads for typed pointers (``cudaHostAlloc(int**, ...)``, also reached through a project
 macro that pastes the prefix) get the same ``T**`` templates over HIP's ``void**`` functions (under hipcc).
 """
 
@@ -116,6 +118,37 @@ template <class T> inline hipError_t hipHostGetDevicePointer(T** device, void* h
 #endif
 {POINTER_END_MARK}
 """
+MINMAX_BEGIN_MARK = "// xpiler(intrinsics_compat) min/max begin"
+MINMAX_END_MARK = "// xpiler(intrinsics_compat) min/max end"
+# CUDA's own overload set of min/max (crt/math_functions.hpp): mixed signed/unsigned integers meet in the unsigned
+# type, float with double in double. HIP 5.x has a different set (min(unsigned, int) resolves to a double
+# template, so `a[min(i + blockDim.x, n - 1)]` does not compile and `min(u, n) / 2` divides in double): calls
+# are renamed to this copy of CUDA's set, which resolves every call the way nvcc does.
+_MINMAX_INTEGERS = (("int", "int", "int"), ("unsigned int", "unsigned int", "unsigned int"),
+                    ("unsigned int", "int", "unsigned int"), ("unsigned int", "unsigned int", "int"),
+                    ("long", "long", "long"), ("unsigned long", "unsigned long", "unsigned long"),
+                    ("unsigned long", "long", "unsigned long"), ("unsigned long", "unsigned long", "long"),
+                    ("long long", "long long", "long long"),
+                    ("unsigned long long", "unsigned long long", "unsigned long long"),
+                    ("unsigned long long", "long long", "unsigned long long"),
+                    ("unsigned long long", "unsigned long long", "long long"))
+
+
+def _minmax_overloads() -> str:
+    lines = [f"{MINMAX_BEGIN_MARK}: CUDA's min/max overloads (HIP 5.x resolves mixed ones otherwise).",
+             "#ifndef XPILER_CUDA_MINMAX", "#define XPILER_CUDA_MINMAX"]
+    for name, compare, fp in (("min", "<", "fmin"), ("max", ">", "fmax")):
+        for result, a, b in _MINMAX_INTEGERS:
+            lines.append(f"__host__ __device__ inline {result} xpiler_{name}({a} a, {b} b) {{ {result} x = ({result})a, "
+                         f"y = ({result})b; return x {compare} y ? x : y; }}")
+        lines += [f"__host__ __device__ inline float xpiler_{name}(float a, float b) {{ return {fp}f(a, b); }}",
+                  f"__host__ __device__ inline double xpiler_{name}(double a, double b) {{ return {fp}(a, b); }}",
+                  f"__host__ __device__ inline double xpiler_{name}(float a, double b) {{ return {fp}((double)a, b); }}",
+                  f"__host__ __device__ inline double xpiler_{name}(double a, float b) {{ return {fp}(a, (double)b); }}"]
+    return "\n".join([*lines, "#endif", MINMAX_END_MARK, ""])
+
+
+MINMAX_OVERLOADS = _minmax_overloads()
 _TYPED_POINTER_CALL = re.compile(r"\b(?:hip)?Host(?:Alloc|GetDevicePointer)\s*\(")
 # a file that adds to half values atomically: it calls atomicAdd and names a half type
 _HALF_TYPE = re.compile(r"\b(?:__)?half2?\b")
@@ -147,7 +180,9 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         text = remove_marked_region(text, BEGIN_MARK, END_MARK)
         text = remove_marked_region(text, HALF_BEGIN_MARK, HALF_END_MARK)
         text = remove_marked_region(text, POINTER_BEGIN_MARK, POINTER_END_MARK)
+        text = remove_marked_region(text, MINMAX_BEGIN_MARK, MINMAX_END_MARK)
     renames = {v: k for k, v in _RENAMES.items()} if backwards else _RENAMES
+    minmax = {"xpiler_min": "min", "xpiler_max": "max"} if backwards else {"min": "xpiler_min", "max": "xpiler_max"}
     src = parse_text(text, module.path, module.dialect)
     # a user's function named like an intrinsic is theirs
     user_names = users_own_names(src, ctx)
@@ -160,9 +195,28 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
                 and src.node_text(func) not in user_names and call_arguments(node)):
             edits.append(Edit(func.start_byte, func.end_byte, renames[src.node_text(func)]))
     calls = len(edits)
+    minmax_calls = 0
+    for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
+        func = node.child_by_field_name("function") if node.type == "call_expression" else None
+        if (func is not None and func.type == "identifier" and src.node_text(func) in minmax
+                and src.node_text(func) not in user_names and len(call_arguments(node)) == 2):
+            edits.append(Edit(func.start_byte, func.end_byte, minmax[src.node_text(func)]))
+            minmax_calls += 1
+    if not backwards:
+        # C++17 removed the `register` storage class: nvcc warns, clang (under hipcc) rejects it; it never
+        # changed what a program computes
+        dropped = [node for node in walk(src.root, skip=frozenset({"comment", "string_literal"}))
+                   if node.type == "storage_class_specifier" and src.node_text(node) == "register"]
+        for node in dropped:
+            end = node.end_byte
+            while end < len(src.data) and src.data[end:end + 1] in (b" ", b"\t"):
+                end += 1
+            edits.append(Edit(node.start_byte, end, ""))
+        if dropped:
+            ctx.notes.append(f"intrinsics_compat: {len(dropped)} 'register' storage class(es) dropped (not C++17)")
     at = top_insertion_point(src)
     lead = "\n" if at and not src.data[:at].endswith(b"\n") else ""
-    if edits and not backwards and BEGIN_MARK not in text:
+    if calls and not backwards and BEGIN_MARK not in text:
         edits.append(Edit(at, at, lead + HELPERS))
     half_atomics = (not backwards and HALF_BEGIN_MARK not in text and "atomicAdd" not in user_names
                     and _ATOMIC_ADD.search(text) is not None and _HALF_TYPE.search(text) is not None)
@@ -172,6 +226,9 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     typed_pointers = (not backwards and POINTER_BEGIN_MARK not in text
                       and not {"hipHostAlloc", "hipHostGetDevicePointer"} & user_names
                       and _TYPED_POINTER_CALL.search(text) is not None)
+    if minmax_calls and not backwards and MINMAX_BEGIN_MARK not in text:
+        edits.append(Edit(at, at, lead + MINMAX_OVERLOADS))
+        ctx.notes.append(f"intrinsics_compat: {minmax_calls} min/max call(s) given CUDA's overloads")
     if typed_pointers:
         edits.append(Edit(at, at, lead + POINTER_OVERLOADS))
         ctx.notes.append("intrinsics_compat: hipHostAlloc/hipHostGetDevicePointer given CUDA's T** overloads")

@@ -995,6 +995,9 @@ def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Functio
                     expanded[d.name] = d
     has_return = any(isinstance(n, A.Return) for lp in loops for s in lp.stmts for n in A.walk(s))
     done_flags = has_return and len(loops) > 1
+    recomputed = _recomputable(expanded, body, fission, block_level_names)
+    for name in recomputed:
+        del expanded[name]
     block_decls: list[A.Stmt] = [*fission.hoisted, *st.block_decls]
     for d in expanded.values():
         t = A.replace(d.type, quals=tuple(q for q in d.type.quals if q != "const") if not d.type.pointers
@@ -1005,7 +1008,7 @@ def _build_kernel(kernel: A.Function, warp: int, inliner: _Inliner) -> A.Functio
     if done_flags:
         block_decls.append(A.DeclStmt((A.VarDecl("xp_done", A.ctype("unsigned char"), (_NT,)),)))
         block_decls.append(A.ExprStmt(A.call("memset", A.Name("xp_done"), A.lit(0), A.Name("xp_nt"))))
-    ctx = _LoopContext(expanded=set(expanded), done_flags=done_flags, st=st)
+    ctx = _LoopContext(expanded=set(expanded), done_flags=done_flags, st=st, recomputed=recomputed)
     block_body = [*aliases, *block_decls, *(_lower_threadloops(s, ctx) for s in top)]
     block_body = [_fix_shared(s) for s in block_body]
     new_body = _block_nest(A.Block(tuple(block_body)))
@@ -1029,6 +1032,57 @@ class _LoopContext:
     expanded: set[str]
     done_flags: bool
     st: _KernelState
+    # thread-pure values declared in one thread loop and read in others: declared again where read
+    recomputed: dict[str, A.VarDecl] = field(default_factory=dict)
+
+    def substituted(self) -> dict[str, A.Expr]:
+        """The recomputed ``int t = threadIdx.x;`` copies, read as the builtin itself (the lowering reads every
+        thread builtin as an ``int``, so an ``int`` copy of one is the same value)."""
+        out: dict[str, A.Expr] = {}
+        for name, d in self.recomputed.items():
+            value = _scalar_init(d)
+            if value is not None and d.type.base == "int" and not d.type.pointers and A.builtin_ref(value) is not None:
+                out[name] = value
+        return out
+
+
+def _recomputable(expanded: dict[str, A.VarDecl], body: A.Block, fission: _Fission,
+                  block_level_names: set[str]) -> dict[str, A.VarDecl]:
+    """The values carried across a barrier that each thread can compute again where it reads them, instead of
+    keeping them in a per-thread array: ``int tid = threadIdx.x;``, ``const int row = blockIdx.y * 16 + ty;`` —
+    a scalar declared once, never written after, whose value reads only thread and block builtins, names no
+    thread writes (parameters, block constants) and other such values. An array cell ``tid[xp_t]`` hides the
+    index from the vectorizer and the affine passes; ``tid`` recomputed does not."""
+    declared: dict[str, int] = {}
+    for n in A.walk(body):
+        if isinstance(n, A.VarDecl):
+            declared[n.name] = declared.get(n.name, 0) + 1
+    params = set(fission.kernel.param_names())
+    opaque_words = {w for n in A.walk(body) if isinstance(n, A.Opaque) for w in re.findall(r"[A-Za-z_]\w*", n.text)}
+
+    def stable(name: str) -> bool:  # one declaration (or a parameter), never written, not in opaque text
+        return (declared.get(name, 0) + (name in params) == 1 and name not in fission.assigned
+                and name not in opaque_words)
+
+    out: dict[str, A.VarDecl] = {}
+    for name, d in expanded.items():
+        value = _scalar_init(d)
+        if d.dims or d.init_style != "=" or value is None or d.is_shared or name in block_level_names \
+                or not stable(name):
+            continue
+        pure = True
+        for n in A.walk(A.rewrite(value, lambda x: A.lit(0) if A.builtin_ref(x) is not None else None)):
+            if isinstance(n, A.Name):
+                known = n.id in out or (n.id in fission.uniform and n.id not in fission.updated_uniform)
+                if not known or not stable(n.id) and n.id not in out:
+                    pure = False
+            elif isinstance(n, (A.Index, A.Assign, A.Opaque)) or isinstance(n, A.Member) and n.arrow \
+                    or isinstance(n, A.Unary) and n.op in ("*", "&", "++", "--") \
+                    or isinstance(n, A.Call) and (n.callee is None or n.callee not in PURE_CALLS):
+                pure = False
+        if pure:
+            out[name] = d
+    return out
 
 
 def _lower_threadloops(s: A.Stmt, ctx: _LoopContext) -> A.Stmt:
@@ -1037,6 +1091,10 @@ def _lower_threadloops(s: A.Stmt, ctx: _LoopContext) -> A.Stmt:
 
 def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
     stmts: list[A.Stmt] = []
+    as_builtins = ctx.substituted()
+    if as_builtins:
+        lp = _ThreadLoop(tuple(A.substitute(s, as_builtins) for s in _without_decls(lp.stmts, set(as_builtins))),
+                         tuple(A.substitute(g, as_builtins) for g in lp.guards))
     for s in lp.stmts:
         if isinstance(s, A.DeclStmt) and any(d.name in ctx.expanded for d in s.decls):
             for d in s.decls:
@@ -1057,6 +1115,18 @@ def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
                                                     "*", A.Name("xp_bdx"), A.binop(
                                                         "+", A.Name("xp_ty"), A.binop("*", A.Name("xp_bdy"),
                                                                                       A.Name("xp_tz")))))),))]
+    declared_here = _threadloop_decls(lp)
+    used_here = {n.id for s in lp.stmts for n in A.walk(s) if isinstance(n, A.Name)} | {
+        n.id for g in lp.guards for n in A.walk(g) if isinstance(n, A.Name)}
+    wanted = {name for name in ctx.recomputed
+              if name in used_here and name not in declared_here and name not in as_builtins}
+    while True:  # and the values those read
+        more = {n.id for name in wanted for n in A.walk(ctx.recomputed[name])
+                if isinstance(n, A.Name) and n.id in ctx.recomputed and n.id not in declared_here} - wanted
+        if not more:
+            break
+        wanted |= more
+    head.extend(A.DeclStmt((d,)) for name, d in ctx.recomputed.items() if name in wanted)
     if ctx.done_flags:
         head.append(A.If(A.Index(A.Name("xp_done"), _T), A.Continue()))
     if lp.guards:
@@ -1070,6 +1140,18 @@ def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
     loop: A.Stmt = A.for_range("xp_tx", A.lit(0), A.Name("xp_bdx"), A.Block(tuple(inner)))
     loop = A.for_range("xp_ty", A.lit(0), A.Name("xp_bdy"), loop)
     return A.for_range("xp_tz", A.lit(0), A.Name("xp_bdz"), loop)
+
+
+def _without_decls(stmts: tuple[A.Stmt, ...], names: set[str]) -> list[A.Stmt]:
+    out: list[A.Stmt] = []
+    for s in stmts:
+        if isinstance(s, A.DeclStmt) and any(d.name in names for d in s.decls):
+            kept = tuple(d for d in s.decls if d.name not in names)
+            if kept:
+                out.append(A.replace(s, decls=kept))
+            continue
+        out.append(s)
+    return out
 
 
 def _scalar_init(d: A.VarDecl) -> A.Expr | None:

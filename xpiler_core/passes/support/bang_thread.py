@@ -1776,7 +1776,10 @@ class ThreadEvaluator:
             steps[iv] = Poly.atom(q) * delta
             self.env[name] = None  # its value after the loop (the trip count times the step) is not modelled
         for name, new in after.items():
-            if name not in before or name == view.var or name in entries or new is before[name]:
+            # a value declared again in the tile loop as it was before it (loop recovery recomputes a thread's
+            # index in each thread loop) carries nothing across tiles
+            if name not in before or name == view.var or name in entries or new is before[name] or (
+                    isinstance(new, Poly | Ptr) and new == before[name]):
                 continue
             if isinstance(new, Unset):
                 self.env[name] = new  # a register of one tile's computation (``regM``): unknown after the loop

@@ -415,11 +415,11 @@ static inline int cudaProfilerStop(void) { return 0; }
 /* XP_ALLOCATED, XP_HOST_WROTE, XP_FREED: hooks the verifier's build defines to read the device buffers as they
    are when freed (nothing otherwise: verify/program.py, runtime/include/xpiler/copyback.h) */
 #ifndef XP_FREED
-#define XP_ALLOCATED(p, n) ((void)0)
+#define XP_ALLOCATED(p, n, type) ((void)0)
 #define XP_HOST_WROTE(d, n) ((void)0)
 #define XP_FREED(p, type) ((void)0)
 #endif
-template <class T> static inline int cudaMalloc(T** p, size_t n) { *p = (T*)malloc(n ? n : 1); if (*p) XP_ALLOCATED((void*)*p, n); return *p ? 0 : 2; }
+template <class T> static inline int cudaMalloc(T** p, size_t n) { *p = (T*)malloc(n ? n : 1); if (*p) XP_ALLOCATED((void*)*p, n, T); return *p ? 0 : 2; }
 template <class T> static inline int cudaMallocHost(T** p, size_t n) { return cudaMalloc(p, n); }
 template <class T> static inline int cudaMallocAsync(T** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
 template <class T> static inline int cudaHostAlloc(T** p, size_t n, unsigned int) { return cudaMalloc(p, n); }
@@ -479,6 +479,42 @@ static inline int cudaMemcpy(void* d, const void* s, size_t n, int kind) { memmo
 template <class T> static inline int cudaMemcpy(T* d, const void* s, size_t n, int kind) { memmove((void*)d, s, n); XP_HOST_WROTE((const void*)d, n); XP_COPY_BACK(d, n, kind, T); return 0; }
 template <class D> static inline int cudaMemcpyAsync(D* d, const void* s, size_t n, int kind, cudaStream_t = 0) { return cudaMemcpy(d, s, n, kind); }
 static inline int cudaMemset(void* d, int v, size_t n) { memset(d, v, n); XP_HOST_WROTE(d, n); return 0; }
+/* pitched 2-D and 3-D memory: rows padded to 256 bytes, as the runtime (and GPUs) pad them */
+template <class T> static inline int cudaMallocPitch(T** p, size_t* pitch, size_t w, size_t h) {
+  *pitch = (w + 255) / 256 * 256; return cudaMalloc(p, *pitch * h); }
+static inline int cudaMemcpy2D(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h, int = cudaMemcpyDefault) {
+  for (size_t r = 0; r < h; ++r) memmove((char*)d + r * dp, (const char*)s + r * sp, w);
+  XP_HOST_WROTE(d, dp * h); return 0; }
+static inline int cudaMemcpy2DAsync(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h, int k = cudaMemcpyDefault,
+                                    cudaStream_t = 0) { return cudaMemcpy2D(d, dp, s, sp, w, h, k); }
+static inline int cudaMemset2D(void* d, size_t pitch, int v, size_t w, size_t h) {
+  for (size_t r = 0; r < h; ++r) memset((char*)d + r * pitch, v, w);
+  XP_HOST_WROTE(d, pitch * h); return 0; }
+struct cudaExtent { size_t width, height, depth; };
+struct cudaPitchedPtr { void* ptr; size_t pitch, xsize, ysize; };
+struct cudaPos { size_t x, y, z; };
+struct cudaMemcpy3DParms { void* srcArray; cudaPos srcPos; cudaPitchedPtr srcPtr; void* dstArray; cudaPos dstPos;
+                           cudaPitchedPtr dstPtr; cudaExtent extent; int kind; };
+static inline cudaExtent make_cudaExtent(size_t w, size_t h, size_t d) { return cudaExtent{w, h, d}; }
+static inline cudaPitchedPtr make_cudaPitchedPtr(void* p, size_t pitch, size_t xsize, size_t ysize) {
+  return cudaPitchedPtr{p, pitch, xsize, ysize}; }
+static inline cudaPos make_cudaPos(size_t x, size_t y, size_t z) { return cudaPos{x, y, z}; }
+static inline int cudaMalloc3D(cudaPitchedPtr* p, cudaExtent e) {
+  size_t pitch = (e.width + 255) / 256 * 256; void* block = 0;
+  int err = cudaMalloc(&block, pitch * e.height * e.depth);
+  *p = cudaPitchedPtr{block, pitch, e.width, e.height}; return err; }
+static inline int cudaMemcpy3D(const cudaMemcpy3DParms* m) {
+  if (!m || m->srcArray || m->dstArray) return 1;
+  for (size_t z = 0; z < m->extent.depth; ++z)
+    cudaMemcpy2D((char*)m->dstPtr.ptr + ((m->dstPos.z + z) * m->dstPtr.ysize + m->dstPos.y) * m->dstPtr.pitch + m->dstPos.x,
+                 m->dstPtr.pitch,
+                 (const char*)m->srcPtr.ptr + ((m->srcPos.z + z) * m->srcPtr.ysize + m->srcPos.y) * m->srcPtr.pitch
+                     + m->srcPos.x, m->srcPtr.pitch, m->extent.width, m->extent.height, m->kind);
+  return 0; }
+static inline int cudaMemcpy3DAsync(const cudaMemcpy3DParms* m, cudaStream_t = 0) { return cudaMemcpy3D(m); }
+static inline int cudaMemset3D(cudaPitchedPtr p, int v, cudaExtent e) {
+  for (size_t z = 0; z < e.depth; ++z) cudaMemset2D((char*)p.ptr + z * p.ysize * p.pitch, p.pitch, v, e.width, e.height);
+  return 0; }
 template <class T> static inline int cudaMemcpyToSymbol(T& sym, const void* s, size_t n, size_t off = 0, int = 1) { memcpy((char*)&sym + off, s, n); return 0; }
 template <class T> static inline int cudaMemcpyFromSymbol(void* d, const T& sym, size_t n, size_t off = 0, int = 2) { memcpy(d, (const char*)&sym + off, n); XP_COPY_BACK(d, n, 2, T); return 0; }
 static inline int cudaDeviceSynchronize(void) { return 0; }

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
+from xpiler_core.passes.support.ast_support import scalar_writes
 from xpiler_core.printer import print_expr
 
 THREAD_VARS = ("xp_tz", "xp_ty", "xp_tx")
@@ -17,9 +19,10 @@ def is_name(e: A.Expr, name: str) -> bool:
     return isinstance(e, A.Name) and e.id == name
 
 
-def thread_body(s: A.Stmt) -> list[A.Stmt] | None:
+def thread_body(s: A.Stmt, copies: set[str] | frozenset[str] = frozenset()) -> list[A.Stmt] | None:
     """The statements inside a recovered ``xp_tz``/``xp_ty``/``xp_tx`` loop nest (its ``xp_t`` declaration
-    left out), or None when ``s`` is no such nest."""
+    left out, and the declarations of the thread-index ``copies`` its body reads through
+    :func:`read_copies_as_index`), or None when ``s`` is no such nest."""
     for var in THREAD_VARS:
         if not isinstance(s, A.For):
             return None
@@ -34,16 +37,19 @@ def thread_body(s: A.Stmt) -> list[A.Stmt] | None:
                 return None
             s = stmts[0]
             continue
-        return [x for x in stmts if not (isinstance(x, A.DeclStmt) and [d.name for d in x.decls] == ["xp_t"])]
+        return [x for x in stmts if not (isinstance(x, A.DeclStmt) and (
+            [d.name for d in x.decls] == ["xp_t"] or all(d.name in copies for d in x.decls)))]
     return None
 
 
 def read_copies_as_index(node: N, tx_arrays: set[str]) -> N:
-    """``node`` with per-thread copies of the thread index (``t[xp_t]`` after ``int t = threadIdx.x;``) read
-    as ``xp_tx``."""
+    """``node`` with per-thread copies of the thread index (``t[xp_t]`` after ``int t = threadIdx.x;``, or ``t``
+    where each thread loop declares it again) read as ``xp_tx``."""
     def visit(n: A.Node) -> A.Node | None:
         if isinstance(n, A.Index) and isinstance(n.base, A.Name) and n.base.id in tx_arrays and is_name(
                 n.index, "xp_t"):
+            return A.Name("xp_tx")
+        if isinstance(n, A.Name) and n.id in tx_arrays:
             return A.Name("xp_tx")
         return None
 
@@ -68,7 +74,23 @@ def thread_index_copies(body: A.Stmt) -> tuple[set[str], set[str]]:
         if isinstance(target, A.Index) and isinstance(target.base, A.Name):
             counts[target.base.id] = counts.get(target.base.id, 0) + 1
     tx = {name for name, value in assigned if counts[name] == 1 and is_name(value, "xp_tx")}
+    # scalars each thread loop declares again with the same value (loop recovery recomputes a pure value read
+    # across a barrier), never written
+    inits: dict[str, list[A.Expr | None]] = {}
+    for n in A.walk(body):
+        if isinstance(n, A.VarDecl):
+            inits.setdefault(n.name, []).append(None if n.dims or n.type.pointers or n.init_style != "=" else n.init)
+    written = scalar_writes(body)
+
+    def scalar_copies(test: Callable[[A.Expr], bool]) -> set[str]:
+        return {name for name, values in inits.items() if name not in written and name not in counts
+                and all(v is not None and test(v) for v in values)}
+
+    tx |= scalar_copies(lambda v: is_name(v, "xp_tx"))
     forms = ("xp_bx * xp_bdx + xp_tx", "xp_tx + xp_bx * xp_bdx", "xp_bdx * xp_bx + xp_tx", "xp_tx + xp_bdx * xp_bx")
-    globals_ = {name for name, value in assigned
-                if counts[name] == 1 and print_expr(read_copies_as_index(value, tx), Dialect.C) in forms}
-    return tx, globals_
+
+    def global_form(value: A.Expr) -> bool:
+        return print_expr(read_copies_as_index(value, tx), Dialect.C) in forms
+
+    globals_ = {name for name, value in assigned if counts[name] == 1 and global_form(value)}
+    return tx, globals_ | scalar_copies(global_form)

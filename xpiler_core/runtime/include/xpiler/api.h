@@ -107,11 +107,13 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   }                                                                                                       \
   template <class T> inline P##Error_t P##Malloc(T** p, size_t n, const char* file = __builtin_FILE(),     \
                                                  int line = __builtin_LINE()) {                           \
-    return P##Malloc(reinterpret_cast<void**>(p), n, file, line);                                         \
+    P##Error_t e = P##Malloc(reinterpret_cast<void**>(p), n, file, line);                                 \
+    ::xpiler::copyback_type(*p, ::xpiler::copy_type<T>());                                                \
+    return e;                                                                                             \
   }                                                                                                       \
   template <class T> inline P##Error_t P##MallocManaged(T** p, size_t n, unsigned = 1,                    \
       const char* file = __builtin_FILE(), int line = __builtin_LINE()) {                                 \
-    return P##Malloc(reinterpret_cast<void**>(p), n, file, line);                                         \
+    return P##Malloc(p, n, file, line);                                                                   \
   }                                                                                                       \
   template <class T> inline P##Error_t P##MallocHost(T** p, size_t n, unsigned = 0,                       \
       const char* file = __builtin_FILE(), int line = __builtin_LINE()) {                                 \
@@ -174,6 +176,48 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
     ::xpiler::record_copy2d(d, dp, s, sp, w, h);                                                          \
     for (size_t r = 0; r < h; ++r) memmove(static_cast<char*>(d) + r * dp, static_cast<const char*>(s) + r * sp, w); \
     ::xpiler::copyback_host_write(d, dp * h);                                                             \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  /* 3-D memory: rows of width bytes, `pitch` apart, ysize rows a slice (pitched like cudaMallocPitch) */    \
+  struct P##Extent { size_t width, height, depth; };                                                      \
+  struct P##PitchedPtr { void* ptr; size_t pitch, xsize, ysize; };                                        \
+  struct P##Pos { size_t x, y, z; };                                                                      \
+  struct P##Memcpy3DParms { P##Array_t srcArray; P##Pos srcPos; P##PitchedPtr srcPtr;                     \
+                            P##Array_t dstArray; P##Pos dstPos; P##PitchedPtr dstPtr;                     \
+                            P##Extent extent; P##MemcpyKind kind; };                                      \
+  inline P##Extent make_##P##Extent(size_t w, size_t h, size_t d) { return P##Extent{w, h, d}; }          \
+  inline P##PitchedPtr make_##P##PitchedPtr(void* p, size_t pitch, size_t xsize, size_t ysize) {          \
+    return P##PitchedPtr{p, pitch, xsize, ysize};                                                         \
+  }                                                                                                       \
+  inline P##Pos make_##P##Pos(size_t x, size_t y, size_t z) { return P##Pos{x, y, z}; }                   \
+  inline P##Error_t P##Malloc3D(P##PitchedPtr* p, P##Extent e, const char* file = __builtin_FILE(),       \
+                                int line = __builtin_LINE()) {                                            \
+    size_t pitch = (e.width + 255) / 256 * 256;                                                           \
+    void* block = nullptr;                                                                                \
+    P##Error_t err = P##Malloc(&block, pitch * e.height * e.depth, file, line);                           \
+    *p = P##PitchedPtr{block, pitch, e.width, e.height};                                                  \
+    return err;                                                                                           \
+  }                                                                                                       \
+  inline P##Error_t P##Memcpy3D(const P##Memcpy3DParms* m) {                                              \
+    if (!m || m->srcArray || m->dstArray) return P##ErrorInvalidValue; /* arrays: textures, not modelled */ \
+    const P##PitchedPtr& s = m->srcPtr; const P##PitchedPtr& d = m->dstPtr;                               \
+    for (size_t z = 0; z < m->extent.depth; ++z) {                                                        \
+      char* dst = static_cast<char*>(d.ptr) + ((m->dstPos.z + z) * d.ysize + m->dstPos.y) * d.pitch + m->dstPos.x; \
+      const char* src = static_cast<const char*>(s.ptr) + ((m->srcPos.z + z) * s.ysize + m->srcPos.y) * s.pitch \
+                        + m->srcPos.x;                                                                    \
+      P##Memcpy2D(dst, d.pitch, src, s.pitch, m->extent.width, m->extent.height, m->kind);                \
+    }                                                                                                     \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  template <class S = int>                                                                                \
+  inline P##Error_t P##Memcpy3DAsync(const P##Memcpy3DParms* m, S = S()) { return P##Memcpy3D(m); }      \
+  inline P##Error_t P##Memset2D(void* d, size_t pitch, int v, size_t w, size_t h) {                       \
+    for (size_t r = 0; r < h; ++r) memset(static_cast<char*>(d) + r * pitch, v, w);                       \
+    ::xpiler::copyback_host_write(d, pitch * h);                                                          \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  inline P##Error_t P##Memset3D(P##PitchedPtr p, int v, P##Extent e) {                                    \
+    for (size_t z = 0; z < e.depth; ++z) P##Memset2D(static_cast<char*>(p.ptr) + z * p.ysize * p.pitch, p.pitch, v, e.width, e.height); \
     return P##Success;                                                                                    \
   }                                                                                                       \
   inline P##Error_t P##Memset(void* d, int v, size_t n) {                                                 \

@@ -3,7 +3,7 @@
 // copy appends "copyback N T\n" and its N bytes (past COPYBACK_LIMIT in all, "copyback N T -\n": its length
 // alone), T the element type of the destination pointer as the host code declared it ('f' float, 'd' double,
 // 'i' an integer, a vector type by its lanes, 'p' pointers: their count alone, 'b' anything else: as bytes); each free of a block
-// cudaMalloc returned appends "freed N T\n" and the block. Standalone: the runtime's host API includes it, and
+// cudaMalloc returned appends "freed N T\n" and the block (a block still live at exit, the same at exit). Standalone: the runtime's host API includes it, and
 // the verifier's build of a CPU translation puts it in front of the translation (verify/program.py), whose
 // prelude calls it through its XP_COPY_BACK, XP_ALLOCATED and XP_FREED hooks. An include guard, not #pragma once: the text may stand in a file and be included too.
 #ifndef XPILER_COPYBACK_H
@@ -66,6 +66,8 @@ inline void record_copy_back(const void* d, size_t n, char type = 'b') { write_c
 struct CopybackBlock {
   size_t n;
   uint64_t host_hash;  // of the block's bytes after the host last wrote it
+  char type;           // the element type it was allocated as ('b' when untyped)
+  uint64_t order;      // allocations counted: blocks live at exit are recorded in the order they were allocated
 };
 inline std::map<const char*, CopybackBlock>& copyback_blocks() {
   static std::map<const char*, CopybackBlock> blocks;
@@ -83,11 +85,17 @@ inline uint64_t copyback_hash(const void* p, size_t n) {
   for (; k < n; ++k) h = (h ^ b[k]) * 1099511628211ull;
   return h;
 }
-inline void copyback_alloc(void* p, size_t n, bool zero_fill) {
+inline void copyback_at_exit();
+inline void copyback_alloc(void* p, size_t n, bool zero_fill, char type = 'b') {
   if (!p || !copyback_file()) return;
   if (zero_fill) memset(p, 0, n);
   std::lock_guard<std::mutex> hold(copyback_mutex());
-  copyback_blocks()[static_cast<const char*>(p)] = CopybackBlock{n, copyback_hash(p, n)};
+  auto& blocks = copyback_blocks();
+  // registered after the block map and the mutex exist: it runs before they are destroyed
+  static const bool registered = std::atexit(copyback_at_exit) == 0;
+  (void)registered;
+  static uint64_t allocated = 0;
+  blocks[static_cast<const char*>(p)] = CopybackBlock{n, copyback_hash(p, n), type, allocated++};
 }
 // the host wrote n bytes at d (a copy, a memset): the block holding d now holds what the host put there
 inline void copyback_host_write(const void* d, size_t n) {
@@ -101,6 +109,13 @@ inline void copyback_host_write(const void* d, size_t n) {
   if (at >= it->first + it->second.n) return;
   it->second.host_hash = copyback_hash(it->first, it->second.n);
 }
+// the element type a typed allocation (cudaMalloc(float**, ...)) gave the block, for a block still live at exit
+inline void copyback_type(const void* p, char type) {
+  if (!p || !copyback_file()) return;
+  std::lock_guard<std::mutex> hold(copyback_mutex());
+  auto at = copyback_blocks().find(static_cast<const char*>(p));
+  if (at != copyback_blocks().end()) at->second.type = type;
+}
 inline void copyback_free(const void* p, char type) {
   if (!p || !copyback_file()) return;
   CopybackBlock block{};
@@ -113,6 +128,25 @@ inline void copyback_free(const void* p, char type) {
   }
   const bool unchanged = copyback_hash(p, block.n) == block.host_hash;
   write_copy_record("freed", p, block.n, type, unchanged ? " u" : "");
+}
+// A program that never frees its blocks (managed memory read in place, a teaching program's last lines) leaves
+// them live at exit: each is recorded as if freed there, typed as it was allocated.
+inline void copyback_at_exit() {
+  std::map<const char*, CopybackBlock> live;
+  {
+    std::lock_guard<std::mutex> hold(copyback_mutex());
+    live.swap(copyback_blocks());
+  }
+  // by allocation order, not address (two runs place blocks differently); C++11: the header goes before
+  // translations built at any standard
+  std::map<uint64_t, std::pair<const char*, CopybackBlock>> in_order;
+  for (const auto& entry : live) in_order[entry.second.order] = entry;
+  for (const auto& entry : in_order) {
+    const char* p = entry.second.first;
+    const CopybackBlock& block = entry.second.second;
+    const bool unchanged = copyback_hash(p, block.n) == block.host_hash;
+    write_copy_record("freed", p, block.n, block.type, unchanged ? " u" : "");
+  }
 }
 }  // namespace xpiler
 #endif
