@@ -62,6 +62,9 @@ def direction_of(ctx: PassContext) -> Direction:
     return "cuda->hip"
 
 
+_HIP_AS_CUDA_ARCH = 700  # the __CUDA_ARCH__ value HIP device code is given where CUDA code compares it
+
+
 def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> SourceUnit:
     direction = direction_of(ctx)
     table = load_mapping(direction)
@@ -123,6 +126,13 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
             if name in table.unsupported or status == "unsupported":
                 ctx.unresolved.append(Unresolved(table.unsupported.get(name) or f"{name}: {needs}", Span.of(node),
                                                  name))
+            elif name == "__CUDA_ARCH__" and direction == "cuda->hip" and node.parent is not None and \
+                    node.parent.type not in ("preproc_defined", "preproc_ifdef"):
+                # its value, compared (`#if __CUDA_ARCH__ < 600`): HIP's device pass defines its flag as 1, so a
+                # plain rename would read as a pre-Kepler device; the device passes as sm_70 (what HIP and this
+                # tool's warp passes provide; sm_80-gated paths such as cp.async take their fallbacks), the host
+                # pass as 0, as nvcc's does
+                rename(node, f"({table.names[name]} * {_HIP_AS_CUDA_ARCH})")
             elif name in table.names:
                 if status != "ok":
                     ctx.diagnostics.append(Diagnostic(Severity.WARNING, f"api_map.{status}",

@@ -7,7 +7,7 @@ lanes; ``__dp4a`` (four 8-bit products accumulated into 32 bits) has no HIP 5.2 
 ``dp4a.s32.s32`` / ``dp4a.u32.u32`` (signed or unsigned bytes by the overload), so it compiles with hipcc and
 runs unchanged on the CPU runtime (it does not use AMD's dot-product instructions). ``atomicAdd`` on
 ``__half``/``__half2`` (HIP 5.x declares none) gets template definitions by compare-and-swap of the 32-bit word.
-``min``/``max`` calls get CUDA's own overload set (mixed signed/unsigned integers meet in the unsigned type;
+``min``/``max`` calls (and ``umin``, ``llmax``, … which HIP 5.x lacks) get CUDA's own overload set (mixed signed/unsigned integers meet in the unsigned type;
 HIP 5.x picks a double template). The ``register`` storage class (removed in C++17; hipcc's clang rejects it)
 is dropped. Host calls CUDA overloads for typed pointers (``cudaHostAlloc(int**, ...)``, also reached through a project
 macro that pastes the prefix) get the same ``T**`` templates over HIP's ``void**`` functions (under hipcc).
@@ -145,6 +145,11 @@ def _minmax_overloads() -> str:
                   f"__host__ __device__ inline double xpiler_{name}(double a, double b) {{ return {fp}(a, b); }}",
                   f"__host__ __device__ inline double xpiler_{name}(float a, double b) {{ return {fp}((double)a, b); }}",
                   f"__host__ __device__ inline double xpiler_{name}(double a, float b) {{ return {fp}(a, (double)b); }}"]
+    # CUDA's typed forms (umin, llmax, ...), which HIP 5.x does not declare: the overload of their type
+    for name, compare in (("min", "<"), ("max", ">")):
+        for prefix, type_ in (("u", "unsigned int"), ("ll", "long long"), ("ull", "unsigned long long")):
+            lines.append(f"__host__ __device__ inline {type_} xpiler_{prefix}{name}({type_} a, {type_} b) "
+                         f"{{ return a {compare} b ? a : b; }}")
     return "\n".join([*lines, "#endif", MINMAX_END_MARK, ""])
 
 
@@ -182,7 +187,8 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         text = remove_marked_region(text, POINTER_BEGIN_MARK, POINTER_END_MARK)
         text = remove_marked_region(text, MINMAX_BEGIN_MARK, MINMAX_END_MARK)
     renames = {v: k for k, v in _RENAMES.items()} if backwards else _RENAMES
-    minmax = {"xpiler_min": "min", "xpiler_max": "max"} if backwards else {"min": "xpiler_min", "max": "xpiler_max"}
+    forward_minmax = {f"{p}{n}": f"xpiler_{p}{n}" for n in ("min", "max") for p in ("", "u", "ll", "ull")}
+    minmax = {v: k for k, v in forward_minmax.items()} if backwards else forward_minmax
     src = parse_text(text, module.path, module.dialect)
     # a user's function named like an intrinsic is theirs
     user_names = users_own_names(src, ctx)
