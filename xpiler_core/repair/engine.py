@@ -310,9 +310,9 @@ def repair_candidate(
 
     expectations: ExpectationStore = {}  # the reference's outputs, asked again by every candidate's run
 
-    def verify(candidate: str) -> SpecReport:
+    def verify(candidate: str, judged: KernelSpec = spec) -> SpecReport:
         return run_spec(
-            spec, candidate_text=candidate, candidate_dialect=dialect, candidate_entry=entry,
+            judged, candidate_text=candidate, candidate_dialect=dialect, candidate_entry=entry,
             candidate_kind=kind, warp_size=warp_size, seed=seed, cancel=cancel, expectations=expectations,
         )
 
@@ -320,10 +320,8 @@ def repair_candidate(
         return done("unrepaired", f"the repair budget ({budget_s:g} s) was spent before its first run")
     # the candidate's first run, each case limited by the budget too (a mutant that loops would otherwise hold
     # the spec's whole time limit per case)
-    report = initial_report or run_spec(
-        dataclasses.replace(spec, timeout_s=min(spec.timeout_s, max(1.0, budget.left()))), candidate_text=text,
-        candidate_dialect=dialect, candidate_entry=entry, candidate_kind=kind, warp_size=warp_size, seed=seed,
-        cancel=cancel, expectations=expectations)
+    report = initial_report or verify(
+        text, dataclasses.replace(spec, timeout_s=min(spec.timeout_s, max(1.0, budget.left()))))
     if report.passed:
         return done("not-needed", "the candidate already passes its tests")
     if report.build_error:

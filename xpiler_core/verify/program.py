@@ -470,6 +470,27 @@ def _unstable_lines(first: list[str], again: list[str], atol: float, rtol: float
             if i >= len(first) or i >= len(again) or not lines_match(first[i], again[i], atol, rtol)}
 
 
+def _difference_the_source_keeps(source: ProgramRun, first: list[str], other: list[str], patterns: Any,
+                                 atol: float, rtol: float, rerun_source: Any
+                                 ) -> tuple[tuple[int, str, str] | None, set[int]]:
+    """The first line where ``other`` differs from the source's ``first`` lines, leaving out lines that differ
+    between runs of the source itself under the other schedules (one thread; blocks reversed): those depend on
+    time, a seed or the order atomics land in. A bare time under a "Time in seconds:" line can agree across two
+    runs by chance, so each difference found is checked against another run. Also the lines left out."""
+    difference = first_difference(first, other, atol, rtol)
+    unstable: set[int] = set()
+    for k in range(SOURCE_RERUNS if rerun_source is not None else 0):
+        if difference is None:
+            break
+        again: ProgramRun = rerun_source(OTHER_SCHEDULES[k % len(OTHER_SCHEDULES)])
+        if again.failure() or again.exit_code != source.exit_code:
+            continue  # cut short (timed out, crashed): its missing lines are not lines that vary
+        again_lines, _ = _kept_lines(again.stdout, patterns)
+        unstable |= _unstable_lines(first, again_lines, atol, rtol)
+        difference = first_difference(first, other, atol, rtol, unstable)
+    return difference, unstable
+
+
 def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfig | None,
                  rerun_source: Any = None) -> ProgramReport:
     """Judge the candidate run against the source run (see the module docstring)."""
@@ -502,20 +523,8 @@ def compare_runs(source: ProgramRun, candidate: ProgramRun, config: ProjectConfi
                                  f"the source program prints {verdict}, the translation {got or 'no verdict'}",
                                  verdict, len(src_lines), ignored)
         return ProgramReport(source, candidate, True, False, "", verdict, len(src_lines), ignored)
-    difference = first_difference(src_lines, cand_lines, atol, rtol)
-    unstable: set[int] = set()
-    for k in range(SOURCE_RERUNS if rerun_source is not None else 0):
-        if difference is None:
-            break
-        # a line that differs between runs of the source itself depends on time or a random seed (a bare time
-        # printed under a "Time in seconds:" line can agree across two runs by chance: each difference found
-        # is checked against another run)
-        again: ProgramRun = rerun_source(OTHER_SCHEDULES[k % len(OTHER_SCHEDULES)])
-        if again.failure() or again.exit_code != source.exit_code:
-            continue  # cut short (timed out, crashed): its missing lines are not lines that vary
-        again_lines, _ = _kept_lines(again.stdout, patterns)
-        unstable |= _unstable_lines(src_lines, again_lines, atol, rtol)
-        difference = first_difference(src_lines, cand_lines, atol, rtol, unstable)
+    difference, unstable = _difference_the_source_keeps(source, src_lines, cand_lines, patterns, atol, rtol,
+                                                        rerun_source)
     if difference is not None:
         i, want, got = difference
         return ProgramReport(source, candidate, False, False,
@@ -768,21 +777,10 @@ def uninitialized_read(source: ProgramRun, poisoned: ProgramRun, rerun_source: A
     atol, rtol, patterns = _judging(config)
     first, _ = _kept_lines(source.stdout, patterns)
     other, _ = _kept_lines(poisoned.stdout, patterns)
-    difference = first_difference(first, other, atol, rtol)
+    # a line that varies between runs of the source (the order atomics land in) is not the poison's doing
+    difference, _ = _difference_the_source_keeps(source, first, other, patterns, atol, rtol, rerun_source)
     if difference is None:
         return None
-    # a line that varies between runs of the source under other schedules (the order atomics land in, which
-    # block prints first) is not the poison's doing: each schedule the translation is judged under is tried
-    unstable: set[int] = set()
-    for k in range(SOURCE_RERUNS):
-        again: ProgramRun = rerun_source(OTHER_SCHEDULES[k % len(OTHER_SCHEDULES)])
-        if again.failure() or again.exit_code != source.exit_code:
-            continue  # cut short: its missing lines are not lines that vary
-        again_lines, _ = _kept_lines(again.stdout, patterns)
-        unstable |= _unstable_lines(first, again_lines, atol, rtol)
-        difference = first_difference(first, other, atol, rtol, unstable)
-        if difference is None:
-            return None
     i, want, got = difference
     return (f"{UNINITIALIZED}: its output line {i + 1} changes with what freshly allocated device memory or "
             f"unwritten shared memory holds ('{want[:120]}', and '{got[:120]}' with other bytes there) — a GPU "

@@ -76,9 +76,12 @@ def _once(nest: A.For, tx_copies: set[str]) -> A.Stmt | None:
         return None
     zero = A.lit(0)
     thread_zero = {**{v: zero for v in THREAD_VARS}, "xp_t": zero}
-    at_zero = [A.substitute(read_copies_as_index(s, tx_copies), thread_zero) for s in (*values, guard.then)]
-    once = A.If(parse_expr("xp_nt > 0", Dialect.C), A.Block(tuple(
-        x for s in at_zero for x in (A.stmts_of(s) if s is at_zero[-1] else (s,)))), None)
+
+    def at_zero(s: A.Stmt) -> A.Stmt:
+        return A.substitute(read_copies_as_index(s, tx_copies), thread_zero)
+
+    once = A.If(parse_expr("xp_nt > 0", Dialect.C), A.Block(
+        (*(at_zero(v) for v in values), *A.stmts_of(at_zero(guard.then)))), None)
     others = [f"xp_bd{v[-1]} == 1" for v in THREAD_VARS if v not in tested]
     if not others:
         return once

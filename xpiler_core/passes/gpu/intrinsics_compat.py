@@ -193,33 +193,29 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     # a user's function named like an intrinsic is theirs
     user_names = users_own_names(src, ctx)
     edits: list[Edit] = []
+    calls = minmax_calls = dropped = 0
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
-        if node.type != "call_expression":
-            continue
-        func = node.child_by_field_name("function")
-        if (func is not None and func.type == "identifier" and src.node_text(func) in renames
-                and src.node_text(func) not in user_names and call_arguments(node)):
-            edits.append(Edit(func.start_byte, func.end_byte, renames[src.node_text(func)]))
-    calls = len(edits)
-    minmax_calls = 0
-    for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
-        func = node.child_by_field_name("function") if node.type == "call_expression" else None
-        if (func is not None and func.type == "identifier" and src.node_text(func) in minmax
-                and src.node_text(func) not in user_names and len(call_arguments(node)) == 2):
-            edits.append(Edit(func.start_byte, func.end_byte, minmax[src.node_text(func)]))
-            minmax_calls += 1
-    if not backwards:
-        # C++17 removed the `register` storage class: nvcc warns, clang (under hipcc) rejects it; it never
-        # changed what a program computes
-        dropped = [node for node in walk(src.root, skip=frozenset({"comment", "string_literal"}))
-                   if node.type == "storage_class_specifier" and src.node_text(node) == "register"]
-        for node in dropped:
+        if node.type == "storage_class_specifier" and not backwards and src.node_text(node) == "register":
+            # C++17 removed the `register` storage class: nvcc warns, clang (under hipcc) rejects it; it never
+            # changed what a program computes
             end = node.end_byte
             while end < len(src.data) and src.data[end:end + 1] in (b" ", b"\t"):
                 end += 1
             edits.append(Edit(node.start_byte, end, ""))
-        if dropped:
-            ctx.notes.append(f"intrinsics_compat: {len(dropped)} 'register' storage class(es) dropped (not C++17)")
+            dropped += 1
+            continue
+        func = node.child_by_field_name("function") if node.type == "call_expression" else None
+        if func is None or func.type != "identifier" or src.node_text(func) in user_names:
+            continue
+        name = src.node_text(func)
+        if name in renames and call_arguments(node):
+            edits.append(Edit(func.start_byte, func.end_byte, renames[name]))
+            calls += 1
+        elif name in minmax and len(call_arguments(node)) == 2:
+            edits.append(Edit(func.start_byte, func.end_byte, minmax[name]))
+            minmax_calls += 1
+    if dropped:
+        ctx.notes.append(f"intrinsics_compat: {dropped} 'register' storage class(es) dropped (not C++17)")
     at = top_insertion_point(src)
     lead = "\n" if at and not src.data[:at].endswith(b"\n") else ""
     if calls and not backwards and BEGIN_MARK not in text:

@@ -51,6 +51,7 @@ from xpiler_core.passes.support.ast_support import (
     names_in,
     parse_stmts,
     scalar_writes,
+    side_effect_free,
     template_actuals,
     template_formals,
     value_template_arguments,
@@ -1034,16 +1035,16 @@ class _LoopContext:
     st: _KernelState
     # thread-pure values declared in one thread loop and read in others: declared again where read
     recomputed: dict[str, A.VarDecl] = field(default_factory=dict)
+    # of those, the `int t = threadIdx.x;` copies, read as the builtin itself (the lowering reads every thread
+    # builtin as an `int`, so an `int` copy of one is the same value)
+    as_builtins: dict[str, A.Expr] = field(init=False)
 
-    def substituted(self) -> dict[str, A.Expr]:
-        """The recomputed ``int t = threadIdx.x;`` copies, read as the builtin itself (the lowering reads every
-        thread builtin as an ``int``, so an ``int`` copy of one is the same value)."""
-        out: dict[str, A.Expr] = {}
+    def __post_init__(self) -> None:
+        self.as_builtins = {}
         for name, d in self.recomputed.items():
             value = _scalar_init(d)
             if value is not None and d.type.base == "int" and not d.type.pointers and A.builtin_ref(value) is not None:
-                out[name] = value
-        return out
+                self.as_builtins[name] = value
 
 
 def _recomputable(expanded: dict[str, A.VarDecl], body: A.Block, fission: _Fission,
@@ -1070,17 +1071,14 @@ def _recomputable(expanded: dict[str, A.VarDecl], body: A.Block, fission: _Fissi
         if d.dims or d.init_style != "=" or value is None or d.is_shared or name in block_level_names \
                 or not stable(name):
             continue
-        pure = True
-        for n in A.walk(A.rewrite(value, lambda x: A.lit(0) if A.builtin_ref(x) is not None else None)):
-            if isinstance(n, A.Name):
-                known = n.id in out or (n.id in fission.uniform and n.id not in fission.updated_uniform)
-                if not known or not stable(n.id) and n.id not in out:
-                    pure = False
-            elif isinstance(n, (A.Index, A.Assign, A.Opaque)) or isinstance(n, A.Member) and n.arrow \
-                    or isinstance(n, A.Unary) and n.op in ("*", "&", "++", "--") \
-                    or isinstance(n, A.Call) and (n.callee is None or n.callee not in PURE_CALLS):
-                pure = False
-        if pure:
+        # no memory read (a barrier may separate it from the use), no side effect; names of such values or of
+        # what every thread sees alike and nothing writes
+        nodes = list(A.walk(A.rewrite(value, lambda x: A.lit(0) if A.builtin_ref(x) is not None else None)))
+        reads_memory = any(isinstance(n, A.Index) or isinstance(n, A.Member) and n.arrow
+                           or isinstance(n, A.Unary) and n.op == "*" for n in nodes)
+        names_known = all(n.id in out or (n.id in fission.uniform and n.id not in fission.updated_uniform
+                                          and stable(n.id)) for n in nodes if isinstance(n, A.Name))
+        if side_effect_free(value) and not reads_memory and names_known:
             out[name] = d
     return out
 
@@ -1091,7 +1089,7 @@ def _lower_threadloops(s: A.Stmt, ctx: _LoopContext) -> A.Stmt:
 
 def _thread_loop(lp: _ThreadLoop, ctx: _LoopContext) -> A.Stmt:
     stmts: list[A.Stmt] = []
-    as_builtins = ctx.substituted()
+    as_builtins = ctx.as_builtins
     if as_builtins:
         lp = _ThreadLoop(tuple(A.substitute(s, as_builtins) for s in _without_decls(lp.stmts, set(as_builtins))),
                          tuple(A.substitute(g, as_builtins) for g in lp.guards))

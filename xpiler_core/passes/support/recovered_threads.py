@@ -42,14 +42,14 @@ def thread_body(s: A.Stmt, copies: set[str] | frozenset[str] = frozenset()) -> l
     return None
 
 
-def read_copies_as_index(node: N, tx_arrays: set[str]) -> N:
+def read_copies_as_index(node: N, copies: set[str]) -> N:
     """``node`` with per-thread copies of the thread index (``t[xp_t]`` after ``int t = threadIdx.x;``, or ``t``
     where each thread loop declares it again) read as ``xp_tx``."""
     def visit(n: A.Node) -> A.Node | None:
-        if isinstance(n, A.Index) and isinstance(n.base, A.Name) and n.base.id in tx_arrays and is_name(
+        if isinstance(n, A.Index) and isinstance(n.base, A.Name) and n.base.id in copies and is_name(
                 n.index, "xp_t"):
             return A.Name("xp_tx")
-        if isinstance(n, A.Name) and n.id in tx_arrays:
+        if isinstance(n, A.Name) and n.id in copies:
             return A.Name("xp_tx")
         return None
 
