@@ -1010,6 +1010,11 @@ def _check_source_build(evidence: Evidence, text: str, source: Dialect, path: st
     from xpiler_core.verify.toolchains import compile_check
 
     verdict = compile_check(text, source, build=build, display_name=Path(path).name or None)
+    if not verdict.ok and source is Dialect.CUDA and "separate compilation mode" in verdict.stderr:
+        # kernels launched from device code (dynamic parallelism) build only with relocatable device code, as
+        # their project builds them: nvcc's own message says so
+        verdict = compile_check(text, source, flags=("-rdc=true",), build=build,
+                                display_name=Path(path).name or None)
     if not verdict.ok and verdict.version != "not installed" and " timed out after " not in verdict.stderr:
         first = first_compiler_error(verdict.stderr)
         evidence.source_build_error = f"{verdict.toolchain} {verdict.version}" + (f": {first}" if first else "")

@@ -85,3 +85,39 @@ def test_cuda_spellings_hip_reads_otherwise_compile_and_agree(tmp_path: Path) ->
     # before: hipcc rejected the subscript (min(unsigned, int) is a double in HIP 5.x), umin, atomicAdd_block,
     # and stopped at the #error (the device flag, 1, compared as an architecture)
     assert result.status == "verified", result.summary
+
+
+# CUDA's dim3 converts from uint3, HIP's does not: launch shapes set from make_uint3 (course code changes them
+# per pass of a loop) no longer compiled ("no viable overloaded '='"); a uint3 of the same name elsewhere stays
+RESHAPED = r"""
+#include <cstdio>
+__global__ void scale(float* x, int n, float s) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= s;
+}
+int main() {
+  const int n = 96;
+  float host[n];
+  for (int i = 0; i < n; ++i) host[i] = i * 0.5f;
+  float* dx;
+  cudaMalloc(&dx, sizeof host);
+  cudaMemcpy(dx, host, sizeof host, cudaMemcpyHostToDevice);
+  dim3 block(32, 1, 1);
+  dim3 grid = make_uint3(n / 32, 1, 1);
+  for (int pass = 1; pass <= 3; ++pass) {
+    block = make_uint3(32 / pass, 1, 1);
+    grid = make_uint3((n + block.x - 1) / block.x, 1, 1);
+    scale<<<grid, block>>>(dx, n, 1.0f + pass);
+  }
+  uint3 shape = make_uint3(n, 1, 1);
+  cudaMemcpy(host, dx, sizeof host, cudaMemcpyDeviceToHost);
+  printf("%u %.2f %.2f\n", shape.x, host[1], host[n - 1]);
+  return 0;
+}
+"""
+
+
+def test_a_dim3_set_from_make_uint3_compiles_with_hipcc_and_agrees(tmp_path: Path) -> None:
+    result = translate(RESHAPED, str(tmp_path / "reshaped.cu"), TranslateOptions(Dialect.HIP))
+    assert result.status == "verified", result.summary  # before: hipcc rejected the assignments
+    assert "uint3 shape = make_uint3(n, 1, 1)" in result.output_text  # not a dim3: left as it was

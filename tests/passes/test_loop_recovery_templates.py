@@ -147,3 +147,29 @@ def test_a_template_instance_with_a_type_parameter_and_a_defaulted_loader(tmp_pa
     lib.row_sums__float_8(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data), ctypes.c_size_t(n))
     np.testing.assert_allclose(y[:n], x[:n].sum(axis=1), rtol=1e-5, atol=1e-5)
     assert np.all(y[n:] == -1.0)
+
+
+# Overloads of one kernel name: each keeps its own parameters and body (both had become the last overload's,
+# and g++ rejected the redefinition, so the program fell to the portable tier)
+OVERLOADS = r"""
+__device__ int global_index() { return blockIdx.x * blockDim.x + threadIdx.x; }
+__global__ void fill(float* a, int n) { int i = global_index(); if (i < n) a[i] = 0.5f * i; }
+__global__ void fill(float* a, int n, int value) { int i = global_index(); if (i < n) a[i] = value; }
+extern "C" void run(float* a, float* b, int n) {
+  fill<<<(n + 31) / 32, 32>>>(a, n);
+  fill<<<(n + 31) / 32, 32>>>(b, n, 7);
+}
+"""
+
+
+def test_overloaded_kernels_keep_their_own_parameters(tmp_path) -> None:  # noqa: ANN001
+    text, records, _ctx = translate_to_cpu(OVERLOADS, "k.cu")
+    assert text is not None
+    recovery = next(r for r in records if r["name"] == "loop_recovery")
+    assert recovery["changed"], recovery["refused"]
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    n = 70
+    a, b = np.full(n, -1, np.float32), np.full(n, -1, np.float32)
+    lib.run(a.ctypes.data_as(ctypes.c_void_p), b.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(n))
+    np.testing.assert_array_equal(a, 0.5 * np.arange(n, dtype=np.float32))
+    np.testing.assert_array_equal(b, np.full(n, 7, np.float32))

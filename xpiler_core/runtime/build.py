@@ -31,6 +31,7 @@ from xpiler_core.cache import caching_disabled, get_cache, stable_key
 from xpiler_core.dialect import Dialect
 from xpiler_core.project import BuildSettings
 from xpiler_core.runtime import children
+from xpiler_core.runtime.engine_lib import EXTERN_FLAG, engine_library, link_flags, place_engine
 from xpiler_core.runtime.pch import with_precompiled
 from xpiler_core.runtime.rewrite import rewrite_for_cpu
 
@@ -176,6 +177,10 @@ def build_library(
     flags = build_flags(dialect, warp_size, fibers)
     if executable:
         flags = [f for f in flags if f not in ("-fPIC", "-shared")]
+    libs = [] if is_c else ["-lboost_context"] if fibers == "fcontext" else []
+    engine = None if is_c else engine_library(flags, libs, header_hash(), compiler, compiler_version(compiler))
+    if engine is not None:
+        flags.append(EXTERN_FLAG)
     runtime_only = list(flags)  # what a precompiled runtime header is built with
     # the source is compiled this deep in out_dir, so that a project header it reaches by a path leaving its
     # folder (`#include "../../shared/util.h"`) is found at that path among the rewritten files too
@@ -189,7 +194,6 @@ def build_library(
         flags += [f for f in (*_CANDIDATE_FLAGS.get(), *extra_flags) if f not in flags]
     if build is not None:  # the project's include dirs and macros, after the runtime's own headers
         flags += [f for f in build.runtime_flags() if f not in flags]
-    libs = [] if is_c else ["-lboost_context"] if fibers == "fcontext" else []
     key = stable_key(
         "runtime-build-v2",
         __version__,
@@ -202,8 +206,11 @@ def build_library(
         build.key() if build is not None else [],
         executable,
         host_cpu_flags() if "-march=native" in flags else "",
+        engine.name if engine is not None else "",
     )
     out_dir.mkdir(parents=True, exist_ok=True)
+    if engine is not None:  # the engine beside the program, which finds it there (cache hits included)
+        libs = [*link_flags(place_engine(engine, out_dir)), *libs]
     library = out_dir / (f"prog{key[:16]}" if executable else f"lib{key[:16]}.so")
     cache = get_cache("runtime-build")
 

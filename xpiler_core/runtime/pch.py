@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from xpiler_core.cache import cache_root, stable_key
@@ -63,33 +63,48 @@ def precompiled_include(header: str, flags: Sequence[str], digest: str, compiler
     folder = cache_root() / "pch" / key[:24]
     stub = folder / "xpiler_pch.h"
     gch = folder / "xpiler_pch.h.gch"
+    built = build_once(gch, include_line(header),
+                       lambda partial: [compiler, *shaping, "-x", "c++-header", str(stub), "-o", str(partial)],
+                       stub, PCH_TIMEOUT_S, PCH_MEMORY_BYTES)
+    return str(stub) if built else None
+
+
+def include_line(header: str) -> str:
+    """The line that includes ``header`` (a path or a name on the include path)."""
+    return f'#include "{header}"\n' if os.path.isabs(header) else f"#include <{header}>\n"
+
+
+def build_once(target: Path, unit_text: str, command: Callable[[Path], list[str]], unit: Path, timeout: float,
+               memory_bytes: int) -> bool:
+    """Whether ``target`` (a file under the cache) exists, built now when it does not: ``unit_text`` written to
+    ``unit`` and ``command(partial)`` run to a fresh name renamed into place, so parallel workers race safely;
+    a failure is remembered beside it (``failed``, the compiler's messages) and not tried again."""
+    folder = target.parent
     failed = folder / "failed"
-    if gch.is_file():
-        return str(stub)
+    if target.is_file():
+        return True
     if failed.exists():
-        return None
+        return False
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        text = f"#include <{header}>\n" if not os.path.isabs(header) else f'#include "{header}"\n'
-        _atomic_write(stub, text.encode())
-        partial = folder / f".{secrets.token_hex(6)}.gch"
-        command = [compiler, *shaping, "-x", "c++-header", str(stub), "-o", str(partial)]
-        proc = children.run(command, capture_output=True, text=True, errors="replace", timeout=PCH_TIMEOUT_S,
-                            cwd=folder, memory_bytes=PCH_MEMORY_BYTES, env=dict(os.environ, LC_ALL="C"))
+        atomic_write(unit, unit_text.encode())
+        partial = folder / f".{secrets.token_hex(6)}{target.suffix}"
+        proc = children.run(command(partial), capture_output=True, text=True, errors="replace", timeout=timeout,
+                            cwd=folder, memory_bytes=memory_bytes, env=dict(os.environ, LC_ALL="C"))
     except (OSError, subprocess.TimeoutExpired):
-        return None
+        return False
     if proc.returncode != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
         try:
-            _atomic_write(failed, (proc.stderr or proc.stdout or "").encode())
+            atomic_write(failed, (proc.stderr or proc.stdout or "").encode())
         except OSError:
             pass
-        return None
-    os.replace(partial, gch)
-    return str(stub)
+        return False
+    os.replace(partial, target)
+    return True
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
     temp.write_bytes(data)
     os.replace(temp, path)

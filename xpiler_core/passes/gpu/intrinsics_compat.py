@@ -9,7 +9,8 @@ runs unchanged on the CPU runtime (it does not use AMD's dot-product instruction
 ``__half``/``__half2`` (HIP 5.x declares none) gets template definitions by compare-and-swap of the 32-bit word.
 ``min``/``max`` calls (and ``umin``, ``llmax``, … which HIP 5.x lacks) get CUDA's own overload set (mixed signed/unsigned integers meet in the unsigned type;
 HIP 5.x picks a double template). The ``register`` storage class (removed in C++17; hipcc's clang rejects it)
-is dropped. Host calls CUDA overloads for typed pointers (``cudaHostAlloc(int**, ...)``, also reached through a project
+is dropped. A ``dim3`` assigned from ``make_uint3(...)`` (CUDA's dim3 converts from uint3, HIP's does not) is built
+as ``dim3(...)``. Host calls CUDA overloads for typed pointers (``cudaHostAlloc(int**, ...)``, also reached through a project
 macro that pastes the prefix) get the same ``T**`` templates over HIP's ``void**`` functions (under hipcc).
 """
 
@@ -18,8 +19,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tree_sitter import Node
+
 from xpiler_core.dialect import Dialect
-from xpiler_core.frontend.source import parse_text
+from xpiler_core.frontend.source import ParsedSource, parse_text
 from xpiler_core.passes.base import PassContext, PassInfo, SourceUnit
 from xpiler_core.passes.support.cst import (
     Edit,
@@ -178,6 +181,43 @@ _RENAMES = {"__dp4a": "xpiler_dp4a", **{f"__{n}": f"xpiler_{n}" for n in (
     "ldcs", "ldcg", "ldca", "ldlu", "ldcv", "stcs", "stcg", "stwb", "stwt", *_SIMD)}}
 
 
+def _dim3_variables(src: ParsedSource) -> set[str]:
+    """Names the file declares as ``dim3`` and as nothing else (a name declared with another type somewhere
+    is left alone)."""
+    typed: dict[str, set[str]] = {}
+    for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
+        if node.type not in ("declaration", "parameter_declaration", "field_declaration"):
+            continue
+        kind = node.child_by_field_name("type")
+        type_text = src.node_text(kind) if kind is not None else ""
+        for declarator in node.children_by_field_name("declarator"):
+            while declarator.type == "init_declarator":
+                inner = declarator.child_by_field_name("declarator")
+                if inner is None:
+                    break
+                declarator = inner
+            if declarator.type in ("identifier", "field_identifier"):
+                typed.setdefault(src.node_text(declarator), set()).add(type_text)
+    return {name for name, types in typed.items() if types == {"dim3"}}
+
+
+def _dim3_target_and_value(src: ParsedSource, node: Node) -> tuple[str | None, Node | None]:
+    """(the name assigned or declared, the value when it is a call) of an assignment or an init declarator;
+    a member (``params.gridDim = ...``) by its field name."""
+    if node.type == "assignment_expression":
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if left is not None and left.type == "field_expression":
+            left = left.child_by_field_name("field")
+    else:
+        left, right = node.child_by_field_name("declarator"), node.child_by_field_name("value")
+    if left is None or right is None or right.type != "call_expression":
+        return None, None
+    operator = node.child_by_field_name("operator")
+    if node.type == "assignment_expression" and (operator is None or src.node_text(operator) != "="):
+        return None, None
+    return (src.node_text(left) if left.type in ("identifier", "field_identifier") else None), right
+
+
 def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> SourceUnit:
     backwards = module.dialect is Dialect.HIP and ctx.target is Dialect.CUDA
     text = module.text
@@ -193,8 +233,18 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     # a user's function named like an intrinsic is theirs
     user_names = users_own_names(src, ctx)
     edits: list[Edit] = []
-    calls = minmax_calls = dropped = 0
+    calls = minmax_calls = dropped = dim3_made = 0
+    dim3_names = set() if backwards else _dim3_variables(src)
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
+        if dim3_names and node.type in ("assignment_expression", "init_declarator"):
+            # CUDA's dim3 converts from uint3 (`grid = make_uint3(n, 1, 1)`); HIP's has no such constructor
+            target, value = _dim3_target_and_value(src, node)
+            if target in dim3_names and value is not None:
+                func = value.child_by_field_name("function")
+                if func is not None and src.node_text(func) == "make_uint3" and "make_uint3" not in user_names:
+                    edits.append(Edit(func.start_byte, func.end_byte, "dim3"))
+                    dim3_made += 1
+            continue
         if node.type == "storage_class_specifier" and not backwards and src.node_text(node) == "register":
             # C++17 removed the `register` storage class: nvcc warns, clang (under hipcc) rejects it; it never
             # changed what a program computes
@@ -216,6 +266,9 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
             minmax_calls += 1
     if dropped:
         ctx.notes.append(f"intrinsics_compat: {dropped} 'register' storage class(es) dropped (not C++17)")
+    if dim3_made:
+        ctx.notes.append(f"intrinsics_compat: {dim3_made} dim3 value(s) built as dim3, not from make_uint3 "
+                         "(HIP's dim3 has no uint3 constructor)")
     at = top_insertion_point(src)
     lead = "\n" if at and not src.data[:at].endswith(b"\n") else ""
     if calls and not backwards and BEGIN_MARK not in text:

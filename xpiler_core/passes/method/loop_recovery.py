@@ -1642,7 +1642,9 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             raise PassRefused(f"kernel '{k.name}' contains code the AST does not model: {bad.text[:60]!r}", bad.span)
     inliner = _Inliner(module)
     inlined = inliner.inline
-    new_kernels = {k.name: _build_kernel(k, warp, inliner) for k in kernels}
+    # by the kernel itself: overloads of one name (`fill(float*, int)` and `fill(float*, int, int)`) are two
+    built = {id(k): _build_kernel(k, warp, inliner) for k in kernels}
+    new_kernels = {k.name: built[id(k)] for k in kernels}
     # host code that launches a kernel says how (any host function, extern "C" or not); an extern "C" entry
     # without launches is the user's own interface and keeps its place too
     host_entries = [f for f in module.functions() if not f.is_kernel and not f.is_device
@@ -1713,8 +1715,10 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                 # builtins, so it has no meaning outside a kernel on the CPU
                 dropped.append(item.name)
                 continue
-            if item.name in new_kernels:
-                items.append(new_kernels[item.name])
+            if id(item) in built:
+                # the name's wrapper or rename (new_kernels), the overload's own parameters and body
+                items.append(A.replace(built[id(item)], name=new_kernels[item.name].name,
+                                       qualifiers=new_kernels[item.name].qualifiers))
                 continue
             # kernels launched through function pointers: the pointers take the block functions' signature
             pointers = {n.kernel.id for n in A.walk(item) if isinstance(n, A.Launch) and isinstance(n.kernel, A.Name)

@@ -38,7 +38,8 @@ enum DeviceAttribute {
   XPILER_CUDA_DEVICE_ATTRS(XP_ATTR)
 #undef XP_ATTR
 };
-inline int device_attribute(int attr) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN int device_attribute(int attr) {
   switch (attr) {
     case kAttrMaxThreadsPerBlock: case kAttrMaxBlockDimX: case kAttrMaxBlockDimY: return 1024;
     case kAttrMaxBlockDimZ: return 64;
@@ -60,6 +61,9 @@ inline int device_attribute(int attr) {
     default: return 0;
   }
 }
+#else
+XPILER_ENGINE_FN int device_attribute(int attr);
+#endif
 // cudaLaunchKernel / hipLaunchKernel with a typed kernel pointer: unpack the void* argument array.
 template <class... K, size_t... I>
 inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, size_t smem, std::index_sequence<I...>) {

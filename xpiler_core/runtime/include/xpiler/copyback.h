@@ -8,6 +8,9 @@
 // prelude calls it through its XP_COPY_BACK, XP_ALLOCATED and XP_FREED hooks. An include guard, not #pragma once: the text may stand in a file and be included too.
 #ifndef XPILER_COPYBACK_H
 #define XPILER_COPYBACK_H
+#ifndef XPILER_ENGINE_FN
+#define XPILER_ENGINE_FN inline  // standalone (in front of a CPU translation): header-only
+#endif
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -44,7 +47,8 @@ inline FILE* copyback_file() {
 inline std::mutex& copyback_mutex() { static std::mutex m; return m; }
 // "KIND N T\n" and the N bytes (past COPYBACK_LIMIT in all, "KIND N T -\n": the length alone); flags (" u") before
 // the newline
-inline void write_copy_record(const char* kind, const void* d, size_t n, char type, const char* flags = "") {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void write_copy_record(const char* kind, const void* d, size_t n, char type, const char* flags = "") {
   static size_t written = 0;
   FILE* f = copyback_file();
   if (!f) return;
@@ -58,6 +62,9 @@ inline void write_copy_record(const char* kind, const void* d, size_t n, char ty
   }
   fflush(f);
 }
+#else
+XPILER_ENGINE_FN void write_copy_record(const char* kind, const void* d, size_t n, char type, const char* flags = "");
+#endif
 inline void record_copy_back(const void* d, size_t n, char type = 'b') { write_copy_record("copyback", d, n, type); }
 // A program that copies nothing back is judged by its device buffers as they are when freed ("freed N T"): the
 // blocks cudaMalloc returned, with their sizes; zero_fill: a CPU translation's blocks start zeroed, as the
@@ -73,7 +80,8 @@ inline std::map<const char*, CopybackBlock>& copyback_blocks() {
   static std::map<const char*, CopybackBlock> blocks;
   return blocks;
 }
-inline uint64_t copyback_hash(const void* p, size_t n) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN uint64_t copyback_hash(const void* p, size_t n) {
   const unsigned char* b = static_cast<const unsigned char*>(p);
   uint64_t h = 1469598103934665603ull;
   size_t k = 0;
@@ -85,8 +93,12 @@ inline uint64_t copyback_hash(const void* p, size_t n) {
   for (; k < n; ++k) h = (h ^ b[k]) * 1099511628211ull;
   return h;
 }
-inline void copyback_at_exit();
-inline void copyback_alloc(void* p, size_t n, bool zero_fill, char type = 'b') {
+#else
+XPILER_ENGINE_FN uint64_t copyback_hash(const void* p, size_t n);
+#endif
+XPILER_ENGINE_FN void copyback_at_exit();
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void copyback_alloc(void* p, size_t n, bool zero_fill, char type = 'b') {
   if (!p || !copyback_file()) return;
   if (zero_fill) memset(p, 0, n);
   std::lock_guard<std::mutex> hold(copyback_mutex());
@@ -97,6 +109,9 @@ inline void copyback_alloc(void* p, size_t n, bool zero_fill, char type = 'b') {
   static uint64_t allocated = 0;
   blocks[static_cast<const char*>(p)] = CopybackBlock{n, copyback_hash(p, n), type, allocated++};
 }
+#else
+XPILER_ENGINE_FN void copyback_alloc(void* p, size_t n, bool zero_fill, char type = 'b');
+#endif
 // the host wrote n bytes at d (a copy, a memset): the block holding d now holds what the host put there
 inline void copyback_host_write(const void* d, size_t n) {
   if (!d || !n || !copyback_file()) return;
@@ -116,7 +131,8 @@ inline void copyback_type(const void* p, char type) {
   auto at = copyback_blocks().find(static_cast<const char*>(p));
   if (at != copyback_blocks().end()) at->second.type = type;
 }
-inline void copyback_free(const void* p, char type) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void copyback_free(const void* p, char type) {
   if (!p || !copyback_file()) return;
   CopybackBlock block{};
   {
@@ -129,9 +145,13 @@ inline void copyback_free(const void* p, char type) {
   const bool unchanged = copyback_hash(p, block.n) == block.host_hash;
   write_copy_record("freed", p, block.n, type, unchanged ? " u" : "");
 }
+#else
+XPILER_ENGINE_FN void copyback_free(const void* p, char type);
+#endif
 // A program that never frees its blocks (managed memory read in place, a teaching program's last lines) leaves
 // them live at exit: each is recorded as if freed there, typed as it was allocated.
-inline void copyback_at_exit() {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void copyback_at_exit() {
   std::map<const char*, CopybackBlock> live;
   {
     std::lock_guard<std::mutex> hold(copyback_mutex());
@@ -148,5 +168,8 @@ inline void copyback_at_exit() {
     write_copy_record("freed", p, block.n, block.type, unchanged ? " u" : "");
   }
 }
+#else
+XPILER_ENGINE_FN void copyback_at_exit();
+#endif
 }  // namespace xpiler
 #endif

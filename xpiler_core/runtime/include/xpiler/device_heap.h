@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include "linkage.h"
 
 namespace xpiler {
 
@@ -65,7 +66,8 @@ inline size_t page_bytes() {
   return page;
 }
 
-inline void* device_alloc(size_t n, const char* file, int line) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void* device_alloc(size_t n, const char* file, int line) {
   const size_t page = page_bytes();
   const size_t body = n ? (n + kGranule - 1) / kGranule * kGranule : kGranule;
   const size_t span = (body + page - 1) / page * page;
@@ -86,9 +88,13 @@ inline void* device_alloc(size_t n, const char* file, int line) {
   device_heap().blocks[reinterpret_cast<uintptr_t>(b.user)] = b;
   return b.user;
 }
+#else
+XPILER_ENGINE_FN void* device_alloc(size_t n, const char* file, int line);
+#endif
 
 // The block whose guard page (or slack) holds ``addr``; safe in a fault handler (never waits for the lock).
-inline bool device_block_near(const void* addr, DeviceBlock* out) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN bool device_block_near(const void* addr, DeviceBlock* out) {
   DeviceHeap& heap = device_heap();
   if (!heap.mu.try_lock()) return false;
   bool found = false;
@@ -107,6 +113,9 @@ inline bool device_block_near(const void* addr, DeviceBlock* out) {
   heap.mu.unlock();
   return found;
 }
+#else
+XPILER_ENGINE_FN bool device_block_near(const void* addr, DeviceBlock* out);
+#endif
 
 inline void report_slack_write(const DeviceBlock& b, size_t offset, const char* who) {
   char msg[512];
@@ -117,7 +126,8 @@ inline void report_slack_write(const DeviceBlock& b, size_t offset, const char* 
 }
 
 // After a launch (and at free): a changed canary is a write past the end of its buffer.
-inline void check_device_canaries(const char* who) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void check_device_canaries(const char* who) {
   DeviceHeap& heap = device_heap();
   std::lock_guard<std::mutex> lock(heap.mu);
   for (const auto& [key, b] : heap.blocks) {
@@ -126,9 +136,13 @@ inline void check_device_canaries(const char* who) {
     }
   }
 }
+#else
+XPILER_ENGINE_FN void check_device_canaries(const char* who);
+#endif
 
 // false: not a block of this heap (the caller answers "invalid value", as CUDA does)
-inline bool device_free(void* p) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN bool device_free(void* p) {
   if (!p) return true;
   DeviceBlock b;
   {
@@ -145,5 +159,8 @@ inline bool device_free(void* p) {
   else free(b.user);
   return true;
 }
+#else
+XPILER_ENGINE_FN bool device_free(void* p);
+#endif
 
 }  // namespace xpiler

@@ -34,6 +34,7 @@
 #endif
 
 #include "types.h"
+#include "linkage.h"
 
 // The builtins are variables, not macros, so host code may name its own locals gridDim or blockDim as CUDA
 // allows; the engine stores the running lane's and block's values into them before any of its code runs.
@@ -265,7 +266,8 @@ inline void enter_lane(Worker* w, Lane* lane) {
   ::threadIdx = lane->idx;
 }
 
-inline XPILER_ENTRY(lane_entry) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN XPILER_ENTRY(lane_entry) {
   Worker* w = tls_worker;
   XPILER_ENTRY_PROLOGUE(w);
   w->call->invoke(w->call->data);
@@ -274,8 +276,12 @@ inline XPILER_ENTRY(lane_entry) {
   w->give_stack(w->cur->stack);
   leave_forever(w);
 }
+#else
+XPILER_ENGINE_FN XPILER_ENTRY(lane_entry);
+#endif
 
-inline XPILER_ENTRY(driver_entry) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN XPILER_ENTRY(driver_entry) {
   Worker* w = tls_worker;
   XPILER_ENTRY_PROLOGUE(w);
   for (unsigned i = 0; i < w->nthreads; ++i) {
@@ -292,6 +298,9 @@ inline XPILER_ENTRY(driver_entry) {
   w->driver_done = true;
   leave_forever(w);
 }
+#else
+XPILER_ENGINE_FN XPILER_ENTRY(driver_entry);
+#endif
 
 inline bool force_fibers() {
   static const bool v = [] {
@@ -316,7 +325,8 @@ inline void ensure_fiber_mode(Worker* w) {
   }
 }
 
-inline void complete_barrier(Worker* w) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void complete_barrier(Worker* w) {
   int site = -1, count = 0, all = 1, any = 0;
   unsigned waiting = 0, done = 0;
   int other_site = -1;
@@ -351,6 +361,9 @@ inline void complete_barrier(Worker* w) {
   for (unsigned i = 0; i < w->nthreads; ++i)
     if (w->lanes[i].state == kAtBarrier) w->lanes[i].state = kRunnable;
 }
+#else
+XPILER_ENGINE_FN void complete_barrier(Worker* w);
+#endif
 
 // Which lanes of a warp round may proceed: every group of lanes at one call site whose masks name only
 // lanes that are at that site or have exited (a converged collective). Exited lanes do not count: PTX waits
@@ -364,7 +377,8 @@ inline void complete_barrier(Worker* w) {
 // and meets them at the later collective with every lane (HIP's `if (t) r = __all(p); ... __any(q)`: lane 0 skips
 // the first vote, and its `__any` must see the other lanes). Earliest by line: the one at the smallest line is
 // always released, so no group waits forever.
-inline lanemask_t complete_groups(const WarpRound& r, lanemask_t alive) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN lanemask_t complete_groups(const WarpRound& r, lanemask_t alive) {
   lanemask_t remaining = r.arrived, release = 0, implicit = 0, later = 0;
   bool lockstep_pending = false;
   int first_implicit_site = INT_MAX;
@@ -392,8 +406,12 @@ inline lanemask_t complete_groups(const WarpRound& r, lanemask_t alive) {
   }
   return (lockstep_pending ? release & ~implicit : release) & ~later;
 }
+#else
+XPILER_ENGINE_FN lanemask_t complete_groups(const WarpRound& r, lanemask_t alive);
+#endif
 
-inline const char* collective_name(uint8_t op) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN const char* collective_name(uint8_t op) {
   static const char* const names[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
                                       "__ballot_sync", "__any_sync", "__all_sync", "__activemask",
                                       "__syncwarp", "__match_any_sync", "__reduce_*_sync",
@@ -401,13 +419,17 @@ inline const char* collective_name(uint8_t op) {
   const unsigned i = op & ~kImplicitMask;
   return i < sizeof names / sizeof names[0] ? names[i] : "warp collective";
 }
+#else
+XPILER_ENGINE_FN const char* collective_name(uint8_t op);
+#endif
 
 // No group of the warp can complete: some lane waits for a lane of its mask that is alive but somewhere
 // else. That lane is at a block barrier (which cannot complete while this warp waits) or at another warp
 // collective. On hardware this is a deadlock or garbage, so it is reported as a deadlock, except when every
 // waiting lane calls the same intrinsic with the same mask from different call sites: since sm_70 those
 // lanes meet in one collective, and they are run as one here.
-inline void resolve_divergent_collective(Worker* w, WarpRound& r, unsigned first, lanemask_t alive) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void resolve_divergent_collective(Worker* w, WarpRound& r, unsigned first, lanemask_t alive) {
   const int lead = __builtin_ctzll(r.arrived);
   for (int lane = 0; lane < kWarpSize; ++lane) {
     if (!(r.arrived >> lane & 1) || (r.op[lane] & kImplicitMask)) continue;
@@ -436,8 +458,12 @@ inline void resolve_divergent_collective(Worker* w, WarpRound& r, unsigned first
   for (int lane = 0; lane < kWarpSize; ++lane)
     if (r.arrived >> lane & 1) r.site[lane] = r.site[lead];
 }
+#else
+XPILER_ENGINE_FN void resolve_divergent_collective(Worker* w, WarpRound& r, unsigned first, lanemask_t alive);
+#endif
 
-inline lanemask_t lanes_to_release(Worker* w, WarpRound& r, unsigned first) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN lanemask_t lanes_to_release(Worker* w, WarpRound& r, unsigned first) {
   lanemask_t alive = 0;
   for (int lane = 0; lane < kWarpSize && first + lane < w->nthreads; ++lane)
     if (w->lanes[first + lane].state != kDone) alive |= 1ull << lane;
@@ -446,8 +472,12 @@ inline lanemask_t lanes_to_release(Worker* w, WarpRound& r, unsigned first) {
   resolve_divergent_collective(w, r, first, alive);
   return r.arrived;
 }
+#else
+XPILER_ENGINE_FN lanemask_t lanes_to_release(Worker* w, WarpRound& r, unsigned first);
+#endif
 
-inline void run_sweeps(Worker* w) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void run_sweeps(Worker* w) {
   for (;;) {
     bool alive = false;
     for (unsigned i = 0; i < w->nthreads; ++i) {
@@ -494,8 +524,12 @@ inline void run_sweeps(Worker* w) {
     if (!released) complete_barrier(w);
   }
 }
+#else
+XPILER_ENGINE_FN void run_sweeps(Worker* w);
+#endif
 
-inline void run_block(Worker* w, const KernelCall* call, uint3 bidx) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void run_block(Worker* w, const KernelCall* call, uint3 bidx) {
   w->block_idx = bidx;
   w->block_serial = ++tls_block_serial;
   ::blockIdx = bidx;
@@ -535,5 +569,8 @@ inline void run_block(Worker* w, const KernelCall* call, uint3 bidx) {
   }
   run_sweeps(w);
 }
+#else
+XPILER_ENGINE_FN void run_block(Worker* w, const KernelCall* call, uint3 bidx);
+#endif
 
 }  // namespace xpiler

@@ -183,7 +183,8 @@ inline void set_next_kernel_name(const char* name) {
   strncpy(g_next_name, name, sizeof g_next_name - 1);
 }
 
-inline void kernel_name_of(const void* fn, char* out, size_t cap) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void kernel_name_of(const void* fn, char* out, size_t cap) {
   if (g_next_name[0]) {
     strncpy(out, g_next_name, cap - 1);
     out[cap - 1] = 0;
@@ -214,11 +215,15 @@ inline void kernel_name_of(const void* fn, char* out, size_t cap) {
   }
   snprintf(out, cap, "kernel@%p", fn);
 }
+#else
+XPILER_ENGINE_FN void kernel_name_of(const void* fn, char* out, size_t cap);
+#endif
 
 #define XPILER_STR2(x) #x
 #define XPILER_STR(x) XPILER_STR2(x)
 
-[[noreturn]] inline void report_fault(int sig, siginfo_t* si) {
+#ifndef XPILER_ENGINE_EXTERN
+[[noreturn]] XPILER_ENGINE_FN void report_fault(int sig, siginfo_t* si) {
   const char* what = sig == SIGSEGV ? "segmentation fault" : sig == SIGBUS ? "bus error"
                    : sig == SIGFPE ? "arithmetic exception" : sig == SIGILL ? "illegal instruction" : "abort";
   char msg[768];
@@ -253,10 +258,14 @@ inline void kernel_name_of(const void* fn, char* out, size_t cap) {
   }
   die(kExitFault, msg);
 }
+#else
+[[noreturn]] XPILER_ENGINE_FN void report_fault(int sig, siginfo_t* si);
+#endif
 
 inline void fault_handler(int sig, siginfo_t* si, void*) { report_fault(sig, si); }
 
-inline void install_altstack(Worker* w) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void install_altstack(Worker* w) {
   const size_t size = 64 * 1024;
   w->altstack = static_cast<char*>(malloc(size));
   stack_t ss{};
@@ -264,8 +273,12 @@ inline void install_altstack(Worker* w) {
   ss.ss_size = size;
   sigaltstack(&ss, nullptr);
 }
+#else
+XPILER_ENGINE_FN void install_altstack(Worker* w);
+#endif
 
-inline void install_fault_handlers() {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void install_fault_handlers() {
   static bool done = false;
   if (done) return;
   done = true;
@@ -275,6 +288,9 @@ inline void install_fault_handlers() {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(sig, &sa, nullptr);
 }
+#else
+XPILER_ENGINE_FN void install_fault_handlers();
+#endif
 
 inline unsigned os_threads() {
   static const unsigned n = [] {
@@ -286,7 +302,8 @@ inline unsigned os_threads() {
   return n;
 }
 
-inline void write_status(const char* name) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void write_status(const char* name) {
   if (g_status_fd == -2) {
     const char* p = getenv("XPILER_STATUS_FILE");
     g_status_fd = p ? open(p, O_WRONLY | O_CREAT, 0600) : -1;
@@ -298,6 +315,9 @@ inline void write_status(const char* name) {
     (void)!pwrite(g_status_fd, line, static_cast<size_t>(n), 0);
   }
 }
+#else
+XPILER_ENGINE_FN void write_status(const char* name);
+#endif
 
 // ---- the record of what host code does (XPILER_RECORD=FILE) --------------------------------------------------
 // The test builder runs a host entry once on probe buffers and reads back which of them each copy touched and
@@ -430,7 +450,8 @@ inline void prepare_worker(Worker& w, dim3 grid, dim3 block, size_t smem) {
   install_altstack(&w);
 }
 
-inline void run_kernel(const void* fn, const KernelCall& call, dim3 grid, dim3 block, size_t smem) {
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN void run_kernel(const void* fn, const KernelCall& call, dim3 grid, dim3 block, size_t smem) {
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
   if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
       grid.y > 65535 || grid.z > 65535) {
@@ -481,6 +502,9 @@ inline void run_kernel(const void* fn, const KernelCall& call, dim3 grid, dim3 b
   snprintf(who, sizeof who, "kernel %s", g_launch.name);
   check_device_canaries(who);
 }
+#else
+XPILER_ENGINE_FN void run_kernel(const void* fn, const KernelCall& call, dim3 grid, dim3 block, size_t smem);
+#endif
 
 template <class... P>
 struct KernelArgs {
