@@ -265,6 +265,21 @@ def _braced_assignment(node: Node, data: bytes, vectors: set[str]) -> tuple[int,
     return value.start_byte, value.start_byte, f"__typeof__({lhs})"
 
 
+def _void_pointer_cast(node: Node, data: bytes) -> tuple[int, int, str] | None:
+    """``(void*)name`` or ``(void*)&name`` as ``::xpiler::void_pointer(...)`` of the same operand: the same
+    address (or value, for an integer or null), with a kernel's parameter types registered."""
+    kind, value = node.child_by_field_name("type"), node.child_by_field_name("value")
+    if kind is None or value is None or b"".join(data[kind.start_byte:kind.end_byte].split()) != b"void*":
+        return None
+    operand = value
+    if operand.type == "pointer_expression" and data[operand.start_byte:operand.start_byte + 1] == b"&":
+        operand = operand.child_by_field_name("argument") or operand
+    if operand.type not in ("identifier", "qualified_identifier"):
+        return None
+    text = data[value.start_byte:value.end_byte].decode("utf-8", "replace")
+    return node.start_byte, node.end_byte, f"::xpiler::void_pointer({text})"
+
+
 def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult:
     """Rewrite launches and dynamic shared arrays; everything else is left byte-for-byte as it was."""
     parsed = parse_text(text, "<rewrite>", dialect)
@@ -274,7 +289,13 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
     nodes = _walk(parsed.root)
     templates = _function_template_names(nodes) | _overloaded_names(nodes)
     vectors = _gnu_vector_names(nodes, data) if any(a in data for a in _VECTOR_ATTRIBUTES) else set()
+    # graph kernel nodes name their kernel by a type-erased address (`params.func = (void*)k`): the cast
+    # registers k's parameter types (graph.h), so the node can copy and pass its arguments
+    kernel_nodes = dialect in (Dialect.CUDA, Dialect.HIP) and b"KernelNodeParams" in data
     for node in nodes:
+        if kernel_nodes and node.type == "cast_expression" and (edit := _void_pointer_cast(node, data)) is not None:
+            edits.append(edit)
+            continue
         if node.type == "function_definition" and dialect in (Dialect.CUDA, Dialect.HIP):
             block = node.child_by_field_name("body")
             head = data[node.start_byte:(block.start_byte if block is not None else node.end_byte)]

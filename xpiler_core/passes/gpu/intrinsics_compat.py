@@ -9,7 +9,8 @@ runs unchanged on the CPU runtime (it does not use AMD's dot-product instruction
 ``__half``/``__half2`` (HIP 5.x declares none) gets template definitions by compare-and-swap of the 32-bit word.
 ``min``/``max`` calls (and ``umin``, ``llmax``, … which HIP 5.x lacks) get CUDA's own overload set (mixed signed/unsigned integers meet in the unsigned type;
 HIP 5.x picks a double template). The ``register`` storage class (removed in C++17; hipcc's clang rejects it)
-is dropped. A ``dim3`` assigned from ``make_uint3(...)`` (CUDA's dim3 converts from uint3, HIP's does not) is built
+is dropped. CUDA 12's ``cudaGraphInstantiate(exec, graph[, flags])`` becomes ``cudaGraphInstantiateWithFlags``
+(HIP 5.x's ``hipGraphInstantiate`` is CUDA 11's five-argument form). A ``dim3`` assigned from ``make_uint3(...)`` (CUDA's dim3 converts from uint3, HIP's does not) is built
 as ``dim3(...)``. Host calls CUDA overloads for typed pointers (``cudaHostAlloc(int**, ...)``, also reached through a project
 macro that pastes the prefix) get the same ``T**`` templates over HIP's ``void**`` functions (under hipcc).
 """
@@ -233,7 +234,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     # a user's function named like an intrinsic is theirs
     user_names = users_own_names(src, ctx)
     edits: list[Edit] = []
-    calls = minmax_calls = dropped = dim3_made = 0
+    calls = minmax_calls = dropped = dim3_made = calls_graph = 0
     dim3_names = set() if backwards else _dim3_variables(src)
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
         if dim3_names and node.type in ("assignment_expression", "init_declarator"):
@@ -258,7 +259,14 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         if func is None or func.type != "identifier" or src.node_text(func) in user_names:
             continue
         name = src.node_text(func)
-        if name in renames and call_arguments(node):
+        if not backwards and name == "cudaGraphInstantiate" and len(call_arguments(node)) <= 3:
+            # CUDA 12's (exec, graph[, flags]); HIP 5.x's hipGraphInstantiate is CUDA 11's five-argument form
+            arguments = call_arguments(node)
+            edits.append(Edit(func.start_byte, func.end_byte, "cudaGraphInstantiateWithFlags"))
+            if len(arguments) == 2:
+                edits.append(Edit(arguments[1].end_byte, arguments[1].end_byte, ", 0"))
+            calls_graph += 1
+        elif name in renames and call_arguments(node):
             edits.append(Edit(func.start_byte, func.end_byte, renames[name]))
             calls += 1
         elif name in minmax and len(call_arguments(node)) == 2:
@@ -266,6 +274,9 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
             minmax_calls += 1
     if dropped:
         ctx.notes.append(f"intrinsics_compat: {dropped} 'register' storage class(es) dropped (not C++17)")
+    if calls_graph:
+        ctx.notes.append(f"intrinsics_compat: {calls_graph} cudaGraphInstantiate call(s) of CUDA 12's form as "
+                         "...WithFlags (HIP 5.x's hipGraphInstantiate takes CUDA 11's five arguments)")
     if dim3_made:
         ctx.notes.append(f"intrinsics_compat: {dim3_made} dim3 value(s) built as dim3, not from make_uint3 "
                          "(HIP's dim3 has no uint3 constructor)")

@@ -3,6 +3,7 @@
 #include "xpiler/device.h"
 #include "xpiler/api.h"
 XPILER_RUNTIME_API(cuda)
+XPILER_GRAPH_API(cuda)
 #define cudaStreamNonBlocking 1
 #define cudaStreamDefault 0
 #define cudaEventDefault 0

@@ -7,6 +7,7 @@
 #include "../xpiler/api.h"
 #include "../xpiler/warp32.h"
 XPILER_RUNTIME_API(hip)
+XPILER_GRAPH_API(hip)
 // the include guards of HIP's own headers: libraries test them to see the runtime API
 #define HIP_INCLUDE_HIP_HIP_RUNTIME_H
 #define HIP_INCLUDE_HIP_DRIVER_TYPES_H

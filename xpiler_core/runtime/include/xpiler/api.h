@@ -9,8 +9,6 @@
 #include "cuda_enums.h"
 
 namespace xpiler {
-struct EventRecord { double ms; };
-struct StreamRecord { int unused; };
 inline double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -70,6 +68,23 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   (void)args;
   launch(f, g, b, smem)(*static_cast<std::decay_t<K>*>(args[I])...);
 }
+template <class... K>
+inline void launch_registered(const void* fn, dim3 g, dim3 b, size_t smem, void** args) {
+  launch_with_arg_array(reinterpret_cast<void (*)(K...)>(const_cast<void*>(fn)), g, b, args, smem,
+                        std::index_sequence_for<K...>{});
+}
+// `(void*)k` in a program that builds graph kernel nodes: k's address, its parameter types registered
+template <class... K>
+inline void* void_pointer(void (*f)(K...)) {
+  static const size_t sizes[] = {sizeof(std::decay_t<K>)..., 0};
+  register_kernel(reinterpret_cast<const void*>(f), &launch_registered<K...>, sizes, sizeof...(K));
+  return reinterpret_cast<void*>(f);
+}
+template <class T>
+inline void* void_pointer(T* p) { return (void*)p; }
+template <class T, std::enable_if_t<std::is_integral_v<T> || std::is_enum_v<T>, int> = 0>
+inline void* void_pointer(T v) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); }
+inline void* void_pointer(std::nullptr_t) { return nullptr; }
 }  // namespace xpiler
 
 #define XP_cuda_ENUMERATOR(name, value) cuda##name = value,
@@ -174,7 +189,12 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   }                                                                                                       \
   template <class D, class S = int>                                                                       \
   inline P##Error_t P##MemcpyAsync(D* d, const void* s, size_t n, P##MemcpyKind k = P##MemcpyDefault,     \
-                                   S = S()) { return P##Memcpy(d, s, n, k); }                             \
+                                   S stream = S()) {                                                      \
+    if (::xpiler::StreamRecord* c = ::xpiler::capturing_stream(stream)) {                                 \
+      ::xpiler::capture_work(c, ::xpiler::graph_work([=] { P##Memcpy(d, s, n, k); })); return P##Success;                       \
+    }                                                                                                     \
+    return P##Memcpy(d, s, n, k);                                                                         \
+  }                                                                                                       \
   inline P##Error_t P##Memcpy2D(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h,         \
                                 P##MemcpyKind = P##MemcpyDefault) {                                       \
     ::xpiler::record_copy2d(d, dp, s, sp, w, h);                                                          \
@@ -238,7 +258,10 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   inline P##Error_t P##MemPrefetchAsync(const void*, size_t, D, S = S()) { return P##Success; }           \
   template <class A, class D>                                                                             \
   inline P##Error_t P##MemAdvise(const void*, size_t, A, D) { return P##Success; }                        \
-  template <class S = int> inline P##Error_t P##MemsetAsync(void* d, int v, size_t n, S = S()) {          \
+  template <class S = int> inline P##Error_t P##MemsetAsync(void* d, int v, size_t n, S stream = S()) {   \
+    if (::xpiler::StreamRecord* c = ::xpiler::capturing_stream(stream)) {                                 \
+      ::xpiler::capture_work(c, ::xpiler::graph_work([=] { P##Memset(d, v, n); })); return P##Success;                          \
+    }                                                                                                     \
     return P##Memset(d, v, n);                                                                            \
   }                                                                                                       \
   template <class T>                                                                                      \
@@ -272,7 +295,10 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
                                          unsigned = 0) {                                                  \
     callback(stream, P##Success, data); return P##Success;                                                \
   }                                                                                                       \
-  inline P##Error_t P##LaunchHostFunc(P##Stream_t, P##HostFn_t fn, void* data) {                          \
+  inline P##Error_t P##LaunchHostFunc(P##Stream_t stream, P##HostFn_t fn, void* data) {                   \
+    if (::xpiler::StreamRecord* c = ::xpiler::capturing_stream(stream)) {                                 \
+      ::xpiler::capture_work(c, ::xpiler::graph_work([=] { fn(data); })); return P##Success;                                    \
+    }                                                                                                     \
     fn(data); return P##Success;                                                                          \
   }                                                                                                       \
   inline P##Error_t P##DeviceSynchronize() { return P##Success; }                                         \
@@ -345,7 +371,7 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
                                                                   int limit = 0) {                        \
     return P##OccupancyMaxPotentialBlockSize(min_grid, block, f, 0, limit);                               \
   }                                                                                                       \
-  inline P##Error_t P##StreamCreate(P##Stream_t* s) { *s = new ::xpiler::StreamRecord{0}; return P##Success; } \
+  inline P##Error_t P##StreamCreate(P##Stream_t* s) { *s = ::xpiler::new_stream(); return P##Success; } \
   inline P##Error_t P##StreamCreateWithFlags(P##Stream_t* s, unsigned) { return P##StreamCreate(s); }     \
   inline P##Error_t P##StreamCreateWithPriority(P##Stream_t* s, unsigned, int) { return P##StreamCreate(s); } \
   /* the range recent GPUs report (lower numbers are higher priorities); priorities change no order here */ \
@@ -358,12 +384,16 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
          P##DeviceScheduleBlockingSync = 4, P##DeviceMapHost = 8, P##DeviceLmemResizeToMax = 16 };         \
   inline P##Error_t P##SetDeviceFlags(unsigned) { return P##Success; }                                    \
   inline P##Error_t P##GetDeviceFlags(unsigned* f) { *f = P##DeviceMapHost; return P##Success; }          \
-  inline P##Error_t P##StreamDestroy(P##Stream_t s) { delete s; return P##Success; }                      \
+  inline P##Error_t P##StreamDestroy(P##Stream_t s) { ::xpiler::delete_stream(s); return P##Success; }     \
   inline P##Error_t P##StreamSynchronize(P##Stream_t) { return P##Success; }                              \
-  inline P##Error_t P##StreamWaitEvent(P##Stream_t, P##Event_t, unsigned = 0) { return P##Success; }      \
-  inline P##Error_t P##EventCreate(P##Event_t* e) { *e = new ::xpiler::EventRecord{0}; return P##Success; } \
+  /* waiting on an event recorded on a capturing stream joins the capture (and depends on what it followed) */ \
+  inline P##Error_t P##StreamWaitEvent(P##Stream_t stream, P##Event_t e, unsigned = 0) {                  \
+    ::xpiler::stream_wait_event(stream, e); return P##Success;                                            \
+  }                                                                                                       \
+  inline P##Error_t P##EventCreate(P##Event_t* e) { *e = ::xpiler::new_event(); return P##Success; }     \
   inline P##Error_t P##EventCreateWithFlags(P##Event_t* e, unsigned) { return P##EventCreate(e); }        \
-  template <class S = int> inline P##Error_t P##EventRecord(P##Event_t e, S = S()) {                      \
+  template <class S = int> inline P##Error_t P##EventRecord(P##Event_t e, S stream = S()) {               \
+    ::xpiler::event_record_capture(e, ::xpiler::capturing_stream(stream));                                \
     e->ms = ::xpiler::now_ms(); return P##Success;                                                        \
   }                                                                                                       \
   inline P##Error_t P##EventSynchronize(P##Event_t) { return P##Success; }                                \
@@ -371,4 +401,96 @@ inline void launch_with_arg_array(void (*f)(K...), dim3 g, dim3 b, void** args, 
   inline P##Error_t P##EventElapsedTime(float* ms, P##Event_t a, P##Event_t b) {                          \
     *ms = static_cast<float>(b->ms - a->ms); return P##Success;                                           \
   }                                                                                                       \
-  inline P##Error_t P##EventDestroy(P##Event_t e) { delete e; return P##Success; }
+  inline P##Error_t P##EventDestroy(P##Event_t e) { ::xpiler::delete_event(e); return P##Success; }
+
+// Graphs (graph.h): the same API for both prefixes, spelled after XPILER_RUNTIME_API(P). Bodies that build a node's
+// work are templates (instantiated only where a program calls them) or engine functions.
+#define XPILER_GRAPH_API(P)                                                                               \
+  typedef ::xpiler::GraphRecord* P##Graph_t;                                                              \
+  typedef ::xpiler::GraphExecRecord* P##GraphExec_t;                                                      \
+  typedef ::xpiler::GraphNodeRecord* P##GraphNode_t;                                                      \
+  enum P##StreamCaptureMode { P##StreamCaptureModeGlobal = 0, P##StreamCaptureModeThreadLocal = 1,        \
+                              P##StreamCaptureModeRelaxed = 2 };                                          \
+  enum P##StreamCaptureStatus { P##StreamCaptureStatusNone = 0, P##StreamCaptureStatusActive = 1,         \
+                                P##StreamCaptureStatusInvalidated = 2 };                                  \
+  enum { P##GraphInstantiateFlagAutoFreeOnLaunch = 1 };                                                   \
+  struct P##KernelNodeParams { void* func; dim3 gridDim; dim3 blockDim; unsigned int sharedMemBytes;      \
+                               void** kernelParams; void** extra; };                                      \
+  struct P##HostNodeParams { P##HostFn_t fn; void* userData; };                                           \
+  struct P##MemsetParams { void* dst; size_t pitch; unsigned int value; unsigned int elementSize;         \
+                           size_t width; size_t height; };                                                \
+  inline P##Error_t P##StreamBeginCapture(P##Stream_t stream, int = 0) {                                  \
+    return ::xpiler::stream_begin_capture(stream) ? P##Success : P##ErrorIllegalState;                    \
+  }                                                                                                       \
+  inline P##Error_t P##StreamEndCapture(P##Stream_t stream, P##Graph_t* graph) {                          \
+    *graph = ::xpiler::stream_end_capture(stream);                                                        \
+    return *graph ? P##Success : P##ErrorIllegalState;                                                    \
+  }                                                                                                       \
+  inline P##Error_t P##StreamIsCapturing(P##Stream_t stream, P##StreamCaptureStatus* status) {            \
+    *status = ::xpiler::stream_record(stream)->capture ? P##StreamCaptureStatusActive : P##StreamCaptureStatusNone; \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  inline P##Error_t P##GraphCreate(P##Graph_t* g, unsigned = 0) { *g = new ::xpiler::GraphRecord; return P##Success; } \
+  inline P##Error_t P##GraphDestroy(P##Graph_t g) { ::xpiler::graph_destroy(g); return P##Success; }      \
+  inline P##Error_t P##GraphAddKernelNode(P##GraphNode_t* node, P##Graph_t g, const P##GraphNode_t* deps, \
+                                          size_t n, const P##KernelNodeParams* p) {                       \
+    return p && ::xpiler::graph_add_kernel(node, g, deps, n, p->func, p->gridDim, p->blockDim,            \
+                                           p->sharedMemBytes, p->kernelParams)                            \
+               ? P##Success : P##ErrorInvalidDeviceFunction;                                              \
+  }                                                                                                       \
+  inline P##Error_t P##GraphAddHostNode(P##GraphNode_t* node, P##Graph_t g, const P##GraphNode_t* deps,   \
+                                        size_t n, const P##HostNodeParams* p) {                           \
+    *node = ::xpiler::graph_add_host(g, deps, n, p->fn, p->userData); return P##Success;                  \
+  }                                                                                                       \
+  inline P##Error_t P##GraphAddEmptyNode(P##GraphNode_t* node, P##Graph_t g, const P##GraphNode_t* deps,  \
+                                         size_t n) {                                                      \
+    *node = ::xpiler::graph_add(g, nullptr, deps, n); return P##Success;                                  \
+  }                                                                                                       \
+  template <class Kind>                                                                                   \
+  inline P##Error_t P##GraphAddMemcpyNode1D(P##GraphNode_t* node, P##Graph_t g, const P##GraphNode_t* deps, \
+                                            size_t n, void* dst, const void* src, size_t count, Kind kind) { \
+    *node = ::xpiler::graph_add(g, ::xpiler::graph_work([=] { P##Memcpy(dst, src, count, kind); }), deps, n); \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  template <class Params>                                                                                 \
+  inline P##Error_t P##GraphAddMemsetNode(P##GraphNode_t* node, P##Graph_t g, const P##GraphNode_t* deps, \
+                                          size_t n, const Params* p) {                                    \
+    Params m = *p;                                                                                        \
+    if (m.elementSize != 1 && m.elementSize != 2 && m.elementSize != 4) return P##ErrorInvalidValue;      \
+    const size_t rows = m.height ? m.height : 1, pitch = m.pitch ? m.pitch : m.width * m.elementSize;     \
+    *node = ::xpiler::graph_add(g, ::xpiler::graph_work([=] {                                             \
+      for (size_t row = 0; row < rows; ++row)                                                             \
+        for (size_t i = 0; i < m.width; ++i) /* little-endian: the value's low bytes */                  \
+          memcpy(static_cast<char*>(m.dst) + row * pitch + i * m.elementSize, &m.value, m.elementSize);   \
+      ::xpiler::copyback_host_write(m.dst, rows * pitch);                                                 \
+    }), deps, n);                                                                                         \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  inline P##Error_t P##GraphAddDependencies(P##Graph_t, const P##GraphNode_t* from, const P##GraphNode_t* to, \
+                                            size_t n) {                                                   \
+    ::xpiler::graph_add_dependencies(from, to, n); return P##Success;                                     \
+  }                                                                                                       \
+  /* CUDA 13's form, with edge data (the default edges: plain dependencies) */                             \
+  inline P##Error_t P##GraphAddDependencies(P##Graph_t, const P##GraphNode_t* from, const P##GraphNode_t* to, \
+                                            const void*, size_t n) {                                      \
+    ::xpiler::graph_add_dependencies(from, to, n); return P##Success;                                     \
+  }                                                                                                       \
+  inline P##Error_t P##GraphGetNodes(P##Graph_t g, P##GraphNode_t* nodes, size_t* count) {                \
+    *count = ::xpiler::graph_nodes(g, nodes, nodes ? *count : 0); return P##Success;                      \
+  }                                                                                                       \
+  /* CUDA 11's (exec, graph, error node, log, log size) and CUDA 12's (exec, graph, flags) */              \
+  template <class... A> inline P##Error_t P##GraphInstantiate(P##GraphExec_t* e, P##Graph_t g, A...) {    \
+    *e = ::xpiler::graph_instantiate(g); return P##Success;                                               \
+  }                                                                                                       \
+  inline P##Error_t P##GraphInstantiateWithFlags(P##GraphExec_t* e, P##Graph_t g, unsigned long long = 0) { \
+    *e = ::xpiler::graph_instantiate(g); return P##Success;                                               \
+  }                                                                                                       \
+  template <class S = int> inline P##Error_t P##GraphLaunch(P##GraphExec_t e, S stream = S()) {           \
+    if (::xpiler::StreamRecord* c = ::xpiler::capturing_stream(stream)) { /* a graph launched in a capture */ \
+      ::xpiler::capture_work(c, ::xpiler::graph_work([e] { ::xpiler::graph_exec_run(e); })); return P##Success; \
+    }                                                                                                     \
+    ::xpiler::graph_exec_run(e);                                                                          \
+    return static_cast<P##Error_t>(::xpiler::g_last_error);                                               \
+  }                                                                                                       \
+  template <class S = int> inline P##Error_t P##GraphUpload(P##GraphExec_t, S = S()) { return P##Success; } \
+  inline P##Error_t P##GraphExecDestroy(P##GraphExec_t e) { ::xpiler::graph_exec_destroy(e); return P##Success; }

@@ -3,6 +3,7 @@
 #include "engine.h"
 #include "device_heap.h"
 #include "copyback.h"
+#include "graph.h"
 
 namespace xpiler {
 
@@ -531,24 +532,41 @@ inline P launch_argument(A&& a) {
 }
 
 template <class... P>
+void launch_held(void (*fn)(P...), const KernelArgs<P...>& args, dim3 grid, dim3 block, size_t smem) {
+  if (record_file()) record_args(args.params, std::index_sequence_for<P...>{});
+  KernelCall call{&invoke_kernel<P...>, &args};
+  run_kernel(reinterpret_cast<const void*>(fn), call, grid, block, smem);
+}
+
+template <class... P>
+void launch_copy(const void* held, const char*, dim3 grid, dim3 block, size_t smem) {
+  const auto* args = static_cast<const KernelArgs<P...>*>(held);
+  launch_held(args->fn, *args, grid, block, smem);
+}
+
+template <class... P>
 struct Launcher {
   void (*fn)(P...);
   dim3 grid, block;
   size_t smem;
+  StreamRecord* captured;  // a stream being captured: the launch becomes a node of its graph
   template <class... A>
   void operator()(A&&... a) const {
     static_assert(sizeof...(A) == sizeof...(P), "kernel launched with the wrong number of arguments");
     KernelArgs<P...> args{fn, std::tuple<P...>(launch_argument<P>(std::forward<A>(a))...)};
-    if (record_file()) record_args(args.params, std::index_sequence_for<P...>{});
-    KernelCall call{&invoke_kernel<P...>, &args};
-    run_kernel(reinterpret_cast<const void*>(fn), call, grid, block, smem);
+    if (captured) {
+      capture_launch(captured, &launch_copy<P...>, new KernelArgs<P...>(std::move(args)),
+                     &release_held<KernelArgs<P...>>, nullptr, grid, block, smem);
+      return;
+    }
+    launch_held(fn, args, grid, block, smem);
   }
 };
 
 // `K<<<grid, block, smem, stream>>>(args)` is rewritten to `::xpiler::launch(K, grid, block, smem, stream)(args)`.
 template <class... P, class S = int>
-Launcher<P...> launch(void (*fn)(P...), dim3 grid, dim3 block, size_t smem = 0, S = S()) {
-  return Launcher<P...>{fn, grid, block, smem};
+Launcher<P...> launch(void (*fn)(P...), dim3 grid, dim3 block, size_t smem = 0, S stream = S()) {
+  return Launcher<P...>{fn, grid, block, smem, capturing_stream(stream)};
 }
 
 // A function template launched without template arguments (`k<<<g, b>>>(x)` with `template <class T>
@@ -572,23 +590,40 @@ void invoke_callable(const void* d) {
   std::apply(a->fn, a->params);
 }
 
+template <class F, class... A>
+void launch_held_callable(const char* name, const CallableArgs<F, A...>& args, dim3 grid, dim3 block, size_t smem) {
+  if (record_file()) record_args(args.params, std::index_sequence_for<A...>{});
+  KernelCall call{&invoke_callable<F, A...>, &args};
+  set_next_kernel_name(name);
+  run_kernel(nullptr, call, grid, block, smem);
+}
+
+template <class F, class... A>
+void launch_copy_callable(const void* held, const char* name, dim3 grid, dim3 block, size_t smem) {
+  launch_held_callable(name, *static_cast<const CallableArgs<F, A...>*>(held), grid, block, smem);
+}
+
 template <class F>
 struct DeducedLauncher {
   DeducedKernel<F> kernel;
   dim3 grid, block;
   size_t smem;
+  StreamRecord* captured;
   template <class... A>
   void operator()(A&&... a) const {
     CallableArgs<F, std::decay_t<A>...> args{kernel.fn, std::tuple<std::decay_t<A>...>(std::forward<A>(a)...)};
-    if (record_file()) record_args(args.params, std::index_sequence_for<A...>{});
-    KernelCall call{&invoke_callable<F, std::decay_t<A>...>, &args};
-    set_next_kernel_name(kernel.name);
-    run_kernel(nullptr, call, grid, block, smem);
+    if (captured) {
+      using Held = CallableArgs<F, std::decay_t<A>...>;
+      capture_launch(captured, &launch_copy_callable<F, std::decay_t<A>...>, new Held(std::move(args)),
+                     &release_held<Held>, kernel.name, grid, block, smem);
+      return;
+    }
+    launch_held_callable(kernel.name, args, grid, block, smem);
   }
 };
 template <class F, class S = int>
-DeducedLauncher<F> launch(DeducedKernel<F> k, dim3 grid, dim3 block, size_t smem = 0, S = S()) {
-  return DeducedLauncher<F>{k, grid, block, smem};
+DeducedLauncher<F> launch(DeducedKernel<F> k, dim3 grid, dim3 block, size_t smem = 0, S stream = S()) {
+  return DeducedLauncher<F>{k, grid, block, smem, capturing_stream(stream)};
 }
 
 // A pointer argument of any type: the generated entry wrapper passes buffers as these.
