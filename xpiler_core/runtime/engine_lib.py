@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xpiler_core.cache import cache_root, stable_key
-from xpiler_core.runtime.pch import build_once, header_flags, include_line
+from xpiler_core.runtime.pch import build_once, header_flags, include_line, included_header
 
 ENGINE_TIMEOUT_S = 300
 ENGINE_MEMORY_BYTES = 8 * 1024**3
@@ -35,22 +35,15 @@ def _disabled() -> bool:
     return os.environ.get("XPILER_NO_ENGINE_LIB", "") not in ("", "0")
 
 
-def _included_header(flags: Sequence[str]) -> str | None:
-    for i, flag in enumerate(flags[:-1]):
-        if flag == "-include":
-            return flags[i + 1]
-    return None
-
-
 def engine_library(flags: Sequence[str], libraries: Sequence[str], digest: str, compiler: str,
                    version: str) -> Path | None:
     """The engine compiled with the runtime flags ``flags`` (those of a build before the project's own), or
     None when it cannot be built here (the caller then compiles the engine inline). ``libraries``: the
     ``-l`` flags the engine needs; ``digest``: a hash of every runtime header."""
-    header = _included_header(flags)
+    header = included_header(flags)
     if _disabled() or header is None:
         return None
-    shaping = [f for f in header_flags(flags) if f != EXTERN_FLAG]
+    shaping = header_flags(flags)
     key = stable_key("engine-lib-v1", header, shaping, list(libraries), digest, compiler, version)
     name = f"libxpiler_engine_{key[:16]}.so"
     folder = cache_root() / "engine" / key[:24]

@@ -115,10 +115,16 @@ def with_precompiled(flags: Sequence[str], shaping: Sequence[str], digest: str, 
     """``flags`` with the header after ``-include`` replaced by its precompiled form when there is one;
     ``shaping``: the runtime's own flags of this build (not the project's), which the header is built with."""
     out = list(flags)
-    for i, flag in enumerate(out[:-1]):
-        if flag == "-include":
-            stub = precompiled_include(out[i + 1], shaping, digest, compiler, version)
-            if stub is not None:
-                out[i + 1] = stub
-            break
+    header = included_header(out)
+    stub = precompiled_include(header, shaping, digest, compiler, version) if header is not None else None
+    if stub is not None:
+        out[out.index("-include") + 1] = stub
     return out
+
+
+def included_header(flags: Sequence[str]) -> str | None:
+    """The header a build's first ``-include`` names."""
+    for i, flag in enumerate(flags[:-1]):
+        if flag == "-include":
+            return flags[i + 1]
+    return None

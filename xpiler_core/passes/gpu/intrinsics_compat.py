@@ -235,7 +235,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     user_names = users_own_names(src, ctx)
     edits: list[Edit] = []
     calls = minmax_calls = dropped = dim3_made = calls_graph = 0
-    dim3_names = set() if backwards else _dim3_variables(src)
+    dim3_names = _dim3_variables(src) if not backwards and "make_uint3" in text else set()
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
         if dim3_names and node.type in ("assignment_expression", "init_declarator"):
             # CUDA's dim3 converts from uint3 (`grid = make_uint3(n, 1, 1)`); HIP's has no such constructor
