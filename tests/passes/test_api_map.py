@@ -249,7 +249,7 @@ cudaTextureObject_t make(cudaArray_t array) {
 def test_host_apis_hip_declares_narrower_compile_with_hipcc() -> None:
     """CUDA's T** overloads of cudaHostGetDevicePointer and cudaMallocPitch (HIP: void** only), its stream
     callbacks marked CUDART_CB (a macro HIP lacks), cudaStreamWaitEvent's defaulted flags (HIP: none), and
-    cudaDeviceProp members hipDeviceProp_t lacks: nvcc
+    cudaDeviceProp members hipDeviceProp_t lacks (deviceOverlap, asyncEngineCount, sharedMemPerMultiprocessor): nvcc
     accepts the source (deviceOverlap, which CUDA 13 removed and older programs still read, aside), hipcc the
     translation."""
     cuda = """
@@ -261,6 +261,7 @@ int main() {
   cudaGetDeviceProperties(&prop, 0);
   if (!prop.deviceOverlap || pp->deviceOverlap == 0) printf("no overlap\\n");
   printf("%zu\\n", (size_t)prop.sharedMemPerMultiprocessor);
+  printf("%d engines\\n", prop.asyncEngineCount);
   cudaHostAlloc((void**)&h, 64, cudaHostAllocMapped);
   cudaHostGetDevicePointer(&d, h, 0);
   cudaMallocPitch(&rows, &pitch, 100, 4);
@@ -274,7 +275,7 @@ int main() {
     assert compile_check(cuda.replace("deviceOverlap", "asyncEngineCount"), Dialect.CUDA).ok
     out, ctx = run(cuda)
     assert not ctx.unresolved
-    assert "CUDART_CB" not in out and "deviceOverlap" not in out
+    assert "CUDART_CB" not in out and "deviceOverlap" not in out and "asyncEngineCount" not in out
     assert "hipHostGetDevicePointer(reinterpret_cast<void**>(&d), h, 0)" in out
     verdict = compile_check(out, Dialect.HIP)
     assert verdict.ok, verdict.stderr

@@ -81,6 +81,20 @@ void shifted(float* out, const float* x, int bdx) {
             for (int xp_tx = 0; xp_tx < xp_bdx; ++xp_tx)
                 for (int r = 0; r < 3; ++r) out[xp_tx + r] = out[xp_tx + r] + x[xp_tx];
 }
+void row_argmax(int* at, const float* x, int cols, int bdx) {
+    const int xp_bdx = bdx, xp_bdy = 1, xp_bdz = 1;
+    for (int xp_tz = 0; xp_tz < xp_bdz; ++xp_tz)
+        for (int xp_ty = 0; xp_ty < xp_bdy; ++xp_ty)
+            for (int xp_tx = 0; xp_tx < xp_bdx; ++xp_tx) {
+                const int xp_t = xp_tx + xp_bdx * (xp_ty + xp_bdy * xp_tz);
+                float best = -3.0e38f;
+                int best_i = 0;
+                for (int c = xp_tx; c < cols; c += xp_bdx) {
+                    if (x[c] > best) { best = x[c]; best_i = c; }
+                }
+                at[xp_t] = best_i;
+            }
+}
 void shared_total(float* out, const float* x, int cols, int bdx) {
     const int xp_bdx = bdx, xp_bdy = 1, xp_bdz = 1;
     float total = 0.0f;
@@ -151,6 +165,28 @@ def test_writes_by_index_keep_the_last_writer_when_threads_meet(libs: dict[str, 
         for c in range(t, cols, stride):
             expected[c] = x[c] * 2 + t
     np.testing.assert_array_equal(y, expected)
+
+
+def test_the_default_tiles_block_strided_loops_unless_their_body_branches(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The plan's default form (auto) tiles a straight-line block-strided loop; a branching one (an arg-max's
+    conditional update, which would become masked stores) keeps its per-thread loop, and the explicit ``any``
+    still tiles it — and the tiled arg-max finds, per thread, the index numpy's model of that thread finds."""
+    from tests.conftest import build_c
+
+    assert "xp_ti_cb" in run_pass({"function": "rowsum"})
+    with pytest.raises(PassRefused):
+        run_pass({"function": "row_argmax"})
+    tiled = run_pass({"function": "row_argmax", "form": "any"})
+    assert "xp_ti_cb" in tiled
+    lib = build_c(tiled, tmp_path_factory.mktemp("row_argmax"), cplusplus=False)
+    I32P = np.ctypeslib.ndpointer(dtype=np.int32, flags="C_CONTIGUOUS")
+    lib.row_argmax.argtypes = [I32P, F32P, ctypes.c_int, ctypes.c_int]
+    x = np.random.default_rng(7).standard_normal(1000).astype(np.float32)
+    at = np.zeros(64, dtype=np.int32)
+    lib.row_argmax(at, x, 1000, 64)
+    expected = [t + 64 * int(np.argmax(x[t::64])) for t in range(64)]
+    np.testing.assert_array_equal(at, expected)
 
 
 def test_threads_sharing_a_written_scalar_are_refused() -> None:

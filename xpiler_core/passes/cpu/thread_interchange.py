@@ -20,7 +20,7 @@ only, arrays at an index injective in ``c`` (then also ``S >= bdx`` at run time,
 one ``c``); every access to a written array uses that same index; calls are side-effect-free math; no
 barrier, jump or address-of. Otherwise the pass refuses, and other launches run the original nest.
 
-A **uniform** loop (``form`` ``uniform``, the plan's default; the bounds are the same in every thread, TVM's
+A **uniform** loop (``form`` ``uniform``; the bounds are the same in every thread, TVM's
 cross-thread reductions ``for (o = 0; o < N; ++o) if (o * 16 + (tx >> 1) < n) acc[0] += x[o * 32 + tx]``)
 goes outside the threads: ``for (o ...) for (tx ...) L(tx, o)``, each thread still visiting its ``o`` in
 order. It may write only what is private to a thread: locals, arrays the thread body declares with constant
@@ -32,7 +32,10 @@ of 16 threads or more). A perfect nest of such loops goes outside whole. When it
 below a cut computed once from the largest ``R``) run ``S`` unguarded and only the tail keeps the guard.
 
 Every qualifying nest is rewritten (``loop`` narrows that to loops over one variable; ``form`` picks uniform,
-strided or any). Parameters: ``loop``, ``form``, ``function``.
+strided, any, or ``auto``, the plan's default: uniform loops, and block-strided ones whose body does not branch —
+the tiled form took OLCF's row sums from 2.0 to 0.8 ms on 2048 rows and the suite's row mean 2.4x faster, but a
+branching body (an arg-max's ``if (v > best) {best = v; at = c;}``) becomes masked stores into the expanded
+arrays, 1.4x slower on the suite's arg-max). Parameters: ``loop``, ``form``, ``function``.
 """
 
 from __future__ import annotations
@@ -65,8 +68,9 @@ INFO = PassInfo(
     search_priority=1,
     params=(
         ParamSpec("loop", "str", "", "only strided loops over this variable (default: every one that qualifies)"),
-        ParamSpec("form", "str", "uniform", "which loops: uniform (the same bounds in every thread: the plan's "
-                  "default), block-strided (c = t; c += S) or any", ("uniform", "strided", "any")),
+        ParamSpec("form", "str", "auto", "which loops: uniform (the same bounds in every thread), block-strided "
+                  "(c = t; c += S), any, or auto (the plan's default: uniform ones and block-strided ones whose "
+                  "body does not branch)", ("auto", "uniform", "strided", "any")),
         ParamSpec("function", "str", "", "function holding the loop (default: first with loops)"),
     ),
 )
@@ -315,9 +319,9 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     targets = [target_function(module, params)] if params.get("function") else [
         f for f in module.functions() if any(isinstance(n, A.For) for n in A.walk(f.body))]
     wanted = str(params.get("loop") or "")
-    form = str(params.get("form") or "uniform")
-    if form not in ("any", "strided", "uniform"):
-        raise PassRefused(f"unknown form '{form}' (any, strided, uniform)")
+    form = str(params.get("form") or "auto")
+    if form not in ("auto", "any", "strided", "uniform"):
+        raise PassRefused(f"unknown form '{form}' (auto, any, strided, uniform)")
     state: dict[str, Any] = {"done": 0, "reason": None}
 
     def rewrite_nest(outer: A.For) -> A.Stmt | None:
@@ -341,6 +345,8 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             return None
         if not uniform and form == "uniform":
             return None
+        if not uniform and form == "auto" and any(isinstance(n, A.If) for n in A.walk(strided.body)):
+            return None  # masked stores into the expanded arrays: slower than the per-thread loop
         if names_in(view.step) & thread_names or names_in(view.stop) & thread_names:
             state["reason"] = f"the stride or bound of '{view.var}' differs between threads"
             return None
