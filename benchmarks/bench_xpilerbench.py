@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -838,8 +839,52 @@ class Case:
     timed_out: bool = False
 
 
+def tool_digest() -> str:
+    """What a file's check depends on in this checkout: every file of the runtime and the verifier (a change to
+    either makes every stored check stale)."""
+    h = hashlib.sha256()
+    core = HERE.parent / "xpiler_core"
+    for folder in ("runtime", "verify"):
+        for f in sorted((core / folder).rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts:
+                h.update(str(f.relative_to(core)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+class FileChecks:
+    """The benchmark files' own verdicts (a source or a ground truth against the numpy reference, and the
+    platform compiler's verdict on it), kept across runs and directions in one JSON file: CUDA→HIP, CUDA→CPU and
+    CUDA→BANG check the same CUDA sources, and HIP→CUDA's sources are CUDA→HIP's ground truths. A record is
+    keyed by the file's prepared text, its check spec, the timeout and :func:`tool_digest`."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.records: dict[str, list[Any]] = {}
+        if path is not None and path.is_file():
+            try:
+                self.records = dict(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                self.records = {}
+        self.digest = tool_digest() if path is not None else ""
+
+    def key(self, kind: str, *parts: str) -> str:
+        return hashlib.sha256("\0".join((kind, self.digest, *parts)).encode()).hexdigest()
+
+    def get(self, key: str) -> list[Any] | None:
+        return self.records.get(key) if self.path is not None else None
+
+    def put(self, key: str, value: list[Any]) -> None:
+        if self.path is None:
+            return
+        self.records[key] = value
+        partial = self.path.with_suffix(self.path.suffix + ".partial")
+        partial.write_text(json.dumps(self.records))
+        partial.replace(self.path)
+
+
 class Bench:
-    def __init__(self, root: Path, workdir: Path, timeout: float, mode: str = "spec") -> None:
+    def __init__(self, root: Path, workdir: Path, timeout: float, mode: str = "spec",
+                 file_checks: Path | None = None) -> None:
         self.root = root
         self.workdir = workdir
         self.timeout = timeout
@@ -849,6 +894,7 @@ class Bench:
         self._source_checks: dict[str, tuple[str, str]] = {}
         self._source_compiles: dict[str, tuple[bool | None, str]] = {}
         self._unsupported: dict[str, str] = {}
+        self.stored = FileChecks(file_checks)
 
     # ---- preparing a file
     def prepare(self, c: Config, where: Path) -> tuple[SpecPlan, Path] | str:
@@ -904,11 +950,20 @@ class Bench:
                 elif not plan.reference:
                     self._source_checks[key] = ("n/a", "no numpy reference for this file")
                 else:
+                    _, src = prep
+                    stored = self.stored.key("check", key, src.read_text(errors="replace"),
+                                             (where / "check.toml").read_text(), f"{self.timeout:g}")
+                    found = self.stored.get(stored)
+                    if found is not None:
+                        self._source_checks[key] = (str(found[0]), str(found[1]))
+                        return self._source_checks[key]
                     # a BANG file runs on the MLU model only as a candidate (a spec's BANG source is built
                     # for the SIMT runtime, which cannot compile it)
                     extra = ["--candidate", f"{c.name}.mlu"] if c.plat == "bang" else []
                     r = run_xpiler(["test", "check.toml", *extra], where, self.timeout)
                     self._source_checks[key] = test_verdict(r)
+                    if r.rc != 124:  # a time-out is the machine's moment, not the file's verdict
+                        self.stored.put(stored, list(self._source_checks[key]))
         return self._source_checks[key]
 
     # ---- one direction and one configuration
@@ -928,7 +983,13 @@ class Bench:
         key = f"{c.plat}/{c.name}"
         if key not in self._source_compiles:  # the benchmark compiles C with -march=icelake-server (VNNI)
             march = "icelake-server" if c.plat == "cpu" else "native"
-            self._source_compiles[key] = compile_output(src, c.plat, where, self.timeout, march)
+            stored = self.stored.key("compile", key, src.read_text(errors="replace"), march)
+            found = self.stored.get(stored)
+            if found is not None:
+                self._source_compiles[key] = (found[0], str(found[1]))
+            else:
+                self._source_compiles[key] = compile_output(src, c.plat, where, self.timeout, march)
+                self.stored.put(stored, list(self._source_compiles[key]))
         k.source_compiles, k.source_compile_reason = self._source_compiles[key]
         big = self.too_large(plan)
         # the source against the benchmark's reference
@@ -1213,6 +1274,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--workdir", type=Path, help="scratch folder (kept; default: a new temp folder)")
     ap.add_argument("--timeout", type=float, default=300.0, help="time limit of each subprocess (s)")
+    ap.add_argument("--file-checks", type=Path, metavar="JSON",
+                    help="keep the benchmark files' own verdicts (source / ground truth vs the reference, their "
+                         "compiles) here and reuse them across runs and directions while the runtime and "
+                         "verifier are unchanged")
     ap.add_argument(
         "--report", type=Path, nargs="+", metavar="JSON", help="only print the tables of earlier --json runs"
     )
@@ -1235,7 +1300,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = ns.workdir or Path(tempfile.mkdtemp(prefix="xpilerbench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     log(f"scratch: {workdir}")
-    bench = Bench(ns.path, workdir, ns.timeout, ns.mode)
+    bench = Bench(ns.path, workdir, ns.timeout, ns.mode, ns.file_checks)
     directions = ns.direction or DIRECTIONS
     cases: list[Case] = read_cases(ns.json) if ns.resume and ns.json and ns.json.exists() else []
     done = {(k.direction, k.name) for k in cases}
