@@ -5,7 +5,9 @@ halving rounds) translated by the CPU plan, built with g++ and run against numpy
 power of two takes the rounds as written (checked against a numpy emulation of those rounds); a kernel that
 reads the array past the rounds at another element is left alone and still computes what the source does;
 an integer sum stays exact (the sum is taken in the array's own type: a float accumulator rounded block sums
-past 2^24); partial sums a loop around the rounds reads when it comes round again keep the rounds."""
+past 2^24); partial sums a loop around the rounds reads when it comes round again keep the rounds; a staging
+fused into the sum with its bounds check proven per block sums what numpy sums of each block's loads, wrapped
+unsigned indices included."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import ctypes
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import build_shared, loop_recovered
 from xpiler_core.passes import get_pass
@@ -193,3 +197,51 @@ def test_partials_read_by_the_next_iteration_are_refused() -> None:
     tree = get_pass("tree_reduce")
     with pytest.raises(PassRefused):
         tree.apply(recovered, tree.INFO.defaults(), ctx)
+
+
+SHIFTED_STAGING = r"""
+__global__ void shifted_sums(const float* in, float* out, unsigned int n, int shift) {
+  extern __shared__ float s[];
+  unsigned int idx = blockIdx.x * blockDim.x + shift + threadIdx.x;  // wraps below zero for a negative shift
+  s[threadIdx.x] = idx < n ? in[idx] : 0.0f;
+  __syncthreads();
+  for (unsigned int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+    if (threadIdx.x < stride) s[threadIdx.x] += s[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = s[0];
+}
+extern "C" void run(const float* in, float* out, unsigned int n, int shift, int blocks, int block) {
+  shifted_sums<<<blocks, block, block * sizeof(float)>>>(in, out, n, shift);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def shifted_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    text, records, _ctx = translate_to_cpu(SHIFTED_STAGING, "k.cu")
+    assert text is not None
+    notes = " ".join(next(r for r in records if r["name"] == "tree_reduce")["notes"])
+    assert "1 of them with their staging" in notes, notes
+    assert "__int128" in text  # the staged bounds check is proven per block
+    return ctypes.CDLL(str(build_shared(text, tmp_path_factory.mktemp("shifted"))))
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 3000), block=st.sampled_from([32, 64, 256]), shift=st.integers(-300, 300),
+       blocks=st.integers(1, 14))
+def test_staged_sums_with_their_bounds_check_match_numpy(shifted_lib: ctypes.CDLL, n: int, block: int, shift: int,
+                                                         blocks: int) -> None:
+    """Staging fused into the sum: blocks whose every index is in range sum unchecked, the others (past n, or
+    below zero where the unsigned index wraps and fails the check) keep it — numpy sums what each block's
+    threads load."""
+    x = np.random.default_rng(n + 7 * block).standard_normal(max(n, 1)).astype(np.float32)
+    out = np.full(blocks, np.nan, np.float32)
+    shifted_lib.run(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data), ctypes.c_uint(n),
+                    ctypes.c_int(shift), ctypes.c_int(blocks), ctypes.c_int(block))
+    expected = []
+    for b in range(blocks):
+        idx = (b * block + shift + np.arange(block)) % (1 << 32)  # the unsigned index, wrapped
+        keep = idx < n
+        expected.append(x[idx[keep]].astype(np.float64).sum())
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
