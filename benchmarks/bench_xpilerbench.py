@@ -854,8 +854,9 @@ def tool_digest() -> str:
 class FileChecks:
     """The benchmark files' own verdicts (a source or a ground truth against the numpy reference, and the
     platform compiler's verdict on it), kept across runs and directions in one JSON file: CUDA→HIP, CUDA→CPU and
-    CUDA→BANG check the same CUDA sources, and HIP→CUDA's sources are CUDA→HIP's ground truths. A record is
-    keyed by the file's prepared text, its check spec, the timeout and :func:`tool_digest`."""
+    CUDA→BANG check the same CUDA sources, and HIP→CUDA's sources are CUDA→HIP's ground truths. A check is
+    keyed by the file's prepared text, its check spec, the timeout and :func:`tool_digest`; a compile by the
+    text, the target flags and the compiler's version."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -866,6 +867,16 @@ class FileChecks:
             except (OSError, ValueError):
                 self.records = {}
         self.digest = tool_digest() if path is not None else ""
+        self._compilers: dict[str, str] = {}
+
+    def compiler(self, plat: str) -> str:
+        """The platform compiler's ``--version`` text (a compile verdict is the compiler's)."""
+        if plat not in self._compilers:
+            tool = {"hip": "hipcc", "cuda": "nvcc", "cpu": "g++"}.get(plat)
+            found = shutil.which(tool) if tool else None
+            done = run([found, "--version"], Path.cwd(), 60) if found else None
+            self._compilers[plat] = f"{found}\n{done.out}" if done is not None else "none"
+        return self._compilers[plat]
 
     def key(self, kind: str, *parts: str) -> str:
         return hashlib.sha256("\0".join((kind, self.digest, *parts)).encode()).hexdigest()
@@ -983,7 +994,8 @@ class Bench:
         key = f"{c.plat}/{c.name}"
         if key not in self._source_compiles:  # the benchmark compiles C with -march=icelake-server (VNNI)
             march = "icelake-server" if c.plat == "cpu" else "native"
-            stored = self.stored.key("compile", key, src.read_text(errors="replace"), march)
+            stored = self.stored.key("compile", key, src.read_text(errors="replace"), march,
+                                     self.stored.compiler(c.plat))
             found = self.stored.get(stored)
             if found is not None:
                 self._source_compiles[key] = (found[0], str(found[1]))

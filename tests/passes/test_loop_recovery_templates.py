@@ -8,6 +8,7 @@ it and g++ rejected the assignment from a ``const float*``. Reference: numpy."""
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import numpy as np
 
@@ -30,12 +31,17 @@ extern "C" void run(float* out, const float* in, size_t width) { entry<<<(width 
 """
 
 
-def test_explicit_type_arguments_are_inlined(tmp_path) -> None:  # noqa: ANN001
-    text, records, _ctx = translate_to_cpu(SOURCE, "k.cu")
+def recovered_library(source: str, tmp_path: Path) -> ctypes.CDLL:
+    """The CPU translation of ``source``, its loop recovery applied, built and loaded."""
+    text, records, _ctx = translate_to_cpu(source, "k.cu")
     assert text is not None
     recovery = next(r for r in records if r["name"] == "loop_recovery")
     assert recovery["changed"], recovery["refused"]
-    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    return ctypes.CDLL(str(build_shared(text, tmp_path)))
+
+
+def test_explicit_type_arguments_are_inlined(tmp_path) -> None:  # noqa: ANN001
+    lib = recovered_library(SOURCE, tmp_path)
     width = 64 * 3
     x = np.random.default_rng(0).standard_normal(width).astype(np.float32)
     y = np.full_like(x, np.nan)
@@ -163,11 +169,7 @@ extern "C" void run(float* a, float* b, int n) {
 
 
 def test_overloaded_kernels_keep_their_own_parameters(tmp_path) -> None:  # noqa: ANN001
-    text, records, _ctx = translate_to_cpu(OVERLOADS, "k.cu")
-    assert text is not None
-    recovery = next(r for r in records if r["name"] == "loop_recovery")
-    assert recovery["changed"], recovery["refused"]
-    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    lib = recovered_library(OVERLOADS, tmp_path)
     n = 70
     a, b = np.full(n, -1, np.float32), np.full(n, -1, np.float32)
     lib.run(a.ctypes.data_as(ctypes.c_void_p), b.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(n))

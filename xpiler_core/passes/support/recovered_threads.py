@@ -19,27 +19,38 @@ def is_name(e: A.Expr, name: str) -> bool:
     return isinstance(e, A.Name) and e.id == name
 
 
-def thread_body(s: A.Stmt, copies: set[str] | frozenset[str] = frozenset()) -> list[A.Stmt] | None:
-    """The statements inside a recovered ``xp_tz``/``xp_ty``/``xp_tx`` loop nest (its ``xp_t`` declaration
-    left out, and the declarations of the thread-index ``copies`` its body reads through
-    :func:`read_copies_as_index`), or None when ``s`` is no such nest."""
+def thread_loop(s: A.Stmt) -> A.For | None:
+    """The ``xp_tx`` loop of a recovered ``xp_tz``/``xp_ty``/``xp_tx`` loop nest (the outer two hold nothing else
+    but comments and pragmas), or None when ``s`` is no such nest."""
     for var in THREAD_VARS:
         if not isinstance(s, A.For):
             return None
         view = s.canonical()
         if view is None or view.var != var:
             return None
+        if var == "xp_tx":
+            return s
         body = s.body
         stmts = [x for x in (body.stmts if isinstance(body, A.Block) else (body,))
                  if not isinstance(x, A.Empty | A.Comment | A.Pragma)]
-        if var != "xp_tx":
-            if len(stmts) != 1:
-                return None
-            s = stmts[0]
-            continue
-        return [x for x in stmts if not (isinstance(x, A.DeclStmt) and (
-            [d.name for d in x.decls] == ["xp_t"] or all(d.name in copies for d in x.decls)))]
+        if len(stmts) != 1:
+            return None
+        s = stmts[0]
     return None
+
+
+def thread_body(s: A.Stmt, copies: set[str] | frozenset[str] = frozenset()) -> list[A.Stmt] | None:
+    """The statements inside a recovered ``xp_tz``/``xp_ty``/``xp_tx`` loop nest (its ``xp_t`` declaration
+    left out, and the declarations of the thread-index ``copies`` its body reads through
+    :func:`read_copies_as_index`), or None when ``s`` is no such nest."""
+    loop = thread_loop(s)
+    if loop is None:
+        return None
+    body = loop.body
+    stmts = [x for x in (body.stmts if isinstance(body, A.Block) else (body,))
+             if not isinstance(x, A.Empty | A.Comment | A.Pragma)]
+    return [x for x in stmts if not (isinstance(x, A.DeclStmt) and (
+        [d.name for d in x.decls] == ["xp_t"] or all(d.name in copies for d in x.decls)))]
 
 
 def read_copies_as_index(node: N, copies: set[str]) -> N:
