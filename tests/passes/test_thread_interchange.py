@@ -167,16 +167,16 @@ def test_writes_by_index_keep_the_last_writer_when_threads_meet(libs: dict[str, 
     np.testing.assert_array_equal(y, expected)
 
 
-def test_auto_tiles_block_strided_loops_unless_their_body_branches(
+def test_the_default_tiles_block_strided_loops_unless_their_body_branches(
         tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Form ``auto`` tiles a straight-line block-strided loop; a branching one (an arg-max's conditional update,
-    which would become masked stores) keeps its per-thread loop, and the explicit ``any`` still tiles it — and the
-    tiled arg-max finds, per thread, the index numpy's model of that thread finds."""
+    """The plan's default form (auto) tiles a straight-line block-strided loop; a branching one (an arg-max's
+    conditional update, which would become masked stores) keeps its per-thread loop, and the explicit ``any``
+    still tiles it — and the tiled arg-max finds, per thread, the index numpy's model of that thread finds."""
     from tests.conftest import build_c
 
-    assert "xp_ti_cb" in run_pass({"function": "rowsum", "form": "auto"})
+    assert "xp_ti_cb" in run_pass({"function": "rowsum"})
     with pytest.raises(PassRefused):
-        run_pass({"function": "row_argmax", "form": "auto"})
+        run_pass({"function": "row_argmax"})
     tiled = run_pass({"function": "row_argmax", "form": "any"})
     assert "xp_ti_cb" in tiled
     lib = build_c(tiled, tmp_path_factory.mktemp("row_argmax"), cplusplus=False)

@@ -314,3 +314,46 @@ def test_host_only_standard_math_becomes_device_code(tmp_path: Path) -> None:
     std_min = np.array([b if b < a else a for a, b in zip(x, y, strict=True)], np.float32)
     np.testing.assert_array_equal(hi, std_max * s)
     np.testing.assert_array_equal(lo, std_min * s)
+
+
+ROW_SQUARES = """
+__global__ void row_squares(const float* x, float* y, int cols) {
+  extern __shared__ float ss[];
+  const float* xr = x + (size_t)blockIdx.x * cols;
+  ss[threadIdx.x] = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) ss[threadIdx.x] += xr[c] * xr[c];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int k = 1; k < blockDim.x; ++k) ss[0] += ss[k];
+    y[blockIdx.x] = ss[0];
+  }
+}
+extern "C" void row_squares_host(const float* x, float* y, int rows, int cols, int threads) {
+  row_squares<<<rows, threads, threads * sizeof(float)>>>(x, y, cols);
+}
+"""
+
+
+@pytest.mark.parametrize("threads", [32, 64])
+def test_cpu_tiled_loops_and_block_level_updates_come_back_as_threads(tmp_path: Path, threads: int) -> None:
+    """A CPU output whose block-strided loop was tiled (``for (xp_tx = 0; xp_tx < lim; ...)`` alone at block
+    level) and whose thread-0 tail became block-level code updating shared memory (``ss[0] += ss[k]``): back in
+    CUDA each tile iteration is one thread's and the update runs once per block, so the row sums of squares are
+    numpy's (run on the SIMT runtime at warp 32, ragged widths)."""
+    from xpiler_core.runtime.build import build_library
+
+    cpu, _, _ = translate_to_cpu(ROW_SQUARES, "row_squares.cu")
+    assert cpu is not None and "xp_ti_cb" in cpu  # the plan tiles the strided loop
+    cuda, ctx = translate_to_cuda(cpu, "row_squares.cpp")
+    assert cuda is not None, ctx.unresolved
+    built = build_library(cuda, Dialect.CUDA, tmp_path, display_name="row_squares.cu")
+    assert built.ok, built.log
+    lib = ctypes.CDLL(str(built.library))
+    fp = np.ctypeslib.ndpointer(dtype=np.float32, flags="C_CONTIGUOUS")
+    lib.row_squares_host.argtypes = [fp, fp, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    rng = np.random.default_rng(threads)
+    for rows, cols in ((3, 1), (5, 100), (7, 333)):
+        x = rng.standard_normal((rows, cols)).astype(np.float32)
+        y = np.zeros(rows, np.float32)
+        lib.row_squares_host(x, y, rows, cols, threads)
+        np.testing.assert_allclose(y, (x.astype(np.float64) ** 2).sum(axis=1), rtol=1e-4, atol=1e-5)

@@ -32,12 +32,11 @@ of 16 threads or more). A perfect nest of such loops goes outside whole. When it
 below a cut computed once from the largest ``R``) run ``S`` unguarded and only the tail keeps the guard.
 
 Every qualifying nest is rewritten (``loop`` narrows that to loops over one variable; ``form`` picks uniform,
-the plan's default, strided, any, or ``auto``: uniform loops and block-strided ones whose body does not branch —
+strided, any, or ``auto``, the plan's default: uniform loops, and block-strided ones whose body does not branch —
 the tiled form took OLCF's row sums from 2.0 to 0.8 ms on 2048 rows and the suite's row mean 2.4x faster, but a
 branching body (an arg-max's ``if (v > best) {best = v; at = c;}``) becomes masked stores into the expanded
-arrays, 1.4x slower on the suite's arg-max). ``auto`` is not the default yet: C -> CUDA, given a CPU output with a
-tiled loop (``for (xp_tx = 0; xp_tx < xp_ti_lim; ...)`` outside the thread nest), runs that loop in every thread
-(the suite's l2norm round trip computes wrong sums). Parameters: ``loop``, ``form``, ``function``.
+arrays, 1.4x slower on the suite's arg-max). C -> CUDA lifts a tiled loop back by sharing its iterations among
+a block's threads (``rebind_gpu``). Parameters: ``loop``, ``form``, ``function``.
 """
 
 from __future__ import annotations
@@ -70,15 +69,15 @@ INFO = PassInfo(
     search_priority=1,
     params=(
         ParamSpec("loop", "str", "", "only strided loops over this variable (default: every one that qualifies)"),
-        ParamSpec("form", "str", "uniform", "which loops: uniform (the same bounds in every thread: the plan's "
-                  "default), block-strided (c = t; c += S), any, or auto (uniform ones and block-strided ones "
-                  "whose body does not branch)", ("uniform", "auto", "strided", "any")),
+        ParamSpec("form", "str", "auto", "which loops: uniform (the same bounds in every thread), block-strided "
+                  "(c = t; c += S), any, or auto (the plan's default: uniform ones and block-strided ones whose "
+                  "body does not branch)", ("auto", "uniform", "strided", "any")),
         ParamSpec("function", "str", "", "function holding the loop (default: first with loops)"),
     ),
 )
 
 TX, TY, TZ, T = "xp_tx", "xp_ty", "xp_tz", "xp_t"
-BDX, BDY, BDZ = "xp_bdx", "xp_bdy", "xp_bdz"
+BDX, BDY, BDZ, NT = "xp_bdx", "xp_bdy", "xp_bdz", "xp_nt"
 _THREAD_NAMES = frozenset({TX, TY, TZ, T})
 _MIN_OWN_THREADS = 16  # one AVX-512 vector of floats
 _UNIFORM_MARK = "// the loop every thread runs alike, outside; the block's threads inside it"
@@ -321,7 +320,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     targets = [target_function(module, params)] if params.get("function") else [
         f for f in module.functions() if any(isinstance(n, A.For) for n in A.walk(f.body))]
     wanted = str(params.get("loop") or "")
-    form = str(params.get("form") or "uniform")
+    form = str(params.get("form") or "auto")
     if form not in ("auto", "any", "strided", "uniform"):
         raise PassRefused(f"unknown form '{form}' (auto, any, strided, uniform)")
     state: dict[str, Any] = {"done": 0, "reason": None}
@@ -385,10 +384,13 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             return None
 
         out: list[A.Stmt] = []
+        # sized xp_nt (loop recovery declares it), which is xp_bdx in this one-dimensional branch: C -> CUDA
+        # knows per-thread arrays by it
+        rows = A.Name(NT if any(isinstance(d, A.VarDecl) and d.name == NT for d in A.walk(fn.body)) else BDX)
         for v, d in expanded.items():
-            out.append(A.DeclStmt((A.VarDecl(arrays[v], A.replace(d.type, quals=()), (A.Name(BDX),)),)))
+            out.append(A.DeclStmt((A.VarDecl(arrays[v], A.replace(d.type, quals=()), (rows,)),)))
         for v, d in private.items():  # a row per thread; its uses below read the thread's row
-            out.append(A.DeclStmt((A.VarDecl(arrays[v], A.replace(d.type, quals=()), (A.Name(BDX), *d.dims)),)))
+            out.append(A.DeclStmt((A.VarDecl(arrays[v], A.replace(d.type, quals=()), (rows, *d.dims)),)))
         if private:
             def private_rows(n: A.Node) -> A.Node | None:
                 if isinstance(n, A.Name) and n.id in private:

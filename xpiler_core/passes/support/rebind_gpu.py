@@ -7,6 +7,14 @@ construction) and its own iteration of every thread loop, wrapped in ``do { ... 
 loop's ``continue`` still leaves the iteration; ``__syncthreads()`` goes before and after every thread loop
 (what one loop writes the next or the block-level code may read). Per-thread arrays (``T v[xp_nt]``) and
 block arrays move into shared memory (dynamic for the former, sized at launch).
+
+Thread loops need not be full nests: CPU passes split a thread range (boundary split: ``xp_ty`` in
+``[lo, hi)``) or tile a block-strided loop into ``for (xp_tx = 0; xp_tx < xp_ti_lim; ++xp_tx)`` alone at block
+level; each thread runs the iterations with its own index, guarded by the range, and a thread index no loop
+covers must be 0 (that tiled loop runs once per block, not once per row of threads). Block-level code that reads
+shared or global memory it also writes (``s[0] += v``: every thread would add) runs on thread 0 only, between
+barriers; where it also updates a thread's own variables, so that one thread cannot run it for all, the function
+is refused.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from typing import Any
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes.base import PassRefused
-from xpiler_core.passes.support.ast_support import called_functions
+from xpiler_core.passes.support.ast_support import called_functions, is_serial_copy, names_in
 from xpiler_core.passes.support.cpu_prelude import GEMM_ENTRY, GEMM_MARK
 from xpiler_core.printer import print_node
 
@@ -94,28 +102,116 @@ def _strip_to(s: A.Stmt, var: str) -> A.For | None:
 
 
 def _thread_body(s: A.Stmt) -> A.Stmt | None:
-    """The code one CUDA thread runs for a thread loop nest ``for tz / for ty / ... for tx`` (``None`` if ``s``
-    is not one). Loops over ``xp_tx`` (possibly bounded by a guard, possibly under thread-independent
-    branches) become ``if (cond) do { body } while (0)`` for the thread's own ``xp_tx``."""
-    tz = _strip_to(s, "xp_tz")
-    ty = _strip_to(tz.body, "xp_ty") if tz is not None else None
-    if ty is None:
+    """The code one CUDA thread runs for thread code at ``s`` (``None`` if ``s`` is not a loop over a thread
+    index). Every loop over ``xp_tz``/``xp_ty``/``xp_tx`` in it (full nests, boundary-split ranges, a tiled
+    ``xp_tx < lim`` alone) becomes ``if (start <= v && v < stop) do { body } while (0)`` for the thread's own
+    index ``v`` — on the CPU iteration ``v`` is thread ``v``'s work — and the indices no loop covers must be 0
+    (a loop over ``xp_tx`` alone runs once per block, not once per row of threads)."""
+    head = s
+    if isinstance(s, A.Block):
+        loops = [x for x in s.stmts if isinstance(x, A.For)]
+        if len(loops) == 1 and all(isinstance(x, (A.For, A.Pragma)) for x in s.stmts):
+            head = loops[0]
+    if _loop_var(head) not in _THREAD_VARS:
         return None
-    found = [False]
+    covered: set[str] = set()
 
     def to_thread(n: A.Node) -> A.Node | None:
         if isinstance(n, A.Pragma):
             return A.Empty()
-        if isinstance(n, A.For) and _loop_var(n) == "xp_tx":
-            found[0] = True
-            stmts = tuple(x for x in A.stmts_of(n.body)
-                          if not (isinstance(x, A.DeclStmt) and x.decls[0].name == "xp_t"))
-            cond = n.cond if n.cond is not None else A.lit(1)
-            return A.If(cond, A.DoWhile(A.Block(stmts), A.lit(0)))
-        return None
+        var = _loop_var(n) if isinstance(n, A.For) else None
+        if not isinstance(n, A.For) or var not in _THREAD_VARS:
+            return None
+        view = n.canonical()
+        if view is None or view.step_value != 1:
+            raise PassRefused(f"a loop over {var} that is not counted by one: its iterations are not threads")
+        covered.add(var)
+        body = A.rewrite(n.body, to_thread)
+        stmts = tuple(x for x in A.stmts_of(body) if not (isinstance(x, A.DeclStmt) and x.decls[0].name == "xp_t"))
+        cond: A.Expr = A.binop("<", A.name(var), view.stop)
+        if A.const_int(view.start) != 0:
+            cond = A.binop("&&", A.binop("<=", view.start, A.name(var)), cond)
+        return A.If(cond, A.DoWhile(A.Block(stmts), A.lit(0)))
 
-    body = A.rewrite(ty.body, to_thread)
-    return body if found[0] else None
+    body = A.rewrite(head, to_thread)
+    assert isinstance(body, A.Stmt)
+    uncovered = [v for v in _THREAD_VARS if v not in covered]
+    if uncovered:
+        only = A.binop("==", A.name(uncovered[0]), A.lit(0))
+        for v in uncovered[1:]:
+            only = A.binop("&&", only, A.binop("==", A.name(v), A.lit(0)))
+        body = A.If(only, A.Block((body,)))
+    return body
+
+
+def _is_thread_code(s: A.Stmt) -> bool:
+    """A loop over a thread index (a recovered nest, a split or tiled range): code the threads split."""
+    return _loop_var(s) in _THREAD_VARS or (isinstance(s, A.Block) and _thread_body(s) is not None)
+
+
+def _has_thread_code(s: A.Stmt) -> bool:
+    return any(_is_thread_code(x) for x in A.walk(s) if isinstance(x, A.Stmt))
+
+
+def _block_level(stmts: tuple[A.Stmt, ...]) -> list[A.Node]:
+    """The nodes of ``stmts`` outside thread code (what every GPU thread runs redundantly)."""
+    out: list[A.Node] = []
+    for s in stmts:
+        if _is_thread_code(s):
+            continue
+        if not _has_thread_code(s):
+            out.append(s)
+        elif isinstance(s, A.Block):
+            out.extend(_block_level(s.stmts))
+        elif isinstance(s, (A.For, A.While, A.If, A.DoWhile)):
+            out.append(A.replace(s, **{f: A.Empty() for f in ("body", "then", "else_")
+                                       if isinstance(getattr(s, f, None), A.Stmt)}))
+            for child in (getattr(s, f, None) for f in ("body", "then", "else_")):
+                if isinstance(child, A.Stmt):
+                    out.extend(_block_level(A.stmts_of(child)))
+        else:
+            out.append(s)
+    return out
+
+
+def _memory_root(target: A.Expr) -> tuple[str | None, bool]:
+    """(the variable a write lands in, whether it lands through a subscript, dereference or member)."""
+    through = False
+    while True:
+        if isinstance(target, A.Index):
+            target, through = target.base, True
+        elif isinstance(target, A.Member):
+            target, through = target.base, True
+        elif isinstance(target, A.Unary) and target.op == "*":
+            target, through = target.operand, True
+        elif isinstance(target, A.Cast):
+            target = target.operand
+        else:
+            break
+    return (target.id if isinstance(target, A.Name) else None), through
+
+
+def _written(node: A.Node) -> list[tuple[str | None, bool, bool]]:
+    """Every write in ``node``: (root, through memory, whether the write also reads its target)."""
+    out: list[tuple[str | None, bool, bool]] = []
+    for n in A.walk(node):
+        if isinstance(n, A.Assign):
+            out.append((*_memory_root(n.target), n.op != "="))
+        elif isinstance(n, A.Unary) and n.op in ("++", "--"):
+            out.append((*_memory_root(n.operand), True))
+    return out
+
+
+def _names_read(node: A.Node) -> set[str]:
+    """Names ``node`` reads (a name only assigned with ``=`` is not read there)."""
+    if isinstance(node, A.Assign) and node.op == "=" and isinstance(node.target, A.Name):
+        return _names_read(node.value)
+    if isinstance(node, A.Name):
+        return {node.id}
+    out: set[str] = set()
+    for child in A.children(node):
+        out |= _names_read(child)
+    return out
 
 
 class _Rebinder:
@@ -123,6 +219,54 @@ class _Rebinder:
         self.runtime_names = runtime_names or set()
         self.dynamic: list[tuple[str, A.Type, tuple[A.Expr | None, ...]]] = []
         self.thread_arrays: set[str] = set()
+        self.shared_scalars: set[str] = set()
+        self.racy: set[str] = set()  # memory that block-level code both reads and writes
+
+    def find_racy(self, stmts: tuple[A.Stmt, ...], locals_: set[str]) -> None:
+        """Memory (arrays, pointers' targets, shared scalars, globals) that block-level code writes and also
+        reads: run by every thread, such code would race with itself."""
+        nodes = _block_level(stmts)
+        # arrays and uninitialized scalars are the block's shared memory, save those declared inside a
+        # statement with no thread code (each thread's temporaries: it runs such statements whole)
+        temporaries = {d.name for n in nodes if isinstance(n, A.Stmt) and not isinstance(n, A.DeclStmt)
+                       and not _has_thread_code(n) for d in A.walk(n) if isinstance(d, A.VarDecl)}
+        shared = {d.name for n in nodes if isinstance(n, A.DeclStmt) for d in n.decls
+                  if d.dims or d.init is None} - temporaries
+        written: set[str] = set()
+        read: set[str] = set()
+        for n in nodes:
+            for root, through, reads in _written(n):
+                if root in temporaries:
+                    continue
+                if root is None:
+                    raise PassRefused("block-level code writes through an expression with no variable at its root")
+                if through or root in shared or root not in locals_:
+                    written.add(root)
+                    if reads:
+                        read.add(root)
+            read |= _names_read(n)
+        self.racy = written & read
+
+    def once(self, s: A.Stmt) -> list[A.Stmt] | None:
+        """``s`` run by thread 0 alone between barriers when it touches racy memory (None: leave it)."""
+        level = _block_level((s,))
+        touched = set().union(*(names_in(n) for n in level)) & self.racy if level else set()
+        if not touched:
+            return None
+        if any(_is_thread_code(x) for x in A.walk(s) if isinstance(x, A.Stmt) and x is not s):
+            if isinstance(s, A.Block) or not names_in(level[0]) & self.racy:
+                return None  # its parts are taken one by one
+            raise PassRefused(f"a loop or branch around thread code reads memory ({', '.join(sorted(touched))}) "
+                              "that block-level code also writes")
+        writes = {root for root, through, _ in _written(s) if root is not None and not through}
+        own = {d.name for d in A.walk(s) if isinstance(d, A.VarDecl)}
+        private = writes - own - self.racy - self.shared_scalars
+        if private:
+            raise PassRefused(f"block-level code both updates memory every thread reads and writes "
+                              f"({', '.join(sorted(touched))}) and a thread's own variables "
+                              f"({', '.join(sorted(private))}): one thread cannot run it for all")
+        barrier = A.ExprStmt(A.call("__syncthreads"))
+        return [barrier, A.If(A.binop("==", A.name("xp_t"), A.lit(0)), A.Block((s,))), barrier]
 
     def block_stmts(self, stmts: tuple[A.Stmt, ...]) -> list[A.Stmt]:
         out: list[A.Stmt] = []
@@ -135,6 +279,10 @@ class _Rebinder:
         if body is not None:
             barrier = A.ExprStmt(A.call("__syncthreads"))
             return [barrier, A.Block((body,)) if not isinstance(body, A.Block) else body, barrier]
+        if not isinstance(s, A.DeclStmt):
+            alone = self.once(s)
+            if alone is not None:
+                return alone
         if isinstance(s, A.DeclStmt):
             out: list[A.Stmt] = []
             for d in s.decls:
@@ -155,6 +303,7 @@ class _Rebinder:
                 elif d.init is None:
                     # block-level scalars without an initializer were __shared__ variables in the source
                     # (thread-independent values recovery hoisted always carry their initializer)
+                    self.shared_scalars.add(d.name)
                     out.append(A.DeclStmt((A.replace(d, storage=("__shared__",)),)))
                 else:
                     out.append(A.DeclStmt((d,)))
@@ -163,6 +312,8 @@ class _Rebinder:
                 s.expr.args[0], A.Name) and s.expr.args[0].id in self.thread_arrays:
             return [A.ExprStmt(A.assign(A.Index(s.expr.args[0], A.Name("xp_t")), A.lit(0))),
                     A.ExprStmt(A.call("__syncthreads"))]
+        if not _has_thread_code(s):
+            return [s]  # every thread runs it whole, its own declarations its own temporaries
         if isinstance(s, A.For):
             return [A.replace(s, body=A.Block(tuple(self.block_stmts(A.stmts_of(s.body)))))]
         if isinstance(s, A.While):
@@ -199,6 +350,10 @@ def _general_nest(stmts: list[A.Stmt], depth: int = 0) -> tuple[list[A.Stmt], in
     for i, s in enumerate(stmts):
         if isinstance(s, A.If) and s.else_ is not None:
             inner = _general_nest(list(A.stmts_of(s.else_)), depth + 1)
+            if inner is None and is_serial_copy(A.stmts_of(s.else_), len(A.stmts_of(s.else_))):
+                # parallel_or_serial's two copies of one nest: later passes may have reshaped the serial one
+                # (boundary split), the parallel one is the same loops
+                inner = _general_nest(list(A.stmts_of(s.then)), depth + 1)
             if inner is not None:
                 general, at = inner
                 return [*stmts[:i], *general, *stmts[i + 1:]], i + at
@@ -220,6 +375,8 @@ def rebind_function(fn: A.Function) -> tuple[A.Function, A.Function]:
         cur = loop.body
     rb = _Rebinder({p.name for p in fn.params if isinstance(p, A.Param) and p.name}
                    | {d.name for d in A.walk(fn.body) if isinstance(d, A.VarDecl)})
+    rb.find_racy(A.stmts_of(cur), {d.name for d in A.walk(fn.body) if isinstance(d, A.VarDecl)}
+                 | {p.name for p in fn.params if isinstance(p, A.Param) and p.name})
     body = rb.block_stmts(A.stmts_of(cur))
     ids = [A.Opaque("const int xp_bx = blockIdx.x, xp_by = blockIdx.y, xp_bz = blockIdx.z;"),
            A.Opaque("const int xp_tx = threadIdx.x, xp_ty = threadIdx.y, xp_tz = threadIdx.z;"),
