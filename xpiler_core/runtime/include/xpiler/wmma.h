@@ -32,12 +32,18 @@ struct fragment {
 
 template <class Layout> constexpr bool is_col_major() { return std::is_same<Layout, col_major>::value; }
 
+// An element moved between memory and a fragment: through float when the types differ, copied when they
+// are the same (half's conversions are software: a copy costs none).
+template <class T, class P> struct element_conversion { static T of(const P& v) { return T(float(v)); } };
+template <class T> struct element_conversion<T, T> { static T of(const T& v) { return v; } };
+template <class T, class P> inline T element_as(const P& v) { return element_conversion<T, P>::of(v); }
+
 template <class Use, int M, int N, int K, class T, class L, class P>
 inline void load(fragment<Use, M, N, K, T, L>& f, const P* p, unsigned ldm, bool col) {
   using F = fragment<Use, M, N, K, T, L>;
   for (int r = 0; r < F::rows; ++r)
     for (int c = 0; c < F::cols; ++c)
-      f.x[r * F::cols + c] = T(float(col ? p[static_cast<size_t>(c) * ldm + r] : p[static_cast<size_t>(r) * ldm + c]));
+      f.x[r * F::cols + c] = element_as<T>(col ? p[static_cast<size_t>(c) * ldm + r] : p[static_cast<size_t>(r) * ldm + c]);
 }
 
 template <class Use, int M, int N, int K, class T, class L, class P>
@@ -45,18 +51,22 @@ inline void store(P* p, const fragment<Use, M, N, K, T, L>& f, unsigned ldm, boo
   using F = fragment<Use, M, N, K, T, L>;
   for (int r = 0; r < F::rows; ++r)
     for (int c = 0; c < F::cols; ++c)
-      (col ? p[static_cast<size_t>(c) * ldm + r] : p[static_cast<size_t>(r) * ldm + c]) = P(float(f.x[r * F::cols + c]));
+      (col ? p[static_cast<size_t>(c) * ldm + r] : p[static_cast<size_t>(r) * ldm + c]) = element_as<P>(f.x[r * F::cols + c]);
 }
 
 template <int M, int N, int K, class TA, class LA, class TB, class LB, class TC, class TD>
 inline void mma(fragment<accumulator, M, N, K, TD>& d, const fragment<matrix_a, M, N, K, TA, LA>& a,
                 const fragment<matrix_b, M, N, K, TB, LB>& b, const fragment<accumulator, M, N, K, TC>& c) {
-  float acc[M * N];
+  // each operand converted to float once (not once per product), then every (i, j) summed over k in
+  // ascending order as before; the j loop innermost so it vectorizes. Every lane of the warp runs this.
+  float fa[M * K], fb[K * N], acc[M * N];
+  for (int i = 0; i < M * K; ++i) fa[i] = float(a.x[i]);
+  for (int i = 0; i < K * N; ++i) fb[i] = float(b.x[i]);
+  for (int i = 0; i < M * N; ++i) acc[i] = float(c.x[i]);
   for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      float s = float(c.x[i * N + j]);
-      for (int k = 0; k < K; ++k) s += float(a.x[i * K + k]) * float(b.x[k * N + j]);
-      acc[i * N + j] = s;
+    for (int k = 0; k < K; ++k) {
+      const float aik = fa[i * K + k];
+      for (int j = 0; j < N; ++j) acc[i * N + j] += aik * fb[k * N + j];
     }
   for (int i = 0; i < M * N; ++i) d.x[i] = TD(acc[i]);
 }
