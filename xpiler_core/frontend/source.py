@@ -82,6 +82,7 @@ CALLING_CONVENTIONS = re.compile(rb"\bCUDART_CB\b")
 # ``__shared__ __align__(16) float s[64];``: the grammar reads the alignment as a parenthesized declarator
 # (a syntax error that swallows the statements after it); blanked for the grammar, it stays in the text (the CST
 # passes edit the original bytes) and the lowering reads it back from there (``frontend/lower.py``)
+GNU_TYPEOF = re.compile(rb"\b__typeof(?:__)?\b(?=\s*\()")
 ALIGNMENT = re.compile(rb"\b__align__\s*\([^()\n]*\)")
 
 
@@ -92,6 +93,10 @@ def parse_input(data: bytes, dialect: Dialect) -> bytes:
         masked = CALLING_CONVENTIONS.sub(lambda m: b" " * len(m.group(0)), masked)
     if b"__align__" in masked:
         masked = ALIGNMENT.sub(lambda m: b" " * len(m.group(0)), masked)
+    if b"__typeof" in masked:
+        # GNU __typeof__(e) as a declaration's type (our CPU passes write it) is not in the C++ grammar: it reads
+        # decltype in its place; the declared type's text still comes from the source, so it stays __typeof__
+        masked = GNU_TYPEOF.sub(lambda m: b"decltype" + b" " * (len(m.group(0)) - len(b"decltype")), masked)
     return mask_alias_attributes(masked) if b"__attribute__" in masked else masked
 
 
