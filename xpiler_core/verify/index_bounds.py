@@ -15,7 +15,9 @@ does not read) but never narrower; the sizes chosen with them are confirmed by r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
 
 from xpiler_core import ast as A
 from xpiler_core.verify.expr import ExprError, evaluate_int
@@ -153,6 +155,53 @@ def module_constants(module: A.Module) -> dict[str, int]:
 BANG_COPIES = frozenset({"__memcpy", "__memcpy_async"})
 
 
+@dataclass
+class _KernelFacts:
+    """What bounding a kernel needs of its code alone, the same for every part of a launch (a large launch is
+    bounded in up to REFINED_PARTS parts, and the shape solver bounds it at several sizes)."""
+
+    fn: A.Function  # held so that the id keying it stays this function's
+    assigned: frozenset[str]
+    straight: frozenset[str]
+    uses: dict[str, int]  # occurrences of each name
+    views: dict[int, A.LoopView | None] = field(default_factory=dict)
+
+    def loop_view(self, loop: A.For) -> A.LoopView | None:
+        key = id(loop)
+        if key not in self.views:
+            self.views[key] = loop.canonical()
+        return self.views[key]
+
+
+_FACTS: OrderedDict[int, _KernelFacts] = OrderedDict()
+_FACTS_LOCK = threading.Lock()
+
+
+def _kernel_facts(fn: A.Function) -> _KernelFacts:
+    with _FACTS_LOCK:
+        known = _FACTS.get(id(fn))
+        if known is not None and known.fn is fn:
+            _FACTS.move_to_end(id(fn))
+            return known
+    assigned: set[str] = set()
+    uses: dict[str, int] = {}
+    for node in A.walk(fn.body):
+        if isinstance(node, A.Name):
+            uses[node.id] = uses.get(node.id, 0) + 1
+        if isinstance(node, A.Assign) and isinstance(node.target, A.Name):
+            assigned.add(node.target.id)
+        elif isinstance(node, A.Unary) and node.op in ("++", "--", "&") and isinstance(node.operand, A.Name):
+            assigned.add(node.operand.id)
+        elif isinstance(node, A.Opaque):  # code kept as text (a labeled statement, goto) may assign any name
+            assigned.update(re.findall(r"[A-Za-z_]\w*", node.text))
+    facts = _KernelFacts(fn, frozenset(assigned), frozenset(_straight_line_names(fn)), uses)
+    with _FACTS_LOCK:
+        _FACTS[id(fn)] = facts
+        while len(_FACTS) > 32:
+            _FACTS.popitem(last=False)
+    return facts
+
+
 class _Bounder:
     def __init__(self, fn: A.Function, constants: dict[str, int],
                  grid: tuple[int, int, int] | None, block: tuple[int, int, int] | None,
@@ -169,16 +218,11 @@ class _Bounder:
         # a pointer to pointers or an array parameter is indexed in units this does not follow: not claimed
         self.buffers = {p.name: BufferBounds(known=len(p.type.pointers) == 1 and not p.dims) for p in fn.params
                         if isinstance(p, A.Param) and p.name and (p.type.pointers or p.dims)}
+        facts = _kernel_facts(fn)
+        self.facts = facts
         # names assigned after their declaration: their declared value says nothing later
-        self.assigned: set[str] = set()
-        for node in A.walk(fn.body):
-            if isinstance(node, A.Assign) and isinstance(node.target, A.Name):
-                self.assigned.add(node.target.id)
-            elif isinstance(node, A.Unary) and node.op in ("++", "--", "&") and isinstance(node.operand, A.Name):
-                self.assigned.add(node.operand.id)
-            elif isinstance(node, A.Opaque):  # code kept as text (a labeled statement, goto) may assign any name
-                self.assigned.update(re.findall(r"[A-Za-z_]\w*", node.text))
-        self.straight = _straight_line_names(fn)
+        self.assigned = facts.assigned
+        self.straight = facts.straight
         self.accounted: dict[str, int] = dict.fromkeys(self.buffers, 0)
         self.aliases: dict[str, tuple[str, Interval]] = {}
         # locals that hold a multiple of a constant (``row = blockIdx.y * 16``): a guard ``row < 32`` leaves 0
@@ -571,7 +615,7 @@ class _Bounder:
                 else:
                     self.dead(s.else_)
         elif isinstance(s, A.For):
-            view = s.canonical()
+            view = self.facts.loop_view(s)
             inner = dict(env)
             if view is not None:
                 start, stop = self.value(view.start, env, guards), self.value(view.stop, env, guards)
@@ -845,12 +889,8 @@ def _bounded_part(fn: A.Function, constants: dict[str, int] | None, grid: tuple[
     bounder.block_x, bounder.thread_x = block_x, thread_x
     bounder.sequence(fn.body.stmts, {}, {})
     # a buffer used other than through the accesses bounded (passed on, cast, stored) is not claimed
-    uses = {name: 0 for name in bounder.buffers}
-    for node in A.walk(fn.body):
-        if isinstance(node, A.Name) and node.id in uses:
-            uses[node.id] += 1
     for name, bounds in bounder.buffers.items():
-        if uses[name] > bounder.accounted[name] or name in bounder.assigned:
+        if bounder.facts.uses.get(name, 0) > bounder.accounted[name] or name in bounder.assigned:
             bounds.known = False
     return bounder
 
