@@ -14,6 +14,7 @@ does not read) but never narrower; the sizes chosen with them are confirmed by r
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections import OrderedDict
@@ -165,6 +166,8 @@ class _KernelFacts:
     straight: frozenset[str]
     uses: dict[str, int]  # occurrences of each name
     views: dict[int, A.LoopView | None] = field(default_factory=dict)
+    # buffer_bounds at a launch already bounded (the shape solver confirms sizes that often share one)
+    bounds: dict[tuple[object, ...], dict[str, BufferBounds]] = field(default_factory=dict)
 
     def loop_view(self, loop: A.For) -> A.LoopView | None:
         key = id(loop)
@@ -809,6 +812,16 @@ def buffer_bounds(fn: A.Function, constants: dict[str, int] | None = None,
     the threads along x in chunks. Interval arithmetic loses how values relate (a guard on ``bx * 4 + (tx >>
     8)`` says nothing of ``bx * 1024 + tx``), and parts this small make such a guard dead or alive as a whole
     in each, so the last block's store past the guard is not counted."""
+    facts = _kernel_facts(fn)
+    key = (grid, block, exact_points, tuple(sorted((constants or {}).items())))
+    known = facts.bounds.get(key)
+    if known is None:
+        known = facts.bounds[key] = _launch_bounds(fn, constants, grid, block, exact_points)
+    return {name: dataclasses.replace(b) for name, b in known.items()}  # callers may change their copy
+
+
+def _launch_bounds(fn: A.Function, constants: dict[str, int] | None, grid: tuple[int, int, int] | None,
+                   block: tuple[int, int, int] | None, exact_points: int) -> dict[str, BufferBounds]:
     if grid is None or block is None:
         # any launch: bounded once with the largest block and once with a larger one; a buffer whose bounds
         # move with it is bounded only through the block's size, not by the code
