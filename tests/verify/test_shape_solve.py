@@ -581,3 +581,20 @@ def test_a_large_launch_is_split_where_a_condition_on_its_indices_goes_both_ways
         assert got is not None and got[0] <= min(elements) and max(elements) <= got[1], (name, got)
     if touched["a"]:
         assert bounds["a"].read is not None and bounds["a"].read[0] == min(touched["a"]) == 0
+
+
+def test_bounds_remembered_per_launch_are_handed_out_as_copies() -> None:
+    """buffer_bounds remembers a kernel's bounds per launch (the shape solver asks again at each size it tries):
+    a caller changing its answer must not change the next caller's, and another launch is bounded anew. The
+    elements each launch touches are enumerated by hand."""
+    text = STRIDED.format(rows=30, cols=8, start=0, step=1, modulus=1000, offset=0)
+    module = lower_text(text, "strided.cu", Dialect.CUDA)
+    kernel, constants = module.kernels()[0], module_constants(module)
+    first = buffer_bounds(kernel, constants, (2, 1, 1), (8, 1, 1))
+    assert first["dst"].write == (0, 16 * 8 - 1)  # 16 threads, rows 0..15, 8 columns each
+    first["dst"].write = (0, 0)
+    first["dst"].known = False
+    again = buffer_bounds(kernel, constants, (2, 1, 1), (8, 1, 1))
+    assert again["dst"].known and again["dst"].write == (0, 16 * 8 - 1)
+    wider = buffer_bounds(kernel, constants, (4, 1, 1), (8, 1, 1))
+    assert wider["dst"].write == (0, 30 * 8 - 1)  # 32 threads, the guard keeps rows 0..29
