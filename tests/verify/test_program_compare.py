@@ -165,3 +165,16 @@ def test_a_value_announced_by_an_ignored_label_and_rates_per_second_are_timing()
     assert not compare_runs(run("Result:\n12\n"), run("Result:\n13\n"), ProjectConfig()).matched
     assert not compare_runs(run("Time in seconds:\nsum 42\n"), run("Time in seconds:\nsum 41\n"),
                             ProjectConfig()).matched
+
+
+def test_speedup_lines_are_timing_lines() -> None:
+    """A public transpose sample prints ``CPU vs Shared speedup: 0.06x`` (a ratio of its own timings): a run
+    printing 0.05x agrees, even when the source's own two runs happened to print the same ratio."""
+    source = "Matrix size: 1024x1024\nCPU vs Naive speedup: 0.29x\nCPU vs Shared speedup: 0.06x\nchecksum 42\n"
+    other = "Matrix size: 1024x1024\nCPU vs Naive speedup: 0.31x\nCPU vs Shared speedup: 0.05x\nchecksum 42\n"
+    report = compare_runs(run(source), run(other), None, lambda *_: run(source))
+    assert report.matched, report.reason
+    assert report.lines_ignored == 2
+    # the data lines beside them are still compared
+    assert not compare_runs(run(source), run(other.replace("checksum 42", "checksum 41")), None,
+                            lambda *_: run(source)).matched
