@@ -101,18 +101,24 @@ def _strip_to(s: A.Stmt, var: str) -> A.For | None:
     return s if isinstance(s, A.For) and _loop_var(s) == var else None
 
 
+def _thread_head(s: A.Stmt) -> A.For | None:
+    """The loop over a thread index at ``s`` (alone, or in a block beside its pragmas), else None."""
+    head = s
+    if isinstance(s, A.Block):
+        loops = [x for x in s.stmts if isinstance(x, A.For)]
+        if len(loops) == 1 and all(isinstance(x, (A.For, A.Pragma)) for x in s.stmts):
+            head = loops[0]
+    return head if isinstance(head, A.For) and _loop_var(head) in _THREAD_VARS else None
+
+
 def _thread_body(s: A.Stmt) -> A.Stmt | None:
     """The code one CUDA thread runs for thread code at ``s`` (``None`` if ``s`` is not a loop over a thread
     index). Every loop over ``xp_tz``/``xp_ty``/``xp_tx`` in it (full nests, boundary-split ranges, a tiled
     ``xp_tx < lim`` alone) becomes ``if (start <= v && v < stop) do { body } while (0)`` for the thread's own
     index ``v`` — on the CPU iteration ``v`` is thread ``v``'s work — and the indices no loop covers must be 0
     (a loop over ``xp_tx`` alone runs once per block, not once per row of threads)."""
-    head = s
-    if isinstance(s, A.Block):
-        loops = [x for x in s.stmts if isinstance(x, A.For)]
-        if len(loops) == 1 and all(isinstance(x, (A.For, A.Pragma)) for x in s.stmts):
-            head = loops[0]
-    if _loop_var(head) not in _THREAD_VARS:
+    head = _thread_head(s)
+    if head is None:
         return None
     covered: set[str] = set()
 
@@ -133,8 +139,7 @@ def _thread_body(s: A.Stmt) -> A.Stmt | None:
             cond = A.binop("&&", A.binop("<=", view.start, A.name(var)), cond)
         return A.If(cond, A.DoWhile(A.Block(stmts), A.lit(0)))
 
-    body = A.rewrite(head, to_thread)
-    assert isinstance(body, A.Stmt)
+    body: A.Stmt = A.rewrite(head, to_thread)  # the head loop becomes its guarded iteration
     uncovered = [v for v in _THREAD_VARS if v not in covered]
     if uncovered:
         only = A.binop("==", A.name(uncovered[0]), A.lit(0))
@@ -146,7 +151,7 @@ def _thread_body(s: A.Stmt) -> A.Stmt | None:
 
 def _is_thread_code(s: A.Stmt) -> bool:
     """A loop over a thread index (a recovered nest, a split or tiled range): code the threads split."""
-    return _loop_var(s) in _THREAD_VARS or (isinstance(s, A.Block) and _thread_body(s) is not None)
+    return _thread_head(s) is not None
 
 
 def _has_thread_code(s: A.Stmt) -> bool:
