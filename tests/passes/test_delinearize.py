@@ -259,20 +259,95 @@ def test_a_thread_loop_is_split_by_the_mask_it_reads_with(tmp_path: Path, thread
     np.testing.assert_array_equal(out, expected)
 
 
-STILL_DIVIDED = r"""
+DIGITS = r"""
 extern "C" __global__ void __launch_bounds__(64) win(float* __restrict__ x, float* __restrict__ y) {
-  y[blockIdx.x * 64 + threadIdx.x] = x[blockIdx.x * 256 + (threadIdx.x >> 5) * 128 + ((threadIdx.x & 31) >> 3) * 32
-                                       + (threadIdx.x & 7) * 2];
+  y[blockIdx.x * blockDim.x + threadIdx.x] = x[blockIdx.x * 256 + (threadIdx.x >> 5) * 128
+                                                + ((threadIdx.x & 31) >> 3) * 32 + (threadIdx.x & 7) * 2];
 }
+extern "C" void run_win(float* x, float* y, int blocks, int threads) { win<<<blocks, threads>>>(x, y); }
 """
 
 
-def test_a_thread_loop_still_divided_after_a_split_is_left_whole() -> None:
-    """Split by 32, the loop would still read ``(tx & 31) >> 3`` and ``tx & 7``: nothing becomes affine, so the
-    thread loop keeps its plain form (later passes read it)."""
+@pytest.mark.parametrize("threads", [64, 96, 128, 40, 8])
+def test_a_thread_loop_divided_by_a_chain_of_constants_becomes_one_loop_per_digit(tmp_path: Path,
+                                                                                   threads: int) -> None:
+    """Split by 32 alone the loop would still read ``(tx & 31) >> 3`` and ``tx & 7``; as digits of the mixed
+    radix 32 / 8 (``tx = t0 * 32 + t1 * 8 + t2``) every division folds and the innermost loop reads with one
+    stride. Blocks that 32 does not divide run the original loop. Against numpy at each block size."""
+    from tests.conftest import build_shared
     from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
 
-    text, records, _ctx = translate_to_cpu(STILL_DIVIDED, "win.cu")
+    text, records, _ctx = translate_to_cpu(DIGITS, "win.cu")
     assert text is not None
     record = next(r for r in records if r["name"] == "delinearize")
-    assert not record["changed"] and "stays divided" in (record["refused"] or ""), record
+    assert record["changed"], record
+    innermost = re.findall(r"for \(int (xp_dl_t\d+) = 0; \1 < 8; \+\+\1\) \{(.*?)\n\s*\}", text, re.S)
+    assert innermost, text
+    for digit, body in innermost:
+        assert not re.search(rf"{digit}\s*(>>|&|/|%)", body), body
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    blocks = 7
+    x = np.random.default_rng(threads).standard_normal(blocks * 256 + 256).astype(np.float32)
+    out = np.full(blocks * threads, np.nan, np.float32)
+    lib.run_win(x.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p), blocks, threads)
+    b, t = np.divmod(np.arange(blocks * threads), threads)
+    expected = x[b * 256 + (t >> 5) * 128 + ((t & 31) >> 3) * 32 + (t & 7) * 2]
+    np.testing.assert_array_equal(out, expected)
+
+
+def _c_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _c_eval(e: object, env: dict[str, int]) -> int:
+    from xpiler_core import ast as A
+
+    assert isinstance(e, A.Expr)
+    if isinstance(e, A.Name):
+        return env[e.id]
+    if isinstance(e, A.Cast):
+        return _c_eval(e.operand, env)
+    value = A.const_int(e)
+    if value is not None:
+        return value
+    assert isinstance(e, A.Binary), e
+    a, b = _c_eval(e.left, env), _c_eval(e.right, env)
+    ops = {"+": a + b, "-": a - b, "*": a * b, "<<": a << b if b >= 0 else 0, ">>": a >> b if b >= 0 else 0,
+           "&": a & b}
+    if e.op in ops:
+        return ops[e.op]
+    return _c_div(a, b) if e.op == "/" else a - b * _c_div(a, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=3, max_size=3), st.integers(0, 5), st.integers(0, 3),
+       st.sampled_from(["/", "%", ">>", "&"]), st.sampled_from(["/", "%", ">>", "&"]), st.integers(1, 70),
+       st.integers(1, 70))
+def test_digit_folding_agrees_with_c_arithmetic(coeffs: list[int], const: int, order: int, op1: str, op2: str,
+                                                by1: int, by2: int) -> None:
+    """``_simplify_digits`` folds a division of an affine form of digits only where C's quotient and remainder
+    are the two parts: evaluated at every digit value, the folded expression equals the original (C semantics)."""
+    from xpiler_core import ast as A
+    from xpiler_core.passes.cpu.delinearize import _simplify_digits
+
+    ranges = {"a": 3, "b": 4, "c": 8}
+    order_names = ["a", "b", "c"]
+    form: A.Expr = A.lit(const)
+    for name, k in zip(order_names, coeffs, strict=True):
+        form = A.binop("+", form, A.binop("*", A.Name(name), A.lit(k)))
+
+    def divide(e: A.Expr, op: str, by: int) -> A.Expr:
+        if op == ">>":
+            return A.binop(">>", e, A.lit(by % 6))
+        if op == "&":
+            return A.binop("&", e, A.lit((1 << (by % 6)) - 1))
+        return A.binop(op, e, A.lit(by))
+
+    expr = divide(A.binop("+", divide(form, op1, by1), A.Name("c") if order else A.lit(0)), op2, by2)
+    folded = _simplify_digits(expr, ranges, order_names)
+    for a in range(3):
+        for b in range(4):
+            for c in range(8):
+                env = {"a": a, "b": b, "c": c}
+                assert _c_eval(folded, env) == _c_eval(expr, env), (expr, folded, env)

@@ -53,8 +53,8 @@ from xpiler_core.verify.targets import gcc_verdict, host_isa
 
 DEFAULT_PASSES = ["detensorization", "grid_reduce", "block_reduce", "loop_recovery", "cpu_gemm", "device_mirrors",
                   "affine_index", "reduction_idiom", "tree_reduce", "thread_zero", "thread_interchange",
-                  "partial_accumulators", "grid_flatten", "loop_binding", "delinearize", "periodic_operands",
-                  "nan_free_extrema", "unroll_pragmas", "boundary_split", "block_constants"]
+                  "partial_accumulators", "grid_flatten", "loop_binding", "nan_free_extrema", "delinearize",
+                  "periodic_operands", "unroll_pragmas", "boundary_split", "block_constants"]
 # Optional steps that reassociate floating point or restructure code: dropped first when a candidate fails.
 _DROP_FIRST = ("block_constants", "boundary_split", "grid_reduce", "block_reduce", "cpu_gemm", "device_mirrors", "affine_index",
                "delinearize", "periodic_operands", "reduction_idiom", "tree_reduce", "thread_zero", "thread_interchange",
