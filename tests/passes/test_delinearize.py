@@ -351,3 +351,66 @@ def test_digit_folding_agrees_with_c_arithmetic(coeffs: list[int], const: int, o
             for c in range(8):
                 env = {"a": a, "b": b, "c": c}
                 assert _c_eval(folded, env) == _c_eval(expr, env), (expr, folded, env)
+
+
+WINDOW = r"""
+extern "C" __global__ void __launch_bounds__(64) pool(float* __restrict__ x, float* __restrict__ y) {
+  y[blockIdx.x * blockDim.x + threadIdx.x] = -3.402823e+38f;
+  for (int r = 0; r < 3; ++r) {
+    y[blockIdx.x * blockDim.x + threadIdx.x] = max(y[blockIdx.x * blockDim.x + threadIdx.x],
+        (1 <= ((threadIdx.x & 7) * 2 + r)) ? x[blockIdx.x * 512 + (threadIdx.x >> 5) * 256
+                                              + ((threadIdx.x & 31) >> 3) * 32 + (threadIdx.x & 7) * 2 + r - 1]
+                                            : -3.402823e+38f);
+  }
+}
+extern "C" void run_pool(float* x, float* y, int blocks, int threads) { pool<<<blocks, threads>>>(x, y); }
+"""
+
+
+@pytest.mark.parametrize("threads", [64, 96, 40])
+def test_the_outer_digits_move_out_of_the_window_loop(tmp_path: Path, threads: int) -> None:
+    """A pool's window loop, which thread_interchange put outside the threads, ends up between the outer digits
+    and the innermost one (each 8-lane row of threads runs its whole window); the launch computes numpy's
+    windowed max at each block size (40: the original loop)."""
+    from tests.conftest import build_shared
+    from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
+
+    text, records, _ctx = translate_to_cpu(WINDOW, "pool.cu")
+    assert text is not None
+    record = next(r for r in records if r["name"] == "delinearize")
+    assert record["changed"], record
+    assert re.search(r"for \(int xp_dl_t1 = 0; xp_dl_t1 < 4; \+\+xp_dl_t1\)\s*for \(int r = 0;", text), text
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    blocks = 5
+    x = np.random.default_rng(threads).standard_normal(blocks * 512 + 512).astype(np.float32)
+    out = np.full(blocks * threads, np.nan, np.float32)
+    lib.run_pool(x.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p), blocks, threads)
+    b, t = np.divmod(np.arange(blocks * threads), threads)
+    base = b * 512 + (t >> 5) * 256 + ((t & 31) >> 3) * 32 + (t & 7) * 2
+    taps = [np.where((t & 7) * 2 + r >= 1, x[np.maximum(base + r - 1, 0)], np.float32(-3.402823e38))
+            for r in range(3)]
+    np.testing.assert_array_equal(out, np.maximum.reduce(taps))
+
+
+SHARED_ACCUMULATOR = r"""
+void f(float* y, const float* x) {
+    for (int r = 0; r < 3; ++r)
+        for (int xp_dl_t0 = 0; xp_dl_t0 < 2; ++xp_dl_t0)
+            for (int xp_dl_t1 = 0; xp_dl_t1 < 8; ++xp_dl_t1)
+                y[xp_dl_t1] = y[xp_dl_t1] * 0.5f + x[r * 16 + xp_dl_t0 * 8 + xp_dl_t1];
+}
+"""
+
+
+def test_digits_that_share_an_element_stay_inside() -> None:
+    """``y[t1]`` does not tell ``t0`` apart: with ``t0`` outside ``r`` the updates of one element would run in
+    another order, so the loop order is kept (the pass refuses); ``y[t0 * 8 + t1]`` (one element per digit pair)
+    has its outer digit moved out."""
+    mod = get_pass("delinearize")
+    module = lower_text(SHARED_ACCUMULATOR, "f.c", Dialect.C)
+    with pytest.raises(PassRefused):
+        mod.apply(module, mod.INFO.defaults(), PassContext(Dialect.C, Dialect.C))
+    distinct = SHARED_ACCUMULATOR.replace("y[xp_dl_t1]", "y[xp_dl_t0 * 8 + xp_dl_t1]")
+    out = mod.apply(lower_text(distinct, "f.c", Dialect.C), mod.INFO.defaults(), PassContext(Dialect.C, Dialect.C))
+    text = print_module(out, Dialect.C)
+    assert re.search(r"for \(int xp_dl_t0 = 0; xp_dl_t0 < 2; \+\+xp_dl_t0\)\s*for \(int r = 0;", text), text
