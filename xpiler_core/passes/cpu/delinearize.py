@@ -271,6 +271,13 @@ def _multiple(candidate: A.Expr, divisor: A.Expr) -> A.Expr | None:
     return None
 
 
+def _add_coefficients(left: dict[str, int], right: dict[str, int], sign: int) -> dict[str, int]:
+    coeffs = dict(left)
+    for v, k in right.items():
+        coeffs[v] = coeffs.get(v, 0) + sign * k
+    return {v: k for v, k in coeffs.items() if k}
+
+
 def _affine(e: A.Expr, ranges: dict[str, int]) -> tuple[dict[str, int], int] | None:
     """``e`` as ``const + sum(k * v)`` over the digit variables in ``ranges`` (integer literals, ``+ - *``, ``<<``
     by a constant, integer casts); None for anything else."""
@@ -302,10 +309,7 @@ def _affine(e: A.Expr, ranges: dict[str, int]) -> tuple[dict[str, int], int] | N
         if left is None or right is None:
             return None
         sign = 1 if e.op == "+" else -1
-        coeffs = dict(left[0])
-        for v, k in right[0].items():
-            coeffs[v] = coeffs.get(v, 0) + sign * k
-        return {v: k for v, k in coeffs.items() if k}, left[1] + sign * right[1]
+        return _add_coefficients(left[0], right[0], sign), left[1] + sign * right[1]
     return None
 
 
@@ -444,11 +448,7 @@ def _digit_terms(e: A.Expr, digits: set[str]) -> tuple[dict[str, int], list[A.Ex
         left, right = _digit_terms(e.left, digits), _digit_terms(e.right, digits)
         if left is None or right is None:
             return None
-        sign = 1 if e.op == "+" else -1
-        coeffs = dict(left[0])
-        for v, k in right[0].items():
-            coeffs[v] = coeffs.get(v, 0) + sign * k
-        return coeffs, left[1] + right[1]
+        return _add_coefficients(left[0], right[0], 1 if e.op == "+" else -1), left[1] + right[1]
     if isinstance(e, A.Binary) and e.op == "*":
         for factor, other in ((e.right, e.left), (e.left, e.right)):
             scale = A.const_int(factor)
