@@ -219,8 +219,9 @@ def _xp_helpers() -> str:
         depth += line.count("{") - line.count("}")
         if depth == 0 and current:
             head = current[0]
-            # whole top-level definitions of xp_* functions only (CUDA has the rest)
-            if re.match(r"(template <[^>]*> )?static inline [\w ]+\b(xp_\w+)\(", head):
+            # whole top-level definitions of xp_* functions only (CUDA has the rest; xp_host_*: the stream and
+            # graph emulation, which CUDA has for real)
+            if re.match(r"(template <[^>]*> )?static inline [\w ]+\b(xp_(?!host_)\w+)\(", head):
                 kept.append("\n".join(current))
             current = []
     return "\n".join(kept).replace("static inline", "__host__ __device__ static inline") + "\n"

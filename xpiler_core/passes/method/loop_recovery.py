@@ -1337,14 +1337,27 @@ def _builtins(node: A.Block, warp: int) -> A.Block:
 
 
 # ------------------------------------------------------------------------------------------- module
-def _launch_to_call(node: A.Node) -> A.Node | None:
+_CAPTURE_CALLS = frozenset({"cudaStreamBeginCapture", "hipStreamBeginCapture", "cudaStreamBeginCaptureToGraph"})
+
+
+def _captures_streams(module: A.Module) -> bool:
+    """Whether the program records stream work into graphs (then launches on a stream go through the prelude's
+    ``XP_ON_STREAM``, which records them while their stream is captured)."""
+    return any(isinstance(n, A.Call) and n.callee in _CAPTURE_CALLS for n in A.walk(module)) or any(
+        isinstance(n, A.Opaque) and any(name in n.text for name in _CAPTURE_CALLS) for n in A.walk(module))
+
+
+def _launch_to_call(node: A.Node, on_streams: bool = False) -> A.Node | None:
     if isinstance(node, A.Launch):
         cfg = list(node.config)
         grid = A.call("dim3", cfg[0])
         block = A.call("dim3", cfg[1]) if len(cfg) > 1 else A.call("dim3", A.lit(1))
         smem: A.Expr = A.Cast(A.ctype("size_t"), cfg[2]) if len(cfg) > 2 else A.Cast(A.ctype("size_t"), A.lit(0))
         args = tuple(A.rewrite(a, _launch_to_call) for a in node.args)
-        return A.Call(node.kernel, (grid, block, smem, *args))
+        call = A.Call(node.kernel, (grid, block, smem, *args))
+        if on_streams and len(cfg) > 3:
+            return A.Call(A.Name("XP_ON_STREAM"), (cfg[3], call))
+        return call
     return None
 
 
@@ -1698,6 +1711,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     items: list[A.TopItem] = [A.Opaque(PRELUDE, reason="cpu prelude")]
     if _names_cublas(module):
         items.append(A.Opaque(cublas_section(), reason="cpu cublas"))
+    on_streams = _captures_streams(module)
     for item in module.items:
         if isinstance(item, A.Include) and is_gpu_header(item.path):
             continue  # the prelude stands in for the GPU toolchain's headers; the program's others stay
@@ -1723,7 +1737,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             # kernels launched through function pointers: the pointers take the block functions' signature
             pointers = {n.kernel.id for n in A.walk(item) if isinstance(n, A.Launch) and isinstance(n.kernel, A.Name)
                         and n.kernel.id not in new_kernels} | _kernel_pointers(item, set(new_kernels))
-            item = A.rewrite(item, _launch_to_call)
+            item = A.rewrite(item, functools.partial(_launch_to_call, on_streams=on_streams))
             item = A.rewrite(item, functools.partial(_opaque_launch_text, renamed=renamed, pointers=pointers))
             if renamed:
                 # the file's own launches go to the block loops, not to the wrapper with the kernel's name

@@ -432,12 +432,13 @@ static inline int cudaHostRegister(void*, size_t, unsigned int) { return 0; }
 static inline int cudaHostUnregister(void*) { return 0; }
 template <class T> static inline int cudaHostGetDevicePointer(T** d, void* h, unsigned int) { *d = (T*)h; return 0; }
 static inline int cudaMemPrefetchAsync(const void*, size_t, int, cudaStream_t = 0) { return 0; }
-static inline int cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t = 0) { memset(d, v, n); XP_HOST_WROTE(d, n); return 0; }
-static inline int cudaStreamCreate(cudaStream_t* s) { *s = 0; return 0; }
-static inline int cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { *s = 0; return 0; }
+/* streams: distinct handles (a graph capture follows the streams it was started on or joined) */
+static inline cudaStream_t xp_host_new_stream(void) { static long n = 16; return (cudaStream_t)++n; }
+static inline int cudaStreamCreate(cudaStream_t* s) { *s = xp_host_new_stream(); return 0; }
+static inline int cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { *s = xp_host_new_stream(); return 0; }
 #define cudaStreamLegacy ((cudaStream_t)0x1)
 #define cudaStreamPerThread ((cudaStream_t)0x2)
-static inline int cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int, int) { *s = 0; return 0; }
+static inline int cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int, int) { *s = xp_host_new_stream(); return 0; }
 static inline int cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
   if (least) *least = 0; if (greatest) *greatest = -5; return 0; }
 enum { cudaDeviceScheduleAuto = 0, cudaDeviceScheduleSpin = 1, cudaDeviceScheduleYield = 2,
@@ -447,21 +448,84 @@ static inline int cudaGetDeviceFlags(unsigned int* f) { *f = cudaDeviceMapHost; 
 static inline int cudaStreamDestroy(cudaStream_t) { return 0; }
 static inline int cudaStreamQuery(cudaStream_t) { return 0; }
 /* Events hold a time stamp; the stream work before them is done when they are recorded (synchronous). */
-struct xp_event { double t; };
+struct xp_event { double t; int captured; };
 typedef xp_event* cudaEvent_t;
 static inline double xp_now_ms(void) {
   struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6; }
 /* a device cycle counter read on the CPU: nanoseconds of the monotonic clock (differences are what code uses) */
 static inline long long clock64(void) {
   struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec; }
-static inline int cudaEventCreate(cudaEvent_t* e) { *e = (cudaEvent_t)malloc(sizeof(xp_event)); (*e)->t = 0; return 0; }
+static inline int cudaEventCreate(cudaEvent_t* e) {
+  *e = (cudaEvent_t)malloc(sizeof(xp_event)); (*e)->t = 0; (*e)->captured = 0; return 0; }
 static inline int cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
-static inline int cudaEventRecord(cudaEvent_t e, cudaStream_t = 0) { e->t = xp_now_ms(); return 0; }
+/* Graphs by stream capture: work issued on a capturing stream (launches, async copies and sets, host functions)
+   is recorded in order, as closures over its arguments' values, and a launch of the instantiated graph runs it
+   again; an event recorded while capturing lets a stream that waits on it join the capture. */
+struct xp_work { xp_work* next; xp_work() : next(0) {} virtual ~xp_work() {} virtual void run() = 0;
+                 virtual xp_work* clone() const = 0; };
+template <class F> struct xp_work_of : xp_work {
+  F f; explicit xp_work_of(const F& g) : f(g) {} void run() { f(); } xp_work* clone() const { return new xp_work_of(f); } };
+struct xp_graph { xp_work* head; xp_work* tail; size_t n; xp_graph() : head(0), tail(0), n(0) {} };
+typedef xp_graph* cudaGraph_t;
+typedef xp_graph* cudaGraphExec_t;
+typedef void* cudaGraphNode_t;
+typedef int cudaStreamCaptureMode;
+typedef int cudaStreamCaptureStatus;
+enum { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1, cudaStreamCaptureModeRelaxed = 2,
+       cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1, cudaStreamCaptureStatusInvalidated = 2,
+       cudaGraphInstantiateFlagAutoFreeOnLaunch = 1 };
+static xp_graph* xp_capture_graph = 0;
+static cudaStream_t xp_capture_streams[64];
+static int xp_capture_count = 0;
+static inline bool xp_host_capturing(cudaStream_t s) {
+  for (int i = 0; xp_capture_graph && i < xp_capture_count; ++i) if (xp_capture_streams[i] == s) return true;
+  return false; }
+static inline void xp_host_graph_append(xp_graph* g, xp_work* w) {
+  if (g->tail) g->tail->next = w; else g->head = w;
+  g->tail = w; ++g->n; }
+template <class F> static inline void xp_host_record(const F& f) { xp_host_graph_append(xp_capture_graph, new xp_work_of<F>(f)); }
+/* stream work: recorded while its stream is captured, done at once otherwise */
+#define XP_ON_STREAM(s, ...) do { if (xp_host_capturing((cudaStream_t)(s))) xp_host_record([=]() { __VA_ARGS__; }); \
+                                  else { __VA_ARGS__; } } while (0)
+static inline int cudaStreamBeginCapture(cudaStream_t s, int = 0) {
+  if (xp_capture_graph) return 1;
+  xp_capture_graph = new xp_graph(); xp_capture_streams[0] = s; xp_capture_count = 1; return 0; }
+static inline int cudaStreamEndCapture(cudaStream_t, cudaGraph_t* g) {
+  *g = xp_capture_graph; xp_capture_graph = 0; xp_capture_count = 0; return *g ? 0 : 1; }
+static inline int cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* status) {
+  *status = xp_host_capturing(s) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone; return 0; }
+static inline int cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode*) { return 0; }
+static inline int cudaGraphCreate(cudaGraph_t* g, unsigned int) { *g = new xp_graph(); return 0; }
+static inline void xp_host_graph_free(xp_graph* g) {
+  for (xp_work* w = g->head; w;) { xp_work* next = w->next; delete w; w = next; }
+  delete g; }
+static inline int cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long = 0) {
+  *e = new xp_graph();
+  for (xp_work* w = g->head; w; w = w->next) xp_host_graph_append(*e, w->clone());
+  return 0; }
+static inline int cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, cudaGraphNode_t*, char*, size_t) {
+  return cudaGraphInstantiate(e, g); }
+static inline int cudaGraphInstantiateWithFlags(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long = 0) {
+  return cudaGraphInstantiate(e, g); }
+static inline void xp_host_graph_run(xp_graph* g) { for (xp_work* w = g->head; w; w = w->next) w->run(); }
+static inline int cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) { XP_ON_STREAM(s, xp_host_graph_run(e)); return 0; }
+static inline int cudaGraphUpload(cudaGraphExec_t, cudaStream_t) { return 0; }
+static inline int cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* n) {
+  size_t i = 0;
+  for (xp_work* w = g->head; w && nodes && i < *n; w = w->next) nodes[i++] = (cudaGraphNode_t)w;
+  *n = nodes ? i : g->n; return 0; }
+static inline int cudaGraphDestroy(cudaGraph_t g) { xp_host_graph_free(g); return 0; }
+static inline int cudaGraphExecDestroy(cudaGraphExec_t e) { xp_host_graph_free(e); return 0; }
+static inline int cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0) {
+  e->t = xp_now_ms(); e->captured = xp_host_capturing(s); return 0; }
 static inline int cudaEventSynchronize(cudaEvent_t) { return 0; }
 static inline int cudaEventQuery(cudaEvent_t) { return 0; }
 static inline int cudaEventDestroy(cudaEvent_t e) { free(e); return 0; }
 static inline int cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) { *ms = (float)(b->t - a->t); return 0; }
-static inline int cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int = 0) { return 0; }
+static inline int cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int = 0) {
+  if (e->captured && xp_capture_graph && !xp_host_capturing(s) && xp_capture_count < 64)
+    xp_capture_streams[xp_capture_count++] = s;  /* the stream joins the capture */
+  return 0; }
 /* stream work is done when it is enqueued: a stream callback or host function runs at once */
 #ifndef CUDART_CB
 #define CUDART_CB
@@ -469,7 +533,9 @@ static inline int cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int = 
 typedef void (*cudaStreamCallback_t)(cudaStream_t, cudaError_t, void*);
 typedef void (*cudaHostFn_t)(void*);
 static inline int cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t f, void* data, unsigned int) { f(s, 0, data); return 0; }
-static inline int cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t f, void* data) { f(data); return 0; }
+static inline int cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t f, void* data) { XP_ON_STREAM(s, f(data)); return 0; }
+static inline int cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t s = 0) {
+  XP_ON_STREAM(s, memset(d, v, n); XP_HOST_WROTE(d, n)); return 0; }
 /* XP_COPY_BACK: a hook the verifier's build defines to read what the program copies back (nothing otherwise:
    verify/program.py, runtime/include/xpiler/copyback.h) */
 #ifndef XP_COPY_BACK
@@ -477,7 +543,8 @@ static inline int cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t f, void* data) {
 #endif
 static inline int cudaMemcpy(void* d, const void* s, size_t n, int kind) { memmove(d, s, n); XP_HOST_WROTE(d, n); XP_COPY_BACK(d, n, kind, void); return 0; }
 template <class T> static inline int cudaMemcpy(T* d, const void* s, size_t n, int kind) { memmove((void*)d, s, n); XP_HOST_WROTE((const void*)d, n); XP_COPY_BACK(d, n, kind, T); return 0; }
-template <class D> static inline int cudaMemcpyAsync(D* d, const void* s, size_t n, int kind, cudaStream_t = 0) { return cudaMemcpy(d, s, n, kind); }
+template <class D> static inline int cudaMemcpyAsync(D* d, const void* s, size_t n, int kind, cudaStream_t st = 0) {
+  XP_ON_STREAM(st, cudaMemcpy(d, s, n, kind)); return 0; }
 static inline int cudaMemset(void* d, int v, size_t n) { memset(d, v, n); XP_HOST_WROTE(d, n); return 0; }
 /* pitched 2-D and 3-D memory: rows padded to 256 bytes, as the runtime (and GPUs) pad them */
 template <class T> static inline int cudaMallocPitch(T** p, size_t* pitch, size_t w, size_t h) {
