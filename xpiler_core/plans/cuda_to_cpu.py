@@ -62,6 +62,18 @@ _DROP_FIRST = ("block_constants", "boundary_split", "grid_reduce", "block_reduce
                "grid_flatten")
 
 
+def as_the_build_sees_it(own: ProjectFiles, project: ProjectFiles) -> tuple[str, list[str]]:
+    """The text the CPU plan translates — ``own``'s with its local headers of device code inlined, the program's
+    other units too (one module, every kernel), conditions read as the GPU build read them, and the project's
+    switches inside function bodies (``#ifndef NO_BOUND_CHECK``) as its build sets them — and the headers inlined.
+    ``project``: the files of the source the tests run (``own``'s own, except for HIP through CUDA)."""
+    inlined_text, inlined = own.inline_device_headers()
+    whole = as_source_build_saw(own.with_units_inlined(inlined_text, inlined))
+    whole = fold_decided_branches_in_functions(parse_text(whole, own.unit.path, own.unit.dialect),
+                                               project.defined_macros())
+    return whole, inlined
+
+
 def recovery_params_from_spec(
     module: A.Module, spec: Any | None, pass_params: dict[str, dict[str, Any]] | None
 ) -> dict[str, dict[str, Any]]:
@@ -218,11 +230,7 @@ def plan(
     report(progress, 0.0, f"translating {Path(unit.path).name} ({direction_label(original.dialect, Dialect.C)})")
     project = ProjectFiles.of(original, options, Dialect.C)
     own = project if original is unit else ProjectFiles.of(unit, options, Dialect.C)
-    inlined_text, inlined = own.inline_device_headers()
-    # the program's other units too (one module, every kernel), conditions read as the GPU build read them
-    whole = as_source_build_saw(own.with_units_inlined(inlined_text, inlined))
-    # switches of the project's own inside function bodies (``#ifndef NO_BOUND_CHECK``), as its build sets them
-    whole = fold_decided_branches_in_functions(parse_text(whole, unit.path, unit.dialect), project.defined_macros())
+    whole, inlined = as_the_build_sees_it(own, project)
     c_units = project.plain_c_units()  # copied beside the output, built as C and linked
     inlined = inlined + [name for name in own.other_units()]
     work = unit if whole == unit.text else unit.with_text(whole)

@@ -150,13 +150,26 @@ class CpuTuningProblem:
     def __init__(self, text: str, path: str, spec: KernelSpec, workdir: Path, *, seed: int = 0,
                  settings: MeasureSettings | None = None, cancel: CancelToken | None = None,
                  project: ProjectConfig | None = None) -> None:
+        from xpiler_core.dialect import detect_dialect
+        from xpiler_core.frontend.unit import ParsedUnit
         from xpiler_core.passes.support.launch import block_size_agnostic
-        from xpiler_core.plans.cuda_to_cpu import spec_with_launch_args, translate_to_cpu
+        from xpiler_core.plans._project import ProjectFiles
+        from xpiler_core.plans.cuda_to_cpu import (
+            as_the_build_sees_it,
+            spec_with_launch_args,
+            translate_to_cpu,
+        )
         from xpiler_core.project import load_project
+        from xpiler_core.translation import TranslateOptions
 
         self.text, self.path, self.seed, self.cancel = text, path, seed, cancel
         # the project's include dirs and defines reach every build (source reference, trials, timings)
         self.project = load_project(path, project)
+        # the candidates translate what `xpiler translate` translates: local headers of device code and the
+        # program's other units inlined (a launcher's error-check macro, a helper another unit defines)
+        files = ProjectFiles.of(ParsedUnit(text, path, detect_dialect(text, path)),
+                                TranslateOptions(target=Dialect.C, project=project), Dialect.C)
+        text = as_the_build_sees_it(files, files)[0]
         self.workdir = workdir
         self.settings = settings or MeasureSettings()
         names = plan_passes()
