@@ -189,11 +189,17 @@ def test_a_template_kernel_is_tuned_under_its_exported_symbol(tmp_path) -> None:
     (tmp_path / "scale.cu").write_text(TEMPLATE_SOURCE)
     (tmp_path / "spec.toml").write_text(TEMPLATE_SPEC)
     (tmp_path / "ref.py").write_text("def scale3(x, n):\n    return {'y': 3 * x}\n")
-    options = TuneOptions(spec_path=str(tmp_path / "spec.toml"), budget_s=20, max_trials=2, settings=FAST)
-    result = tune(TEMPLATE_SOURCE, str(tmp_path / "scale.cu"), options)
+    _tune_and_check(tmp_path, TEMPLATE_SOURCE, "scale<3>")
+
+
+def _tune_and_check(folder, source: str, entry: str) -> None:
+    """``scale.cu`` in ``folder`` tuned with ``spec.toml`` there: a verified best, measured, whose output passes
+    the spec's numpy reference when run here."""
+    options = TuneOptions(spec_path=str(folder / "spec.toml"), budget_s=20, max_trials=2, settings=FAST)
+    result = tune(source, str(folder / "scale.cu"), options)
     assert result.best.verified and result.trials_measured >= 1
-    report = run_spec(load_spec(str(tmp_path / "spec.toml")), candidate_text=result.best_text,
-                      candidate_dialect=Dialect.C, candidate_entry="scale<3>", candidate_kind="host", seed=3)
+    report = run_spec(load_spec(str(folder / "spec.toml")), candidate_text=result.best_text,
+                      candidate_dialect=Dialect.C, candidate_entry=entry, candidate_kind="host", seed=3)
     assert report.passed, report.summary()
 
 
@@ -358,9 +364,4 @@ def test_a_kernel_whose_header_and_other_unit_the_project_supplies_is_tuned(tmp_
     (tmp_path / "xpiler.toml").write_text('[build]\nsources = ["utils.cu"]\n')
     (tmp_path / "spec.toml").write_text(TEMPLATE_SPEC.replace('"scale<3>"', '"scale"').replace("scale3", "scale"))
     (tmp_path / "ref.py").write_text("def scale(x, n):\n    return {'y': 3 * x}\n")
-    options = TuneOptions(spec_path=str(tmp_path / "spec.toml"), budget_s=20, max_trials=2, settings=FAST)
-    result = tune(HEADER_SOURCE, str(tmp_path / "scale.cu"), options)
-    assert result.best.verified and result.trials_measured >= 1
-    report = run_spec(load_spec(str(tmp_path / "spec.toml")), candidate_text=result.best_text,
-                      candidate_dialect=Dialect.C, candidate_entry="scale", candidate_kind="host", seed=3)
-    assert report.passed, report.summary()
+    _tune_and_check(tmp_path, HEADER_SOURCE, "scale")
