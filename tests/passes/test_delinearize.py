@@ -227,6 +227,23 @@ def test_batchnorm_default_plan_hoists_and_verifies_against_the_reference(tmp_pa
 
 
 # TVM's transpose: each block writes 1024 consecutive outputs, thread tx reading row tx & 63 of column tx >> 6
+def _split_and_launch(source: str, entry: str, x: np.ndarray, blocks: int, threads: int,
+                      tmp_path: Path) -> tuple[str, np.ndarray]:
+    """``source`` through the CPU plan (delinearize must change it), built, and ``entry(x, out, blocks, threads)``
+    run: the output text and ``out`` (NaN where nothing was written)."""
+    from tests.conftest import build_shared
+    from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
+
+    text, records, _ctx = translate_to_cpu(source, "k.cu")
+    assert text is not None
+    record = next(r for r in records if r["name"] == "delinearize")
+    assert record["changed"], record
+    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
+    out = np.full(blocks * threads, np.nan, np.float32)
+    getattr(lib, entry)(x.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p), blocks, threads)
+    return text, out
+
+
 TRANSPOSE = r"""
 extern "C" __global__ void __launch_bounds__(1024) tr(float* __restrict__ A, float* __restrict__ T) {
   T[blockIdx.x * blockDim.x + threadIdx.x] = A[(blockIdx.x / 20) * 20480 + (threadIdx.x & 63) * 320
@@ -241,19 +258,10 @@ def test_a_thread_loop_is_split_by_the_mask_it_reads_with(tmp_path: Path, thread
     """The CPU plan splits the loop over threadIdx.x by 64 (one column of the gather per quotient, a constant
     stride inside) and the launch computes the gather numpy computes, for blocks that are not a multiple of 64
     too (the last quotient is partial) and blocks shorter than one quotient."""
-    from tests.conftest import build_shared
-    from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
-
-    text, records, _ctx = translate_to_cpu(TRANSPOSE, "tr.cu")
-    assert text is not None
-    record = next(r for r in records if r["name"] == "delinearize")
-    assert record["changed"], record
-    assert "& 63" not in text.split("xp_dl_base + xp_dl_d;")[1].split("}")[0]
-    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
     blocks = 40
     a = np.random.default_rng(threads).standard_normal(2 * 20480).astype(np.float32)
-    out = np.full(blocks * threads, np.nan, np.float32)
-    lib.run_tr(a.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p), blocks, threads)
+    text, out = _split_and_launch(TRANSPOSE, "run_tr", a, blocks, threads, tmp_path)
+    assert "& 63" not in text.split("xp_dl_base + xp_dl_d;")[1].split("}")[0]
     b, t = np.divmod(np.arange(blocks * threads), threads)
     expected = a[(b // 20) * 20480 + (t & 63) * 320 + (b % 20) * 16 + (t >> 6)]
     np.testing.assert_array_equal(out, expected)
@@ -274,22 +282,13 @@ def test_a_thread_loop_divided_by_a_chain_of_constants_becomes_one_loop_per_digi
     """Split by 32 alone the loop would still read ``(tx & 31) >> 3`` and ``tx & 7``; as digits of the mixed
     radix 32 / 8 (``tx = t0 * 32 + t1 * 8 + t2``) every division folds and the innermost loop reads with one
     stride. Blocks that 32 does not divide run the original loop. Against numpy at each block size."""
-    from tests.conftest import build_shared
-    from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
-
-    text, records, _ctx = translate_to_cpu(DIGITS, "win.cu")
-    assert text is not None
-    record = next(r for r in records if r["name"] == "delinearize")
-    assert record["changed"], record
+    blocks = 7
+    x = np.random.default_rng(threads).standard_normal(blocks * 256 + 256).astype(np.float32)
+    text, out = _split_and_launch(DIGITS, "run_win", x, blocks, threads, tmp_path)
     innermost = re.findall(r"for \(int (xp_dl_t\d+) = 0; \1 < 8; \+\+\1\) \{(.*?)\n\s*\}", text, re.S)
     assert innermost, text
     for digit, body in innermost:
         assert not re.search(rf"{digit}\s*(>>|&|/|%)", body), body
-    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
-    blocks = 7
-    x = np.random.default_rng(threads).standard_normal(blocks * 256 + 256).astype(np.float32)
-    out = np.full(blocks * threads, np.nan, np.float32)
-    lib.run_win(x.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p), blocks, threads)
     b, t = np.divmod(np.arange(blocks * threads), threads)
     expected = x[b * 256 + (t >> 5) * 128 + ((t & 31) >> 3) * 32 + (t & 7) * 2]
     np.testing.assert_array_equal(out, expected)
@@ -372,19 +371,10 @@ def test_the_outer_digits_move_out_of_the_window_loop(tmp_path: Path, threads: i
     """A pool's window loop, which thread_interchange put outside the threads, ends up between the outer digits
     and the innermost one (each 8-lane row of threads runs its whole window); the launch computes numpy's
     windowed max at each block size (40: the original loop)."""
-    from tests.conftest import build_shared
-    from xpiler_core.plans.cuda_to_cpu import translate_to_cpu
-
-    text, records, _ctx = translate_to_cpu(WINDOW, "pool.cu")
-    assert text is not None
-    record = next(r for r in records if r["name"] == "delinearize")
-    assert record["changed"], record
-    assert re.search(r"for \(int xp_dl_t1 = 0; xp_dl_t1 < 4; \+\+xp_dl_t1\)\s*for \(int r = 0;", text), text
-    lib = ctypes.CDLL(str(build_shared(text, tmp_path)))
     blocks = 5
     x = np.random.default_rng(threads).standard_normal(blocks * 512 + 512).astype(np.float32)
-    out = np.full(blocks * threads, np.nan, np.float32)
-    lib.run_pool(x.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p), blocks, threads)
+    text, out = _split_and_launch(WINDOW, "run_pool", x, blocks, threads, tmp_path)
+    assert re.search(r"for \(int xp_dl_t1 = 0; xp_dl_t1 < 4; \+\+xp_dl_t1\)\s*for \(int r = 0;", text), text
     b, t = np.divmod(np.arange(blocks * threads), threads)
     base = b * 512 + (t >> 5) * 256 + ((t & 31) >> 3) * 32 + (t & 7) * 2
     taps = [np.where((t & 7) * 2 + r >= 1, x[np.maximum(base + r - 1, 0)], np.float32(-3.402823e38))

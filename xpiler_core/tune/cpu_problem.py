@@ -159,16 +159,15 @@ class CpuTuningProblem:
             spec_with_launch_args,
             translate_to_cpu,
         )
-        from xpiler_core.project import load_project
         from xpiler_core.translation import TranslateOptions
 
         self.text, self.path, self.seed, self.cancel = text, path, seed, cancel
-        # the project's include dirs and defines reach every build (source reference, trials, timings)
-        self.project = load_project(path, project)
         # the candidates translate what `xpiler translate` translates: local headers of device code and the
         # program's other units inlined (a launcher's error-check macro, a helper another unit defines)
         files = ProjectFiles.of(ParsedUnit(text, path, detect_dialect(text, path)),
                                 TranslateOptions(target=Dialect.C, project=project), Dialect.C)
+        # the project's include dirs and defines reach every build (source reference, trials, timings)
+        self.project = files.config
         text = as_the_build_sees_it(files, files)[0]
         self.workdir = workdir
         self.settings = settings or MeasureSettings()

@@ -271,46 +271,54 @@ def _multiple(candidate: A.Expr, divisor: A.Expr) -> A.Expr | None:
     return None
 
 
-def _add_coefficients(left: dict[str, int], right: dict[str, int], sign: int) -> dict[str, int]:
-    coeffs = dict(left)
-    for v, k in right.items():
-        coeffs[v] = coeffs.get(v, 0) + sign * k
-    return {v: k for v, k in coeffs.items() if k}
+def _digit_terms(e: A.Expr, digits: set[str] | dict[str, int]) -> tuple[dict[str, int], list[tuple[int, A.Expr]]] | None:
+    """``e`` as ``sum(k * digit) + sum(f * rest)``, the rest terms free of digits (integer literals, ``+ - *`` and
+    ``<<`` by a constant, integer casts), or None where a digit enters otherwise."""
+    e = strip_int_casts(e)
+    if not names_in(e) & set(digits):
+        return {}, [(1, e)]
+    if isinstance(e, A.Name):
+        return {e.id: 1}, []
+    if isinstance(e, A.Unary) and e.op in ("-", "+"):
+        inner = _digit_terms(e.operand, digits)
+        return inner if inner is None or e.op == "+" else _scaled(inner, -1)
+    if isinstance(e, A.Binary) and e.op in ("+", "-"):
+        left, right = _digit_terms(e.left, digits), _digit_terms(e.right, digits)
+        if left is None or right is None:
+            return None
+        if e.op == "-":
+            right = _scaled(right, -1)
+        coeffs = dict(left[0])
+        for v, k in right[0].items():
+            coeffs[v] = coeffs.get(v, 0) + k
+        return {v: k for v, k in coeffs.items() if k}, left[1] + right[1]
+    if isinstance(e, A.Binary) and e.op == "<<":
+        shift = A.const_int(e.right)
+        inner = _digit_terms(e.left, digits) if shift is not None and 0 <= shift < 31 else None
+        return None if inner is None or shift is None else _scaled(inner, 1 << shift)
+    if isinstance(e, A.Binary) and e.op == "*":
+        for factor, other in ((e.right, e.left), (e.left, e.right)):
+            scale = A.const_int(factor)
+            if scale is not None:
+                inner = _digit_terms(other, digits)
+                return None if inner is None else _scaled(inner, scale)
+    return None
+
+
+def _scaled(terms: tuple[dict[str, int], list[tuple[int, A.Expr]]], factor: int
+            ) -> tuple[dict[str, int], list[tuple[int, A.Expr]]]:
+    return {v: k * factor for v, k in terms[0].items()}, [(f * factor, r) for f, r in terms[1]]
 
 
 def _affine(e: A.Expr, ranges: dict[str, int]) -> tuple[dict[str, int], int] | None:
-    """``e`` as ``const + sum(k * v)`` over the digit variables in ``ranges`` (integer literals, ``+ - *``, ``<<``
-    by a constant, integer casts); None for anything else."""
-    e = strip_int_casts(e)
-    value = A.const_int(e)
-    if value is not None:
-        return {}, value
-    if isinstance(e, A.Name):
-        return ({e.id: 1}, 0) if e.id in ranges else None
-    if isinstance(e, A.Unary) and e.op in ("-", "+"):
-        inner = _affine(e.operand, ranges)
-        if inner is None or e.op == "+":
-            return inner
-        return {v: -k for v, k in inner[0].items()}, -inner[1]
-    if not isinstance(e, A.Binary):
+    """``e`` as ``const + sum(k * v)`` over the digit variables in ``ranges``; None where the rest is not constant."""
+    terms = _digit_terms(e, ranges)
+    if terms is None:
         return None
-    if e.op in ("*", "<<"):
-        scale = A.const_int(e.right)
-        other = e.left
-        if scale is None and e.op == "*":
-            scale, other = A.const_int(e.left), e.right
-        if scale is None or (e.op == "<<" and not 0 <= scale < 31):
-            return None
-        factor = 1 << scale if e.op == "<<" else scale
-        inner = _affine(other, ranges)
-        return None if inner is None else ({v: k * factor for v, k in inner[0].items()}, inner[1] * factor)
-    if e.op in ("+", "-"):
-        left, right = _affine(e.left, ranges), _affine(e.right, ranges)
-        if left is None or right is None:
-            return None
-        sign = 1 if e.op == "+" else -1
-        return _add_coefficients(left[0], right[0], sign), left[1] + sign * right[1]
-    return None
+    values = [A.const_int(r) for _, r in terms[1]]
+    if any(v is None for v in values):
+        return None
+    return terms[0], sum(f * v for (f, _), v in zip(terms[1], values, strict=True) if v is not None)
 
 
 def _affine_expr(coeffs: dict[str, int], const: int, order: list[str]) -> A.Expr:
@@ -437,27 +445,6 @@ def _digit_chain(stmt: A.Stmt) -> tuple[list[A.For], A.Stmt] | None:
     return (chain, current) if chain else None
 
 
-def _digit_terms(e: A.Expr, digits: set[str]) -> tuple[dict[str, int], list[A.Expr]] | None:
-    """``e`` as ``sum(k * digit) + rest`` (the rest free of digits), or None where a digit enters otherwise."""
-    e = strip_int_casts(e)
-    if not names_in(e) & digits:
-        return {}, [e]
-    if isinstance(e, A.Name):
-        return {e.id: 1}, []
-    if isinstance(e, A.Binary) and e.op in ("+", "-"):
-        left, right = _digit_terms(e.left, digits), _digit_terms(e.right, digits)
-        if left is None or right is None:
-            return None
-        return _add_coefficients(left[0], right[0], 1 if e.op == "+" else -1), left[1] + right[1]
-    if isinstance(e, A.Binary) and e.op == "*":
-        for factor, other in ((e.right, e.left), (e.left, e.right)):
-            scale = A.const_int(factor)
-            if scale is not None:
-                inner = _digit_terms(other, digits)
-                return None if inner is None else ({v: k * scale for v, k in inner[0].items()}, inner[1])
-    return None
-
-
 def _injective(coeffs: dict[str, int], extents: dict[str, int | None]) -> bool:
     """Whether ``sum(k * digit)`` takes a distinct value at every point of the digits' ranges (each coefficient
     exceeds what the smaller ones can reach); an unknown extent is allowed for the largest coefficient only."""
@@ -524,16 +511,18 @@ def _hoist_outer_digits(loop: A.For, pragma: A.Pragma | None, view: Any) -> list
             isinstance(n, A.Opaque | A.Launch) or (isinstance(n, A.Call) and n.callee not in PURE_CALLS)
             or (isinstance(n, A.Unary) and n.op in ("*", "&")) for n in A.walk(inner)):
         return None
-    for base in A.read_write(inner).mem_writes:
+    written_arrays = A.read_write(inner).mem_writes
+    if written_arrays and any(isinstance(n, A.Index) and isinstance(n.base, A.Index) for n in A.walk(inner)):
+        return None  # a multi-dimensional access: its subscripts are not one affine form
+    for base in written_arrays:
         subscripts = {n.index for n in A.walk(inner)
                       if isinstance(n, A.Index) and isinstance(n.base, A.Name) and n.base.id == base}
-        nested = any(isinstance(n, A.Index) and isinstance(n.base, A.Index) for n in A.walk(inner))
-        if len(subscripts) != 1 or nested:
+        if len(subscripts) != 1:
             return None
         terms = _digit_terms(next(iter(subscripts)), digits)
         if terms is None or not _injective(terms[0], extents):
             return None
-        if any(names_in(rest) & (written | declared) for rest in terms[1]):
+        if any(names_in(rest) & (written | declared) for _, rest in terms[1]):
             return None
     nest: A.Stmt = rebuild(inner)
     for d_loop in reversed(outers):

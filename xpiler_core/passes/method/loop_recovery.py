@@ -1343,8 +1343,8 @@ _CAPTURE_CALLS = frozenset({"cudaStreamBeginCapture", "hipStreamBeginCapture", "
 def _captures_streams(module: A.Module) -> bool:
     """Whether the program records stream work into graphs (then launches on a stream go through the prelude's
     ``XP_ON_STREAM``, which records them while their stream is captured)."""
-    return any(isinstance(n, A.Call) and n.callee in _CAPTURE_CALLS for n in A.walk(module)) or any(
-        isinstance(n, A.Opaque) and any(name in n.text for name in _CAPTURE_CALLS) for n in A.walk(module))
+    return any((isinstance(n, A.Call) and n.callee in _CAPTURE_CALLS)
+               or (isinstance(n, A.Opaque) and any(name in n.text for name in _CAPTURE_CALLS)) for n in A.walk(module))
 
 
 def _launch_to_call(node: A.Node, on_streams: bool = False) -> A.Node | None:
