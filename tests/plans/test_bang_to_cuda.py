@@ -518,8 +518,9 @@ def test_a_wram_buffer_of_bang_fixed_width_type_over_48_kib_compiles_as_cuda() -
 
 @needs_nvcc
 def test_a_source_that_does_not_build_on_the_mlu_model_is_named_when_its_translation_does_not_compile() -> None:
-    """``__bang_div(d, d, 2048, 128)`` passes a number where BANG takes a tile: the MLU model rejects the source,
-    and the translation cannot compile either; the result says the source is the reason, not only nvcc."""
+    """``__bang_add(d, d, 2048, 128)`` passes a number where BANG takes a tile (``__bang_add`` has no scalar
+    form, unlike ``__bang_div``): the MLU model rejects the source, and the translation cannot compile either;
+    the result says the source is the reason, not only nvcc."""
     from xpiler_core.pipeline import TranslateOptions, translate
 
     text = textwrap.dedent("""
@@ -527,10 +528,10 @@ def test_a_source_that_does_not_build_on_the_mlu_model_is_named_when_its_transla
         extern "C" __mlu_global__ void scale(float *x, float *y) {
           __nram__ float t[128];
           __memcpy(t, x + taskId * 128, 512, GDRAM2NRAM);
-          __bang_div(t, t, 2048, 128);
+          __bang_add(t, t, 2048, 128);
           __memcpy(y + taskId * 128, t, 512, NRAM2GDRAM);
         }
     """)
     result = translate(text, "scale.mlu", TranslateOptions(target=Dialect.CUDA, source_dialect=Dialect.BANG))
     assert result.status == "unresolved"
-    assert "the source itself does not build (on the MLU model" in result.reason and "__bang_div" in result.reason
+    assert "the source itself does not build (on the MLU model" in result.reason and "__bang_add" in result.reason

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xpiler_core.dialect import Dialect
+from xpiler_core.plans.bang_to_cuda import translate_bang_to_cuda
 from xpiler_core.verify.bang import run_bang_spec
-from xpiler_core.verify.spec import load_spec
+from xpiler_core.verify.harness import run_spec
+from xpiler_core.verify.spec import KernelSpec, load_spec
 
 # a host entry that takes an index buffer the spec does not make: the spec's forwarder supplies it
 SCATTER = r"""
@@ -94,3 +97,76 @@ def test_an_output_the_schedule_decides_is_not_the_bang_translations_fault() -> 
     result = translate(LAST_WRITER, "last.cu", TranslateOptions(target=Dialect.BANG))
     assert "computes different results" not in result.summary, result.summary
     assert result.status == "verified", result.summary
+
+
+# a kernel named like a C library function, in a file that includes <math.h> (cncc's device headers declare no
+# `sin`; the model's host headers do), dividing by a number with the scalar form of __bang_div
+NAMED_SIN = r"""
+#include <bang.h>
+#include <math.h>
+extern "C" __mlu_global__ void KERNEL(float *x, float *y) {
+  __nram__ float buf[256];
+  __memcpy(buf, x + taskId * 256, 256 * sizeof(float), GDRAM2NRAM);
+  __bang_sin(buf, buf, 256);
+  __bang_div(buf, buf, DIVISOR, 256);
+  __memcpy(y + taskId * 256, buf, 256 * sizeof(float), NRAM2GDRAM);
+}
+extern "C" void run_sin(float *h_x, float *h_y) {
+  float *d_x, *d_y;
+  cnrtMalloc((void **)&d_x, 1024 * sizeof(float));
+  cnrtMalloc((void **)&d_y, 1024 * sizeof(float));
+  cnrtMemcpy(d_x, h_x, 1024 * sizeof(float), cnrtMemcpyHostToDev);
+  cnrtDim3_t dim = {4, 1, 1};
+  KERNEL<<<dim, cnrtFuncTypeBlock, 0>>>(d_x, d_y);
+  cnrtMemcpy(h_y, d_y, 1024 * sizeof(float), cnrtMemcpyDevToHost);
+  cnrtFree(d_x);
+  cnrtFree(d_y);
+}
+"""
+
+NAMED_SIN_SPEC = """
+name = "named_sin"
+source = "named_sin.mlu"
+entry = "run_sin"
+kind = "host"
+reference = "ref.py:ref"
+tolerance = { atol = 1e-5, rtol = 1e-5 }
+
+[[args]]
+name = "h_x"
+dtype = "float32"
+shape = [1024]
+role = "in"
+init = "uniform(-4, 4)"
+
+[[args]]
+name = "h_y"
+dtype = "float32"
+shape = [1024]
+role = "out"
+"""
+
+
+def _named_sin_spec(tmp_path: Path, divisor: str, kernel: str = "sin") -> KernelSpec:
+    (tmp_path / "named_sin.mlu").write_text(NAMED_SIN.replace("DIVISOR", divisor).replace("KERNEL", kernel))
+    (tmp_path / "ref.py").write_text(
+        "import numpy as np\ndef ref(h_x):\n    return (np.sin(h_x.astype(np.float64)) / 4).astype(np.float32)\n")
+    (tmp_path / "spec.toml").write_text(NAMED_SIN_SPEC)
+    return load_spec(tmp_path / "spec.toml")
+
+
+def test_a_bang_source_runs_on_the_mlu_model_as_the_specs_own_source(tmp_path: Path) -> None:
+    """``xpiler test spec.toml`` on a BANG source (no --candidate): the model runs it, a kernel named ``sin``
+    beside <math.h> builds and launches, and ``__bang_div(d, s, 4, n)`` divides by the number 4 (numpy)."""
+    report = run_spec(_named_sin_spec(tmp_path, "4"))
+    assert report.passed, report.summary()
+    wrong = run_spec(_named_sin_spec(tmp_path, "2"))
+    assert not wrong.passed and wrong.build_error is None and wrong.cases, wrong.summary()
+
+
+def test_the_scalar_division_translates_to_cuda_as_a_division_by_the_number(tmp_path: Path) -> None:
+    spec = _named_sin_spec(tmp_path, "4", kernel="scaled_sin")
+    cuda, reason = translate_bang_to_cuda(spec.source_text(), "named_sin.mlu")
+    assert cuda is not None, reason
+    report = run_spec(spec, candidate_text=cuda, candidate_dialect=Dialect.CUDA)
+    assert report.passed, report.summary()

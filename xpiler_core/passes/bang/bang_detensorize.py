@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -242,7 +243,34 @@ def _split_xpiler_prelude(text: str) -> tuple[str, bool]:
     return task_dim_line + "\n" + text[line_end + 1:], True
 
 
-def _element_loop(call: A.Call, rule: dict[str, Any], counter: list[int]) -> A.Stmt:
+def _buffer_names(module: A.Module) -> tuple[set[str], set[str]]:
+    """The names the module declares as pointers or arrays, and those it declares as anything else."""
+    buffers: set[str] = set()
+    values: set[str] = set()
+    for n in A.walk(module):
+        if isinstance(n, A.VarDecl | A.Param) and n.name:
+            (buffers if n.type.pointers or n.dims else values).add(n.name)
+    return buffers, values
+
+
+def _scalar_valued(e: A.Expr, buffers: set[str], values: set[str]) -> bool:
+    """Whether ``e`` is surely a number, not a buffer: literals, elements (``x[0]``), names declared only as
+    scalars, and arithmetic of those (anything else counts as a buffer, the intrinsic's usual form)."""
+    if isinstance(e, A.Literal | A.Index):
+        return not isinstance(e, A.Literal) or e.kind == "number"
+    if isinstance(e, A.Cast):
+        return not e.type.pointers and _scalar_valued(e.operand, buffers, values)
+    if isinstance(e, A.Name):
+        return e.id in values and e.id not in buffers
+    if isinstance(e, A.Unary) and e.op in ("-", "+"):
+        return _scalar_valued(e.operand, buffers, values)
+    if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "/"):
+        return _scalar_valued(e.left, buffers, values) and _scalar_valued(e.right, buffers, values)
+    return False
+
+
+def _element_loop(call: A.Call, rule: dict[str, Any], counter: list[int],
+                  scalar: Callable[[A.Expr], bool] = lambda e: False) -> A.Stmt:
     # the table's argument names, or an older form of the same intrinsic with as many arguments as the call
     forms: list[list[str]] = [list(rule["args"]), *(list(f) for f in rule.get("older_forms", []))]
     names = next((f for f in forms if len(f) == len(call.args)), forms[0])
@@ -250,7 +278,10 @@ def _element_loop(call: A.Call, rule: dict[str, Any], counter: list[int]) -> A.S
         raise ValueError(f"{call.func}: expected {' or '.join(str(len(f)) for f in forms)} arguments")
     counter[0] += 1
     ivar = f"xp_i{counter[0]}"
-    module = lower_text(f"void xp_f() {{ {rule['element']}; }}", "<detensor>", Dialect.CUDA)
+    element = rule["element"]
+    if "scalar_element" in rule and names == list(rule["args"]) and scalar(call.args[names.index("b")]):
+        element = rule["scalar_element"]  # the same intrinsic with a number where the second source goes
+    module = lower_text(f"void xp_f() {{ {element}; }}", "<detensor>", Dialect.CUDA)
     fn = module.function("xp_f")
     assert fn is not None
     stmt = fn.body.stmts[0]
@@ -269,6 +300,7 @@ def detensorize(module: A.Module, kernels: frozenset[str] = frozenset(),
     missing: list[str] = []
 
     on_heap = _oversized_on_chip(module)
+    buffers, values = _buffer_names(module)
 
     def visit(node: A.Node) -> A.Node | None:
         if isinstance(node, A.DeclStmt) and any(id(d) in on_heap for d in node.decls):
@@ -282,7 +314,8 @@ def detensorize(module: A.Module, kernels: frozenset[str] = frozenset(),
         if isinstance(node, A.ExprStmt) and isinstance(node.expr, A.Call) and isinstance(node.expr.func, A.Name):
             name = node.expr.func.id
             if name in table:
-                return _element_loop(node.expr, table[name], counter)
+                return _element_loop(node.expr, table[name], counter,
+                                     lambda e: _scalar_valued(e, buffers, values))
             arity = LAYOUT_ARITY.get(name, ())
             if name in LAYOUT_CALLS and len(node.expr.args) in arity:
                 # matmul's fixed-point position (7th argument) does not change float results

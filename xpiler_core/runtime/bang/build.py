@@ -130,10 +130,57 @@ def rewrite_launches(text: str) -> str:
         return _local_rewrite_launches(text)
 
 
+# C library functions the model's headers declare with C linkage (``<cmath>``, ``<cstdlib>``): a BANG kernel or
+# device function of the same name declared ``extern "C"`` (``extern "C" __mlu_global__ void sin(float *, ...)``)
+# compiles with cncc, whose device headers declare no such function, and collides with the host's declaration here
+_MATH_BASES = (
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "copysign", "cos", "cosh", "erf",
+    "erfc", "exp", "exp2", "expm1", "fabs", "fdim", "floor", "fma", "fmax", "fmin", "fmod", "frexp", "hypot",
+    "ilogb", "ldexp", "lgamma", "llrint", "llround", "log", "log10", "log1p", "log2", "logb", "lrint", "lround",
+    "modf", "nan", "nearbyint", "nextafter", "pow", "remainder", "remquo", "rint", "round", "scalbn", "sin",
+    "sinh", "sqrt", "tan", "tanh", "tgamma", "trunc",
+)
+C_LIBRARY_FUNCTIONS = frozenset(
+    [f"{b}{suffix}" for b in _MATH_BASES for suffix in ("", "f", "l")]
+    + ["abs", "labs", "llabs", "div", "exit", "abort", "free", "malloc", "calloc", "realloc", "rand", "srand",
+       "atoi", "atof", "qsort", "memcpy", "memset", "strlen", "printf"]
+)
+_C_LINKAGE_DEVICE_FUNCTION = re.compile(
+    r'\bextern\s*"C"(?=\s*(?:__mlu_global__|__mlu_entry__|__mlu_func__|__mlu_device__)\b[^;{}()]*?\b(\w+)\s*\()'
+)
+
+
+def _own_linkage_for_library_names(text: str) -> tuple[str, dict[str, str]]:
+    """``extern "C"`` blanked (same length, so lines and columns stay) on BANG functions named like a C library
+    function, so that as C++ functions they overload the library's (on the device toolchain they do not meet
+    it); with each such name, the text of its parameter list (a launch names its overload by it)."""
+    params: dict[str, str] = {}
+    out: list[str] = []
+    pos = 0
+    for m in _C_LINKAGE_DEVICE_FUNCTION.finditer(text):
+        if m.group(1) not in C_LIBRARY_FUNCTIONS:
+            continue
+        opening = text.index("(", m.end(1))
+        depth, close = 0, opening
+        for close in range(opening, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[close], 0)
+            if depth == 0:
+                break
+        params[m.group(1)] = " ".join(text[opening + 1 : close].split())
+        out += [text[pos : m.start()], re.sub(r"\S", " ", m.group(0))]
+        pos = m.end()
+    return "".join([*out, text[pos:]]), params
+
+
 def prepare_source(text: str, path: str) -> str:
     """The text g++ compiles: launches rewritten, line numbers mapped back to ``path``."""
     escaped = path.replace("\\", "\\\\").replace('"', '\\"')
-    return f'#line 1 "{escaped}"\n' + rewrite_launches(text)
+    text, overloaded = _own_linkage_for_library_names(text)
+    text = rewrite_launches(text)
+    for name, params in overloaded.items():  # the kernel, not the library's function of that name
+        text = re.sub(rf"(::xpiler::launch\(\s*)({name})\b",
+                      rf"\g<1>static_cast<void (*)({params.replace(chr(92), chr(92) * 2)})>(\g<2>)", text)
+    return f'#line 1 "{escaped}"\n' + text
 
 
 # ----- capacity check -------------------------------------------------------------------------------
