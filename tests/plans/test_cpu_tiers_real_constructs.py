@@ -221,3 +221,98 @@ def test_a_stream_captured_graph_stays_on_the_structural_tier_and_replays_what_i
     output = tmp_path / "graph.cpp"
     assert _translate_to_file(source, output)["facts"]["tier"] == "structural"
     assert _build_and_run(output, tmp_path) == _graph_expected_line()
+
+
+# a graph built node by node (copies, a memset, kernel nodes whose arguments are read when the node is made, a
+# dependency added after both nodes exist that the order of adding contradicts, a host node), its kernel node
+# given new arguments in the instantiated graph, and a launch through cudaLaunchKernel's argument array
+NODE_GRAPH_PROGRAM = """#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }
+__global__ void add(float* x, const float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += y[i]; }
+__global__ void total(const float* x, double* out, int n) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) { double s = 0; for (int i = 0; i < n; ++i) s += x[i]; *out = s; }
+}
+static void CUDART_CB report(void* p) { printf("host node %.3f\\n", *(double*)p); }
+int main() {
+  const int n = 1000;
+  static float h[n], hy[n];
+  for (int i = 0; i < n; ++i) { h[i] = i * 0.5f; hy[i] = 1.0f - i * 0.25f; }
+  float *d, *y; double* dsum; double hsum = 0;
+  cudaMalloc(&d, n * sizeof(float)); cudaMalloc(&y, n * sizeof(float)); cudaMalloc(&dsum, sizeof(double));
+  cudaGraph_t g; cudaGraphCreate(&g, 0);
+  cudaGraphNode_t copyNode, setNode, yNode, scaleNode, addNode, sumNode, backNode, hostNode;
+  cudaMemcpy3DParms cp = {0};
+  cp.srcPtr = make_cudaPitchedPtr(h, n * sizeof(float), n, 1);
+  cp.dstPtr = make_cudaPitchedPtr(d, n * sizeof(float), n, 1);
+  cp.extent = make_cudaExtent(n * sizeof(float), 1, 1);
+  cp.kind = cudaMemcpyHostToDevice;
+  cudaGraphAddMemcpyNode(&copyNode, g, NULL, 0, &cp);
+  cudaMemsetParams ms = {0};
+  ms.dst = y; ms.value = 0; ms.elementSize = sizeof(float); ms.width = n; ms.height = 1;
+  cudaGraphAddMemsetNode(&setNode, g, NULL, 0, &ms);
+  cudaGraphAddMemcpyNode1D(&yNode, g, &setNode, 1, y, hy, n * sizeof(float), cudaMemcpyHostToDevice);
+  float a = 2.0f; int nn = n;
+  void* scaleArgs[] = {&d, &a, &nn};
+  cudaKernelNodeParams kp = {0};
+  kp.func = (void*)scale; kp.gridDim = dim3((n + 255) / 256); kp.blockDim = dim3(256); kp.kernelParams = scaleArgs;
+  cudaGraphAddKernelNode(&scaleNode, g, &copyNode, 1, &kp);
+  a = 100.0f;  // the node copied the value it was made with
+  void* sumArgs[] = {&d, &dsum, &nn};
+  cudaKernelNodeParams sp = {0};
+  sp.func = (void*)total; sp.gridDim = dim3(1); sp.blockDim = dim3(32); sp.kernelParams = sumArgs;
+  cudaGraphAddKernelNode(&sumNode, g, NULL, 0, &sp);
+  void* addArgs[] = {&d, &y, &nn};
+  cudaKernelNodeParams ap = {0};
+  ap.func = (void*)add; ap.gridDim = dim3((n + 255) / 256); ap.blockDim = dim3(256); ap.kernelParams = addArgs;
+  cudaGraphNode_t addDeps[] = {scaleNode, yNode};
+  cudaGraphAddKernelNode(&addNode, g, addDeps, 2, &ap);
+  cudaGraphAddDependencies(g, &addNode, &sumNode, 1);  // the sum, added first, runs after the addition
+  cudaGraphAddMemcpyNode1D(&backNode, g, &sumNode, 1, &hsum, dsum, sizeof(double), cudaMemcpyDeviceToHost);
+  cudaHostNodeParams hp = {0};
+  hp.fn = report; hp.userData = &hsum;
+  cudaGraphAddHostNode(&hostNode, g, &backNode, 1, &hp);
+  size_t count = 0; cudaGraphGetNodes(g, NULL, &count);
+  printf("nodes %d\\n", (int)count);
+  cudaGraphExec_t ge; cudaGraphInstantiate(&ge, g, NULL, NULL, 0);
+  cudaStream_t s; cudaStreamCreate(&s);
+  cudaGraphLaunch(ge, s); cudaGraphLaunch(ge, s);
+  a = 3.0f;
+  cudaGraphExecKernelNodeSetParams(ge, scaleNode, &kp);
+  cudaGraphLaunch(ge, s);
+  cudaGraph_t copy; cudaGraphClone(&copy, g);  // the graph's own node kept its first arguments
+  cudaGraphExec_t ce; cudaGraphInstantiate(&ce, copy, NULL, NULL, 0);
+  cudaGraphLaunch(ce, s);
+  cudaStreamSynchronize(s);
+  float half = 0.5f;
+  void* halfArgs[] = {&d, &half, &nn};
+  cudaLaunchKernel((void*)scale, dim3((n + 127) / 128), dim3(128), halfArgs, 0, s);
+  cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+  double last = 0; for (int i = 0; i < n; ++i) last += h[i];
+  printf("after launch %.3f\\n", last);
+  cudaGraphExecDestroy(ce); cudaGraphDestroy(copy); cudaGraphExecDestroy(ge); cudaGraphDestroy(g); cudaFree(d); cudaFree(y); cudaFree(dsum);
+  return 0;
+}
+"""
+
+
+def _node_graph_expected() -> str:
+    """What the program prints, computed here: each graph launch is d = a * h + hy, summed (a = 2, 2, then 3:
+    the instantiated node's new arguments, then 2: a clone of the graph, whose node kept them); then d scaled by
+    0.5 through cudaLaunchKernel."""
+    h = [i * 0.5 for i in range(1000)]
+    hy = [1.0 - i * 0.25 for i in range(1000)]
+    sums = [sum(a * x + y for x, y in zip(h, hy, strict=True)) for a in (2.0, 2.0, 3.0, 2.0)]
+    last = sum(0.5 * (2.0 * x + y) for x, y in zip(h, hy, strict=True))
+    return "\n".join(["nodes 8", *(f"host node {v:.3f}" for v in sums), f"after launch {last:.3f}"])
+
+
+def test_a_graph_built_node_by_node_stays_on_the_structural_tier(tmp_path: Path) -> None:
+    """Explicit graph nodes and cudaLaunchKernel: the CPU output builds the graph as CUDA does (arguments copied
+    when a node is made, dependencies before order of adding, new arguments for an instantiated node) — on the
+    structural tier, verified against the source, printing what Python computes."""
+    source = tmp_path / "nodes.cu"
+    source.write_text(NODE_GRAPH_PROGRAM)
+    output = tmp_path / "nodes.cpp"
+    assert _translate_to_file(source, output)["facts"]["tier"] == "structural"
+    assert _build_and_run(output, tmp_path) == _node_graph_expected()

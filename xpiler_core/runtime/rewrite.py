@@ -289,9 +289,11 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
     nodes = _walk(parsed.root)
     templates = _function_template_names(nodes) | _overloaded_names(nodes)
     vectors = _gnu_vector_names(nodes, data) if any(a in data for a in _VECTOR_ATTRIBUTES) else set()
-    # graph kernel nodes name their kernel by a type-erased address (`params.func = (void*)k`): the cast
-    # registers k's parameter types (graph.h), so the node can copy and pass its arguments
-    kernel_nodes = dialect in (Dialect.CUDA, Dialect.HIP) and b"KernelNodeParams" in data
+    # graph kernel nodes and launches through an argument array name their kernel by a type-erased address
+    # (`params.func = (void*)k`, `cudaLaunchKernel((void*)k, ...)`): the cast registers k's parameter types
+    # (graph.h), so the node or the launch can copy and pass its arguments
+    kernel_nodes = dialect in (Dialect.CUDA, Dialect.HIP) and any(
+        api in data for api in (b"KernelNodeParams", b"LaunchKernel", b"LaunchCooperativeKernel"))
     for node in nodes:
         if kernel_nodes and node.type == "cast_expression" and (edit := _void_pointer_cast(node, data)) is not None:
             edits.append(edit)

@@ -39,6 +39,7 @@ from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
+from xpiler_core.frontend.names import LAUNCH_FUNCTIONS
 from xpiler_core.passes.base import ParamSpec, PassContext, PassInfo, PassRefused
 from xpiler_core.passes.support.ast_support import (
     INT_TYPES,
@@ -1421,6 +1422,30 @@ def _renamed_callee(callee: str, renamed: dict[str, str]) -> str:
     return callee if new is None else new + angle + rest
 
 
+def _kernel_values(item: A.Function, block_names: dict[str, str]) -> A.Function:
+    """A kernel named as a value — cast to a pointer (``(void *)k`` for ``cudaLaunchKernel``, a graph's kernel node,
+    ``cudaFuncSetAttribute``), or the kernel of a launch API that takes its arguments as an array — becomes the
+    prelude's entry for its block function (``xp_kernel_value(k_blocks)``), which knows the parameter types that
+    array holds."""
+
+    def value(e: A.Expr) -> A.Expr | None:
+        if isinstance(e, A.Unary) and e.op == "&":
+            e = e.operand
+        if isinstance(e, A.Name) and e.id.partition("<")[0].strip() in block_names:
+            return A.call("xp_kernel_value", A.Name(_renamed_callee(e.id, block_names)))
+        return None
+
+    def visit(n: A.Node) -> A.Node | None:
+        if isinstance(n, A.Cast) and n.type.pointers and (kernel := value(n.operand)) is not None:
+            return A.replace(n, operand=kernel)
+        if isinstance(n, A.Call) and n.callee in LAUNCH_FUNCTIONS and LAUNCH_FUNCTIONS[n.callee][2] is None \
+                and n.args and (kernel := value(n.args[0])) is not None:
+            return A.replace(n, args=(kernel, *n.args[1:]))
+        return None
+
+    return A.rewrite(item, visit)
+
+
 def _kernel_pointers(item: A.Node, kernels_here: set[str]) -> set[str]:
     """Function pointers a host function declares with a kernel as their value (``void (*f)(float *, int) =
     k;``): another function launches through them, so they point at the kernel's block function too."""
@@ -1738,6 +1763,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
             pointers = {n.kernel.id for n in A.walk(item) if isinstance(n, A.Launch) and isinstance(n.kernel, A.Name)
                         and n.kernel.id not in new_kernels} | _kernel_pointers(item, set(new_kernels))
             item = A.rewrite(item, functools.partial(_launch_to_call, on_streams=on_streams))
+            item = _kernel_values(item, {k: new_kernels[k].name for k in new_kernels})
             item = A.rewrite(item, functools.partial(_opaque_launch_text, renamed=renamed, pointers=pointers))
             if renamed:
                 # the file's own launches go to the block loops, not to the wrapper with the kernel's name

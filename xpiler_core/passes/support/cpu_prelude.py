@@ -59,6 +59,9 @@ PRELUDE = PRELUDE_MARK + r"""
 #include <time.h>
 #include <cmath>
 #include <algorithm>
+#include <tuple>
+#include <utility>
+#include <vector>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -461,7 +464,8 @@ static inline int cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { retur
 /* Graphs by stream capture: work issued on a capturing stream (launches, async copies and sets, host functions)
    is recorded in order, as closures over its arguments' values, and a launch of the instantiated graph runs it
    again; an event recorded while capturing lets a stream that waits on it join the capture. */
-struct xp_work { xp_work* next; xp_work() : next(0) {} virtual ~xp_work() {} virtual void run() = 0;
+struct xp_work { xp_work* next; size_t at; const xp_work* origin; std::vector<const xp_work*> after;
+                 xp_work() : next(0), at(0), origin(0) {} virtual ~xp_work() {} virtual void run() = 0;
                  virtual xp_work* clone() const = 0; };
 template <class F> struct xp_work_of : xp_work {
   F f; explicit xp_work_of(const F& g) : f(g) {} void run() { f(); } xp_work* clone() const { return new xp_work_of(f); } };
@@ -482,7 +486,7 @@ static inline bool xp_host_capturing(cudaStream_t s) {
   return false; }
 static inline void xp_host_graph_append(xp_graph* g, xp_work* w) {
   if (g->tail) g->tail->next = w; else g->head = w;
-  g->tail = w; ++g->n; }
+  w->at = g->n; g->tail = w; ++g->n; }
 template <class F> static inline void xp_host_record(const F& f) { xp_host_graph_append(xp_capture_graph, new xp_work_of<F>(f)); }
 /* stream work: recorded while its stream is captured, done at once otherwise */
 #define XP_ON_STREAM(s, ...) do { if (xp_host_capturing((cudaStream_t)(s))) xp_host_record([=]() { __VA_ARGS__; }); \
@@ -499,10 +503,30 @@ static inline int cudaGraphCreate(cudaGraph_t* g, unsigned int) { *g = new xp_gr
 static inline void xp_host_graph_free(xp_graph* g) {
   for (xp_work* w = g->head; w;) { xp_work* next = w->next; delete w; w = next; }
   delete g; }
-static inline int cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long = 0) {
-  *e = new xp_graph();
-  for (xp_work* w = g->head; w; w = w->next) xp_host_graph_append(*e, w->clone());
+/* a graph's nodes in an order their dependencies allow (the first ready node in the order they were added: one
+   of the schedules a GPU may run); each copy remembers its node. Not 0 where the dependencies form a cycle. */
+static inline int xp_host_graph_copy(xp_graph* to, const xp_graph* g) {
+  std::vector<const xp_work*> nodes;
+  for (const xp_work* w = g->head; w; w = w->next) nodes.push_back(w);
+  std::vector<const xp_work*> copies(nodes.size(), (const xp_work*)0);
+  std::vector<char> taken(nodes.size(), 0);
+  for (size_t count = 0; count < nodes.size(); ++count) {
+    size_t i = 0;
+    for (; i < nodes.size(); ++i) {
+      bool ready = !taken[i];
+      for (size_t d = 0; ready && d < nodes[i]->after.size(); ++d) ready = taken[nodes[i]->after[d]->at] != 0;
+      if (ready) break; }
+    if (i == nodes.size()) return 1;
+    taken[i] = 1;
+    xp_work* c = nodes[i]->clone(); c->origin = nodes[i]->origin ? nodes[i]->origin : nodes[i];
+    xp_host_graph_append(to, c); copies[i] = c; }
+  for (xp_work* c = to->head; c; c = c->next)  /* the copies depend on the copies of their dependencies */
+    for (size_t i = 0; i < nodes.size(); ++i) if (copies[i] == c)
+      for (size_t d = 0; d < nodes[i]->after.size(); ++d) c->after.push_back(copies[nodes[i]->after[d]->at]);
   return 0; }
+static inline int cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long = 0) {
+  *e = new xp_graph(); return xp_host_graph_copy(*e, g); }
+static inline int cudaGraphClone(cudaGraph_t* c, cudaGraph_t g) { *c = new xp_graph(); return xp_host_graph_copy(*c, g); }
 static inline int cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, cudaGraphNode_t*, char*, size_t) {
   return cudaGraphInstantiate(e, g); }
 static inline int cudaGraphInstantiateWithFlags(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long = 0) {
@@ -591,6 +615,86 @@ static inline int cudaGetLastError(void) { return 0; }
 static inline int cudaPeekAtLastError(void) { return 0; }
 static inline const char* cudaGetErrorString(int e) { return e == 0 ? "no error" : e == 2 ? "out of memory" : "error"; }
 static inline const char* cudaGetErrorName(int e) { return e == 0 ? "cudaSuccess" : "cudaError"; }
+/* Kernels named as values ((void*)k for cudaLaunchKernel or a graph's kernel node; loop recovery writes
+   xp_kernel_value(k_blocks) there): one entry per block function, which binds an array of pointers to the
+   arguments into a closure over their values (read then, as CUDA copies them). */
+struct xp_kernel_fn { void* fn; xp_work* (*bind)(void*, dim3, dim3, size_t, void**); xp_kernel_fn* next; };
+template <class... P, size_t... I>
+static xp_work* xp_host_bind_at(void* fn, dim3 g, dim3 b, size_t smem, void** args, std::index_sequence<I...>) {
+  typedef void (*block_fn)(dim3, dim3, size_t, P...);
+  block_fn k = (block_fn)fn;
+  std::tuple<typename std::decay<P>::type...> values(*(typename std::decay<P>::type*)args[I]...);
+  auto call = [=]() { std::apply([&](const typename std::decay<P>::type&... v) { k(g, b, smem, v...); }, values); };
+  return new xp_work_of<decltype(call)>(call); }
+template <class... P> static xp_work* xp_host_bind(void* fn, dim3 g, dim3 b, size_t smem, void** args) {
+  return xp_host_bind_at<P...>(fn, g, b, smem, args, std::index_sequence_for<P...>()); }
+template <class... P> static inline void* xp_kernel_value(void (*k)(dim3, dim3, size_t, P...)) {
+  static xp_kernel_fn* known = 0;
+  for (xp_kernel_fn* f = known; f; f = f->next) if (f->fn == (void*)k) return f;
+  xp_kernel_fn* f = new xp_kernel_fn{(void*)k, &xp_host_bind<P...>, known}; known = f; return f; }
+static inline xp_work* xp_host_bind_kernel(const void* f, dim3 g, dim3 b, size_t smem, void** args) {
+  const xp_kernel_fn* k = (const xp_kernel_fn*)f; return k->bind(k->fn, g, b, smem, args); }
+static inline void xp_host_enqueue(xp_work* w, cudaStream_t s) {
+  if (xp_host_capturing(s)) xp_host_graph_append(xp_capture_graph, w); else { w->run(); delete w; } }
+static inline int cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t smem = 0, cudaStream_t s = 0) {
+  xp_host_enqueue(xp_host_bind_kernel(f, g, b, smem, args), s); return 0; }
+static inline int cudaLaunchCooperativeKernel(const void* f, dim3 g, dim3 b, void** args, size_t smem = 0,
+                                              cudaStream_t s = 0) { return cudaLaunchKernel(f, g, b, args, smem, s); }
+/* graphs built node by node: each node runs after the nodes it depends on (the order they were added where
+   that allows) */
+struct cudaKernelNodeParams { void* func; dim3 gridDim; dim3 blockDim; unsigned int sharedMemBytes; void** kernelParams;
+                              void** extra; };
+struct cudaMemsetParams { void* dst; size_t pitch; unsigned int value; unsigned int elementSize; size_t width;
+                          size_t height; };
+struct cudaHostNodeParams { void (*fn)(void*); void* userData; };
+static inline int xp_host_add_node(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
+                                   xp_work* w) {
+  for (size_t i = 0; deps && i < n; ++i) w->after.push_back((const xp_work*)deps[i]);
+  xp_host_graph_append(g, w); if (node) *node = (cudaGraphNode_t)w; return 0; }
+template <class F> static inline int xp_host_add_node_of(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps,
+                                                         size_t n, const F& f) {
+  return xp_host_add_node(node, g, deps, n, new xp_work_of<F>(f)); }
+static inline int cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
+                                         const cudaKernelNodeParams* p) {
+  return xp_host_add_node(node, g, deps, n, xp_host_bind_kernel(p->func, p->gridDim, p->blockDim, p->sharedMemBytes,
+                                                                 p->kernelParams)); }
+static inline int cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
+                                         const cudaMemsetParams* p) {
+  cudaMemsetParams m = *p;
+  if (m.elementSize != 1 && m.elementSize != 2 && m.elementSize != 4) return 1;
+  const size_t rows = m.height ? m.height : 1, pitch = m.pitch ? m.pitch : m.width * m.elementSize;
+  return xp_host_add_node_of(node, g, deps, n, [=]() {
+    for (size_t r = 0; r < rows; ++r)  /* little-endian: the value's low bytes */
+      for (size_t i = 0; i < m.width; ++i) memcpy((char*)m.dst + r * pitch + i * m.elementSize, &m.value, m.elementSize);
+    XP_HOST_WROTE(m.dst, rows * pitch); }); }
+static inline int cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
+                                         const cudaMemcpy3DParms* p) {
+  cudaMemcpy3DParms m = *p; return xp_host_add_node_of(node, g, deps, n, [=]() { cudaMemcpy3D(&m); }); }
+static inline int cudaGraphAddMemcpyNode1D(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
+                                           void* dst, const void* src, size_t count, int kind) {
+  return xp_host_add_node_of(node, g, deps, n, [=]() { cudaMemcpy(dst, src, count, kind); }); }
+static inline int cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
+                                       const cudaHostNodeParams* p) {
+  cudaHostNodeParams h = *p; return xp_host_add_node_of(node, g, deps, n, [=]() { h.fn(h.userData); }); }
+static inline int cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n) {
+  return xp_host_add_node_of(node, g, deps, n, []() {}); }
+static inline int cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
+                                             cudaGraph_t child) {
+  xp_graph* copy = new xp_graph(); xp_host_graph_copy(copy, child);
+  return xp_host_add_node_of(node, g, deps, n, [=]() { xp_host_graph_run(copy); }); }
+static inline int cudaGraphAddDependencies(cudaGraph_t, const cudaGraphNode_t* from, const cudaGraphNode_t* to, size_t n) {
+  for (size_t i = 0; i < n; ++i) ((xp_work*)to[i])->after.push_back((const xp_work*)from[i]);
+  return 0; }
+/* new arguments for a kernel node of an instantiated graph: its copy there is bound again */
+static inline int cudaGraphExecKernelNodeSetParams(cudaGraphExec_t e, cudaGraphNode_t node, const cudaKernelNodeParams* p) {
+  for (xp_work** at = &e->head; *at; at = &(*at)->next)
+    if ((*at)->origin == (const xp_work*)node) {
+      xp_work* old = *at;
+      xp_work* w = xp_host_bind_kernel(p->func, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams);
+      w->next = old->next; w->at = old->at; w->origin = old->origin; w->after = old->after;
+      if (e->tail == old) e->tail = w;
+      *at = w; delete old; return 0; }
+  return 1; }
 """.replace("@RUNTIME_ENUMS@", _runtime_enums()).replace("@SIMD_VIDEO@", _simd_video())
 
 

@@ -342,6 +342,16 @@ inline void* void_pointer(std::nullptr_t) { return nullptr; }
     ::xpiler::launch_with_arg_array(f, g, b, args, smem, std::index_sequence_for<K...>{});                \
     return static_cast<P##Error_t>(::xpiler::g_last_error);                                               \
   }                                                                                                       \
+  /* the kernel by its address ((void*)k, registered by the rewrite): launched with its own parameter types */ \
+  template <class S = int>                                                                                \
+  inline P##Error_t P##LaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t smem = 0, S = S()) { \
+    if (!::xpiler::launch_by_address(f, g, b, smem, args)) return P##ErrorInvalidDeviceFunction;          \
+    return static_cast<P##Error_t>(::xpiler::g_last_error);                                               \
+  }                                                                                                       \
+  template <class F, class S = int>                                                                       \
+  inline P##Error_t P##LaunchCooperativeKernel(F f, dim3 g, dim3 b, void** args, size_t smem = 0, S s = S()) { \
+    return P##LaunchKernel(f, g, b, args, smem, s);                                                       \
+  }                                                                                                       \
   template <class... A> inline P##Error_t P##FuncSetAttribute(A...) { return P##Success; }                \
   template <class... A> inline P##Error_t P##FuncSetCacheConfig(A...) { return P##Success; }              \
   template <class... A> inline P##Error_t P##DeviceSetCacheConfig(A...) { return P##Success; }            \
@@ -451,6 +461,26 @@ inline void* void_pointer(std::nullptr_t) { return nullptr; }
                                             size_t n, void* dst, const void* src, size_t count, Kind kind) { \
     *node = ::xpiler::graph_add(g, ::xpiler::graph_work([=] { P##Memcpy(dst, src, count, kind); }), deps, n); \
     return P##Success;                                                                                    \
+  }                                                                                                       \
+  inline P##Error_t P##GraphAddMemcpyNode(P##GraphNode_t* node, P##Graph_t g, const P##GraphNode_t* deps,  \
+                                          size_t n, const P##Memcpy3DParms* p) {                          \
+    P##Memcpy3DParms m = *p;                                                                              \
+    *node = ::xpiler::graph_add(g, ::xpiler::graph_work([=] { P##Memcpy3D(&m); }), deps, n);              \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  inline P##Error_t P##GraphAddChildGraphNode(P##GraphNode_t* node, P##Graph_t g, const P##GraphNode_t* deps, \
+                                              size_t n, P##Graph_t child) {                               \
+    ::xpiler::GraphExecRecord* run = ::xpiler::graph_instantiate(child);                                  \
+    *node = ::xpiler::graph_add(g, ::xpiler::graph_work([=] { ::xpiler::graph_exec_run(run); }), deps, n); \
+    return P##Success;                                                                                    \
+  }                                                                                                       \
+  inline P##Error_t P##GraphClone(P##Graph_t* copy, P##Graph_t g) {                                       \
+    *copy = ::xpiler::graph_clone(g); return P##Success;                                                  \
+  }                                                                                                       \
+  inline P##Error_t P##GraphExecKernelNodeSetParams(P##GraphExec_t e, P##GraphNode_t node,                \
+                                                    const P##KernelNodeParams* p) {                       \
+    return p && ::xpiler::graph_exec_set_kernel(e, node, p->func, p->gridDim, p->blockDim, p->sharedMemBytes, \
+                                                p->kernelParams) ? P##Success : P##ErrorInvalidValue;     \
   }                                                                                                       \
   template <class Params>                                                                                 \
   inline P##Error_t P##GraphAddMemsetNode(P##GraphNode_t* node, P##Graph_t g, const P##GraphNode_t* deps, \

@@ -48,6 +48,7 @@ struct GraphRecord {
 // An instantiated graph: its nodes' work in the order it runs (later changes to the graph do not reach it).
 struct GraphExecRecord {
   std::vector<GraphWork*> runs;
+  std::vector<const GraphNodeRecord*> sources;  // the node each run was instantiated from
 };
 struct StreamRecord {
   GraphRecord* capture;                 // the graph this stream's work goes to, or null: run it now
@@ -130,6 +131,7 @@ XPILER_ENGINE_FN GraphExecRecord* graph_instantiate(const GraphRecord* g) {
     if (GraphWork* w = g->nodes[next]->work) {
       ++w->refs;
       exec->runs.push_back(w);
+      exec->sources.push_back(g->nodes[next]);
     }
     for (size_t u : users[next]) --pending[u];
   }
@@ -188,11 +190,18 @@ XPILER_ENGINE_FN std::map<const void*, std::pair<RegisteredLaunch, std::vector<s
 XPILER_ENGINE_FN void register_kernel(const void* fn, RegisteredLaunch launch, const size_t* sizes, size_t n) {
   kernel_registry()[fn] = {launch, std::vector<size_t>(sizes, sizes + n)};
 }
-// A kernel node: false when the kernel's address was never registered (its parameter types are unknown).
-XPILER_ENGINE_FN bool graph_add_kernel(GraphNodeRecord** node, GraphRecord* g, GraphNodeRecord* const* deps, size_t n,
-                                       const void* fn, dim3 grid, dim3 block, size_t smem, void** params) {
+// cudaLaunchKernel((void*)k, ...): false when k's address was never registered (its parameter types are unknown).
+XPILER_ENGINE_FN bool launch_by_address(const void* fn, dim3 grid, dim3 block, size_t smem, void** args) {
   auto found = kernel_registry().find(fn);
-  if (!g || found == kernel_registry().end()) return false;
+  if (found == kernel_registry().end()) return false;
+  found->second.first(fn, grid, block, smem, args);
+  return true;
+}
+// A kernel node's work (its arguments copied now, as CUDA copies them); null when the kernel's address was never
+// registered (its parameter types are unknown).
+XPILER_ENGINE_FN GraphWork* kernel_work(const void* fn, dim3 grid, dim3 block, size_t smem, void** params) {
+  auto found = kernel_registry().find(fn);
+  if (found == kernel_registry().end()) return nullptr;
   struct KernelWork final : GraphWork {
     RegisteredLaunch launch; const void* fn; dim3 grid, block; size_t smem;
     std::vector<std::vector<char>> args;  // copied when the node was made, as CUDA copies them
@@ -209,8 +218,40 @@ XPILER_ENGINE_FN bool graph_add_kernel(GraphNodeRecord** node, GraphRecord* g, G
     const char* arg = static_cast<const char*>(params[i]);
     work->args.emplace_back(arg, arg + found->second.second[i]);
   }
+  return work;
+}
+// A kernel node: false when the kernel's address was never registered.
+XPILER_ENGINE_FN bool graph_add_kernel(GraphNodeRecord** node, GraphRecord* g, GraphNodeRecord* const* deps, size_t n,
+                                       const void* fn, dim3 grid, dim3 block, size_t smem, void** params) {
+  GraphWork* work = g ? kernel_work(fn, grid, block, smem, params) : nullptr;
+  if (!work) return false;
   *node = graph_add(g, work, deps, n);
   return true;
+}
+// New arguments for a kernel node of an instantiated graph (the graph's own node keeps its arguments).
+XPILER_ENGINE_FN bool graph_exec_set_kernel(GraphExecRecord* e, const GraphNodeRecord* node, const void* fn, dim3 grid,
+                                            dim3 block, size_t smem, void** params) {
+  for (size_t i = 0; e && i < e->sources.size(); ++i) {
+    if (e->sources[i] != node) continue;
+    GraphWork* work = kernel_work(fn, grid, block, smem, params);
+    if (!work) return false;
+    graph_release(e->runs[i]);
+    e->runs[i] = work;
+    return true;
+  }
+  return false;
+}
+// A copy of a graph (a clone, or a child graph's own copy): the same work, the dependencies between the copies.
+XPILER_ENGINE_FN GraphRecord* graph_clone(const GraphRecord* g) {
+  auto* copy = new GraphRecord{};
+  for (const GraphNodeRecord* node : g->nodes) {
+    if (node->work) ++node->work->refs;
+    copy->nodes.push_back(new GraphNodeRecord{node->work, {}, copy, node->index});
+  }
+  for (const GraphNodeRecord* node : g->nodes)
+    for (const GraphNodeRecord* d : node->deps)
+      if (d && d->owner == g) copy->nodes[node->index]->deps.push_back(copy->nodes[d->index]);
+  return copy;
 }
 XPILER_ENGINE_FN GraphNodeRecord* graph_add_host(GraphRecord* g, GraphNodeRecord* const* deps, size_t n,
                                                  void (*fn)(void*), void* data) {
@@ -249,6 +290,11 @@ XPILER_ENGINE_FN EventRecord* new_event();
 XPILER_ENGINE_FN void delete_event(EventRecord* e);
 XPILER_ENGINE_FN std::map<const void*, std::pair<RegisteredLaunch, std::vector<size_t>>>& kernel_registry();
 XPILER_ENGINE_FN void register_kernel(const void* fn, RegisteredLaunch launch, const size_t* sizes, size_t n);
+XPILER_ENGINE_FN bool launch_by_address(const void* fn, dim3 grid, dim3 block, size_t smem, void** args);
+XPILER_ENGINE_FN GraphWork* kernel_work(const void* fn, dim3 grid, dim3 block, size_t smem, void** params);
+XPILER_ENGINE_FN bool graph_exec_set_kernel(GraphExecRecord* e, const GraphNodeRecord* node, const void* fn, dim3 grid,
+                                            dim3 block, size_t smem, void** params);
+XPILER_ENGINE_FN GraphRecord* graph_clone(const GraphRecord* g);
 XPILER_ENGINE_FN bool graph_add_kernel(GraphNodeRecord** node, GraphRecord* g, GraphNodeRecord* const* deps, size_t n,
                                        const void* fn, dim3 grid, dim3 block, size_t smem, void** params);
 XPILER_ENGINE_FN GraphNodeRecord* graph_add_host(GraphRecord* g, GraphNodeRecord* const* deps, size_t n,
