@@ -267,7 +267,7 @@ int main() {
   ap.func = (void*)add; ap.gridDim = dim3((n + 255) / 256); ap.blockDim = dim3(256); ap.kernelParams = addArgs;
   cudaGraphNode_t addDeps[] = {scaleNode, yNode};
   cudaGraphAddKernelNode(&addNode, g, addDeps, 2, &ap);
-  cudaGraphAddDependencies(g, &addNode, &sumNode, 1);  // the sum, added first, runs after the addition
+  cudaGraphAddDependencies(g, &addNode, &sumNode, NULL, 1);  // the sum, added first, runs after the addition
   cudaGraphAddMemcpyNode1D(&backNode, g, &sumNode, 1, &hsum, dsum, sizeof(double), cudaMemcpyDeviceToHost);
   cudaHostNodeParams hp = {0};
   hp.fn = report; hp.userData = &hsum;
@@ -283,6 +283,10 @@ int main() {
   cudaGraph_t copy; cudaGraphClone(&copy, g);  // the graph's own node kept its first arguments
   cudaGraphExec_t ce; cudaGraphInstantiate(&ce, copy, NULL, NULL, 0);
   cudaGraphLaunch(ce, s);
+  cudaGraphExecUpdateResult res; cudaGraphNode_t bad;
+  cudaGraphExecUpdate(ge, copy, &bad, &res);  // the instantiation takes the clone's arguments
+  printf("update %d\\n", (int)res);
+  cudaGraphLaunch(ge, s);
   cudaStreamSynchronize(s);
   float half = 0.5f;
   void* halfArgs[] = {&d, &half, &nn};
@@ -298,13 +302,14 @@ int main() {
 
 def _node_graph_expected() -> str:
     """What the program prints, computed here: each graph launch is d = a * h + hy, summed (a = 2, 2, then 3:
-    the instantiated node's new arguments, then 2: a clone of the graph, whose node kept them); then d scaled by
-    0.5 through cudaLaunchKernel."""
+    the instantiated node's new arguments, then 2: a clone of the graph, whose node kept them, then 2: the
+    instantiation updated from the clone); then d scaled by 0.5 through cudaLaunchKernel."""
     h = [i * 0.5 for i in range(1000)]
     hy = [1.0 - i * 0.25 for i in range(1000)]
     sums = [sum(a * x + y for x, y in zip(h, hy, strict=True)) for a in (2.0, 2.0, 3.0, 2.0)]
     last = sum(0.5 * (2.0 * x + y) for x, y in zip(h, hy, strict=True))
-    return "\n".join(["nodes 8", *(f"host node {v:.3f}" for v in sums), f"after launch {last:.3f}"])
+    lines = ["nodes 8", *(f"host node {v:.3f}" for v in sums), "update 0", f"host node {sums[0]:.3f}"]
+    return "\n".join([*lines, f"after launch {last:.3f}"])
 
 
 def test_a_graph_built_node_by_node_stays_on_the_structural_tier(tmp_path: Path) -> None:
@@ -316,3 +321,48 @@ def test_a_graph_built_node_by_node_stays_on_the_structural_tier(tmp_path: Path)
     output = tmp_path / "nodes.cpp"
     assert _translate_to_file(source, output)["facts"]["tier"] == "structural"
     assert _build_and_run(output, tmp_path) == _node_graph_expected()
+
+
+# a tile whose size is a macro, declared under a condition (cuda-samples' jacobi kernel)
+MACRO_TILE_PROGRAM = """#include <cstdio>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+#define ROWS 8
+__global__ void segment_sums(const float* x, float* out, int n) {
+  cg::thread_block cta = cg::this_thread_block();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = i < n ? x[i] : 0.0f;
+  cg::sync(cta);
+  if (threadIdx.x < 64) {
+    cg::thread_block_tile<ROWS> tile = cg::tiled_partition<ROWS>(cta);
+    for (int o = tile.size() / 2; o > 0; o /= 2) v += tile.shfl_down(v, o);
+    if (tile.thread_rank() == 0) out[i / ROWS] = v;
+  }
+}
+int main() {
+  const int n = 512;
+  float h[n], o[n / ROWS];
+  for (int i = 0; i < n; ++i) h[i] = (i % 13) * 0.25f;
+  float *x, *out;
+  cudaMalloc(&x, n * sizeof(float)); cudaMalloc(&out, n / ROWS * sizeof(float));
+  cudaMemcpy(x, h, n * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemset(out, 0, n / ROWS * sizeof(float));
+  segment_sums<<<n / 128, 128>>>(x, out, n);
+  cudaMemcpy(o, out, n / ROWS * sizeof(float), cudaMemcpyDeviceToHost);
+  double total = 0; for (int k = 0; k < n / ROWS; ++k) total += o[k];
+  printf("%.2f %.2f %.2f\\n", o[1], o[17], total);
+  return 0;
+}
+"""
+
+
+def test_a_tile_sized_by_a_macro_under_a_condition_stays_on_the_structural_tier(tmp_path: Path) -> None:
+    """``thread_block_tile<ROWS> t = tiled_partition<ROWS>(cta)`` inside an ``if``: the tile is an 8-lane segment
+    of the warp on the CPU too; the sums printed are what Python computes (the first 64 threads of each block)."""
+    source = tmp_path / "tiles.cu"
+    source.write_text(MACRO_TILE_PROGRAM)
+    output = tmp_path / "tiles.cpp"
+    assert _translate_to_file(source, output)["facts"]["tier"] == "structural"
+    x = [(i % 13) * 0.25 for i in range(512)]
+    sums = [sum(x[k * 8:(k + 1) * 8]) if (k * 8) % 128 < 64 else 0.0 for k in range(64)]
+    assert _build_and_run(output, tmp_path) == f"{sums[1]:.2f} {sums[17]:.2f} {sum(sums):.2f}"

@@ -14,10 +14,13 @@ import re
 from xpiler_core import ast as A
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes.base import PassRefused
+from xpiler_core.passes.support.bang_thread import module_int_constants
 
 _BLOCK_TYPE = re.compile(r"^(?:cg|cooperative_groups)::thread_block$")
-_TILE = re.compile(r"^\s*(?:cg::|cooperative_groups::)?thread_block_tile\s*<\s*(\d+)\s*>\s+(\w+)\s*=\s*"
-                   r"(?:cg::|cooperative_groups::)?tiled_partition\s*<\s*\d+\s*>\s*\(\s*\w+\s*\)\s*;?\s*$")
+_TILE = re.compile(r"^\s*(?:cg::|cooperative_groups::)?thread_block_tile\s*<\s*(\w+)\s*>\s+(\w+)\s*=\s*"
+                   r"(?:cg::|cooperative_groups::)?tiled_partition\s*<\s*\w+\s*>\s*\(\s*\w+\s*\)\s*;?\s*$")
+_TILE_TYPE = re.compile(r"^(?:cg::|cooperative_groups::)?thread_block_tile\s*<\s*(\w+)\s*>$")
+_TILE_CALL = re.compile(r"^(?:cg::|cooperative_groups::)?tiled_partition\s*<\s*\w+\s*>$")
 _REDUCE = re.compile(r"^(?:cg|cooperative_groups)::(plus|greater|less)\s*<\s*([\w ]+?)\s*>$")
 
 
@@ -44,6 +47,7 @@ def lower_cooperative_groups(module: A.Module) -> A.Module:
     blocks: set[str] = set()
     tiles: dict[str, int] = {}
     helpers: dict[str, A.Function] = {}
+    constants = module_int_constants(module)  # a tile's size may be a macro (`tiled_partition<ROWS_PER_CTA>`)
 
     def drop_handles(n: A.Node) -> A.Node | None:
         if isinstance(n, A.Block):
@@ -55,10 +59,17 @@ def lower_cooperative_groups(module: A.Module) -> A.Module:
                 text = s.expr.text if isinstance(s, A.ExprStmt) and isinstance(s.expr, A.Opaque) else (
                     s.text if isinstance(s, A.Opaque) else None)
                 m = _TILE.match(text) if text else None
-                if m:
-                    tiles[m.group(2)] = int(m.group(1))
+                found = (m.group(1), m.group(2)) if m else None
+                if isinstance(s, A.DeclStmt) and len(s.decls) == 1 and (t := _TILE_TYPE.match(s.decls[0].type.base)) \
+                        and isinstance(s.decls[0].init, A.Call) and _TILE_CALL.match(s.decls[0].init.callee or ""):
+                    found = (t.group(1), s.decls[0].name)  # parsed as a declaration: `thread_block_tile<R> t = ...`
+                if found:
+                    size = int(found[0]) if found[0].isdigit() else constants.get(found[0])
+                    if size is None:
+                        raise PassRefused(f"cooperative groups: the tile size {found[0]} is not a constant", s.span)
+                    tiles[found[1]] = size
                     continue
-                kept.append(drop_handles(s) or s)  # type: ignore[arg-type]
+                kept.append(A.rewrite(s, drop_handles))  # tiles declared in nested blocks (under an if) too
             return A.replace(n, stmts=tuple(kept))
         return None
 

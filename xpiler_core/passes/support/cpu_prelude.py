@@ -685,6 +685,33 @@ static inline int cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t 
 static inline int cudaGraphAddDependencies(cudaGraph_t, const cudaGraphNode_t* from, const cudaGraphNode_t* to, size_t n) {
   for (size_t i = 0; i < n; ++i) ((xp_work*)to[i])->after.push_back((const xp_work*)from[i]);
   return 0; }
+/* CUDA 13's form, with edge data (the default edges: data dependencies) */
+static inline int cudaGraphAddDependencies(cudaGraph_t g, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
+                                           const void*, size_t n) { return cudaGraphAddDependencies(g, from, to, n); }
+/* cudaGraphExecUpdate: the instantiation takes the graph's nodes (their new arguments) where the graph has as many
+   nodes as it has; otherwise the topology changed and it stays as it was */
+enum cudaGraphExecUpdateResult { cudaGraphExecUpdateSuccess = 0, cudaGraphExecUpdateError = 1,
+  cudaGraphExecUpdateErrorTopologyChanged = 2, cudaGraphExecUpdateErrorNodeTypeChanged = 3,
+  cudaGraphExecUpdateErrorFunctionChanged = 4, cudaGraphExecUpdateErrorParametersChanged = 5,
+  cudaGraphExecUpdateErrorNotSupported = 6, cudaGraphExecUpdateErrorUnsupportedFunctionChange = 7,
+  cudaGraphExecUpdateErrorAttributesChanged = 8 };
+struct cudaGraphExecUpdateResultInfo { cudaGraphExecUpdateResult result; cudaGraphNode_t errorNode;
+                                       cudaGraphNode_t errorFromNode; };
+static inline int cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphNode_t* error_node,
+                                      cudaGraphExecUpdateResult* result) {
+  xp_graph fresh;
+  const bool ok = g->n == e->n && xp_host_graph_copy(&fresh, g) == 0;
+  if (ok) {
+    for (xp_work* w = e->head; w;) { xp_work* next = w->next; delete w; w = next; }
+    e->head = fresh.head; e->tail = fresh.tail; e->n = fresh.n; }
+  else for (xp_work* w = fresh.head; w;) { xp_work* next = w->next; delete w; w = next; }
+  if (error_node) *error_node = 0;
+  if (result) *result = ok ? cudaGraphExecUpdateSuccess : cudaGraphExecUpdateErrorTopologyChanged;
+  return ok ? 0 : 910; }
+static inline int cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info) {
+  cudaGraphExecUpdateResult result; int status = cudaGraphExecUpdate(e, g, 0, &result);
+  if (info) { info->result = result; info->errorNode = 0; info->errorFromNode = 0; }
+  return status; }
 /* new arguments for a kernel node of an instantiated graph: its copy there is bound again */
 static inline int cudaGraphExecKernelNodeSetParams(cudaGraphExec_t e, cudaGraphNode_t node, const cudaKernelNodeParams* p) {
   for (xp_work** at = &e->head; *at; at = &(*at)->next)

@@ -523,4 +523,25 @@ inline void* void_pointer(std::nullptr_t) { return nullptr; }
     return static_cast<P##Error_t>(::xpiler::g_last_error);                                               \
   }                                                                                                       \
   template <class S = int> inline P##Error_t P##GraphUpload(P##GraphExec_t, S = S()) { return P##Success; } \
-  inline P##Error_t P##GraphExecDestroy(P##GraphExec_t e) { ::xpiler::graph_exec_destroy(e); return P##Success; }
+  inline P##Error_t P##GraphExecDestroy(P##GraphExec_t e) { ::xpiler::graph_exec_destroy(e); return P##Success; } \
+  enum P##GraphExecUpdateResult { P##GraphExecUpdateSuccess = 0, P##GraphExecUpdateError = 1,             \
+    P##GraphExecUpdateErrorTopologyChanged = 2, P##GraphExecUpdateErrorNodeTypeChanged = 3,               \
+    P##GraphExecUpdateErrorFunctionChanged = 4, P##GraphExecUpdateErrorParametersChanged = 5,             \
+    P##GraphExecUpdateErrorNotSupported = 6, P##GraphExecUpdateErrorUnsupportedFunctionChange = 7,        \
+    P##GraphExecUpdateErrorAttributesChanged = 8 };                                                       \
+  struct P##GraphExecUpdateResultInfo { P##GraphExecUpdateResult result; P##GraphNode_t errorNode;        \
+                                        P##GraphNode_t errorFromNode; };                                  \
+  /* the pre-CUDA-12 form (error node, result) and CUDA 12's (result info) */                              \
+  inline P##Error_t P##GraphExecUpdate(P##GraphExec_t e, P##Graph_t g, P##GraphNode_t* error_node,         \
+                                       P##GraphExecUpdateResult* result) {                                \
+    const bool ok = ::xpiler::graph_exec_update(e, g);                                                    \
+    if (error_node) *error_node = nullptr;                                                                \
+    if (result) *result = ok ? P##GraphExecUpdateSuccess : P##GraphExecUpdateErrorTopologyChanged;        \
+    return ok ? P##Success : P##ErrorGraphExecUpdateFailure;                                              \
+  }                                                                                                       \
+  inline P##Error_t P##GraphExecUpdate(P##GraphExec_t e, P##Graph_t g, P##GraphExecUpdateResultInfo* info) { \
+    P##GraphExecUpdateResult result;                                                                      \
+    const P##Error_t status = P##GraphExecUpdate(e, g, nullptr, &result);                                 \
+    if (info) *info = P##GraphExecUpdateResultInfo{result, nullptr, nullptr};                             \
+    return status;                                                                                        \
+  }

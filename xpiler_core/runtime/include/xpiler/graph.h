@@ -145,6 +145,17 @@ XPILER_ENGINE_FN void graph_exec_destroy(GraphExecRecord* e) {
   for (GraphWork* w : e->runs) graph_release(w);
   delete e;
 }
+// cudaGraphExecUpdate: the instantiation takes the graph's nodes (their new arguments) where the graph has as
+// many nodes as it was instantiated from; false otherwise (the topology changed), the instantiation unchanged.
+XPILER_ENGINE_FN bool graph_exec_update(GraphExecRecord* e, const GraphRecord* g) {
+  if (!e || !g || g->nodes.size() != e->sources.size()) return false;
+  GraphExecRecord* fresh = graph_instantiate(g);
+  for (GraphWork* w : e->runs) graph_release(w);
+  e->runs.swap(fresh->runs);
+  e->sources.swap(fresh->sources);
+  delete fresh;
+  return true;
+}
 XPILER_ENGINE_FN bool stream_begin_capture(StreamRecord* stream) {
   StreamRecord* r = stream_record(stream);
   if (r->capture) return false;
@@ -280,6 +291,7 @@ XPILER_ENGINE_FN void capture_launch(StreamRecord* s, HeldLaunch launch, void* h
 XPILER_ENGINE_FN GraphExecRecord* graph_instantiate(const GraphRecord* g);
 XPILER_ENGINE_FN void graph_exec_run(const GraphExecRecord* e);
 XPILER_ENGINE_FN void graph_exec_destroy(GraphExecRecord* e);
+XPILER_ENGINE_FN bool graph_exec_update(GraphExecRecord* e, const GraphRecord* g);
 XPILER_ENGINE_FN bool stream_begin_capture(StreamRecord* stream);
 XPILER_ENGINE_FN GraphRecord* stream_end_capture(StreamRecord* stream);
 XPILER_ENGINE_FN void event_record_capture(EventRecord* e, StreamRecord* capturing);
