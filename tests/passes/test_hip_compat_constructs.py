@@ -121,3 +121,44 @@ def test_a_dim3_set_from_make_uint3_compiles_with_hipcc_and_agrees(tmp_path: Pat
     result = translate(RESHAPED, str(tmp_path / "reshaped.cu"), TranslateOptions(Dialect.HIP))
     assert result.status == "verified", result.summary  # before: hipcc rejected the assignments
     assert "uint3 shape = make_uint3(n, 1, 1)" in result.output_text  # not a dim3: left as it was
+
+
+# CUDA 13's graph dependency call carries edge data (null: the default edges); HIP 5.x's has no such argument. A
+# node-built graph whose dependency contradicts the order its nodes were added, and a launch through an argument
+# array: hipcc rejected the call ("no matching function for call to 'hipGraphAddDependencies'")
+EDGES = r"""
+#include <cstdio>
+__global__ void scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }
+__global__ void shift(float* x, float b, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += b; }
+int main() {
+  const int n = 256;
+  float host[n];
+  for (int i = 0; i < n; ++i) host[i] = i * 0.5f;
+  float* d;
+  cudaMalloc(&d, sizeof host);
+  cudaMemcpy(d, host, sizeof host, cudaMemcpyHostToDevice);
+  float a = 3.0f, b = 1.0f; int nn = n;
+  void* shiftArgs[] = {&d, &b, &nn};
+  void* scaleArgs[] = {&d, &a, &nn};
+  cudaGraph_t g; cudaGraphCreate(&g, 0);
+  cudaKernelNodeParams p = {0};
+  p.func = (void*)shift; p.gridDim = dim3(n / 64); p.blockDim = dim3(64); p.kernelParams = shiftArgs;
+  cudaGraphNode_t shiftNode, scaleNode;
+  cudaGraphAddKernelNode(&shiftNode, g, NULL, 0, &p);
+  p.func = (void*)scale; p.kernelParams = scaleArgs;
+  cudaGraphAddKernelNode(&scaleNode, g, NULL, 0, &p);
+  cudaGraphAddDependencies(g, &scaleNode, &shiftNode, NULL, 1);  // scale first, then shift
+  cudaGraphExec_t e; cudaGraphInstantiate(&e, g, NULL, NULL, 0);
+  cudaGraphLaunch(e, 0);
+  cudaLaunchKernel((void*)shift, dim3(n / 64), dim3(64), shiftArgs, 0, 0);
+  cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost);
+  printf("%.2f %.2f\n", host[1], host[n - 1]);
+  return 0;
+}
+"""
+
+
+def test_a_graph_dependency_with_null_edge_data_compiles_with_hipcc_and_agrees(tmp_path: Path) -> None:
+    result = translate(EDGES, str(tmp_path / "edges.cu"), TranslateOptions(Dialect.HIP))
+    assert result.status == "verified", result.summary
+    assert "hipGraphAddDependencies(g, &scaleNode, &shiftNode, 1)" in result.output_text

@@ -10,7 +10,8 @@ runs unchanged on the CPU runtime (it does not use AMD's dot-product instruction
 ``min``/``max`` calls (and ``umin``, ``llmax``, … which HIP 5.x lacks) get CUDA's own overload set (mixed signed/unsigned integers meet in the unsigned type;
 HIP 5.x picks a double template). The ``register`` storage class (removed in C++17; hipcc's clang rejects it)
 is dropped. CUDA 12's ``cudaGraphInstantiate(exec, graph[, flags])`` becomes ``cudaGraphInstantiateWithFlags``
-(HIP 5.x's ``hipGraphInstantiate`` is CUDA 11's five-argument form). A ``dim3`` assigned from ``make_uint3(...)`` (CUDA's dim3 converts from uint3, HIP's does not) is built
+(HIP 5.x's ``hipGraphInstantiate`` is CUDA 11's five-argument form); CUDA 13's graph dependency calls with null edge
+data lose that argument (HIP 5.x's form has none). A ``dim3`` assigned from ``make_uint3(...)`` (CUDA's dim3 converts from uint3, HIP's does not) is built
 as ``dim3(...)``. Host calls CUDA overloads for typed pointers (``cudaHostAlloc(int**, ...)``, also reached through a project
 macro that pastes the prefix) get the same ``T**`` templates over HIP's ``void**`` functions (under hipcc).
 """
@@ -234,7 +235,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     # a user's function named like an intrinsic is theirs
     user_names = users_own_names(src, ctx)
     edits: list[Edit] = []
-    calls = minmax_calls = dropped = dim3_made = calls_graph = 0
+    calls = minmax_calls = dropped = dim3_made = calls_graph = calls_edges = 0
     dim3_names = _dim3_variables(src) if not backwards and "make_uint3" in text else set()
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
         if dim3_names and node.type in ("assignment_expression", "init_declarator"):
@@ -266,6 +267,11 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
             if len(arguments) == 2:
                 edits.append(Edit(arguments[1].end_byte, arguments[1].end_byte, ", 0"))
             calls_graph += 1
+        elif not backwards and name in ("cudaGraphAddDependencies", "cudaGraphRemoveDependencies") and len(
+                edges := call_arguments(node)) == 5 and src.node_text(edges[3]).strip() in ("NULL", "nullptr", "0"):
+            # CUDA 13's form with edge data; null is the default (data) edges, HIP 5.x's form, which has none
+            edits.append(Edit(edges[2].end_byte, edges[3].end_byte, ""))
+            calls_edges += 1
         elif name in renames and call_arguments(node):
             edits.append(Edit(func.start_byte, func.end_byte, renames[name]))
             calls += 1
@@ -274,6 +280,9 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
             minmax_calls += 1
     if dropped:
         ctx.notes.append(f"intrinsics_compat: {dropped} 'register' storage class(es) dropped (not C++17)")
+    if calls_edges:
+        ctx.notes.append(f"intrinsics_compat: {calls_edges} graph dependency call(s) of CUDA 13's form without their "
+                         "null edge data (HIP 5.x's form)")
     if calls_graph:
         ctx.notes.append(f"intrinsics_compat: {calls_graph} cudaGraphInstantiate call(s) of CUDA 12's form as "
                          "...WithFlags (HIP 5.x's hipGraphInstantiate takes CUDA 11's five arguments)")
