@@ -74,7 +74,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
             if base is not None and base_text in _REPLACE and name.type in ("identifier", "template_type", "template_function"):
                 edits.append(Edit(node.start_byte, base.end_byte, _REPLACE[base_text]))
                 rewrites += 1
-            elif base_text == "this_grid":
+            elif base_text == "this_grid" and "LaunchCooperativeKernel" not in module.text:
                 ctx.diagnostics.append(Diagnostic(
                     Severity.WARNING, "cooperative_groups.grid",
                     "grid-wide groups need a cooperative launch on HIP (hipLaunchCooperativeKernel)",

@@ -350,7 +350,10 @@ inline void* void_pointer(std::nullptr_t) { return nullptr; }
   }                                                                                                       \
   template <class F, class S = int>                                                                       \
   inline P##Error_t P##LaunchCooperativeKernel(F f, dim3 g, dim3 b, void** args, size_t smem = 0, S s = S()) { \
-    return P##LaunchKernel(f, g, b, args, smem, s);                                                       \
+    ::xpiler::g_next_cooperative = true; /* every block resident: grid.sync() works */                      \
+    const P##Error_t status = P##LaunchKernel(f, g, b, args, smem, s);                                    \
+    ::xpiler::g_next_cooperative = false;                                                                 \
+    return status;                                                                                        \
   }                                                                                                       \
   template <class... A> inline P##Error_t P##FuncSetAttribute(A...) { return P##Success; }                \
   template <class... A> inline P##Error_t P##FuncSetCacheConfig(A...) { return P##Success; }              \

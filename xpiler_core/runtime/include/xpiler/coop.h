@@ -23,8 +23,9 @@ inline void sync(const thread_block& b) { b.sync(); }
 template <unsigned TileCommunicationSize = 8, unsigned MaxBlockSize = 1024> struct block_tile_memory { char unused; };
 template <unsigned A, unsigned B> inline thread_block this_thread_block(block_tile_memory<A, B>&) { return thread_block(); }
 
-// Grid-wide groups: ranks work; grid.sync() needs every block resident at once, which this runtime (blocks
-// run to completion one after another) cannot give, so it stops the run with a message.
+// Grid-wide groups: ranks work; grid.sync() needs every block resident at once, which a cooperative launch gives
+// (cudaLaunchCooperativeKernel: a block per OS thread); elsewhere (a <<<>>> launch, where CUDA leaves it undefined)
+// it stops the run with a message.
 class grid_group {
  public:
   unsigned long long thread_rank() const {
@@ -36,12 +37,18 @@ class grid_group {
     return blockIdx.x + static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + static_cast<unsigned long long>(gridDim.y) * blockIdx.z);
   }
   unsigned long long num_blocks() const { return static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z; }
-  bool is_valid() const { return false; }
-  void sync() const {
-    ::xpiler::die(::xpiler::kExitLaunch, "xpiler: grid-wide sync (this_grid().sync()) is not supported by the CPU runtime\n");
+  bool is_valid() const { return ::xpiler::g_cooperative; }
+  void sync(int site = __builtin_LINE()) const {
+    if (!::xpiler::g_cooperative)
+      ::xpiler::die(::xpiler::kExitLaunch, "xpiler: grid-wide sync (this_grid().sync()) in a kernel not launched "
+                    "with cudaLaunchCooperativeKernel: every block must be resident, which only that launch gives\n");
+    ::xpiler::block_barrier(site, 1);
+    if (::xpiler::linear_tid() == 0) ::xpiler::grid_barrier_wait();
+    ::xpiler::block_barrier(site, 1);
   }
 };
 inline grid_group this_grid() { return grid_group(); }
+inline void sync(const grid_group& g, int site = __builtin_LINE()) { g.sync(site); }
 
 template <unsigned N>
 class thread_block_tile {

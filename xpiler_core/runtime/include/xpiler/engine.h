@@ -17,6 +17,8 @@
 
 #include <atomic>
 #include <climits>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -120,6 +122,17 @@ struct LaunchInfo {
   size_t shared_bytes;
 };
 inline LaunchInfo g_launch;  // the kernel running now (fault/deadlock reports)
+// A cooperative launch (cudaLaunchCooperativeKernel): every block runs on its own OS thread, so all are resident
+// at once and grid.sync() is a barrier over them; a block that has finished counts as arrived at every later one.
+struct GridBarrier {
+  std::mutex lock;
+  std::condition_variable released;
+  unsigned long long expected = 0, arrived = 0, generation = 0;
+};
+inline GridBarrier g_grid_barrier;
+inline bool g_cooperative = false;       // the launch running now is cooperative
+inline bool g_next_cooperative = false;  // set by the cooperative launch API for the launch it starts
+constexpr unsigned long long kMaxCooperativeBlocks = 1024;  // OS threads one cooperative launch may take
 // Counts the blocks this OS thread has started, across launches: a shared array whose stamp differs from
 // the running block's serial has not been filled for this block yet.
 inline thread_local unsigned long long tls_block_serial = 0;
@@ -526,6 +539,34 @@ XPILER_ENGINE_FN void run_sweeps(Worker* w) {
 }
 #else
 XPILER_ENGINE_FN void run_sweeps(Worker* w);
+#endif
+
+#ifndef XPILER_ENGINE_EXTERN
+// One block's thread 0 at grid.sync() (its block at a barrier around it): wait for every block still running.
+XPILER_ENGINE_FN void grid_barrier_wait() {
+  std::unique_lock<std::mutex> hold(g_grid_barrier.lock);
+  const unsigned long long generation = g_grid_barrier.generation;
+  if (++g_grid_barrier.arrived >= g_grid_barrier.expected) {
+    g_grid_barrier.arrived = 0;
+    ++g_grid_barrier.generation;
+    g_grid_barrier.released.notify_all();
+    return;
+  }
+  g_grid_barrier.released.wait(hold, [&] { return g_grid_barrier.generation != generation; });
+}
+// A block of a cooperative launch has finished: the barriers to come wait for one block fewer.
+XPILER_ENGINE_FN void grid_barrier_leave() {
+  std::lock_guard<std::mutex> hold(g_grid_barrier.lock);
+  --g_grid_barrier.expected;
+  if (g_grid_barrier.arrived > 0 && g_grid_barrier.arrived >= g_grid_barrier.expected) {
+    g_grid_barrier.arrived = 0;
+    ++g_grid_barrier.generation;
+    g_grid_barrier.released.notify_all();
+  }
+}
+#else
+XPILER_ENGINE_FN void grid_barrier_wait();
+XPILER_ENGINE_FN void grid_barrier_leave();
 #endif
 
 #ifndef XPILER_ENGINE_EXTERN

@@ -476,6 +476,16 @@ XPILER_ENGINE_FN void run_kernel(const void* fn, const KernelCall& call, dim3 gr
     return e != nullptr && strcmp(e, "reverse") == 0;
   }();
   std::atomic<unsigned long long> next{0};
+  // a cooperative launch: one OS thread per block (all resident, as grid.sync() needs)
+  const bool cooperative = g_next_cooperative;
+  g_next_cooperative = false;
+  if (cooperative && nblocks > kMaxCooperativeBlocks) {
+    g_last_error = 720;  // cudaErrorCooperativeLaunchTooLarge
+    return;
+  }
+  g_cooperative = cooperative;
+  g_grid_barrier.expected = cooperative ? nblocks : 0;
+  g_grid_barrier.arrived = 0;
   auto work = [&]() {
     Worker w;
     prepare_worker(w, grid, block, smem);
@@ -488,17 +498,19 @@ XPILER_ENGINE_FN void run_kernel(const void* fn, const KernelCall& call, dim3 gr
       uint3 bidx{static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
                  static_cast<unsigned>(b / (1ull * grid.x * grid.y))};
       run_block(&w, &call, bidx);
+      if (cooperative) grid_barrier_leave();
     }
     tls_worker = saved;
     stack_t off{};
     off.ss_flags = SS_DISABLE;
     sigaltstack(&off, nullptr);
   };
-  unsigned nt = static_cast<unsigned>(std::min<unsigned long long>(os_threads(), nblocks));
+  unsigned nt = static_cast<unsigned>(cooperative ? nblocks : std::min<unsigned long long>(os_threads(), nblocks));
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < nt; ++i) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  g_cooperative = false;
   char who[300];
   snprintf(who, sizeof who, "kernel %s", g_launch.name);
   check_device_canaries(who);
