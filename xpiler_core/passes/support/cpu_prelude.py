@@ -628,16 +628,20 @@ static xp_work* xp_host_bind_at(void* fn, dim3 g, dim3 b, size_t smem, void** ar
   return new xp_work_of<decltype(call)>(call); }
 template <class... P> static xp_work* xp_host_bind(void* fn, dim3 g, dim3 b, size_t smem, void** args) {
   return xp_host_bind_at<P...>(fn, g, b, smem, args, std::index_sequence_for<P...>()); }
+static xp_kernel_fn* xp_kernels_named = 0;
 template <class... P> static inline void* xp_kernel_value(void (*k)(dim3, dim3, size_t, P...)) {
-  static xp_kernel_fn* known = 0;
-  for (xp_kernel_fn* f = known; f; f = f->next) if (f->fn == (void*)k) return f;
-  xp_kernel_fn* f = new xp_kernel_fn{(void*)k, &xp_host_bind<P...>, known}; known = f; return f; }
+  for (xp_kernel_fn* f = xp_kernels_named; f; f = f->next) if (f->fn == (void*)k) return f;
+  xp_kernel_fn* f = new xp_kernel_fn{(void*)k, &xp_host_bind<P...>, xp_kernels_named}; xp_kernels_named = f; return f; }
+/* null for an address no kernel value gave (a launch through a pointer this file does not name as a kernel) */
 static inline xp_work* xp_host_bind_kernel(const void* f, dim3 g, dim3 b, size_t smem, void** args) {
-  const xp_kernel_fn* k = (const xp_kernel_fn*)f; return k->bind(k->fn, g, b, smem, args); }
+  for (const xp_kernel_fn* k = xp_kernels_named; k; k = k->next) if (k == f) return k->bind(k->fn, g, b, smem, args);
+  return 0; }
 static inline void xp_host_enqueue(xp_work* w, cudaStream_t s) {
   if (xp_host_capturing(s)) xp_host_graph_append(xp_capture_graph, w); else { w->run(); delete w; } }
 static inline int cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t smem = 0, cudaStream_t s = 0) {
-  xp_host_enqueue(xp_host_bind_kernel(f, g, b, smem, args), s); return 0; }
+  xp_work* w = xp_host_bind_kernel(f, g, b, smem, args);
+  if (!w) return 98;  /* cudaErrorInvalidDeviceFunction */
+  xp_host_enqueue(w, s); return 0; }
 static inline int cudaLaunchCooperativeKernel(const void* f, dim3 g, dim3 b, void** args, size_t smem = 0,
                                               cudaStream_t s = 0) { return cudaLaunchKernel(f, g, b, args, smem, s); }
 /* graphs built node by node: each node runs after the nodes it depends on (the order they were added where
@@ -656,8 +660,8 @@ template <class F> static inline int xp_host_add_node_of(cudaGraphNode_t* node, 
   return xp_host_add_node(node, g, deps, n, new xp_work_of<F>(f)); }
 static inline int cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
                                          const cudaKernelNodeParams* p) {
-  return xp_host_add_node(node, g, deps, n, xp_host_bind_kernel(p->func, p->gridDim, p->blockDim, p->sharedMemBytes,
-                                                                 p->kernelParams)); }
+  xp_work* w = xp_host_bind_kernel(p->func, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams);
+  return w ? xp_host_add_node(node, g, deps, n, w) : 98; }
 static inline int cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
                                          const cudaMemsetParams* p) {
   cudaMemsetParams m = *p;
@@ -718,6 +722,7 @@ static inline int cudaGraphExecKernelNodeSetParams(cudaGraphExec_t e, cudaGraphN
     if ((*at)->origin == (const xp_work*)node) {
       xp_work* old = *at;
       xp_work* w = xp_host_bind_kernel(p->func, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams);
+      if (!w) return 98;
       w->next = old->next; w->at = old->at; w->origin = old->origin; w->after = old->after;
       if (e->tail == old) e->tail = w;
       *at = w; delete old; return 0; }
