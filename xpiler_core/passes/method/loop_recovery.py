@@ -1425,14 +1425,14 @@ def _renamed_callee(callee: str, renamed: dict[str, str]) -> str:
 def _kernel_values(item: A.Function, block_names: dict[str, str]) -> A.Function:
     """A kernel named as a value — cast to a pointer (``(void *)k`` for ``cudaLaunchKernel``, a graph's kernel node,
     ``cudaFuncSetAttribute``), or the kernel of a launch API that takes its arguments as an array — becomes the
-    prelude's entry for its block function (``xp_kernel_value(k_blocks)``), which knows the parameter types that
+    prelude's entry for its block function (``xp_host_kernel_value(k_blocks)``), which knows the parameter types that
     array holds."""
 
     def value(e: A.Expr) -> A.Expr | None:
         if isinstance(e, A.Unary) and e.op == "&":
             e = e.operand
         if isinstance(e, A.Name) and e.id.partition("<")[0].strip() in block_names:
-            return A.call("xp_kernel_value", A.Name(_renamed_callee(e.id, block_names)))
+            return A.call("xp_host_kernel_value", A.Name(_renamed_callee(e.id, block_names)))
         return None
 
     def visit(n: A.Node) -> A.Node | None:

@@ -616,7 +616,7 @@ static inline int cudaPeekAtLastError(void) { return 0; }
 static inline const char* cudaGetErrorString(int e) { return e == 0 ? "no error" : e == 2 ? "out of memory" : "error"; }
 static inline const char* cudaGetErrorName(int e) { return e == 0 ? "cudaSuccess" : "cudaError"; }
 /* Kernels named as values ((void*)k for cudaLaunchKernel or a graph's kernel node; loop recovery writes
-   xp_kernel_value(k_blocks) there): one entry per block function, which binds an array of pointers to the
+   xp_host_kernel_value(k_blocks) there): one entry per block function, which binds an array of pointers to the
    arguments into a closure over their values (read then, as CUDA copies them). */
 struct xp_kernel_fn { void* fn; xp_work* (*bind)(void*, dim3, dim3, size_t, void**); xp_kernel_fn* next; };
 template <class... P, size_t... I>
@@ -629,7 +629,7 @@ static xp_work* xp_host_bind_at(void* fn, dim3 g, dim3 b, size_t smem, void** ar
 template <class... P> static xp_work* xp_host_bind(void* fn, dim3 g, dim3 b, size_t smem, void** args) {
   return xp_host_bind_at<P...>(fn, g, b, smem, args, std::index_sequence_for<P...>()); }
 static xp_kernel_fn* xp_kernels_named = 0;
-template <class... P> static inline void* xp_kernel_value(void (*k)(dim3, dim3, size_t, P...)) {
+template <class... P> static inline void* xp_host_kernel_value(void (*k)(dim3, dim3, size_t, P...)) {
   for (xp_kernel_fn* f = xp_kernels_named; f; f = f->next) if (f->fn == (void*)k) return f;
   xp_kernel_fn* f = new xp_kernel_fn{(void*)k, &xp_host_bind<P...>, xp_kernels_named}; xp_kernels_named = f; return f; }
 /* null for an address no kernel value gave (a launch through a pointer this file does not name as a kernel) */
