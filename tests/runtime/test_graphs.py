@@ -134,3 +134,39 @@ def test_the_hip_translation_compiles_and_agrees(tmp_path: Path) -> None:
     result = translate(PROGRAM, str(tmp_path / "graphs.cu"), TranslateOptions(Dialect.HIP))
     assert result.status == "verified", result.summary
     assert "hipGraphInstantiateWithFlags" in result.output_text
+
+
+# node parameters given by positional brace initializers: api_map reorders them into HIP's member order, which the
+# runtime's HIP structs must share (the runtime declared HIP's in CUDA's order: the translation did not build)
+POSITIONAL = r"""
+#include <cstdio>
+__global__ void fill(float* y, float v, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += v; }
+int main() {
+  const int n = 64;
+  float* y; cudaMalloc(&y, n * sizeof(float));
+  float v = 2.5f; int nn = n;
+  void* args[] = {&y, &v, &nn};
+  cudaGraph_t g; cudaGraphCreate(&g, 0);
+  cudaGraphNode_t set, add;
+  cudaMemsetParams m = {y, 0, 0, sizeof(float), (size_t)n, 1};
+  cudaGraphAddMemsetNode(&set, g, NULL, 0, &m);
+  cudaKernelNodeParams k = {reinterpret_cast<void*>(fill), dim3(2), dim3(32), 0, args, nullptr};
+  cudaGraphAddKernelNode(&add, g, &set, 1, &k);
+  cudaGraphExec_t e; cudaGraphInstantiate(&e, g, NULL, NULL, 0);
+  cudaGraphLaunch(e, 0); cudaGraphLaunch(e, 0);
+  float h[n]; cudaMemcpy(h, y, sizeof h, cudaMemcpyDeviceToHost);
+  printf("%.2f %.2f\n", h[0], h[n - 1]);
+  return 0;
+}
+"""
+
+
+def test_positional_node_parameters_run_in_each_apis_member_order(tmp_path: Path) -> None:
+    """The kernel named through reinterpret_cast<void*> too; the CPU translation stays structural."""
+    outcome = run_program(POSITIONAL, str(tmp_path / "positional.cu"))
+    assert outcome.stdout.strip() == "2.50 2.50"  # each launch: zeroed, then one addition
+    result = translate(POSITIONAL, str(tmp_path / "positional.cu"), TranslateOptions(Dialect.HIP))
+    assert result.status == "verified", result.summary
+    on_cpu = translate(POSITIONAL, str(tmp_path / "positional.cu"), TranslateOptions(Dialect.C))
+    assert on_cpu.status == "verified" and on_cpu.evidence is not None, on_cpu.summary
+    assert on_cpu.evidence.facts.get("tier") == "structural"

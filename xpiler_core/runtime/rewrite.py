@@ -265,12 +265,24 @@ def _braced_assignment(node: Node, data: bytes, vectors: set[str]) -> tuple[int,
     return value.start_byte, value.start_byte, f"__typeof__({lhs})"
 
 
+_REINTERPRET_TO_VOID = re.compile(rb"^reinterpret_cast\s*<\s*(?:const\s+)?void\s*\*\s*>$")
+
+
 def _void_pointer_cast(node: Node, data: bytes) -> tuple[int, int, str] | None:
-    """``(void*)name`` or ``(void*)&name`` as ``::xpiler::void_pointer(...)`` of the same operand: the same
-    address (or value, for an integer or null), with a kernel's parameter types registered."""
-    kind, value = node.child_by_field_name("type"), node.child_by_field_name("value")
-    if kind is None or value is None or b"".join(data[kind.start_byte:kind.end_byte].split()) != b"void*":
-        return None
+    """``(void*)name``, ``(void*)&name`` or ``reinterpret_cast<void*>(name)`` as ``::xpiler::void_pointer(...)``
+    of the same operand: the same address (or value, for an integer or null), with a kernel's parameter types
+    registered."""
+    if node.type == "call_expression":
+        func, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        if func is None or args is None or not _REINTERPRET_TO_VOID.match(data[func.start_byte:func.end_byte]):
+            return None
+        value = next((c for c in args.named_children if c.type != "comment"), None)
+        if value is None or len(args.named_children) != 1:
+            return None
+    else:
+        kind, value = node.child_by_field_name("type"), node.child_by_field_name("value")
+        if kind is None or value is None or b"".join(data[kind.start_byte:kind.end_byte].split()) != b"void*":
+            return None
     operand = value
     if operand.type == "pointer_expression" and data[operand.start_byte:operand.start_byte + 1] == b"&":
         operand = operand.child_by_field_name("argument") or operand
@@ -295,7 +307,8 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
     kernel_nodes = dialect in (Dialect.CUDA, Dialect.HIP) and any(
         api in data for api in (b"KernelNodeParams", b"LaunchKernel", b"LaunchCooperativeKernel"))
     for node in nodes:
-        if kernel_nodes and node.type == "cast_expression" and (edit := _void_pointer_cast(node, data)) is not None:
+        if kernel_nodes and node.type in ("cast_expression", "call_expression") and (
+                edit := _void_pointer_cast(node, data)) is not None:
             edits.append(edit)
             continue
         if node.type == "function_definition" and dialect in (Dialect.CUDA, Dialect.HIP):

@@ -1422,11 +1422,14 @@ def _renamed_callee(callee: str, renamed: dict[str, str]) -> str:
     return callee if new is None else new + angle + rest
 
 
+_REINTERPRET_TO_POINTER = re.compile(r"^reinterpret_cast\s*<[^<>]*\*\s*>$")
+
+
 def _kernel_values(item: A.Function, block_names: dict[str, str]) -> A.Function:
-    """A kernel named as a value — cast to a pointer (``(void *)k`` for ``cudaLaunchKernel``, a graph's kernel node,
-    ``cudaFuncSetAttribute``), or the kernel of a launch API that takes its arguments as an array — becomes the
-    prelude's entry for its block function (``xp_host_kernel_value(k_blocks)``), which knows the parameter types that
-    array holds."""
+    """A kernel named as a value — cast to a pointer (``(void *)k``, ``reinterpret_cast<void *>(k)``: for
+    ``cudaLaunchKernel``, a graph's kernel node, ``cudaFuncSetAttribute``), or the kernel of a launch API that
+    takes its arguments as an array — becomes the prelude's entry for its block function
+    (``xp_host_kernel_value(k_blocks)``), which knows the parameter types that array holds."""
 
     def value(e: A.Expr) -> A.Expr | None:
         if isinstance(e, A.Unary) and e.op == "&":
@@ -1438,6 +1441,9 @@ def _kernel_values(item: A.Function, block_names: dict[str, str]) -> A.Function:
     def visit(n: A.Node) -> A.Node | None:
         if isinstance(n, A.Cast) and n.type.pointers and (kernel := value(n.operand)) is not None:
             return A.replace(n, operand=kernel)
+        if isinstance(n, A.Call) and _REINTERPRET_TO_POINTER.match(n.callee or "") and len(n.args) == 1 and (
+                kernel := value(n.args[0])) is not None:
+            return A.replace(n, args=(kernel,))  # reinterpret_cast<void *>(k)
         if isinstance(n, A.Call) and n.callee in LAUNCH_FUNCTIONS and LAUNCH_FUNCTIONS[n.callee][2] is None \
                 and n.args and (kernel := value(n.args[0])) is not None:
             return A.replace(n, args=(kernel, *n.args[1:]))

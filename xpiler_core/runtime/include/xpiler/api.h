@@ -87,6 +87,16 @@ inline void* void_pointer(T v) { return reinterpret_cast<void*>(static_cast<std:
 inline void* void_pointer(std::nullptr_t) { return nullptr; }
 }  // namespace xpiler
 
+// The graph node parameters in each API's own member order (tables/runtime_types.toml [member_order]): a
+// positional brace initializer written for one fills the members it names.
+#define XP_cuda_KERNEL_NODE_MEMBERS \
+  void* func; dim3 gridDim; dim3 blockDim; unsigned int sharedMemBytes; void** kernelParams; void** extra;
+#define XP_hip_KERNEL_NODE_MEMBERS \
+  dim3 blockDim; void** extra; void* func; dim3 gridDim; void** kernelParams; unsigned int sharedMemBytes;
+#define XP_cuda_MEMSET_MEMBERS \
+  void* dst; size_t pitch; unsigned int value; unsigned int elementSize; size_t width; size_t height;
+#define XP_hip_MEMSET_MEMBERS \
+  void* dst; unsigned int elementSize; size_t height; size_t pitch; unsigned int value; size_t width;
 #define XP_cuda_ENUMERATOR(name, value) cuda##name = value,
 #define XP_hip_ENUMERATOR(name, value) hip##name = value,
 #define XPILER_RUNTIME_API(P)                                                                             \
@@ -427,11 +437,9 @@ inline void* void_pointer(std::nullptr_t) { return nullptr; }
   enum P##StreamCaptureStatus { P##StreamCaptureStatusNone = 0, P##StreamCaptureStatusActive = 1,         \
                                 P##StreamCaptureStatusInvalidated = 2 };                                  \
   enum { P##GraphInstantiateFlagAutoFreeOnLaunch = 1 };                                                   \
-  struct P##KernelNodeParams { void* func; dim3 gridDim; dim3 blockDim; unsigned int sharedMemBytes;      \
-                               void** kernelParams; void** extra; };                                      \
+  struct P##KernelNodeParams { XP_##P##_KERNEL_NODE_MEMBERS };                                            \
   struct P##HostNodeParams { P##HostFn_t fn; void* userData; };                                           \
-  struct P##MemsetParams { void* dst; size_t pitch; unsigned int value; unsigned int elementSize;         \
-                           size_t width; size_t height; };                                                \
+  struct P##MemsetParams { XP_##P##_MEMSET_MEMBERS };                                                     \
   inline P##Error_t P##StreamBeginCapture(P##Stream_t stream, int = 0) {                                  \
     return ::xpiler::stream_begin_capture(stream) ? P##Success : P##ErrorIllegalState;                    \
   }                                                                                                       \
