@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from xpiler_core.dialect import Dialect
 from xpiler_core.plans.bang_to_cuda import translate_bang_to_cuda
 from xpiler_core.verify.bang import run_bang_spec
 from xpiler_core.verify.harness import run_spec
 from xpiler_core.verify.spec import KernelSpec, load_spec
+from xpiler_core.verify.toolchains import compile_check
 
 # a host entry that takes an index buffer the spec does not make: the spec's forwarder supplies it
 SCATTER = r"""
@@ -164,9 +168,17 @@ def test_a_bang_source_runs_on_the_mlu_model_as_the_specs_own_source(tmp_path: P
     assert not wrong.passed and wrong.build_error is None and wrong.cases, wrong.summary()
 
 
-def test_the_scalar_division_translates_to_cuda_as_a_division_by_the_number(tmp_path: Path) -> None:
-    spec = _named_sin_spec(tmp_path, "4", kernel="scaled_sin")
+@pytest.mark.parametrize(("kernel", "divisor"), [("scaled_sin", "4"), ("sin", "sqrtf(16.0f)")])
+def test_the_scalar_division_translates_to_cuda_as_a_division_by_the_number(tmp_path: Path, kernel: str,
+                                                                              divisor: str) -> None:
+    """The CUDA translation runs against numpy; a kernel named ``sin``, launched by the file, gets a name of its
+    own there (CUDA's math_functions.h declares ``sin`` with C linkage; nvcc rejected the overload); a divisor
+    computed by a math function is a number too."""
+    spec = _named_sin_spec(tmp_path, divisor, kernel=kernel)
     cuda, reason = translate_bang_to_cuda(spec.source_text(), "named_sin.mlu")
     assert cuda is not None, reason
     report = run_spec(spec, candidate_text=cuda, candidate_dialect=Dialect.CUDA)
     assert report.passed, report.summary()
+    if shutil.which("nvcc"):  # the real toolchain takes it too
+        verdict = compile_check(cuda, Dialect.CUDA)
+        assert verdict.ok, verdict.stderr[-2000:]

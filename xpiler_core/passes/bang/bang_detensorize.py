@@ -266,6 +266,8 @@ def _scalar_valued(e: A.Expr, buffers: set[str], values: set[str]) -> bool:
         return _scalar_valued(e.operand, buffers, values)
     if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "/"):
         return _scalar_valued(e.left, buffers, values) and _scalar_valued(e.right, buffers, values)
+    if isinstance(e, A.Call) and (e.callee or "") in C_MATH_NAMES:  # sqrt(512)
+        return all(_scalar_valued(a, buffers, values) for a in e.args)
     return False
 
 
@@ -474,6 +476,12 @@ def _host_entries(printed: str, module: A.Module, kernels: frozenset[str]) -> st
     it (renamed ``xp_NAME_task``) as the MLU job a BANG kernel without host code is written for: Union1, 16
     tasks (4 clusters of 4 cores). Its pointers are device memory, as the kernel's were."""
     launched = {n.kernel.id for n in A.walk(module) if isinstance(n, A.Launch) and isinstance(n.kernel, A.Name)}
+    for name in sorted(launched & kernels & (C_MATH_NAMES | CUDA_C_LINKAGE_NAMES)):
+        # a launched kernel named like a function <math.h> or CUDA declares with C linkage (`sin`): its own name
+        # in the file, as only the file's launches name it
+        printed = re.sub(rf'(?:extern "C"\s+)?__global__ void {re.escape(name)}(\s*\()',
+                         rf"__global__ void xp_{name}_kernel\1", printed)
+        printed = re.sub(rf"\b{re.escape(name)}(\s*<<<)", rf"xp_{name}_kernel\1", printed)
     for fn in module.functions():
         if fn.name not in kernels or fn.name in launched or fn.body is None:
             continue

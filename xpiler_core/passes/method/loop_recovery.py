@@ -59,7 +59,7 @@ from xpiler_core.passes.support.ast_support import (
 )
 from xpiler_core.passes.support.coop_groups import lower_cooperative_groups, uses_cooperative_groups
 from xpiler_core.passes.support.counted_while import counted_whiles_as_fors
-from xpiler_core.passes.support.cpu_prelude import PRELUDE, PRELUDE_MARK, cublas_section
+from xpiler_core.passes.support.cpu_prelude import GRAPH_NODES, PRELUDE, PRELUDE_MARK, cublas_section
 from xpiler_core.passes.support.function_macros import Macros, expand_macros, function_macros
 from xpiler_core.passes.support.launch import infer_block, infer_grid
 from xpiler_core.tables import is_gpu_header
@@ -1405,6 +1405,17 @@ def _opaque_launch_text(n: A.Node, renamed: dict[str, str], pointers: set[str]) 
     return A.replace(n, text=text) if text != n.text else None
 
 
+_GRAPH_NODE_APIS = re.compile(r"\b(?:cuda|hip)(?:Launch(?:Cooperative)?Kernel|Graph(?:Add\w+|Clone|ExecUpdate\w*|"
+                              r"ExecKernelNodeSetParams)|(?:Kernel|HostNode|Memset)(?:Node)?Params)\b")
+
+
+def _builds_graph_nodes(module: A.Module) -> bool:
+    """Whether host code builds graphs node by node or launches through an argument array (the prelude's section
+    for them comes with the program)."""
+    return any(_GRAPH_NODE_APIS.search(n.id if isinstance(n, A.Name) else n.text if isinstance(n, A.Opaque) else
+                                       n.base if isinstance(n, A.Type) else "") for n in A.walk(module))
+
+
 def _names_cublas(module: A.Module) -> bool:
     """Whether host code calls cuBLAS (its handles, calls or constants), whose headers the prelude replaces."""
     for n in A.walk(module):
@@ -1742,6 +1753,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     items: list[A.TopItem] = [A.Opaque(PRELUDE, reason="cpu prelude")]
     if _names_cublas(module):
         items.append(A.Opaque(cublas_section(), reason="cpu cublas"))
+    graph_nodes_at = len(items)
     on_streams = _captures_streams(module)
     for item in module.items:
         if isinstance(item, A.Include) and is_gpu_header(item.path):
@@ -1793,6 +1805,9 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
                                                    *(("static",) if local else ())))
         items.append(item)
     items.extend(wrappers)
+    if _builds_graph_nodes(module) or any(isinstance(n, A.Call) and n.callee == "xp_host_kernel_value"
+                                          for item in items for n in A.walk(item)):
+        items.insert(graph_nodes_at, A.Opaque(GRAPH_NODES, reason="cpu graph nodes"))
     if dropped:
         ctx.notes.append(f"loop recovery: device functions no kernel calls left out ({', '.join(dropped)})")
     ctx.notes.append(f"loop recovery: {len(kernels)} kernel(s) as block/thread loops (warp {warp})"

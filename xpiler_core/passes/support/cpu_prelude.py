@@ -59,9 +59,6 @@ PRELUDE = PRELUDE_MARK + r"""
 #include <time.h>
 #include <cmath>
 #include <algorithm>
-#include <tuple>
-#include <utility>
-#include <vector>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -464,9 +461,12 @@ static inline int cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { retur
 /* Graphs by stream capture: work issued on a capturing stream (launches, async copies and sets, host functions)
    is recorded in order, as closures over its arguments' values, and a launch of the instantiated graph runs it
    again; an event recorded while capturing lets a stream that waits on it join the capture. */
-struct xp_work { xp_work* next; size_t at; const xp_work* origin; std::vector<const xp_work*> after;
-                 xp_work() : next(0), at(0), origin(0) {} virtual ~xp_work() {} virtual void run() = 0;
-                 virtual xp_work* clone() const = 0; };
+struct xp_dep { const struct xp_work* on; xp_dep* next; };  /* a node this one runs after */
+struct xp_work { xp_work* next; size_t at; const xp_work* origin; xp_dep* after;
+                 xp_work() : next(0), at(0), origin(0), after(0) {}
+                 virtual ~xp_work() { for (xp_dep* d = after; d;) { xp_dep* n = d->next; delete d; d = n; } }
+                 virtual void run() = 0; virtual xp_work* clone() const = 0;
+                 void runs_after(const xp_work* w) { after = new xp_dep{w, after}; } };
 template <class F> struct xp_work_of : xp_work {
   F f; explicit xp_work_of(const F& g) : f(g) {} void run() { f(); } xp_work* clone() const { return new xp_work_of(f); } };
 struct xp_graph { xp_work* head; xp_work* tail; size_t n; xp_graph() : head(0), tail(0), n(0) {} };
@@ -506,24 +506,27 @@ static inline void xp_host_graph_free(xp_graph* g) {
 /* a graph's nodes in an order their dependencies allow (the first ready node in the order they were added: one
    of the schedules a GPU may run); each copy remembers its node. Not 0 where the dependencies form a cycle. */
 static inline int xp_host_graph_copy(xp_graph* to, const xp_graph* g) {
-  std::vector<const xp_work*> nodes;
-  for (const xp_work* w = g->head; w; w = w->next) nodes.push_back(w);
-  std::vector<const xp_work*> copies(nodes.size(), (const xp_work*)0);
-  std::vector<char> taken(nodes.size(), 0);
-  for (size_t count = 0; count < nodes.size(); ++count) {
+  const size_t n = g->n;
+  const xp_work** nodes = new const xp_work*[n + 1];
+  xp_work** copies = new xp_work*[n + 1];
+  char* taken = new char[n + 1]();
+  size_t k = 0;
+  for (const xp_work* w = g->head; w; w = w->next) nodes[k++] = w;
+  int status = 0;
+  for (size_t count = 0; count < n && status == 0; ++count) {
     size_t i = 0;
-    for (; i < nodes.size(); ++i) {
+    for (; i < n; ++i) {
       bool ready = !taken[i];
-      for (size_t d = 0; ready && d < nodes[i]->after.size(); ++d) ready = taken[nodes[i]->after[d]->at] != 0;
+      for (const xp_dep* d = nodes[i]->after; ready && d; d = d->next) ready = taken[d->on->at] != 0;
       if (ready) break; }
-    if (i == nodes.size()) return 1;
+    if (i == n) { status = 1; break; }
     taken[i] = 1;
     xp_work* c = nodes[i]->clone(); c->origin = nodes[i]->origin ? nodes[i]->origin : nodes[i];
     xp_host_graph_append(to, c); copies[i] = c; }
-  for (xp_work* c = to->head; c; c = c->next)  /* the copies depend on the copies of their dependencies */
-    for (size_t i = 0; i < nodes.size(); ++i) if (copies[i] == c)
-      for (size_t d = 0; d < nodes[i]->after.size(); ++d) c->after.push_back(copies[nodes[i]->after[d]->at]);
-  return 0; }
+  for (size_t i = 0; status == 0 && i < n; ++i)  /* the copies depend on the copies of their dependencies */
+    for (const xp_dep* d = nodes[i]->after; d; d = d->next) copies[i]->runs_after(copies[d->on->at]);
+  delete[] nodes; delete[] copies; delete[] taken;
+  return status; }
 static inline int cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long = 0) {
   *e = new xp_graph(); return xp_host_graph_copy(*e, g); }
 static inline int cudaGraphClone(cudaGraph_t* c, cudaGraph_t g) { *c = new xp_graph(); return xp_host_graph_copy(*c, g); }
@@ -615,6 +618,19 @@ static inline int cudaGetLastError(void) { return 0; }
 static inline int cudaPeekAtLastError(void) { return 0; }
 static inline const char* cudaGetErrorString(int e) { return e == 0 ? "no error" : e == 2 ? "out of memory" : "error"; }
 static inline const char* cudaGetErrorName(int e) { return e == 0 ? "cudaSuccess" : "cudaError"; }
+""".replace("@RUNTIME_ENUMS@", _runtime_enums()).replace("@SIMD_VIDEO@", _simd_video())
+
+
+# cuBLAS on the CPU for host code that calls it (a benchmark's reference GEMM): device memory is host memory
+# in the CPU output, so the GEMM family is computed here, column-major as cuBLAS defines it, accumulated in
+# double like the runtime's own cuBLAS (runtime/include/xpiler/blas.h). Added by loop recovery when the
+# program names cuBLAS; what is not here does not build, and says so.
+GRAPH_NODES_MARK = "/* xpiler CPU graph nodes */"
+# Added by loop recovery where the program builds graphs node by node or launches through an argument array
+# (its includes cost every other program's compile ~0.15 s).
+GRAPH_NODES = GRAPH_NODES_MARK + r"""
+#include <tuple>
+#include <utility>
 /* Kernels named as values ((void*)k for cudaLaunchKernel or a graph's kernel node; loop recovery writes
    xp_host_kernel_value(k_blocks) there): one entry per block function, which binds an array of pointers to the
    arguments into a closure over their values (read then, as CUDA copies them). */
@@ -653,7 +669,7 @@ struct cudaMemsetParams { void* dst; size_t pitch; unsigned int value; unsigned 
 struct cudaHostNodeParams { void (*fn)(void*); void* userData; };
 static inline int xp_host_add_node(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
                                    xp_work* w) {
-  for (size_t i = 0; deps && i < n; ++i) w->after.push_back((const xp_work*)deps[i]);
+  for (size_t i = 0; deps && i < n; ++i) w->runs_after((const xp_work*)deps[i]);
   xp_host_graph_append(g, w); if (node) *node = (cudaGraphNode_t)w; return 0; }
 template <class F> static inline int xp_host_add_node_of(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps,
                                                          size_t n, const F& f) {
@@ -687,7 +703,7 @@ static inline int cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t 
   xp_graph* copy = new xp_graph(); xp_host_graph_copy(copy, child);
   return xp_host_add_node_of(node, g, deps, n, [=]() { xp_host_graph_run(copy); }); }
 static inline int cudaGraphAddDependencies(cudaGraph_t, const cudaGraphNode_t* from, const cudaGraphNode_t* to, size_t n) {
-  for (size_t i = 0; i < n; ++i) ((xp_work*)to[i])->after.push_back((const xp_work*)from[i]);
+  for (size_t i = 0; i < n; ++i) ((xp_work*)to[i])->runs_after((const xp_work*)from[i]);
   return 0; }
 /* CUDA 13's form, with edge data (the default edges: data dependencies) */
 static inline int cudaGraphAddDependencies(cudaGraph_t g, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
@@ -723,17 +739,13 @@ static inline int cudaGraphExecKernelNodeSetParams(cudaGraphExec_t e, cudaGraphN
       xp_work* old = *at;
       xp_work* w = xp_host_bind_kernel(p->func, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams);
       if (!w) return 98;
-      w->next = old->next; w->at = old->at; w->origin = old->origin; w->after = old->after;
+      w->next = old->next; w->at = old->at; w->origin = old->origin; w->after = old->after; old->after = 0;
       if (e->tail == old) e->tail = w;
       *at = w; delete old; return 0; }
   return 1; }
-""".replace("@RUNTIME_ENUMS@", _runtime_enums()).replace("@SIMD_VIDEO@", _simd_video())
+"""
 
 
-# cuBLAS on the CPU for host code that calls it (a benchmark's reference GEMM): device memory is host memory
-# in the CPU output, so the GEMM family is computed here, column-major as cuBLAS defines it, accumulated in
-# double like the runtime's own cuBLAS (runtime/include/xpiler/blas.h). Added by loop recovery when the
-# program names cuBLAS; what is not here does not build, and says so.
 CUBLAS_MARK = "/* xpiler CPU cuBLAS */"
 
 
