@@ -288,6 +288,12 @@ def _element_loop(call: A.Call, rule: dict[str, Any], counter: list[int],
     assert fn is not None
     stmt = fn.body.stmts[0]
     mapping: dict[str, A.Expr] = {n: a for n, a in zip(names, call.args, strict=True) if n != "n"}
+    if element is not rule["element"]:
+        # a number computed in device code by a math call of integer literals (`sqrt(512)`): as a double, the
+        # device overload (an int argument picks the host-only std::sqrt template under nvcc)
+        mapping["b"] = A.rewrite(mapping["b"], lambda e: A.replace(e, args=tuple(
+            A.Cast(A.Type("double"), a) if isinstance(a, A.Literal) and a.int_value is not None else a
+            for a in e.args)) if isinstance(e, A.Call) and (e.callee or "") in C_MATH_NAMES else None)
     mapping["i"] = A.name(ivar)
     body = A.substitute(stmt, mapping)
     count = call.args[names.index("n")]
