@@ -569,16 +569,14 @@ def run_spec(
     ``candidate_env``: environment variables of the runs of the program under test (not of the reference's);
     ``expectations``: the reference's outputs kept across calls with this spec (the caller keeps the store to
     one spec and one reference)."""
+    bang_path = "candidate.mlu"
     if candidate_text is None and spec.source_dialect() is Dialect.BANG:  # the spec's own BANG source
-        from xpiler_core.verify.bang import run_bang_spec
-
-        return run_bang_spec(spec, spec.source_text(), entry=candidate_entry, kind=candidate_kind, cases=cases,
-                             seed=seed, cancel=cancel, path=spec.source.name)
+        candidate_text, candidate_dialect, bang_path = spec.source_text(), Dialect.BANG, spec.source.name
     if candidate_text is not None and candidate_dialect is Dialect.BANG:  # BANG C runs on the MLU model
         from xpiler_core.verify.bang import run_bang_spec
 
         return run_bang_spec(spec, candidate_text, entry=candidate_entry, kind=candidate_kind, cases=cases,
-                             seed=seed, cancel=cancel)
+                             seed=seed, cancel=cancel, path=bang_path)
     started = time.monotonic()
     indices = _select_cases(spec, cases)
     if candidate_text is None:
