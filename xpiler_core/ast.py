@@ -80,7 +80,7 @@ import re
 import typing as t
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from xpiler_core.diagnostics import Diagnostic, Span
 from xpiler_core.dialect import Dialect
@@ -519,6 +519,25 @@ replace = dataclasses.replace
 
 
 # ----------------------------------------------------------------------------------------- traversal
+# Derived facts kept on the node they describe: nodes are immutable (frozen; a pass builds new ones with
+# ``replace``), so a fact computed once holds for the node's life. Passes walk the same subtree, ask the same
+# loop for its view and its body for its read/write sets again and again (nested loops, one pass after another);
+# recomputing them was three quarters of the CPU passes' time. Kept in the instance's ``__dict__``, outside the
+# dataclass fields: equality, hashing and ``replace`` never see them.
+_READ_WRITE = "_xp_read_write"
+_SUBTREE = "_xp_subtree"  # the node and every node under it, in pre-order (what walk yields)
+_LOOP_VIEW = ("_xp_loop_view", "_xp_loop_view_scoped")
+_MISSING = object()
+
+
+def _memo(node: Node, key: str) -> object:
+    return node.__dict__.get(key, _MISSING)
+
+
+def _remember(node: Node, key: str, value: object) -> None:
+    object.__setattr__(node, key, value)
+
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -529,25 +548,44 @@ def _node_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
+def _child_list(node: Node) -> list[Node]:
+    out: list[Node] = []
+    fields = node.__dict__
+    for fname in _node_fields(type(node)):
+        value = fields[fname]
+        if isinstance(value, Node):
+            out.append(value)
+        elif isinstance(value, tuple):
+            out.extend(item for item in value if isinstance(item, Node))
+    return out
+
+
 def children(node: Node) -> Iterator[Node]:
     """The direct child nodes of ``node``, in field order."""
-    for fname in _node_fields(type(node)):
-        value = getattr(node, fname)
-        if isinstance(value, Node):
-            yield value
-        elif isinstance(value, tuple):
-            for item in value:
-                if isinstance(item, Node):
-                    yield item
+    return iter(_child_list(node))
 
 
 def walk(node: Node) -> Iterator[Node]:
     """Every node under ``node`` (itself included), pre-order, without recursion."""
+    known = node.__dict__.get(_SUBTREE)
+    if known is None:
+        known = _preorder(node)
+        _remember(node, _SUBTREE, known)
+    return iter(known)
+
+
+def _preorder(node: Node) -> tuple[Node, ...]:
+    out: list[Node] = []
     stack = [node]
+    pop, extend, append = stack.pop, stack.extend, out.append
     while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(list(children(current))))
+        current = pop()
+        append(current)
+        below = _child_list(current)
+        if below:
+            below.reverse()
+            extend(below)
+    return tuple(out)
 
 
 class Visitor:
@@ -570,7 +608,19 @@ class Transformer:
     The default (:meth:`generic_visit`) transforms the children and rebuilds the node with ``replace`` only
     when something changed. In a tuple field (block statements, arguments, items) a visit may return a
     ``list`` of nodes to splice in its place, or ``None`` to delete the element.
+
+    A transformer whose ``visit_`` methods are all for statements (and that keeps :meth:`visit`) never
+    descends into expressions, types or declarators: no statement lies under them, so the default visit would
+    only rebuild nothing there. Most passes' transformers are of that kind, and the descent was most of their
+    time.
     """
+
+    _statements_only: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        visited = {name.removeprefix("visit_") for name in dir(cls) if name.startswith("visit_")}
+        cls._statements_only = cls.visit is Transformer.visit and visited <= _STATEMENT_LEVEL
 
     def visit(self, node: Node) -> Any:
         method = getattr(self, "visit_" + type(node).__name__, None)
@@ -580,9 +630,13 @@ class Transformer:
 
     def generic_visit(self, node: N) -> N:
         changes: dict[str, Any] = {}
+        below_only_statements = self._statements_only
+        fields = node.__dict__
         for fname in _node_fields(type(node)):
-            value = getattr(node, fname)
+            value = fields[fname]
             if isinstance(value, Node):
+                if below_only_statements and not isinstance(value, _HOLDS_STATEMENTS):
+                    continue
                 new = self.visit(value)
                 if new is not value:
                     changes[fname] = new
@@ -590,7 +644,8 @@ class Transformer:
                 out: list[Any] = []
                 changed = False
                 for item in value:
-                    if not isinstance(item, Node):
+                    if not isinstance(item, Node) or (below_only_statements
+                                                      and not isinstance(item, _HOLDS_STATEMENTS)):
                         out.append(item)
                         continue
                     new = self.visit(item)
@@ -607,6 +662,21 @@ class Transformer:
                 if changed:
                     changes[fname] = tuple(out)
         return dataclasses.replace(node, **changes) if changes else node
+
+
+def _statement_classes() -> frozenset[str]:
+    found: set[str] = set()
+    pending: list[type] = [Stmt]
+    while pending:
+        cls = pending.pop()
+        found.add(cls.__name__)
+        pending.extend(cls.__subclasses__())
+    return frozenset(found | {"Function", "Module"})
+
+
+# node classes a statement can lie under (the rest are expressions, types, declarators, parameters)
+_STATEMENT_LEVEL = _statement_classes()
+_HOLDS_STATEMENTS = (Stmt, Function, Module)
 
 
 def rewrite(node: N, fn: Callable[[Node], Node | None]) -> N:
@@ -669,8 +739,19 @@ def _base_name(expr: Expr) -> str | None:
             return None
 
 
+
+
 def read_write(node: Node) -> ReadWrite:
     """Read/write sets of an expression or statement (declared initializers count as writes)."""
+    known = _memo(node, _READ_WRITE)
+    if isinstance(known, ReadWrite):
+        return known
+    found = _read_write(node)
+    _remember(node, _READ_WRITE, found)
+    return found
+
+
+def _read_write(node: Node) -> ReadWrite:
     reads: set[str] = set()
     writes: set[str] = set()
     mem_reads: set[str] = set()
@@ -956,6 +1037,15 @@ def loop_view(loop: For, *, scoped: bool = False) -> LoopView | None:
     the inner variable, not the loop's, and does not stop the recognition. Off by default: passes that
     substitute the loop variable through the body do not all respect shadowing, so they see such loops as
     unrecognized; analyses that scope names themselves ask for it."""
+    key = _LOOP_VIEW[scoped]
+    known = _memo(loop, key)
+    if known is _MISSING:
+        known = _loop_view(loop, scoped)
+        _remember(loop, key, known)
+    return known  # type: ignore[return-value]
+
+
+def _loop_view(loop: For, scoped: bool) -> LoopView | None:
     head = _loop_var_and_start(loop.init)
     if head is None or not isinstance(loop.cond, Binary):
         return None

@@ -192,6 +192,19 @@ def load_mapping(direction: Direction) -> MappingTable:
     return table
 
 
+@cache
+def c_math_functions() -> frozenset[str]:
+    """The C-linkage functions of ``<math.h>``, each in its double, float and long double form."""
+    bases = raw_table("c_library")["math"]["bases"]
+    return frozenset(f"{base}{suffix}" for base in bases for suffix in ("", "f", "l"))
+
+
+@cache
+def c_library_functions() -> frozenset[str]:
+    """Every C-linkage function ``c_library.toml`` lists: the math functions and those of the other headers."""
+    return c_math_functions() | frozenset(raw_table("c_library")["other"]["names"])
+
+
 def table_summary() -> dict[str, int]:
     """Pair counts per category (for documentation and the manifest)."""
     return {

@@ -14,8 +14,8 @@ import re
 
 from xpiler_core.dialect import Dialect
 from xpiler_core.frontend.source import parse_text
-from xpiler_core.passes.gpu.device_cmath import MATH
 from xpiler_core.passes.support.cst import NOT_CODE, rename_identifiers, walk_fields
+from xpiler_core.tables import c_math_functions
 
 _VECTOR_TYPES = frozenset(
     f"{base}{n}" for base in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong",
@@ -36,9 +36,9 @@ CUDA_C_LINKAGE_NAMES = frozenset({
     "umax", "umin",
 })
 
-# C-linkage functions of <math.h> (and their float forms): a CUDA file includes it, so an entry of the same name
-# with C linkage cannot be declared either
-C_MATH_NAMES = frozenset(n for base in MATH if "::" not in base for n in (base, base + "f"))
+# C-linkage functions of <math.h> (every precision): a CUDA file includes it, so an entry of the same name with C
+# linkage cannot be declared either
+C_MATH_NAMES = c_math_functions()
 
 
 _NAME_NODES = frozenset({"identifier", "type_identifier"})

@@ -31,6 +31,7 @@ from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.runtime import children
 from xpiler_core.runtime.build import header_hash
 from xpiler_core.runtime.pch import with_precompiled
+from xpiler_core.tables import c_library_functions
 
 INCLUDE_DIR = Path(__file__).resolve().parents[1] / "include"
 HEADER = INCLUDE_DIR / "xpiler_bang.h"
@@ -130,21 +131,9 @@ def rewrite_launches(text: str) -> str:
         return _local_rewrite_launches(text)
 
 
-# C library functions the model's headers declare with C linkage (``<cmath>``, ``<cstdlib>``): a BANG kernel or
+# The model's headers declare the C library's functions (tables/c_library.toml) with C linkage: a BANG kernel or
 # device function of the same name declared ``extern "C"`` (``extern "C" __mlu_global__ void sin(float *, ...)``)
 # compiles with cncc, whose device headers declare no such function, and collides with the host's declaration here
-_MATH_BASES = (
-    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "copysign", "cos", "cosh", "erf",
-    "erfc", "exp", "exp2", "expm1", "fabs", "fdim", "floor", "fma", "fmax", "fmin", "fmod", "frexp", "hypot",
-    "ilogb", "ldexp", "lgamma", "llrint", "llround", "log", "log10", "log1p", "log2", "logb", "lrint", "lround",
-    "modf", "nan", "nearbyint", "nextafter", "pow", "remainder", "remquo", "rint", "round", "scalbn", "sin",
-    "sinh", "sqrt", "tan", "tanh", "tgamma", "trunc",
-)
-C_LIBRARY_FUNCTIONS = frozenset(
-    [f"{b}{suffix}" for b in _MATH_BASES for suffix in ("", "f", "l")]
-    + ["abs", "labs", "llabs", "div", "exit", "abort", "free", "malloc", "calloc", "realloc", "rand", "srand",
-       "atoi", "atof", "qsort", "memcpy", "memset", "strlen", "printf"]
-)
 _C_LINKAGE_DEVICE_FUNCTION = re.compile(
     r'\bextern\s*"C"(?=\s*(?:__mlu_global__|__mlu_entry__|__mlu_func__|__mlu_device__)\b[^;{}()]*?\b(\w+)\s*\()'
 )
@@ -158,7 +147,7 @@ def _own_linkage_for_library_names(text: str) -> tuple[str, dict[str, str]]:
     out: list[str] = []
     pos = 0
     for m in _C_LINKAGE_DEVICE_FUNCTION.finditer(text):
-        if m.group(1) not in C_LIBRARY_FUNCTIONS:
+        if m.group(1) not in c_library_functions():
             continue
         opening = text.index("(", m.end(1))
         depth, close = 0, opening
