@@ -11,6 +11,11 @@ precompiled headers, the engine library). Prints, per direction and
 cache state, the median and 90th percentile of the command's wall time (process start included) and of each
 phase (translate: parse, passes and writing; compile; tests), and the machine's load before and after (a figure
 taken on a busy machine is flagged). ``--report JSON`` prints the table of a saved run.
+
+``--baseline TREE`` (a work tree of another commit: ``git worktree add /tmp/base COMMIT``) runs that tree's tool
+beside this one, interleaved file by file and state by state (which goes first alternates), each with its own
+caches: the table gains a row per tree and the ratio of the medians (baseline / current), so a before → after
+figure comes from one run on one machine in one load.
 """
 
 from __future__ import annotations
@@ -46,9 +51,11 @@ def p90(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
 
 
-def translate_once(source: Path, target: str, cache: Path, out_dir: Path) -> dict[str, float] | str:
+def translate_once(source: Path, target: str, cache: Path, out_dir: Path, tree: Path = ROOT) -> dict[str, float] | str:
     out = out_dir / (source.stem + (".hip" if target == "hip" else ".cpp"))
-    env = {**os.environ, "XPILER_CACHE_DIR": str(cache)}
+    # the tree's own package first on the path: a baseline tree runs its own tool, not the installed one
+    env = {**os.environ, "XPILER_CACHE_DIR": str(cache),
+           "PYTHONPATH": os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "xpiler_core", "translate", str(source), "--to", target, "-o",
                            str(out), "--json"], capture_output=True, text=True, env=env, timeout=900, check=False)
@@ -77,18 +84,27 @@ def table(rows: list[dict[str, object]], targets: list[str], load_before: float,
     print("| direction | cache | files | wall med / p90 (s) | translate med / p90 | compile med / p90 | "
           "tests med / p90 |")
     print("|---|---|---|---|---|---|---|")
+    trees = sorted({str(r.get("tree", "current")) for r in rows}, key=lambda t: t != "baseline")
     for target in targets:
         for state in STATES:
-            ok = [r for r in rows if r["to"] == target and r["cache"] == state and "error" not in r]
-            if not ok:
-                continue
+            medians: dict[str, float] = {}
+            for tree in trees:
+                ok = [r for r in rows if r["to"] == target and r["cache"] == state and "error" not in r
+                      and r.get("tree", "current") == tree]
+                if not ok:
+                    continue
 
-            def col(phase: str, subset: list[dict[str, object]] = ok) -> str:
-                values = [float(str(r[phase])) for r in subset]
-                return f"{statistics.median(values):.2f} / {p90(values):.2f}"
+                def col(phase: str, subset: list[dict[str, object]] = ok) -> str:
+                    values = [float(str(r[phase])) for r in subset]
+                    return f"{statistics.median(values):.2f} / {p90(values):.2f}"
 
-            print(f"| {target} | {state} | {len(ok)} | {col('wall')} | {col('translate')} | {col('compile')} | "
-                  f"{col('tests')} |")
+                medians[tree] = statistics.median(float(str(r["wall"])) for r in ok)
+                label = target if len(trees) == 1 else f"{target} ({tree})"
+                print(f"| {label} | {state} | {len(ok)} | {col('wall')} | {col('translate')} | {col('compile')} | "
+                      f"{col('tests')} |")
+            if len(medians) == 2 and medians.get("current"):
+                print(f"| {target} | {state} | | baseline / current wall median: "
+                      f"{medians['baseline'] / medians['current']:.2f}x | | | |")
     for r in rows:
         if "error" in r:
             print(f"error: {r['file']} → {r['to']} ({r['cache']}): {r['error']}")
@@ -100,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", choices=sorted(SETS), help="file sets (default: both)")
     parser.add_argument("--json", type=Path, help="also write every row here")
     parser.add_argument("--report", type=Path, help="only print the table of an earlier --json run")
+    parser.add_argument("--baseline", type=Path, help="a work tree of another commit, run interleaved beside this one")
     args = parser.parse_args(argv)
     if args.report:
         saved = json.loads(args.report.read_text())
@@ -111,31 +128,38 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     rows: list[dict[str, object]] = []
     files = [f for name in (args.set or sorted(SETS)) for f in sources(name)]
-    machine = Path(tempfile.mkdtemp(prefix="xpiler-latency-machine-"))
+    trees = {"current": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
+    machines = {name: Path(tempfile.mkdtemp(prefix=f"xpiler-latency-machine-{name}-")) for name in trees}
     for target in args.to or ["hip", "cpu"]:
         # what the machine keeps after any first translation (precompiled runtime headers, the engine library):
         # made once by translating another file, copied into each "new file" cache
-        with tempfile.TemporaryDirectory(prefix="xpiler-latency-") as tmp:
-            translate_once(ROOT / "examples" / "vector_add.cu", target, machine, Path(tmp))
-        for source in files:
+        for name, tree in trees.items():
             with tempfile.TemporaryDirectory(prefix="xpiler-latency-") as tmp:
-                cache, out_dir = Path(tmp) / "cache", Path(tmp) / "out"
-                out_dir.mkdir()
+                translate_once(ROOT / "examples" / "vector_add.cu", target, machines[name], Path(tmp), tree)
+        for number, source in enumerate(files):
+            order = list(trees) if number % 2 == 0 else list(reversed(trees))
+            with tempfile.TemporaryDirectory(prefix="xpiler-latency-") as tmp:
+                caches = {name: Path(tmp) / name / "cache" for name in trees}
                 for state in STATES:
-                    if state == "new file":
-                        cache = Path(tmp) / "new-file-cache"
-                        for folder in MACHINE_FOLDERS:
-                            if (machine / folder).is_dir():
-                                shutil.copytree(machine / folder, cache / folder)
-                    got = translate_once(source, target, cache, out_dir)
-                    row: dict[str, object] = {"file": str(source.relative_to(ROOT)), "to": target, "cache": state}
-                    if isinstance(got, str):
-                        row["error"] = got
-                    else:
-                        row.update(got)
-                    rows.append(row)
-                    print(json.dumps(row), file=sys.stderr, flush=True)
-    shutil.rmtree(machine, ignore_errors=True)
+                    for name in order:
+                        out_dir = Path(tmp) / name / "out"
+                        out_dir.mkdir(parents=True, exist_ok=True)
+                        if state == "new file":
+                            caches[name] = Path(tmp) / name / "new-file-cache"
+                            for folder in MACHINE_FOLDERS:
+                                if (machines[name] / folder).is_dir():
+                                    shutil.copytree(machines[name] / folder, caches[name] / folder)
+                        got = translate_once(source, target, caches[name], out_dir, trees[name])
+                        row: dict[str, object] = {"file": str(source.relative_to(ROOT)), "to": target, "cache": state,
+                                                  "tree": name}
+                        if isinstance(got, str):
+                            row["error"] = got
+                        else:
+                            row.update(got)
+                        rows.append(row)
+                        print(json.dumps(row), file=sys.stderr, flush=True)
+    for machine in machines.values():
+        shutil.rmtree(machine, ignore_errors=True)
     load_after = os.getloadavg()[0]
     table(rows, args.to or ["hip", "cpu"], load_before, load_after)
     if args.json:
