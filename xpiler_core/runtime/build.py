@@ -32,7 +32,7 @@ from xpiler_core.dialect import Dialect
 from xpiler_core.project import BuildSettings
 from xpiler_core.runtime import children
 from xpiler_core.runtime.engine_lib import EXTERN_FLAG, engine_library, link_flags, place_engine
-from xpiler_core.runtime.pch import with_precompiled
+from xpiler_core.runtime.pch import precompiled_preamble, with_precompiled
 from xpiler_core.runtime.rewrite import rewrite_for_cpu
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
@@ -253,6 +253,9 @@ def build_library(
             cache.set(key, {"ok": False, "log": failure})
             return BuildResult(False, None, failure, command, False, time.monotonic() - started)
         command = [compiler, *flags, str(src_path), *objects, "-o", str(library), *libs]
+    elif is_c:  # the file's opening standard headers read from a precompiled copy (same program, parsed once)
+        command = [compiler, *flags, *precompiled_preamble(source, compiler, compiler_version(compiler), flags),
+                   str(src_path), "-o", str(library), *libs]
     try:
         proc = children.run(
             command,

@@ -16,6 +16,7 @@ editor jobs can race for the same header safely. ``XPILER_NO_PCH=1`` turns the w
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import subprocess
 from collections.abc import Callable, Sequence
@@ -67,6 +68,100 @@ def precompiled_include(header: str, flags: Sequence[str], digest: str, compiler
                        lambda partial: [compiler, *shaping, "-x", "c++-header", str(stub), "-o", str(partial)],
                        stub, PCH_TIMEOUT_S, PCH_MEMORY_BYTES)
     return str(stub) if built else None
+
+
+# Headers of the C and C++ standard libraries, POSIX, OpenMP and the x86 intrinsics: each guarded (or, like
+# <assert.h>, the same when read again). A project's own header, even one named with <...>, need not be:
+# a file's opening stops at it.
+_C_LIBRARY = ("assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign stdarg "
+              "stdatomic stdbool stddef stdint stdio stdlib string tgmath time uchar wchar wctype").split()
+_STANDARD_HEADERS = frozenset(
+    [f"{name}.h" for name in _C_LIBRARY] + [f"c{name}" for name in _C_LIBRARY]
+    + [f"{name}.h" for name in ("unistd pthread omp immintrin x86intrin emmintrin xmmintrin pmmintrin smmintrin "
+                                "nmmintrin tmmintrin sys/time sys/types sys/stat").split()]
+    + ("algorithm any array atomic bit bitset chrono complex deque exception functional initializer_list iomanip "
+       "ios iosfwd iostream istream iterator limits list map memory mutex new numeric optional ostream queue random "
+       "ratio set sstream stack stdexcept string string_view thread tuple type_traits typeinfo unordered_map "
+       "unordered_set utility valarray variant vector").split())
+# a line of a file's opening that only brings in standard headers and settles the macros they see
+_PREAMBLE_DIRECTIVE = re.compile(
+    r"\s*#\s*(?:include\s*<(?P<header>[^>\n]+)>|pragma\s+GCC\s+target\b.*|define\s+\w+.*|undef\s+\w+"
+    r"|if(?:n?def)?\b.*|elif\b.*|else\b.*|endif\b.*)\s*$")
+_CONDITIONAL_OPEN = re.compile(r"\s*#\s*if")
+_CONDITIONAL_CLOSE = re.compile(r"\s*#\s*endif")
+_LINE_MARKER = re.compile(r"\s*#\s*line\b")
+_INCLUDE = re.compile(r"\s*#\s*include\b")
+
+
+def leading_headers(text: str) -> str | None:
+    """The opening of a C/C++ file that only includes standard headers (``#include <...>``) among comments, blank
+    lines, ``#pragma GCC target``, ``#define``/``#undef`` and conditionals closed within it, or None when that
+    opening includes nothing. Every CPU translation starts with such a block (its prelude's headers: most of
+    g++'s time on a small file). Parsed from a precompiled copy first, it is the file's own beginning read
+    twice: the headers are guarded, the macros redefined identically, so the program is the same.
+    ``#line`` markers are passed over (they only name the file in messages) and left out."""
+    kept: list[str] = []
+    cut = 0  # length of ``kept`` at the last point outside every conditional
+    depth = 0
+    in_comment = False
+    includes = 0
+    included_at_cut = 0
+    for line in text.splitlines():
+        code = line
+        if in_comment:
+            end = code.find("*/")
+            if end < 0:
+                kept.append(line)
+                continue
+            in_comment = False
+            code = code[end + 2 :]
+        code = re.sub(r"/\*.*?\*/", " ", code)
+        if "/*" in code:
+            in_comment = True
+            code = code[: code.index("/*")]
+        stripped = code.split("//", 1)[0].strip()
+        if stripped.endswith("\\"):
+            break  # a continued line: left to the file itself
+        if _LINE_MARKER.match(stripped):
+            continue
+        directive = _PREAMBLE_DIRECTIVE.fullmatch(stripped) if stripped else None
+        header = directive["header"] if directive is not None else None
+        if stripped and (directive is None or (header is not None and header.strip() not in _STANDARD_HEADERS)):
+            break
+        kept.append(line)
+        if _CONDITIONAL_OPEN.match(stripped):
+            depth += 1
+        elif _CONDITIONAL_CLOSE.match(stripped):
+            depth -= 1
+        elif _INCLUDE.match(stripped):
+            includes += 1
+        if depth == 0 and not in_comment:
+            cut, included_at_cut = len(kept), includes
+        if depth < 0:
+            break
+    if included_at_cut == 0:
+        return None
+    return "\n".join(kept[:cut]) + "\n"
+
+
+def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence[str]) -> list[str]:
+    """``["-include", FILE]`` that makes a C/C++ compile of ``text`` with ``flags`` read its opening system
+    headers (:func:`leading_headers`) from a precompiled copy, or ``[]`` (no such opening, pch off, or the
+    copy cannot be built here). ``compiler``: the path or name run (gcc builds a C header, g++ a C++ one)."""
+    if _disabled():
+        return []
+    preamble = leading_headers(text)
+    if preamble is None:
+        return []
+    shaping = [f for f in header_flags(flags) if f != "-c"]
+    language = "c-header" if os.path.basename(compiler) in ("gcc", "cc") else "c++-header"
+    key = stable_key("pch-preamble-v1", preamble, shaping, language, compiler, version)
+    folder = cache_root() / "pch" / key[:24]
+    stub = folder / "xpiler_preamble.h"
+    gch = folder / "xpiler_preamble.h.gch"
+    built = build_once(gch, preamble, lambda partial: [compiler, *shaping, "-x", language, str(stub), "-o",
+                                                       str(partial)], stub, PCH_TIMEOUT_S, PCH_MEMORY_BYTES)
+    return ["-include", str(stub)] if built else []
 
 
 def include_line(header: str) -> str:

@@ -23,6 +23,7 @@ from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.dialect import Dialect
 from xpiler_core.project import BuildSettings
 from xpiler_core.runtime import children
+from xpiler_core.runtime.pch import precompiled_preamble
 
 COMPILE_TIMEOUT_S = 300.0
 COMPILE_MEMORY_BYTES = 8 * 1024**3
@@ -211,11 +212,16 @@ def compile_check(
     with tempfile.TemporaryDirectory(prefix="xpiler-cc-") as tmp:
         src = os.path.join(tmp, "input" + suffix)
         obj = os.path.join(tmp, "input.o")
+        unit_text = build.with_units(text) if build is not None else text
         with open(src, "w", encoding="utf-8") as fh:
-            fh.write(build.with_units(text) if build is not None else text)
+            fh.write(unit_text)
         if build is not None:
             build.write_files(Path(tmp))
         cmd, env = _command(name, tc.path, src, obj, all_flags)
+        shown_cmd = [c.replace(tmp + "/", "") for c in cmd]
+        if name in ("g++", "gcc"):  # the file's opening standard headers read from a precompiled copy
+            opening = cmd.index(src)
+            cmd[opening:opening] = precompiled_preamble(unit_text, tc.path, tc.version, [*cmd[1:opening], *all_flags])
         try:
             proc = children.run(
                 cmd,
@@ -233,7 +239,6 @@ def compile_check(
         except subprocess.TimeoutExpired:
             ok, stderr = False, f"input{suffix}:1:1: error: {name} timed out after {COMPILE_TIMEOUT_S:.0f} s"
     seconds = time.monotonic() - started
-    shown_cmd = [c.replace(tmp + "/", "") for c in cmd]
     cache.set(key, {"ok": ok, "command": shown_cmd, "stderr": stderr, "seconds": seconds})
     return CompileVerdict(
         ok,
