@@ -85,3 +85,19 @@ def test_a_cpu_translation_compiles_to_the_same_code_from_the_precompiled_openin
     used = subprocess.run(["g++", *FLAGS, *include, "-H", "-fsyntax-only", str(source)], capture_output=True,
                           text=True, check=True, timeout=300).stderr
     assert any(line.startswith("!") and line.endswith(".gch") for line in used.splitlines())
+
+
+def test_one_copy_serves_every_project_folder_unless_a_folder_holds_a_header_of_that_name(tmp_path: Path,
+                                                                                         monkeypatch) -> None:
+    monkeypatch.setenv("XPILER_CACHE_DIR", str(tmp_path / "cache"))
+    version = subprocess.run(["g++", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    text = "#include <stdio.h>\n#include <math.h>\nint main() { printf(\"%.1f\\n\", sqrt(4.0)); }\n"
+    plain, shadowing = tmp_path / "plain", tmp_path / "shadowing"
+    plain.mkdir()
+    shadowing.mkdir()
+    (shadowing / "math.h").write_text("#include_next <math.h>\n#define XP_PROJECT_MATH 1\n")
+    first = precompiled_preamble(text, "g++", version, [*FLAGS, f"-I{plain}", "-DXP_A=1"])
+    again = precompiled_preamble(text, "g++", version, [*FLAGS, "-I", str(tmp_path), "-DXP_A=2"])
+    assert first and first == again
+    # the project's math.h is what <math.h> means there: compiled as written, without the copy
+    assert precompiled_preamble(text, "g++", version, [*FLAGS, f"-I{shadowing}"]) == []

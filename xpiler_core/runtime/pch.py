@@ -153,7 +153,16 @@ def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence
     preamble = leading_headers(text)
     if preamble is None:
         return []
-    shaping = [f for f in header_flags(flags) if f != "-c"]
+    # A project's include folders and macros are left out of the copy's key and build, so one copy serves every
+    # file (each sits in its own folder, passed with -I): a standard header is not looked for in them unless one
+    # holds a file of that name (then no copy: the project's header is what the file means), and g++ itself
+    # refuses a copy whose headers a -D macro would change, reading the plain text instead.
+    folders = _include_folders(flags)
+    headers = [m["header"].strip() for line in preamble.splitlines() if (m := _PREAMBLE_DIRECTIVE.fullmatch(
+        line.split("//", 1)[0].strip())) is not None and m["header"]]
+    if any((Path(folder) / header).exists() for folder in folders for header in headers):
+        return []
+    shaping = [f for f in _without_project_flags(header_flags(flags)) if f != "-c"]
     language = "c-header" if os.path.basename(compiler) in ("gcc", "cc") else "c++-header"
     key = stable_key("pch-preamble-v1", preamble, shaping, language, compiler, version)
     folder = cache_root() / "pch" / key[:24]
@@ -162,6 +171,39 @@ def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence
     built = build_once(gch, preamble, lambda partial: [compiler, *shaping, "-x", language, str(stub), "-o",
                                                        str(partial)], stub, PCH_TIMEOUT_S, PCH_MEMORY_BYTES)
     return ["-include", str(stub)] if built else []
+
+
+_FOLDER_OPTIONS = ("-I", "-isystem", "-idirafter")
+_MACRO_OPTIONS = ("-D", "-U")
+
+
+def _include_folders(flags: Sequence[str]) -> list[str]:
+    """The folders ``flags`` search for ``<...>`` headers (``-I``, ``-isystem``, ``-idirafter``; joined or apart)."""
+    out: list[str] = []
+    for i, flag in enumerate(flags):
+        for option in _FOLDER_OPTIONS:
+            if flag == option and i + 1 < len(flags):
+                out.append(flags[i + 1])
+            elif flag.startswith(option) and len(flag) > len(option):
+                out.append(flag[len(option):])
+    return out
+
+
+def _without_project_flags(flags: Sequence[str]) -> list[str]:
+    """``flags`` without include folders and macro definitions (each form: joined or followed by its value)."""
+    out: list[str] = []
+    skip = False
+    for flag in flags:
+        if skip:
+            skip = False
+            continue
+        if flag in _FOLDER_OPTIONS or flag in _MACRO_OPTIONS:
+            skip = True
+            continue
+        if flag.startswith(("-I", "-D", "-U")):
+            continue
+        out.append(flag)
+    return out
 
 
 def include_line(header: str) -> str:
