@@ -101,3 +101,20 @@ def test_one_copy_serves_every_project_folder_unless_a_folder_holds_a_header_of_
     assert first and first == again
     # the project's math.h is what <math.h> means there: compiled as written, without the copy
     assert precompiled_preamble(text, "g++", version, [*FLAGS, f"-I{shadowing}"]) == []
+
+
+def test_a_macro_of_the_project_that_changes_a_header_makes_gcc_read_the_plain_text(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    # the copy is built without the project's -D; strict C11's <stdio.h> declares fileno only under a POSIX macro
+    monkeypatch.setenv("XPILER_CACHE_DIR", str(tmp_path / "cache"))
+    version = subprocess.run(["gcc", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    text = "#include <stdio.h>\nint main(void) { return fileno(stdin) < 0; }\n"
+    source = tmp_path / "posix.c"
+    source.write_text(text)
+    flags = ["-std=c11", "-O2", "-Werror=implicit-function-declaration", "-D_POSIX_C_SOURCE=200809L"]
+    include = precompiled_preamble(text, "gcc", version, flags)
+    assert include
+    build = subprocess.run(["gcc", *flags, "-Winvalid-pch", *include, "-c", str(source), "-o", str(tmp_path / "p.o")],
+                           capture_output=True, text=True, timeout=120)
+    assert build.returncode == 0, build.stderr
+    assert "not used because" in build.stderr
