@@ -57,8 +57,10 @@ def translate_once(source: Path, target: str, cache: Path, out_dir: Path, tree: 
     env = {**os.environ, "XPILER_CACHE_DIR": str(cache),
            "PYTHONPATH": os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
     started = time.perf_counter()
+    # run in the tree: `python -m` puts the working folder first on the path, ahead of PYTHONPATH
     done = subprocess.run([sys.executable, "-m", "xpiler_core", "translate", str(source), "--to", target, "-o",
-                           str(out), "--json"], capture_output=True, text=True, env=env, timeout=900, check=False)
+                           str(out), "--json"], capture_output=True, text=True, env=env, timeout=900, check=False,
+                          cwd=tree)
     wall = time.perf_counter() - started
     try:
         result = json.loads(done.stdout)
