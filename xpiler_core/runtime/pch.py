@@ -10,7 +10,9 @@ compiler and its version, every runtime header's text and the flags that shape t
 ``-I``/``-D``) are left out of the key on purpose: g++ checks a precompiled header against the macros of the
 compilation using it and, when it does not fit, reads the plain header instead, so the result is always the
 same program — only slower. Builds are atomic (a fresh name renamed into place), so parallel test workers and
-editor jobs can race for the same header safely. ``XPILER_NO_PCH=1`` turns the whole thing off.
+editor jobs can race for the same header safely. The same for a C/C++ file's opening standard headers
+(:func:`precompiled_preamble`: every CPU translation starts with its prelude's). ``XPILER_NO_PCH=1`` turns the
+whole thing off.
 """
 
 from __future__ import annotations
@@ -70,10 +72,11 @@ def precompiled_include(header: str, flags: Sequence[str], digest: str, compiler
     return str(stub) if built else None
 
 
-# Headers of the C and C++ standard libraries, POSIX, OpenMP and the x86 intrinsics: each guarded (or, like
-# <assert.h>, the same when read again). A project's own header, even one named with <...>, need not be:
-# a file's opening stops at it.
-_C_LIBRARY = ("assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign stdarg "
+# Headers of the C and C++ standard libraries, POSIX, OpenMP and the x86 intrinsics, each guarded: read again,
+# they change nothing. Not <assert.h>/<cassert>: the standard has them re-read, and each reading defines assert
+# by NDEBUG as it is then (an opening that defines NDEBUG after including it would get the other assert). A
+# project's own header, even one named with <...>, need not be guarded either: a file's opening stops at it.
+_C_LIBRARY = ("complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign stdarg "
               "stdatomic stdbool stddef stdint stdio stdlib string tgmath time uchar wchar wctype").split()
 _STANDARD_HEADERS = frozenset(
     [f"{name}.h" for name in _C_LIBRARY] + [f"c{name}" for name in _C_LIBRARY]
