@@ -37,22 +37,25 @@ def _disabled() -> bool:
     return os.environ.get("XPILER_NO_PCH", "") not in ("", "0")
 
 
-def header_flags(flags: Sequence[str]) -> list[str]:
-    """The flags of a build that shape the precompiled header (link-only flags, libraries and the
-    ``-include`` of the header itself left out)."""
+def _without(flags: Sequence[str], options: tuple[str, ...], alone: frozenset[str] = frozenset()) -> list[str]:
+    """``flags`` less each of ``options`` with its value (apart: ``-I DIR``, or joined: ``-IDIR``) and the flags in
+    ``alone``."""
     out: list[str] = []
     skip = False
     for flag in flags:
         if skip:
             skip = False
-            continue
-        if flag == "-include":
+        elif flag in options:
             skip = True
-            continue
-        if flag in _LINK_ONLY or flag.startswith("-l") or flag.startswith("-Wl,"):
-            continue
-        out.append(flag)
+        elif not flag.startswith(options) and flag not in alone:
+            out.append(flag)
     return out
+
+
+def header_flags(flags: Sequence[str]) -> list[str]:
+    """The flags of a build that shape the precompiled header (link-only flags, libraries and the
+    ``-include`` of the header itself left out)."""
+    return _without(flags, ("-include", "-l", "-Wl,"), _LINK_ONLY)
 
 
 def precompiled_include(header: str, flags: Sequence[str], digest: str, compiler: str, version: str) -> str | None:
@@ -93,13 +96,18 @@ _PREAMBLE_DIRECTIVE = re.compile(
 _CONDITIONAL_OPEN = re.compile(r"\s*#\s*if")
 _CONDITIONAL_CLOSE = re.compile(r"\s*#\s*endif")
 _LINE_MARKER = re.compile(r"\s*#\s*line\b")
-_INCLUDE = re.compile(r"\s*#\s*include\b")
 
 
 def leading_headers(text: str) -> str | None:
+    """The opening :func:`_opening` finds, or None."""
+    found = _opening(text)
+    return found[0] if found is not None else None
+
+
+def _opening(text: str) -> tuple[str, tuple[str, ...]] | None:
     """The opening of a C/C++ file that only includes standard headers (``#include <...>``) among comments, blank
-    lines, ``#pragma GCC target``, ``#define``/``#undef`` and conditionals closed within it, or None when that
-    opening includes nothing. Every CPU translation starts with such a block (its prelude's headers: most of
+    lines, ``#pragma GCC target``, ``#define``/``#undef`` and conditionals closed within it, with the headers it
+    includes; None when it includes nothing. Every CPU translation starts with such a block (its prelude's headers: most of
     g++'s time on a small file). Parsed from a precompiled copy first, it is the file's own beginning read
     twice: the headers are guarded, the macros redefined identically, so the program is the same.
     ``#line`` markers are passed over (they only name the file in messages) and left out."""
@@ -107,8 +115,8 @@ def leading_headers(text: str) -> str | None:
     cut = 0  # length of ``kept`` at the last point outside every conditional
     depth = 0
     in_comment = False
-    includes = 0
-    included_at_cut = 0
+    headers: list[str] = []
+    headers_at_cut = 0
     for line in text.splitlines():
         code = line
         if in_comment:
@@ -136,15 +144,15 @@ def leading_headers(text: str) -> str | None:
             depth += 1
         elif _CONDITIONAL_CLOSE.match(stripped):
             depth -= 1
-        elif _INCLUDE.match(stripped):
-            includes += 1
+        elif header is not None:
+            headers.append(header.strip())
         if depth == 0 and not in_comment:
-            cut, included_at_cut = len(kept), includes
+            cut, headers_at_cut = len(kept), len(headers)
         if depth < 0:
             break
-    if included_at_cut == 0:
+    if headers_at_cut == 0:
         return None
-    return "\n".join(kept[:cut]) + "\n"
+    return "\n".join(kept[:cut]) + "\n", tuple(headers[:headers_at_cut])
 
 
 def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence[str]) -> list[str]:
@@ -153,16 +161,15 @@ def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence
     copy cannot be built here). ``compiler``: the path or name run (gcc builds a C header, g++ a C++ one)."""
     if _disabled():
         return []
-    preamble = leading_headers(text)
-    if preamble is None:
+    opening = _opening(text)
+    if opening is None:
         return []
+    preamble, headers = opening
     # A project's include folders and macros are left out of the copy's key and build, so one copy serves every
     # file (each sits in its own folder, passed with -I): a standard header is not looked for in them unless one
     # holds a file of that name (then no copy: the project's header is what the file means), and g++ itself
     # refuses a copy whose headers a -D macro would change, reading the plain text instead.
     folders = _include_folders(flags)
-    headers = [m["header"].strip() for line in preamble.splitlines() if (m := _PREAMBLE_DIRECTIVE.fullmatch(
-        line.split("//", 1)[0].strip())) is not None and m["header"]]
     if any((Path(folder) / header).exists() for folder in folders for header in headers):
         return []
     shaping = [f for f in _without_project_flags(header_flags(flags)) if f != "-c"]
@@ -193,20 +200,8 @@ def _include_folders(flags: Sequence[str]) -> list[str]:
 
 
 def _without_project_flags(flags: Sequence[str]) -> list[str]:
-    """``flags`` without include folders and macro definitions (each form: joined or followed by its value)."""
-    out: list[str] = []
-    skip = False
-    for flag in flags:
-        if skip:
-            skip = False
-            continue
-        if flag in _FOLDER_OPTIONS or flag in _MACRO_OPTIONS:
-            skip = True
-            continue
-        if flag.startswith(("-I", "-D", "-U")):
-            continue
-        out.append(flag)
-    return out
+    """``flags`` without include folders and macro definitions."""
+    return _without(flags, (*_FOLDER_OPTIONS, *_MACRO_OPTIONS))
 
 
 def include_line(header: str) -> str:
