@@ -4,6 +4,7 @@ object code of a real CPU translation is the same instruction for instruction, a
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from xpiler_core.runtime.pch import leading_headers, precompiled_preamble
+from xpiler_core.runtime.pch import leading_headers, precompiled_offload_preamble, precompiled_preamble
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("objdump") is None,
                                 reason="needs g++ and objdump")
@@ -41,6 +42,9 @@ def preprocessed(folder: Path, text: str, include: str | None) -> str:
 @given(st.lists(st.sampled_from(OPENING_LINES), min_size=1, max_size=8))
 # <assert.h> is read again by design: read first with NDEBUG unset, then after it is defined, assert changes
 @example(["#include <stdio.h>", "#include <assert.h>", "#define NDEBUG"])
+# a conditional on a macro the opening defines later takes the other branch when read again: no copy
+@example(["#include <stdio.h>", "#if XP_WIDTH > 4\n#define XP_WIDE 1\n#else\n#define XP_WIDE 0\n#endif",
+          "#define XP_WIDTH 8"])
 def test_reading_the_opening_first_changes_nothing_the_compiler_sees(tmp_path: Path, lines: list[str]) -> None:
     text = "\n".join(lines) + "\n" + BODY
     opening = leading_headers(text)
@@ -49,7 +53,12 @@ def test_reading_the_opening_first_changes_nothing_the_compiler_sees(tmp_path: P
     assert text.replace('#line 1 "kernel.cu"\n', "").startswith(opening.rstrip("\n"))
     stub = tmp_path / "opening.h"
     stub.write_text(opening)
-    assert preprocessed(tmp_path, text, str(stub)) == preprocessed(tmp_path, text, None)
+    same = preprocessed(tmp_path, text, str(stub)) == preprocessed(tmp_path, text, None)
+    # the tool precompiles the opening exactly when reading it first changes nothing
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XPILER_CACHE_DIR", str(tmp_path / f"cache-{abs(hash(text))}"))
+        copied = precompiled_preamble(text, "g++", "test", FLAGS)
+    assert bool(copied) == same
 
 
 def test_a_project_header_named_with_angle_brackets_ends_the_opening(tmp_path: Path) -> None:
@@ -119,3 +128,52 @@ def test_a_macro_of_the_project_that_changes_a_header_makes_gcc_read_the_plain_t
                            capture_output=True, text=True, timeout=120)
     assert build.returncode == 0, build.stderr
     assert "not used because" in build.stderr
+
+
+needs_hipcc = pytest.mark.skipif(shutil.which("hipcc") is None, reason="needs hipcc")
+HIP_OPENING = "#include <hip/hip_runtime.h>\n#include <math.h>\n#if XP_MODE\n#define XP_SCALE 2.0f\n#endif\n"
+HIP_BODY = ("__global__ void xp_scale(float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "  if (i < n) x[i] = sqrtf(x[i]) * XP_SCALE;\n}\n")
+
+
+def hipcc(folder: Path, text: str, extra: list[str], name: str) -> subprocess.CompletedProcess[str]:
+    source = folder / "unit.hip"  # one name: clang writes the file's name into the object
+    source.write_text(text)
+    env = {**os.environ, "HIP_PLATFORM": "amd"}
+    return subprocess.run(["hipcc", "--offload-arch=gfx90a", "-std=c++17", *extra, "-c", str(source), "-o",
+                           str(folder / f"{name}.o")], capture_output=True, text=True, timeout=300, env=env)
+
+
+@needs_hipcc
+def test_a_hip_file_compiles_to_the_same_object_from_the_precompiled_copies(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XPILER_CACHE_DIR", str(tmp_path / "cache"))
+    text = HIP_OPENING + HIP_BODY
+    flags = ["--offload-arch=gfx90a", "-std=c++17", "-DXP_MODE=1"]
+    copies = precompiled_offload_preamble(text, "hipcc", "test", flags)
+    assert copies[0] == "-Xarch_device" and copies[2] == "-Xarch_host"
+    with_copies = hipcc(tmp_path, text, ["-DXP_MODE=1", *copies, "-H"], "with")
+    plain = hipcc(tmp_path, text, ["-DXP_MODE=1", "-H"], "plain")
+    assert with_copies.returncode == 0 and plain.returncode == 0, with_copies.stderr + plain.stderr
+    # the device code object and the host object, bundled: byte for byte the same
+    assert (tmp_path / "with.o").read_bytes() == (tmp_path / "plain.o").read_bytes()
+    # clang -H lists every header it reads as text: hip_runtime.h only on the plain side (the copy holds it)
+    assert "hip/hip_runtime.h" in plain.stderr and "hip/hip_runtime.h" not in with_copies.stderr
+
+
+@needs_hipcc
+def test_a_macro_of_the_project_gets_its_own_hip_copy_and_failures_are_the_plain_compilers(tmp_path: Path,
+                                                                                         monkeypatch) -> None:
+    # clang uses a precompiled header whatever the macros of the compile using it, so a copy built under
+    # -DXP_MODE=1 would define XP_SCALE for a compile without it: the verdicts must be hipcc's on the plain text
+    from xpiler_core.dialect import Dialect
+    from xpiler_core.verify.toolchains import compile_check
+
+    monkeypatch.setenv("XPILER_CACHE_DIR", str(tmp_path / "cache"))
+    text = HIP_OPENING + HIP_BODY
+    assert compile_check(text, Dialect.HIP, flags=("-DXP_MODE=1",)).ok
+    without = compile_check(text, Dialect.HIP)
+    assert not without.ok and hipcc(tmp_path, text, [], "plain").returncode != 0
+    assert any("XP_SCALE" in d.message for d in without.diagnostics)
+    monkeypatch.setenv("XPILER_NO_PCH", "1")
+    monkeypatch.setenv("XPILER_CACHE_DIR", str(tmp_path / "cache-plain"))
+    assert compile_check(text, Dialect.HIP).stderr == without.stderr

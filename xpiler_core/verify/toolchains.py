@@ -23,7 +23,7 @@ from xpiler_core.diagnostics import Diagnostic, Severity, Span
 from xpiler_core.dialect import Dialect
 from xpiler_core.project import BuildSettings
 from xpiler_core.runtime import children
-from xpiler_core.runtime.pch import precompiled_preamble
+from xpiler_core.runtime.pch import precompiled_offload_preamble, precompiled_preamble
 
 COMPILE_TIMEOUT_S = 300.0
 COMPILE_MEMORY_BYTES = 8 * 1024**3
@@ -164,6 +164,17 @@ def _shown(stderr: str, neutral: str, display: str) -> str:
     return stderr if neutral == display else re.sub(rf"(?<![\w/.]){re.escape(neutral)}(?=[:(])", display, stderr)
 
 
+def _run_compiler(cmd: list[str], env: dict[str, str], tmp: str, src: str, suffix: str, name: str) -> tuple[bool, str]:
+    """Whether ``cmd`` compiled, and its messages with the neutral file name (a cached verdict is shown under
+    whatever name the caller gives)."""
+    try:
+        proc = children.run(cmd, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S,
+                            cwd=tmp, env=env, memory_bytes=COMPILE_MEMORY_BYTES)
+    except subprocess.TimeoutExpired:
+        return False, f"input{suffix}:1:1: error: {name} timed out after {COMPILE_TIMEOUT_S:.0f} s"
+    return proc.returncode == 0, (proc.stderr + proc.stdout).replace(src, "input" + suffix).replace(tmp + "/", "")
+
+
 def compile_check(
     text: str,
     dialect: Dialect,
@@ -219,25 +230,17 @@ def compile_check(
             build.write_files(Path(tmp))
         cmd, env = _command(name, tc.path, src, obj, all_flags)
         shown_cmd = [c.replace(tmp + "/", "") for c in cmd]
-        if name in ("g++", "gcc"):  # the file's opening standard headers read from a precompiled copy
-            opening = cmd.index(src)
-            cmd[opening:opening] = precompiled_preamble(unit_text, tc.path, tc.version, [*cmd[1:opening], *all_flags])
-        try:
-            proc = children.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=COMPILE_TIMEOUT_S,
-                cwd=tmp,
-                env=env,
-                memory_bytes=COMPILE_MEMORY_BYTES,
-            )
-            ok = proc.returncode == 0
-            # kept with the neutral name (a cached verdict is shown under whatever name the caller gives)
-            stderr = (proc.stderr + proc.stdout).replace(src, "input" + suffix).replace(tmp + "/", "")
-        except subprocess.TimeoutExpired:
-            ok, stderr = False, f"input{suffix}:1:1: error: {name} timed out after {COMPILE_TIMEOUT_S:.0f} s"
+        # the file's opening standard (and HIP) headers read from a precompiled copy
+        at = cmd.index(src)
+        shaping = [*cmd[1:at], *all_flags]
+        preamble = (precompiled_preamble(unit_text, tc.path, tc.version, shaping) if name in ("g++", "gcc")
+                    else precompiled_offload_preamble(unit_text, tc.path, tc.version, shaping)
+                    if name == "hipcc" else [])
+        ok, stderr = _run_compiler([*cmd[:at], *preamble, *cmd[at:]], env, tmp, src, suffix, name)
+        if not ok and name == "hipcc" and preamble:
+            # clang has no fallback of its own for a copy it cannot use: a failure is confirmed on the plain text,
+            # so a verdict of "does not compile" is always the compiler's on the file as written
+            ok, stderr = _run_compiler(cmd, env, tmp, src, suffix, name)
     seconds = time.monotonic() - started
     cache.set(key, {"ok": ok, "command": shown_cmd, "stderr": stderr, "seconds": seconds})
     return CompileVerdict(
