@@ -24,6 +24,9 @@ OPENING_LINES = [
     "#include <vector>", "#define XP_WIDTH 8", "#define NDEBUG", "#undef NDEBUG", "// a comment",
     "/* a block comment */", "", "#ifdef _OPENMP\n#include <omp.h>\n#endif",
     "#if XP_WIDTH > 4\n#define XP_WIDE 1\n#else\n#define XP_WIDE 0\n#endif", '#line 1 "kernel.cu"',
+    # a header's text in front under its include guard (the verifier's copy-back recorder is put so)
+    "#ifndef XP_FRONT_H\n#define XP_FRONT_H\n#include <vector>\n#ifndef XP_STEP\n#define XP_STEP 1\n#endif\n"
+    "static inline int xp_front(int v) { return v + XP_STEP; } // #endif in a comment\n#endif",
 ]
 BODY = ("int xp_use(float* x, int n) {\n  assert(n >= 0);\n#ifdef XP_WIDE\n  int wide = XP_WIDE;\n#else\n"
         "  int wide = -1;\n#endif\n  for (int i = 0; i < n; ++i) x[i] = sqrtf(x[i]) + wide;\n  return n;\n}\n")
@@ -42,6 +45,7 @@ def preprocessed(folder: Path, text: str, include: str | None) -> str:
 @given(st.lists(st.sampled_from(OPENING_LINES), min_size=1, max_size=8))
 # <assert.h> is read again by design: read first with NDEBUG unset, then after it is defined, assert changes
 @example(["#include <stdio.h>", "#include <assert.h>", "#define NDEBUG"])
+@example([OPENING_LINES[-1], "#include <cmath>", "#define XP_WIDTH 8"])
 # a conditional on a macro the opening defines later takes the other branch when read again: no copy
 @example(["#include <stdio.h>", "#if XP_WIDTH > 4\n#define XP_WIDE 1\n#else\n#define XP_WIDE 0\n#endif",
           "#define XP_WIDTH 8"])

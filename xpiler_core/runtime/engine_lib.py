@@ -43,15 +43,16 @@ def engine_library(flags: Sequence[str], libraries: Sequence[str], digest: str, 
     header = included_header(flags)
     if _disabled() or header is None:
         return None
-    shaping = header_flags(flags)
-    key = stable_key("engine-lib-v1", header, shaping, list(libraries), digest, compiler, version)
+    # a shared library is position-independent whoever links it: a harness library (built -fPIC) and a whole
+    # program (built without) share one engine
+    shaping = [f for f in header_flags(flags) if f != "-fPIC"]
+    key = stable_key("engine-lib-v2", header, shaping, list(libraries), digest, compiler, version)
     name = f"libxpiler_engine_{key[:16]}.so"
     folder = cache_root() / "engine" / key[:24]
     library = folder / name
-    position = [] if "-fPIC" in shaping else ["-fPIC"]
     unit = folder / "engine.cpp"
     built = build_once(library, include_line(header),
-                       lambda partial: [compiler, *shaping, *position, "-shared", "-DXPILER_ENGINE_LIBRARY", str(unit),
+                       lambda partial: [compiler, *shaping, "-fPIC", "-shared", "-DXPILER_ENGINE_LIBRARY", str(unit),
                                         "-o", str(partial), f"-Wl,-soname,{name}", *libraries],
                        unit, ENGINE_TIMEOUT_S, ENGINE_MEMORY_BYTES)
     return library if built else None

@@ -23,6 +23,7 @@ import secrets
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from xpiler_core.cache import cache_root, stable_key
 from xpiler_core.runtime import children
@@ -102,26 +103,55 @@ _CONDITIONAL_CLOSE = re.compile(r"\s*#\s*endif")
 _LINE_MARKER = re.compile(r"\s*#\s*line\b")
 
 
+class Opening(NamedTuple):
+    """A file's opening (:func:`_opening`): its ``text`` as written, its ``directives`` — each line's code alone
+    (comments, blank lines and ``#line`` markers dropped), with the conditional depth after it — and the
+    ``headers`` it includes."""
+
+    text: str
+    directives: tuple[tuple[str, int], ...]
+    headers: tuple[str, ...]
+
+    def unit(self, through: int | None = None) -> str:
+        """The directives (the first ``through`` of them) as a header's text: what a copy is built from, so files
+        whose openings differ only in comments share one copy."""
+        return "".join(f"{code}\n" for code, _ in self.directives[:through])
+
+
 def leading_headers(text: str, allowed: frozenset[str] = _STANDARD_HEADERS) -> str | None:
-    """The opening :func:`_opening` finds, or None."""
+    """The opening :func:`_opening` finds, as written, or None."""
     found = _opening(text, allowed)
-    return found[0] if found is not None else None
+    return found.text if found is not None else None
 
 
-def _opening(text: str, allowed: frozenset[str] = _STANDARD_HEADERS) -> tuple[str, tuple[str, ...]] | None:
-    """The opening of a C/C++ file that only includes standard headers (``#include <...>`` of a name in ``allowed``) among comments, blank
-    lines, ``#pragma GCC target``, ``#define``/``#undef`` and conditionals closed within it, with the headers it
-    includes; None when it includes nothing. Every CPU translation starts with such a block (its prelude's headers: most of
-    g++'s time on a small file). Parsed from a precompiled copy first, it is the file's own beginning read
-    twice: the headers are guarded, the macros redefined identically, so the program is the same.
-    ``#line`` markers are passed over (they only name the file in messages) and left out."""
+def _opening(text: str, allowed: frozenset[str] = _STANDARD_HEADERS) -> Opening | None:
+    """The opening of a C/C++ file that only includes standard headers (``#include <...>`` of a name in
+    ``allowed``) among comments, blank lines, ``#pragma GCC target``, ``#define``/``#undef`` and conditionals
+    closed within it; None when it includes nothing. Every CPU translation starts with such a block (its prelude's
+    headers: most of g++'s time on a small file). Parsed from a precompiled copy first, it is the file's own
+    beginning read twice: the headers are guarded, the macros redefined identically — where the preprocessor
+    confirms it (:func:`_read_twice_differs`) — so the program is the same. ``#line`` markers are passed over
+    (they only name the file in messages) and left out."""
     kept: list[str] = []
-    cut = 0  # length of ``kept`` at the last point outside every conditional
+    directives: list[tuple[str, int]] = []
+    headers: list[str] = []
+    cut = (0, 0, 0)  # lengths of kept, directives and headers at the last point outside every conditional
     depth = 0
     in_comment = False
-    headers: list[str] = []
-    headers_at_cut = 0
-    for line in text.splitlines():
+    lines = text.splitlines()
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        at += 1
+        block = _guarded_block(lines, at - 1) if depth == 0 and not in_comment else None
+        if block is not None:  # a header's text in front, under its include guard: read twice, it is skipped
+            end, block_headers = block
+            kept += lines[at - 1 : end]
+            directives += [(raw, 1) for raw in lines[at - 1 : end - 1]] + [(lines[end - 1], 0)]
+            headers += block_headers
+            cut = (len(kept), len(directives), len(headers))
+            at = end
+            continue
         code = line
         if in_comment:
             end = code.find("*/")
@@ -150,13 +180,41 @@ def _opening(text: str, allowed: frozenset[str] = _STANDARD_HEADERS) -> tuple[st
             depth -= 1
         elif header is not None:
             headers.append(header.strip())
+        if stripped:
+            directives.append((stripped, depth))
         if depth == 0 and not in_comment:
-            cut, headers_at_cut = len(kept), len(headers)
+            cut = (len(kept), len(directives), len(headers))
         if depth < 0:
             break
-    if headers_at_cut == 0:
+    if cut[2] == 0:
         return None
-    return "\n".join(kept[:cut]) + "\n", tuple(headers[:headers_at_cut])
+    return Opening("\n".join(kept[: cut[0]]) + "\n", tuple(directives[: cut[1]]), tuple(headers[: cut[2]]))
+
+
+_GUARD_OPEN = re.compile(r"\s*#\s*ifndef\s+(\w+)\s*(?://.*)?")
+_INCLUDE = re.compile(r"\s*#\s*include\s*<([^>\n]+)>")
+
+
+def _guarded_block(lines: list[str], start: int) -> tuple[int, list[str]] | None:
+    """Where the include-guarded block opening at ``lines[start]`` ends (``#ifndef G`` then ``#define G``, through
+    its matching ``#endif``: a header's text put in front of a file, such as the verifier's copy-back recorder)
+    and the standard headers it includes; None when no such block starts there."""
+    guard = _GUARD_OPEN.fullmatch(lines[start])
+    if guard is None:
+        return None
+    following = next((line for line in lines[start + 1 :] if line.strip()), "")
+    if re.fullmatch(rf"\s*#\s*define\s+{guard[1]}\b.*", following) is None:
+        return None
+    depth = 0
+    for index in range(start, len(lines)):
+        if _CONDITIONAL_OPEN.match(lines[index]):
+            depth += 1
+        elif _CONDITIONAL_CLOSE.match(lines[index]):
+            depth -= 1
+            if depth == 0:
+                included = [m[1].strip() for line in lines[start:index] if (m := _INCLUDE.match(line))]
+                return index + 1, included
+    return None
 
 
 def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence[str]) -> list[str]:
@@ -168,7 +226,7 @@ def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence
     opening = _opening(text)
     if opening is None:
         return []
-    preamble, headers = opening
+    preamble, headers = opening.unit(), opening.headers
     # A project's include folders and macros are left out of the copy's key and build, so one copy serves every
     # file (each sits in its own folder, passed with -I): a standard header is not looked for in them unless one
     # holds a file of that name (then no copy: the project's header is what the file means), and g++ itself
@@ -203,7 +261,12 @@ def precompiled_offload_preamble(text: str, compiler: str, version: str, flags: 
     opening = _opening(text, _STANDARD_HEADERS | _HIP_HEADERS)
     if opening is None:
         return []
-    preamble, headers = opening
+    # the copy holds the opening through its first HIP header (outside conditionals): hip_runtime.h is nearly all
+    # of the time, and the rest of an opening varies from file to file (each variant would be a copy to build)
+    through = next((i + 1 for i, (code, depth) in enumerate(opening.directives)
+                    if depth == 0 and (found := _PREAMBLE_DIRECTIVE.fullmatch(code)) is not None
+                    and (found["header"] or "").strip() in _HIP_HEADERS), None)
+    preamble, headers = opening.unit(through), opening.headers
     if any((Path(folder) / header).exists() for folder in _include_folders(flags) for header in headers):
         return []
     shaping = [f for f in _without(header_flags(flags), (*_FOLDER_OPTIONS, "-o")) if f != "-c"]
