@@ -119,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write every row here")
     parser.add_argument("--report", type=Path, help="only print the table of an earlier --json run")
     parser.add_argument("--baseline", type=Path, help="a work tree of another commit, run interleaved beside this one")
+    parser.add_argument("--state", action="append", choices=STATES,
+                        help="cache states to record (default: all; warm alone still runs the file once first)")
     args = parser.parse_args(argv)
+    recorded = set(args.state or STATES)
     if args.report:
         saved = json.loads(args.report.read_text())
         for r in saved["rows"]:
@@ -143,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="xpiler-latency-") as tmp:
                 caches = {name: Path(tmp) / name / "cache" for name in trees}
                 for state in STATES:
+                    if state not in recorded and not (state == "cold" and "warm" in recorded):
+                        continue
                     for name in order:
                         out_dir = Path(tmp) / name / "out"
                         out_dir.mkdir(parents=True, exist_ok=True)
@@ -152,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
                                 if (machines[name] / folder).is_dir():
                                     shutil.copytree(machines[name] / folder, caches[name] / folder)
                         got = translate_once(source, target, caches[name], out_dir, trees[name])
+                        if state not in recorded:
+                            continue
                         row: dict[str, object] = {"file": str(source.relative_to(ROOT)), "to": target, "cache": state,
                                                   "tree": name}
                         if isinstance(got, str):
