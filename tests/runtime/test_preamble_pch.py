@@ -181,3 +181,24 @@ def test_a_macro_of_the_project_gets_its_own_hip_copy_and_failures_are_the_plain
     monkeypatch.setenv("XPILER_NO_PCH", "1")
     monkeypatch.setenv("XPILER_CACHE_DIR", str(tmp_path / "cache-plain"))
     assert compile_check(text, Dialect.HIP).stderr == without.stderr
+
+
+def test_a_project_file_named_like_a_header_a_standard_header_includes_means_no_copy(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    # <stdio.h> reaches <features.h> through glibc's own headers: a project folder holding a features.h is where
+    # g++ finds it then, so a copy built without that folder is another program
+    monkeypatch.setenv("XPILER_CACHE_DIR", str(tmp_path / "cache"))
+    version = subprocess.run(["g++", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    text = "#include <stdio.h>\nint main() { printf(\"%d\\n\", 1); }\n"
+    project, other = tmp_path / "project", tmp_path / "other"
+    project.mkdir()
+    other.mkdir()
+    (project / "features.h").write_text("#include_next <features.h>\n#define XP_PROJECT_FEATURES 1\n")
+    (other / "notes.h").write_text("#define XP_NOTES 1\n")
+    source = tmp_path / "unit.cpp"
+    source.write_text(text)
+    listing = subprocess.run(["g++", *FLAGS, f"-I{project}", "-H", "-fsyntax-only", str(source)],
+                             capture_output=True, text=True, check=True, timeout=120).stderr
+    assert str(project / "features.h") in listing  # g++ itself reads the project's file
+    assert precompiled_preamble(text, "g++", version, [*FLAGS, f"-I{other}"])
+    assert precompiled_preamble(text, "g++", version, [*FLAGS, f"-I{project}"]) == []

@@ -236,7 +236,7 @@ def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence
         return []
     shaping = [f for f in _without_project_flags(header_flags(flags)) if f != "-c"]
     language = "c-header" if os.path.basename(compiler) in ("gcc", "cc") else "c++-header"
-    key = stable_key("pch-preamble-v1", preamble, shaping, language, compiler, version)
+    key = stable_key("pch-preamble-v2", preamble, shaping, language, compiler, version)
     folder = cache_root() / "pch" / key[:24]
     stub = folder / "xpiler_preamble.h"
     gch = folder / "xpiler_preamble.h.gch"
@@ -245,7 +245,7 @@ def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence
                                                        str(partial)], stub, PCH_TIMEOUT_S, PCH_MEMORY_BYTES,
                        refusal=lambda: _read_twice_differs(preamble, folder,
                                                            lambda file: [compiler, *shaping, "-x", plain, str(file)]))
-    return ["-include", str(stub)] if built else []
+    return ["-include", str(stub)] if built and not _shadowed(folder, folders) else []
 
 
 def precompiled_offload_preamble(text: str, compiler: str, version: str, flags: Sequence[str]) -> list[str]:
@@ -267,12 +267,13 @@ def precompiled_offload_preamble(text: str, compiler: str, version: str, flags: 
                     if depth == 0 and (found := _PREAMBLE_DIRECTIVE.fullmatch(code)) is not None
                     and (found["header"] or "").strip() in _HIP_HEADERS), None)
     preamble, headers = opening.unit(through), opening.headers
-    if any((Path(folder) / header).exists() for folder in _include_folders(flags) for header in headers):
+    folders = _include_folders(flags)
+    if any((Path(folder) / header).exists() for folder in folders for header in headers):
         return []
     shaping = [f for f in _without(header_flags(flags), (*_FOLDER_OPTIONS, "-o")) if f != "-c"]
     out: list[str] = []
     for side, extra in (("device", ["--cuda-device-only", "-emit-llvm"]), ("host", ["--cuda-host-only"])):
-        key = stable_key("pch-offload-v1", preamble, shaping, side, compiler, version)
+        key = stable_key("pch-offload-v2", preamble, shaping, side, compiler, version)
         folder = cache_root() / "pch" / key[:24]
         stub = folder / "xpiler_preamble.h"
 
@@ -287,7 +288,7 @@ def precompiled_offload_preamble(text: str, compiler: str, version: str, flags: 
             return _read_twice_differs(preamble, folder, preprocess, {"HIP_PLATFORM": "amd"})
 
         if not build_once(folder / "xpiler_preamble.h.pch", preamble, command, stub, PCH_TIMEOUT_S, PCH_MEMORY_BYTES,
-                          {"HIP_PLATFORM": "amd"}, refusal):
+                          {"HIP_PLATFORM": "amd"}, refusal) or _shadowed(folder, folders):
             return []
         out += [f"-Xarch_{side}", f"-include{stub}"]  # clang reads FILE.pch for -include FILE when it is there
     return out
@@ -308,14 +309,19 @@ def _read_twice_differs(preamble: str, folder: Path, preprocess: Callable[[Path]
         file = folder / f"xpiler_{name}.h"
         atomic_write(file, text.encode())
         for mode in ("-P", "-dM"):
+            listing = ["-H"] if (name, mode) == ("once", "-P") else []  # every header read, for _shadowed
             try:
-                proc = children.run([*preprocess(file), "-E", mode], capture_output=True, text=True, errors="replace",
+                proc = children.run([*preprocess(file), "-E", mode, *listing], capture_output=True, text=True,
+                                    errors="replace",
                                     timeout=PCH_TIMEOUT_S, cwd=folder, memory_bytes=PCH_MEMORY_BYTES,
                                     env=dict(os.environ, LC_ALL="C", **(env or {})))
             except (OSError, subprocess.TimeoutExpired) as error:
                 return f"the preprocessor did not run: {error}"
             if proc.returncode != 0:
                 return proc.stderr or "the preprocessor failed"
+            if listing:
+                read = sorted({m[1] for line in proc.stderr.splitlines() if (m := _HEADER_READ.match(line))})
+                atomic_write(folder / HEADERS_READ, "".join(f"{path}\n" for path in read).encode())
             lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
             pragmas = sorted({line for line in lines if _PRAGMA_TARGET.match(line)})
             rest = [line for line in lines if not _PRAGMA_TARGET.match(line)]
@@ -328,6 +334,31 @@ def _read_twice_differs(preamble: str, folder: Path, preprocess: Callable[[Path]
 
 _FOLDER_OPTIONS = ("-I", "-isystem", "-idirafter")
 _MACRO_OPTIONS = ("-D", "-U")
+HEADERS_READ = "xpiler_headers_read.txt"
+_HEADER_READ = re.compile(r"^\.+ (\S.*)$")  # a line of -H: dots for the depth, then the header's path
+
+
+def _shadowed(copy_folder: Path, include_folders: Sequence[str]) -> bool:
+    """Whether a project folder searched for ``<...>`` holds a file at the name under which any header the copy
+    read could be included (each tail of its path: ``bits/types.h``, ``types.h``): the plain compile would read
+    the project's file there — also for a header that a standard one includes — so the copy is not the program.
+    Over-cautious by design (a tail that was not the include name also counts). No record: shadowed."""
+    if not include_folders:
+        return False
+    try:
+        paths = (copy_folder / HEADERS_READ).read_text().split("\n")
+    except OSError:
+        return True
+    tails = {"/".join(parts[i:]) for path in paths if path for parts in [Path(path).parts[1:]]
+             for i in range(len(parts))}
+    for folder in include_folders:
+        try:
+            top = set(os.listdir(folder))
+        except OSError:
+            continue
+        if any(tail.split("/", 1)[0] in top and (Path(folder) / tail).exists() for tail in tails):
+            return True
+    return False
 
 
 def _include_folders(flags: Sequence[str]) -> list[str]:
