@@ -83,7 +83,7 @@ def test_a_cpu_translation_compiles_to_the_same_code_from_the_precompiled_openin
                        proposer="rules", progress=lambda *a, **k: None, cancel=CancelToken())
     source = tmp_path / "vector_add.cpp"
     source.write_text(result.output_text)
-    version = subprocess.run(["g++", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    version = gxx_version()
     include = precompiled_preamble(result.output_text, "g++", version, [*FLAGS, "-c"])
     assert include and Path(include[1] + ".gch").is_file()
 
@@ -101,15 +101,27 @@ def test_a_cpu_translation_compiles_to_the_same_code_from_the_precompiled_openin
     assert any(line.startswith("!") and line.endswith(".gch") for line in used.splitlines())
 
 
+def project_folders(root: Path, shadowing_header: str) -> tuple[Path, Path]:
+    """Two project folders under ``root``: one holding only an unrelated header, one holding ``shadowing_header``
+    (which includes the system's own and adds a macro)."""
+    plain, shadowing = root / "plain", root / "shadowing"
+    plain.mkdir()
+    shadowing.mkdir()
+    (plain / "notes.h").write_text("#define XP_NOTES 1\n")
+    (shadowing / shadowing_header).write_text(f"#include_next <{shadowing_header}>\n#define XP_PROJECT 1\n")
+    return plain, shadowing
+
+
+def gxx_version() -> str:
+    return subprocess.run(["g++", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+
+
 def test_one_copy_serves_every_project_folder_unless_a_folder_holds_a_header_of_that_name(tmp_path: Path,
                                                                                          monkeypatch) -> None:
     monkeypatch.setenv("XPILER_CACHE_DIR", str(tmp_path / "cache"))
-    version = subprocess.run(["g++", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    version = gxx_version()
     text = "#include <stdio.h>\n#include <math.h>\nint main() { printf(\"%.1f\\n\", sqrt(4.0)); }\n"
-    plain, shadowing = tmp_path / "plain", tmp_path / "shadowing"
-    plain.mkdir()
-    shadowing.mkdir()
-    (shadowing / "math.h").write_text("#include_next <math.h>\n#define XP_PROJECT_MATH 1\n")
+    plain, shadowing = project_folders(tmp_path, "math.h")
     first = precompiled_preamble(text, "g++", version, [*FLAGS, f"-I{plain}", "-DXP_A=1"])
     again = precompiled_preamble(text, "g++", version, [*FLAGS, "-I", str(tmp_path), "-DXP_A=2"])
     assert first and first == again
@@ -188,17 +200,12 @@ def test_a_project_file_named_like_a_header_a_standard_header_includes_means_no_
     # <stdio.h> reaches <features.h> through glibc's own headers: a project folder holding a features.h is where
     # g++ finds it then, so a copy built without that folder is another program
     monkeypatch.setenv("XPILER_CACHE_DIR", str(tmp_path / "cache"))
-    version = subprocess.run(["g++", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
     text = "#include <stdio.h>\nint main() { printf(\"%d\\n\", 1); }\n"
-    project, other = tmp_path / "project", tmp_path / "other"
-    project.mkdir()
-    other.mkdir()
-    (project / "features.h").write_text("#include_next <features.h>\n#define XP_PROJECT_FEATURES 1\n")
-    (other / "notes.h").write_text("#define XP_NOTES 1\n")
+    other, project = project_folders(tmp_path, "features.h")
     source = tmp_path / "unit.cpp"
     source.write_text(text)
     listing = subprocess.run(["g++", *FLAGS, f"-I{project}", "-H", "-fsyntax-only", str(source)],
                              capture_output=True, text=True, check=True, timeout=120).stderr
     assert str(project / "features.h") in listing  # g++ itself reads the project's file
-    assert precompiled_preamble(text, "g++", version, [*FLAGS, f"-I{other}"])
-    assert precompiled_preamble(text, "g++", version, [*FLAGS, f"-I{project}"]) == []
+    assert precompiled_preamble(text, "g++", gxx_version(), [*FLAGS, f"-I{other}"])
+    assert precompiled_preamble(text, "g++", gxx_version(), [*FLAGS, f"-I{project}"]) == []
