@@ -17,6 +17,7 @@ whole thing off.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import secrets
@@ -303,7 +304,8 @@ def _read_twice_differs(preamble: str, folder: Path, preprocess: Callable[[Path]
     A conditional that tests a macro the opening defines later takes another branch the second time
     (``#if W > 4`` before ``#define W 8``), so the declarations (``-E``) and the final macros (``-dM``) of the
     opening read twice must equal those of one reading; the opening's own ``#pragma GCC target`` lines, which
-    set the same target again, are compared as a set."""
+    set the same target again, are compared as a set. The same run lists every header the opening reads
+    (``-H``), kept beside the copy for :func:`_shadowed`."""
     outputs: dict[str, list[str]] = {}
     for name, text in (("once", preamble), ("twice", preamble + preamble)):
         file = folder / f"xpiler_{name}.h"
@@ -345,12 +347,9 @@ def _shadowed(copy_folder: Path, include_folders: Sequence[str]) -> bool:
     Over-cautious by design (a tail that was not the include name also counts). No record: shadowed."""
     if not include_folders:
         return False
-    try:
-        paths = (copy_folder / HEADERS_READ).read_text().split("\n")
-    except OSError:
+    tails = _tails_read(copy_folder)
+    if tails is None:
         return True
-    tails = {"/".join(parts[i:]) for path in paths if path for parts in [Path(path).parts[1:]]
-             for i in range(len(parts))}
     for folder in include_folders:
         try:
             top = set(os.listdir(folder))
@@ -359,6 +358,18 @@ def _shadowed(copy_folder: Path, include_folders: Sequence[str]) -> bool:
         if any(tail.split("/", 1)[0] in top and (Path(folder) / tail).exists() for tail in tails):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=64)
+def _tails_read(copy_folder: Path) -> frozenset[str] | None:
+    """Each tail of the path of each header a copy read (its list is written once, with the copy), or None
+    without a list."""
+    try:
+        paths = (copy_folder / HEADERS_READ).read_text().split("\n")
+    except OSError:
+        return None
+    return frozenset("/".join(parts[i:]) for path in paths if path for parts in [Path(path).parts[1:]]
+                     for i in range(len(parts)))
 
 
 def _include_folders(flags: Sequence[str]) -> list[str]:
