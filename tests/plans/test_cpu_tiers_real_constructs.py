@@ -366,3 +366,51 @@ def test_a_tile_sized_by_a_macro_under_a_condition_stays_on_the_structural_tier(
     x = [(i % 13) * 0.25 for i in range(512)]
     sums = [sum(x[k * 8:(k + 1) * 8]) if (k * 8) % 128 < 64 else 0.0 for k in range(64)]
     assert _build_and_run(output, tmp_path) == f"{sums[1]:.2f} {sums[17]:.2f} {sum(sums):.2f}"
+
+
+GRID_SYNC_PROGRAM = """#include <cstdio>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void normalize_by_first_block(const float* x, float* partial, float* out, int n) {
+  cg::grid_group grid = cg::this_grid();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  __shared__ float s[128];
+  s[threadIdx.x] = i < n ? x[i] : 0.f;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) { if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k]; __syncthreads(); }
+  if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+  grid.sync();  // every block's partial is written before any block reads block 0's
+  if (i < n) out[i] = x[i] / partial[0];
+}
+int main() {
+  int n = 1000; int blocks = (n + 127) / 128;
+  float *x, *p, *o;
+  cudaMallocManaged(&x, n * sizeof(float)); cudaMallocManaged(&p, blocks * sizeof(float));
+  cudaMallocManaged(&o, n * sizeof(float));
+  for (int i = 0; i < n; ++i) x[i] = 1.0f + i % 7;
+  void* args[] = {&x, &p, &o, &n};
+  cudaLaunchCooperativeKernel((void*)normalize_by_first_block, blocks, 128, args);
+  cudaDeviceSynchronize();
+  double s = 0; for (int i = 0; i < n; ++i) s += o[i];
+  printf("sum %.4f\\n", s);
+  return 0;
+}
+"""
+
+
+def test_grid_sync_is_never_lowered_to_a_loop_over_threads_even_unverified(tmp_path: Path) -> None:
+    """A thread loop would run ``grid.sync()`` once per thread, before other blocks wrote their partials: with
+    no test to catch it, the structural tier must refuse and the exact portable tier be written."""
+    source = tmp_path / "normalize.cu"
+    source.write_text(GRID_SYNC_PROGRAM)
+    output = tmp_path / "normalize.cpp"
+    code = main(["translate", str(source), "--to", "cpu", "-o", str(output), "--no-verify"])
+    manifest = json.loads((output.parent / ".xpiler" / f"{output.name}.json").read_text())
+    assert code != 0  # unverified is never reported as verified
+    assert manifest["facts"]["tier"] == "portable"
+    assert "grid-wide synchronization" in manifest["facts"]["structural_refusal"]
+    assert "normalize.cu:5:" in manifest["facts"]["structural_refusal"]
+    x = [1.0 + i % 7 for i in range(1000)]
+    expected = sum(v / sum(x[:128]) for v in x)
+    printed = float(_build_and_run(output, tmp_path).split()[1])
+    assert abs(printed - expected) < 1e-4 * expected

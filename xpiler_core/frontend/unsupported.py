@@ -2,7 +2,7 @@
 
 Each entry names the construct in words a user recognizes. The list is meant to stay honest: a
 construct is here when the frontend cannot read it (the grammar gives an ERROR node or misparses it)
-or when a later stage has no model of it (device-side launches, textures, grid-wide sync). Remove an
+or when a later stage has no model of it (device-side launches, textures). Remove an
 entry when support lands.
 """
 
@@ -71,14 +71,6 @@ UNSUPPORTED: Final[tuple[Unsupported, ...]] = (
         "call_regex",
         r"^(tex|surf)(1D|2D|3D|Cubemap)\w*$|^tex1Dfetch$",
         "no runtime model of texture memory; translation and testing will fail",
-    ),
-    Unsupported(
-        "unsupported.grid-sync",
-        "grid-wide synchronization (cooperative_groups::this_grid)",
-        Severity.WARNING,
-        "call_regex",
-        r"(^|::)this_grid$|(^|::)this_multi_grid$",
-        "no runtime model of grid-wide barriers",
     ),
     Unsupported(
         "unsupported.conditional-in-kernel",

@@ -22,6 +22,16 @@ _TILE = re.compile(r"^\s*(?:cg::|cooperative_groups::)?thread_block_tile\s*<\s*(
 _TILE_TYPE = re.compile(r"^(?:cg::|cooperative_groups::)?thread_block_tile\s*<\s*(\w+)\s*>$")
 _TILE_CALL = re.compile(r"^(?:cg::|cooperative_groups::)?tiled_partition\s*<\s*\w+\s*>$")
 _REDUCE = re.compile(r"^(?:cg|cooperative_groups)::(plus|greater|less)\s*<\s*([\w ]+?)\s*>$")
+# What is left of cooperative groups after the lowering above: a qualified name, or (under `using namespace
+# cooperative_groups`) one of the API's own names. Left in place, a thread loop would run `grid.sync()` once per
+# thread, or the output would name a type the CPU prelude lacks: refused, so the exact portable tier runs it.
+_CG_QUALIFIED = re.compile(r"\b(?:cg|cooperative_groups)::(\w+)")
+_CG_API = frozenset({
+    "this_grid", "this_multi_grid", "grid_group", "multi_grid_group", "coalesced_threads", "coalesced_group",
+    "thread_group", "this_cluster", "cluster_group", "labeled_partition", "binary_partition", "tiled_partition",
+    "thread_block", "thread_block_tile", "this_thread_block", "memcpy_async", "wait_prior", "invoke_one",
+    "inclusive_scan", "exclusive_scan",
+})
 
 
 def _bx(field: str) -> A.Expr:
@@ -125,6 +135,7 @@ def lower_cooperative_groups(module: A.Module) -> A.Module:
         return None
 
     module = A.rewrite(module, method)
+    _refuse_leftovers(module)
     items: list[A.TopItem] = []
     for item in module.items:
         if isinstance(item, A.Opaque) and "cooperative_groups" in item.text:
@@ -136,3 +147,26 @@ def lower_cooperative_groups(module: A.Module) -> A.Module:
             helpers = {}
         items.append(item)
     return A.replace(module, items=tuple(items))
+
+
+def _refuse_leftovers(module: A.Module) -> None:
+    """Refuse a kernel or device function that still names cooperative groups after the lowering."""
+    for fn in module.functions():
+        for n in A.walk(fn):
+            if isinstance(n, A.Name):
+                words = [n.id]
+            elif isinstance(n, A.VarDecl | A.Param):
+                words = re.findall(r"[\w:]+", n.type.base)
+            elif isinstance(n, A.Opaque):
+                words = re.findall(r"[\w:]+", n.text)
+            else:
+                continue
+            for word in words:
+                m = _CG_QUALIFIED.match(word)
+                name = m.group(1) if m else word if word in _CG_API else None
+                if name is None:
+                    continue
+                what = ("grid-wide synchronization" if name in ("this_grid", "grid_group", "this_multi_grid",
+                                                                "multi_grid_group") else f"cooperative_groups::{name}")
+                raise PassRefused(f"cooperative groups: {what} is not lowered to loops over threads "
+                                  f"(in '{fn.name}')", n.span)
