@@ -414,3 +414,40 @@ def test_grid_sync_is_never_lowered_to_a_loop_over_threads_even_unverified(tmp_p
     expected = sum(v / sum(x[:128]) for v in x)
     printed = float(_build_and_run(output, tmp_path).split()[1])
     assert abs(printed - expected) < 1e-4 * expected
+
+
+AUTO_GROUPS_PROGRAM = """#include <cstdio>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void warp_sums(const float* x, float* out, int n) {
+  auto block = cg::this_thread_block();
+  auto warp = cg::tiled_partition<32>(block);
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = i < n ? x[i] : 0.f;
+  for (int o = warp.size() / 2; o > 0; o /= 2) v += warp.shfl_down(v, o);
+  block.sync();
+  if (warp.thread_rank() == 0) out[i / 32] = v;
+}
+int main() {
+  const int n = 1000; float h[n], r[32];
+  for (int i = 0; i < n; ++i) h[i] = (i % 13) * 0.25f;
+  float *d, *o; cudaMalloc(&d, sizeof(h)); cudaMalloc(&o, sizeof(r));
+  cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice);
+  warp_sums<<<4, 256>>>(d, o, n);
+  cudaMemcpy(r, o, sizeof(r), cudaMemcpyDeviceToHost);
+  for (int k = 0; k < 32; ++k) printf("%.2f ", r[k]);
+  printf("\\n");
+  return 0;
+}
+"""
+
+
+def test_groups_declared_with_auto_stay_on_the_structural_tier(tmp_path: Path) -> None:
+    source = tmp_path / "warp_sums.cu"
+    source.write_text(AUTO_GROUPS_PROGRAM)
+    output = tmp_path / "warp_sums.cpp"
+    assert _translate_to_file(source, output)["facts"]["tier"] == "structural"
+    x = [(i % 13) * 0.25 for i in range(1000)]
+    expected = [sum(x[32 * w:min(32 * w + 32, 1000)]) for w in range(32)]
+    printed = [float(v) for v in _build_and_run(output, tmp_path).split()]
+    assert printed == [float(f"{v:.2f}") for v in expected]

@@ -39,7 +39,8 @@ def simt_headers() -> dict[str, str]:
             name = f"{prefix}{entry.name}"
             if entry.is_dir():
                 visit(entry, name + "/")
-            elif entry.name.endswith((".h", ".hpp")) and entry.name not in _NOT_SIMT:
+            elif (entry.name.endswith((".h", ".hpp")) or name.startswith("cuda/")) and entry.name not in _NOT_SIMT:
+                # (libcu++'s headers, <cuda/barrier>, have no extension)
                 out[f"{SIMT_DIR}/{name}"] = entry.read_text(encoding="utf-8")
 
     visit(root, "")

@@ -14,6 +14,9 @@ is dropped. CUDA 12's ``cudaGraphInstantiate(exec, graph[, flags])`` becomes ``c
 data lose that argument (HIP 5.x's form has none). A ``dim3`` assigned from ``make_uint3(...)`` (CUDA's dim3 converts from uint3, HIP's does not) is built
 as ``dim3(...)``. Host calls CUDA overloads for typed pointers (``cudaHostAlloc(int**, ...)``, also reached through a project
 macro that pastes the prefix) get the same ``T**`` templates over HIP's ``void**`` functions (under hipcc).
+CUDA's pipeline primitives (``__pipeline_memcpy_async``/``commit``/``wait_prior``, sm_80 asynchronous copies), which
+HIP lacks, become ``xpiler_pipeline_*`` definitions that copy at once (CUDA lets the copy complete at any point
+before its wait); HIP → CUDA restores them and their header.
 """
 
 from __future__ import annotations
@@ -104,6 +107,24 @@ __device__ inline __half2 atomicAdd(H* address, __half2 val) {{
 }}
 {HALF_END_MARK}
 """
+PIPELINE_BEGIN_MARK = "// xpiler(intrinsics_compat) pipeline primitives begin"
+PIPELINE_END_MARK = "// xpiler(intrinsics_compat) pipeline primitives end"
+# CUDA's pipeline primitives (cuda_pipeline.h, sm_80's cp.async): HIP has none. An asynchronous copy may complete
+# at any point before the wait that covers it, so a copy done at once is one of the behaviours CUDA allows.
+PIPELINE_PRIMITIVES = f"""{PIPELINE_BEGIN_MARK}: CUDA's __pipeline_* primitives, the copy done at once
+__device__ inline void xpiler_pipeline_memcpy_async(void* dst, const void* src, size_t size_and_align,
+                                                    size_t zfill = 0) {{
+    if (zfill == 0 && size_and_align == 16) {{ *(uint4*)dst = *(const uint4*)src; return; }}
+    if (zfill == 0 && size_and_align == 8) {{ *(uint2*)dst = *(const uint2*)src; return; }}
+    if (zfill == 0 && size_and_align == 4) {{ *(unsigned int*)dst = *(const unsigned int*)src; return; }}
+    for (size_t k = 0; k < size_and_align; ++k)
+        ((char*)dst)[k] = k < size_and_align - zfill ? ((const char*)src)[k] : (char)0;
+}}
+__device__ inline void xpiler_pipeline_commit() {{}}
+__device__ inline void xpiler_pipeline_wait_prior(size_t) {{}}
+{PIPELINE_END_MARK}
+"""
+_PIPELINE_RENAMES = {f"__pipeline_{n}": f"xpiler_pipeline_{n}" for n in ("memcpy_async", "commit", "wait_prior")}
 POINTER_BEGIN_MARK = "// xpiler(intrinsics_compat) typed pointer overloads begin"
 POINTER_END_MARK = "// xpiler(intrinsics_compat) typed pointer overloads end"
 # CUDA's runtime API has templates taking T** for these (a project calls them with an int**, often through a
@@ -228,14 +249,16 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         text = remove_marked_region(text, HALF_BEGIN_MARK, HALF_END_MARK)
         text = remove_marked_region(text, POINTER_BEGIN_MARK, POINTER_END_MARK)
         text = remove_marked_region(text, MINMAX_BEGIN_MARK, MINMAX_END_MARK)
+        text = remove_marked_region(text, PIPELINE_BEGIN_MARK, PIPELINE_END_MARK)
     renames = {v: k for k, v in _RENAMES.items()} if backwards else _RENAMES
+    pipeline = {v: k for k, v in _PIPELINE_RENAMES.items()} if backwards else _PIPELINE_RENAMES
     forward_minmax = {f"{p}{n}": f"xpiler_{p}{n}" for n in ("min", "max") for p in ("", "u", "ll", "ull")}
     minmax = {v: k for k, v in forward_minmax.items()} if backwards else forward_minmax
     src = parse_text(text, module.path, module.dialect)
     # a user's function named like an intrinsic is theirs
     user_names = users_own_names(src, ctx)
     edits: list[Edit] = []
-    calls = minmax_calls = dropped = dim3_made = calls_graph = calls_edges = 0
+    calls = minmax_calls = dropped = dim3_made = calls_graph = calls_edges = pipeline_calls = 0
     dim3_names = _dim3_variables(src) if not backwards and "make_uint3" in text else set()
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
         if dim3_names and node.type in ("assignment_expression", "init_declarator"):
@@ -275,6 +298,9 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         elif name in renames and call_arguments(node):
             edits.append(Edit(func.start_byte, func.end_byte, renames[name]))
             calls += 1
+        elif name in pipeline:
+            edits.append(Edit(func.start_byte, func.end_byte, pipeline[name]))
+            pipeline_calls += 1
         elif name in minmax and len(call_arguments(node)) == 2:
             edits.append(Edit(func.start_byte, func.end_byte, minmax[name]))
             minmax_calls += 1
@@ -304,6 +330,12 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     if minmax_calls and not backwards and MINMAX_BEGIN_MARK not in text:
         edits.append(Edit(at, at, lead + MINMAX_OVERLOADS))
         ctx.notes.append(f"intrinsics_compat: {minmax_calls} min/max call(s) given CUDA's overloads")
+    if pipeline_calls and not backwards and PIPELINE_BEGIN_MARK not in text:
+        edits.append(Edit(at, at, lead + PIPELINE_PRIMITIVES))
+        ctx.notes.append(f"intrinsics_compat: {pipeline_calls} pipeline primitive call(s) as copies done at once "
+                         "(HIP has no asynchronous copies)")
+    if pipeline_calls and backwards and not re.search(r"#\s*include\s*[<\"]cuda_pipeline", text):
+        edits.append(Edit(at, at, lead + "#include <cuda_pipeline.h>\n"))
     if typed_pointers:
         edits.append(Edit(at, at, lead + POINTER_OVERLOADS))
         ctx.notes.append("intrinsics_compat: hipHostAlloc/hipHostGetDevicePointer given CUDA's T** overloads")

@@ -20,7 +20,9 @@ _BLOCK_TYPE = re.compile(r"^(?:cg|cooperative_groups)::thread_block$")
 _TILE = re.compile(r"^\s*(?:cg::|cooperative_groups::)?thread_block_tile\s*<\s*(\w+)\s*>\s+(\w+)\s*=\s*"
                    r"(?:cg::|cooperative_groups::)?tiled_partition\s*<\s*\w+\s*>\s*\(\s*\w+\s*\)\s*;?\s*$")
 _TILE_TYPE = re.compile(r"^(?:cg::|cooperative_groups::)?thread_block_tile\s*<\s*(\w+)\s*>$")
-_TILE_CALL = re.compile(r"^(?:cg::|cooperative_groups::)?tiled_partition\s*<\s*\w+\s*>$")
+_TILE_CALL = re.compile(r"^(?:cg::|cooperative_groups::)?tiled_partition\s*<\s*(\w+)\s*>$")
+_BLOCK_CALL = re.compile(r"^(?:cg::|cooperative_groups::)?this_thread_block$")
+_AUTO = re.compile(r"^(?:const\s+)?auto\s*&?$")
 _REDUCE = re.compile(r"^(?:cg|cooperative_groups)::(plus|greater|less)\s*<\s*([\w ]+?)\s*>$")
 # What is left of cooperative groups after the lowering above: a qualified name, or (under `using namespace
 # cooperative_groups`) one of the API's own names. Left in place, a thread loop would run `grid.sync()` once per
@@ -63,8 +65,12 @@ def lower_cooperative_groups(module: A.Module) -> A.Module:
         if isinstance(n, A.Block):
             kept: list[A.Stmt] = []
             for s in n.stmts:
-                if isinstance(s, A.DeclStmt) and len(s.decls) == 1 and _BLOCK_TYPE.match(s.decls[0].type.base):
-                    blocks.add(s.decls[0].name)
+                init = s.decls[0].init if isinstance(s, A.DeclStmt) and len(s.decls) == 1 else None
+                if isinstance(s, A.DeclStmt) and len(s.decls) == 1 and (
+                        _BLOCK_TYPE.match(s.decls[0].type.base) or (
+                        _AUTO.match(s.decls[0].type.base.strip()) and isinstance(init, A.Call)
+                        and _BLOCK_CALL.match(init.callee or "") and not init.args)):
+                    blocks.add(s.decls[0].name)  # `cg::thread_block b = ...` or `auto b = cg::this_thread_block()`
                     continue
                 text = s.expr.text if isinstance(s, A.ExprStmt) and isinstance(s.expr, A.Opaque) else (
                     s.text if isinstance(s, A.Opaque) else None)
@@ -73,6 +79,9 @@ def lower_cooperative_groups(module: A.Module) -> A.Module:
                 if isinstance(s, A.DeclStmt) and len(s.decls) == 1 and (t := _TILE_TYPE.match(s.decls[0].type.base)) \
                         and isinstance(s.decls[0].init, A.Call) and _TILE_CALL.match(s.decls[0].init.callee or ""):
                     found = (t.group(1), s.decls[0].name)  # parsed as a declaration: `thread_block_tile<R> t = ...`
+                if isinstance(s, A.DeclStmt) and len(s.decls) == 1 and _AUTO.match(s.decls[0].type.base.strip()) \
+                        and isinstance(init, A.Call) and (c := _TILE_CALL.match(init.callee or "")):
+                    found = (c.group(1), s.decls[0].name)  # `auto tile = cg::tiled_partition<32>(block)`
                 if found:
                     size = int(found[0]) if found[0].isdigit() else constants.get(found[0])
                     if size is None:

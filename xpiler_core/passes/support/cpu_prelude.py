@@ -258,6 +258,14 @@ template <class T> static inline void __stcs(T* p, T v) { *p = v; }
 template <class T> static inline void __stcg(T* p, T v) { *p = v; }
 template <class T> static inline void __stwb(T* p, T v) { *p = v; }
 template <class T> static inline void __stwt(T* p, T v) { *p = v; }
+/* CUDA's pipeline primitives: a thread's asynchronous copy done when issued (CUDA lets it complete at any point
+   before the wait that covers it; the thread loops keep every thread's own order) */
+static inline void __pipeline_memcpy_async(void* dst, const void* src, size_t size_and_align, size_t zfill = 0) {
+  memcpy(dst, src, size_and_align - zfill);
+  memset((char*)dst + (size_and_align - zfill), 0, zfill);
+}
+static inline void __pipeline_commit() {}
+static inline void __pipeline_wait_prior(size_t) {}
 @SIMD_VIDEO@
 template <class T> static inline T xp_min(T a, T b) { return a < b ? a : b; }
 /* CUDA's min/max: by value (std::max returns a reference, which keeps loops from vectorizing); the float

@@ -63,7 +63,9 @@ constexpr int kExitDeadlock = 86;
 constexpr int kExitFault = 87;
 constexpr int kExitLaunch = 88;
 
-enum LaneState : uint8_t { kNotStarted, kRunnable, kAtBarrier, kAtWarp, kDone };
+// kAtObject: waiting on a block-scope object another lane completes (cuda::barrier's phase), see wait_object
+enum LaneState : uint8_t { kNotStarted, kRunnable, kAtBarrier, kAtWarp, kAtObject, kDone };
+using ObjectReady = bool (*)(const void* object, unsigned long long token);
 
 struct Context {
 #ifdef XPILER_UCONTEXT
@@ -82,6 +84,9 @@ struct Lane {
   unsigned round;
   int stack;
   Context ctx;
+  ObjectReady ready;  // kAtObject: whether `object` has moved past `token`
+  const void* object;
+  unsigned long long token;
 };
 
 // Which warp collective a lane called: lanes at different call sites only meet in one collective when they
@@ -489,6 +494,37 @@ XPILER_ENGINE_FN lanemask_t lanes_to_release(Worker* w, WarpRound& r, unsigned f
 XPILER_ENGINE_FN lanemask_t lanes_to_release(Worker* w, WarpRound& r, unsigned first);
 #endif
 
+// After a sweep that released no warp: false when a lane waiting on an object may go on (the next sweep runs
+// it); true when none waits. A lane whose object cannot complete (every other lane has exited or waits at a
+// barrier or on an object) is a deadlock on a GPU too.
+#ifndef XPILER_ENGINE_EXTERN
+XPILER_ENGINE_FN bool objects_settled(Worker* w) {
+  const Lane* stuck = nullptr;
+  unsigned at_barrier = 0, waiting = 0, done = 0;
+  for (unsigned i = 0; i < w->nthreads; ++i) {
+    const Lane& l = w->lanes[i];
+    if (l.state == kAtObject) {
+      if (l.ready(l.object, l.token)) return false;
+      if (stuck == nullptr) stuck = &l;
+      ++waiting;
+    } else if (l.state == kAtBarrier) {
+      ++at_barrier;
+    } else if (l.state == kDone) {
+      ++done;
+    }
+  }
+  if (stuck == nullptr) return true;
+  char why[384];
+  snprintf(why, sizeof why,
+           "thread (%u,%u,%u) waits at line %d for a barrier phase that cannot complete: %u threads wait on "
+           "barrier objects, %u at __syncthreads, %u have exited",
+           stuck->idx.x, stuck->idx.y, stuck->idx.z, stuck->site, waiting, at_barrier, done);
+  report_deadlock(w, why);
+}
+#else
+XPILER_ENGINE_FN bool objects_settled(Worker* w);
+#endif
+
 #ifndef XPILER_ENGINE_EXTERN
 XPILER_ENGINE_FN void run_sweeps(Worker* w) {
   for (;;) {
@@ -500,6 +536,7 @@ XPILER_ENGINE_FN void run_sweeps(Worker* w) {
         make_context(l.ctx, w, l.stack, lane_entry);
         l.state = kRunnable;
       }
+      if (l.state == kAtObject && l.ready(l.object, l.token)) l.state = kRunnable;
       if (l.state == kRunnable) {
         enter_lane(w, &l);
         resume(w, l.ctx);
@@ -534,6 +571,7 @@ XPILER_ENGINE_FN void run_sweeps(Worker* w) {
       ++ws.round;
       released = true;
     }
+    if (!released && !objects_settled(w)) continue;
     if (!released) complete_barrier(w);
   }
 }

@@ -36,6 +36,22 @@ inline int block_barrier(int site, int pred) {
   return tls_worker->bar_count;
 }
 
+// ---- waiting on a block-scope object (cuda::barrier) ---------------------------------------------------------
+// The lane sleeps until `ready(object, token)`; other lanes of the block run meanwhile (the scheduler checks it
+// after each lane it runs).
+inline void wait_object(int site, ObjectReady ready, const void* object, unsigned long long token) {
+  if (ready(object, token)) return;
+  Worker* w = tls_worker;
+  ensure_fiber_mode(w);
+  Lane* me = w->cur;
+  me->state = kAtObject;
+  me->site = site;
+  me->ready = ready;
+  me->object = object;
+  me->token = token;
+  yield_to_scheduler(w);
+}
+
 // ---- warp collectives -------------------------------------------------------------------------------------
 struct Arrival {
   const WarpRound* round;
