@@ -25,14 +25,20 @@ inline void* dynamic_shared_memory() {
 }
 
 // ---- block barrier ----------------------------------------------------------------------------------------
-inline int block_barrier(int site, int pred) {
+// The running lane, about to sleep in `state` at `site` (the block becomes fibers first); it sleeps when it
+// yields to the scheduler.
+inline Lane* begin_wait(LaneState state, int site) {
   Worker* w = tls_worker;
   ensure_fiber_mode(w);
   Lane* me = w->cur;
-  me->state = kAtBarrier;
+  me->state = state;
   me->site = site;
-  me->pred = pred;
-  yield_to_scheduler(w);
+  return me;
+}
+
+inline int block_barrier(int site, int pred) {
+  begin_wait(kAtBarrier, site)->pred = pred;
+  yield_to_scheduler(tls_worker);
   return tls_worker->bar_count;
 }
 
@@ -41,15 +47,11 @@ inline int block_barrier(int site, int pred) {
 // after each lane it runs).
 inline void wait_object(int site, ObjectReady ready, const void* object, unsigned long long token) {
   if (ready(object, token)) return;
-  Worker* w = tls_worker;
-  ensure_fiber_mode(w);
-  Lane* me = w->cur;
-  me->state = kAtObject;
-  me->site = site;
+  Lane* me = begin_wait(kAtObject, site);
   me->ready = ready;
   me->object = object;
   me->token = token;
-  yield_to_scheduler(w);
+  yield_to_scheduler(tls_worker);
 }
 
 // ---- warp collectives -------------------------------------------------------------------------------------
