@@ -451,3 +451,48 @@ def test_groups_declared_with_auto_stay_on_the_structural_tier(tmp_path: Path) -
     expected = [sum(x[32 * w:min(32 * w + 32, 1000)]) for w in range(32)]
     printed = [float(v) for v in _build_and_run(output, tmp_path).split()]
     assert printed == [float(f"{v:.2f}") for v in expected]
+
+
+BARRIER_PROGRAM = """#include <cstdio>
+#include <cuda/barrier>
+__global__ void neighbours(const float* in, float* out, int n) {
+  __shared__ float tile[256];
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, blockDim.x);
+  __syncthreads();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  tile[threadIdx.x] = i < n ? in[i] : 0.f;
+  bar.arrive_and_wait();
+  if (i < n) out[i] = tile[(threadIdx.x + 1) % blockDim.x] * 2.0f;
+}
+int main() {
+  const int n = 1000;
+  float h[n], r[n];
+  for (int i = 0; i < n; ++i) h[i] = i * 0.5f;
+  float *d, *o; cudaMalloc(&d, sizeof(h)); cudaMalloc(&o, sizeof(h));
+  cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice);
+  neighbours<<<(n + 255) / 256, 256>>>(d, o, n);
+  cudaMemcpy(r, o, sizeof(r), cudaMemcpyDeviceToHost);
+  double s = 0; for (int i = 0; i < n; ++i) s += r[i] * (1 + i % 3);
+  printf("sum %.2f\\n", s);
+  return 0;
+}
+"""
+
+
+def test_a_libcu_barrier_is_never_lowered_to_a_loop_over_threads_even_unverified(tmp_path: Path) -> None:
+    source = tmp_path / "neighbours.cu"
+    source.write_text(BARRIER_PROGRAM)
+    output = tmp_path / "neighbours.cpp"
+    assert main(["translate", str(source), "--to", "cpu", "-o", str(output), "--no-verify"]) != 0
+    manifest = json.loads((output.parent / ".xpiler" / f"{output.name}.json").read_text())
+    assert manifest["facts"]["tier"] == "portable"
+    assert "cuda::barrier" in manifest["facts"]["structural_refusal"]
+    x = [i * 0.5 for i in range(1000)]
+    out = []
+    for i in range(1000):
+        base, t = i - i % 256, i % 256
+        j = base + (t + 1) % 256
+        out.append((x[j] if j < 1000 else 0.0) * 2.0)
+    expected = sum(v * (1 + i % 3) for i, v in enumerate(out))
+    assert _build_and_run(output, tmp_path) == f"sum {expected:.2f}"

@@ -146,3 +146,111 @@ def test_a_barrier_expecting_more_arrivals_than_threads_is_a_deadlock(tmp_path: 
     outcome = run_program(program, str(tmp_path / "hang.cu"))
     assert outcome.exit_code != 0
     assert "deadlock" in outcome.stderr and "barrier phase that cannot complete" in outcome.stderr
+
+
+PIPELINE_OBJECT_PROGRAM = r"""
+#include <cstdio>
+#include <cuda/pipeline>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+constexpr int kStages = 2, kThreads = 64;
+// a two-stage pipeline shared by the block: every thread copies its element of a batch, consumers read a
+// neighbour's element (so the stage must be full), and the next batch is prefetched after the release
+__global__ void unified(const int* in, int* out, int batches) {
+  __shared__ int buffer[kStages][kThreads];
+  __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, kStages> state;
+  auto block = cg::this_thread_block();
+  auto pipe = cuda::make_pipeline(block, &state);
+  int t = threadIdx.x;
+  for (int s = 0; s < kStages && s < batches; ++s) {
+    pipe.producer_acquire();
+    cuda::memcpy_async(&buffer[s][t], &in[(blockIdx.x * batches + s) * kThreads + t], sizeof(int), pipe);
+    pipe.producer_commit();
+  }
+  for (int b = 0; b < batches; ++b) {
+    int s = b % kStages;
+    pipe.consumer_wait();
+    out[(blockIdx.x * batches + b) * kThreads + t] = buffer[s][(t + 1) % kThreads] * 3 + buffer[s][t];
+    pipe.consumer_release();
+    if (b + kStages < batches) {
+      pipe.producer_acquire();
+      cuda::memcpy_async(&buffer[s][t], &in[(blockIdx.x * batches + b + kStages) * kThreads + t], sizeof(int), pipe);
+      pipe.producer_commit();
+    }
+  }
+}
+// the first warp produces whole batches (a group copy by the warp), the other threads consume them
+__global__ void roles(const int* in, int* out, int batches) {
+  __shared__ int buffer[kStages][kThreads];
+  __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, kStages> state;
+  auto block = cg::this_thread_block();
+  auto warp = cg::tiled_partition<32>(block);
+  bool producer = threadIdx.x < 32;
+  auto pipe = cuda::make_pipeline(block, &state, producer ? cuda::pipeline_role::producer : cuda::pipeline_role::consumer);
+  for (int b = 0; b < batches; ++b) {
+    int s = b % kStages;
+    if (producer) {
+      pipe.producer_acquire();
+      cuda::memcpy_async(warp, buffer[s], &in[(blockIdx.x * batches + b) * kThreads], sizeof(int) * kThreads, pipe);
+      pipe.producer_commit();
+    } else {
+      pipe.consumer_wait();
+      int c = threadIdx.x - 32;
+      out[(blockIdx.x * batches + b) * 32 + c] = buffer[s][2 * c] - buffer[s][2 * c + 1];
+      pipe.consumer_release();
+    }
+  }
+}
+// one thread's own pipeline: its copies, then the block's barrier before reading the others'
+__global__ void per_thread(const int* in, int* out) {
+  __shared__ int tile[kThreads];
+  auto pipe = cuda::make_pipeline();
+  pipe.producer_acquire();
+  cuda::memcpy_async(&tile[threadIdx.x], &in[blockIdx.x * kThreads + threadIdx.x], sizeof(int), pipe);
+  pipe.producer_commit();
+  cuda::pipeline_consumer_wait_prior<0>(pipe);
+  __syncthreads();
+  out[blockIdx.x * kThreads + threadIdx.x] = tile[kThreads - 1 - threadIdx.x];
+  pipe.consumer_release();
+}
+int main() {
+  const int blocks = 3, batches = 5, n = blocks * batches * kThreads;
+  static int h[n], u[n], r[n / 2], p[blocks * kThreads];
+  for (int i = 0; i < n; ++i) h[i] = (i * 37) % 101 - 50;
+  int *in, *out, *half, *pt;
+  cudaMalloc(&in, sizeof h); cudaMalloc(&out, sizeof u); cudaMalloc(&half, sizeof r); cudaMalloc(&pt, sizeof p);
+  cudaMemcpy(in, h, sizeof h, cudaMemcpyHostToDevice);
+  unified<<<blocks, kThreads>>>(in, out, batches);
+  roles<<<blocks, kThreads>>>(in, half, batches);
+  per_thread<<<blocks, kThreads>>>(in, pt);
+  cudaMemcpy(u, out, sizeof u, cudaMemcpyDeviceToHost);
+  cudaMemcpy(r, half, sizeof r, cudaMemcpyDeviceToHost);
+  cudaMemcpy(p, pt, sizeof p, cudaMemcpyDeviceToHost);
+  long long a = 0, b = 0, c = 0;
+  for (int i = 0; i < n; ++i) a += (long long)u[i] * (1 + i % 5);
+  for (int i = 0; i < n / 2; ++i) b += (long long)r[i] * (1 + i % 3);
+  for (int i = 0; i < blocks * kThreads; ++i) c += (long long)p[i] * (1 + i % 7);
+  printf("%lld %lld %lld\n", a, b, c);
+  return 0;
+}
+"""
+
+
+def test_pipelines_shared_by_the_block_split_by_role_and_per_thread_compute_what_python_does(tmp_path: Path) -> None:
+    outcome = run_program(PIPELINE_OBJECT_PROGRAM, str(tmp_path / "pipes.cu"))
+    assert outcome.exit_code == 0, outcome.stderr
+    blocks, batches, threads = 3, 5, 64
+    h = [(i * 37) % 101 - 50 for i in range(blocks * batches * threads)]
+    unified = [0] * len(h)
+    roles = [0] * (len(h) // 2)
+    for blk in range(blocks):
+        for b in range(batches):
+            base = (blk * batches + b) * threads
+            for t in range(threads):
+                unified[base + t] = h[base + (t + 1) % threads] * 3 + h[base + t]
+            for c in range(32):
+                roles[(blk * batches + b) * 32 + c] = h[base + 2 * c] - h[base + 2 * c + 1]
+    per_thread = [h[blk * threads + threads - 1 - t] for blk in range(blocks) for t in range(threads)]
+    expected = [sum(v * (1 + i % 5) for i, v in enumerate(unified)), sum(v * (1 + i % 3) for i, v in enumerate(roles)),
+                sum(v * (1 + i % 7) for i, v in enumerate(per_thread))]
+    assert outcome.stdout.split() == [str(v) for v in expected]

@@ -1675,6 +1675,23 @@ def _without_unused_wmma_namespace(module: A.Module) -> A.Module:
     return module if used else A.replace(module, items=tuple(i for i in module.items if i not in directives))
 
 
+# libcu++'s synchronization objects: a barrier's or pipeline's wait orders the block's threads, which a loop over
+# the threads cannot keep (the portable tier runs them on the runtime's model).
+_BLOCK_SCOPE_OBJECTS = re.compile(r"\bcuda::(?:std::)?(barrier|pipeline|pipeline_shared_state|make_pipeline|"
+                                  r"memcpy_async|pipeline_consumer_wait_prior|pipeline_producer_commit)\b")
+
+
+def _refuse_block_scope_objects(module: A.Module) -> None:
+    for fn in module.functions():
+        for n in A.walk(fn):
+            text = (n.id if isinstance(n, A.Name) else n.type.base if isinstance(n, A.VarDecl | A.Param)
+                    else n.text if isinstance(n, A.Opaque) else "")
+            m = _BLOCK_SCOPE_OBJECTS.search(text)
+            if m is not None:
+                raise PassRefused(f"cuda::{m.group(1)} (libcu++ block synchronization) is not lowered to loops over "
+                                  f"threads (in '{fn.name}')", n.span)
+
+
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
     module = enter(unit)
     warp = int_param(params, "warp_size", ctx.warp_size if ctx.source_dialect is not Dialect.HIP else 64, 1, 128)
@@ -1687,6 +1704,7 @@ def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:
         module = lower_cooperative_groups(module)
         kernels = module.kernels()
     module = _without_unused_wmma_namespace(module)
+    _refuse_block_scope_objects(module)
     for item in module.items:
         if isinstance(item, A.Opaque) and "nvcuda" in item.text:
             raise PassRefused("wmma fragments remain: run detensorization first", item.span)
