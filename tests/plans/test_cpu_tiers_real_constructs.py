@@ -496,3 +496,31 @@ def test_a_libcu_barrier_is_never_lowered_to_a_loop_over_threads_even_unverified
         out.append((x[j] if j < 1000 else 0.0) * 2.0)
     expected = sum(v * (1 + i % 3) for i, v in enumerate(out))
     assert _build_and_run(output, tmp_path) == f"sum {expected:.2f}"
+
+
+def test_a_kernel_body_under_a_cuda_arch_test_stays_on_the_structural_tier_and_computes(tmp_path: Path) -> None:
+    source = tmp_path / "twice.cu"
+    source.write_text("""#include <cstdio>
+__global__ void twice(const float* in, float* out, int n) {
+#if __CUDA_ARCH__ >= 700 && !(__CUDA_ARCH__ < 600)
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 2.0f * in[i];
+#else
+  out[0] = -1.0f;
+#endif
+}
+int main() {
+  const int n = 1000; static float h[n], r[n];
+  for (int i = 0; i < n; ++i) h[i] = i * 0.5f;
+  float *d, *o; cudaMalloc(&d, sizeof h); cudaMalloc(&o, sizeof r);
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  twice<<<(n + 255) / 256, 256>>>(d, o, n);
+  cudaMemcpy(r, o, sizeof r, cudaMemcpyDeviceToHost);
+  double s = 0; for (int i = 0; i < n; ++i) s += r[i];
+  printf("%.1f\\n", s);
+  return 0;
+}
+""")
+    output = tmp_path / "twice.cpp"
+    assert _translate_to_file(source, output)["facts"]["tier"] == "structural"
+    assert _build_and_run(output, tmp_path) == f"{sum(2 * i * 0.5 for i in range(1000)):.1f}"

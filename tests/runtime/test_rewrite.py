@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -161,3 +163,52 @@ def test_statements_the_grammar_only_recovers_from_are_left_as_written() -> None
 
     for dialect in (Dialect.BANG, Dialect.CUDA):
         assert rewrite_for_cpu(PRELUDE, dialect).text == PRELUDE
+
+
+ARCH_AND_ALIGNAS = r"""
+#include <cstdio>
+// nvcc's order of specifiers (`__shared__ alignas(...)`, as NVIDIA's samples write it), and a body compiled only
+// for devices of sm_70 and newer (`#if __CUDA_ARCH__ >= 700` inside the kernel, as the same samples do)
+__global__ void twice(const float* in, float* out, int* arch_seen, int n) {
+#if __CUDA_ARCH__ >= 700
+  __shared__ alignas(alignof(float4)) float tile[256];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  tile[threadIdx.x] = i < n ? in[i] : 0.f;
+  __syncthreads();
+  if (i < n) out[i] = 2.0f * tile[threadIdx.x] + ((size_t)tile % alignof(float4) == 0 ? 0.0f : 1000.0f);
+#endif
+#ifdef __CUDA_ARCH__
+  if (threadIdx.x == 0 && blockIdx.x == 0) *arch_seen = 1;
+#endif
+}
+int host_side() {
+#ifdef __CUDA_ARCH__
+  return 1;
+#else
+  return 0;
+#endif
+}
+int main() {
+  const int n = 1000; static float h[n], r[n];
+  for (int i = 0; i < n; ++i) h[i] = i * 0.5f;
+  float *d, *o; int* seen; int hs = -1;
+  cudaMalloc(&d, sizeof h); cudaMalloc(&o, sizeof r); cudaMalloc(&seen, sizeof(int));
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  cudaMemset(o, 0, sizeof r); cudaMemset(seen, 0, sizeof(int));
+  twice<<<(n + 255) / 256, 256>>>(d, o, seen, n);
+  cudaMemcpy(r, o, sizeof r, cudaMemcpyDeviceToHost);
+  cudaMemcpy(&hs, seen, sizeof(int), cudaMemcpyDeviceToHost);
+  double s = 0; for (int i = 0; i < n; ++i) s += r[i];
+  printf("%.1f %d %d\n", s, hs, host_side());
+  return 0;
+}
+"""
+
+
+def test_device_code_sees_the_runtime_arch_and_host_code_none_and_alignas_may_follow_shared(tmp_path: Path) -> None:
+    from xpiler_core.api import run_program
+
+    outcome = run_program(ARCH_AND_ALIGNAS, str(tmp_path / "twice.cu"))
+    assert outcome.exit_code == 0, outcome.stderr
+    # nvcc: the kernel's body is compiled (an sm_70+ device), host_side() is host code, where __CUDA_ARCH__ is unset
+    assert outcome.stdout.split() == [f"{sum(2 * i * 0.5 for i in range(1000)):.1f}", "1", "0"]

@@ -38,6 +38,7 @@ from xpiler_core.plans._portable import launcher, portable_candidate, simt_heade
 from xpiler_core.plans._project import ProjectFiles
 from xpiler_core.printer import print_module, print_node
 from xpiler_core.progress import CancelToken, ProgressFn, report
+from xpiler_core.runtime.rewrite import device_arch_resolved
 from xpiler_core.translation import (
     Evidence,
     TestSet,
@@ -68,7 +69,7 @@ def as_the_build_sees_it(own: ProjectFiles, project: ProjectFiles) -> tuple[str,
     switches inside function bodies (``#ifndef NO_BOUND_CHECK``) as its build sets them — and the headers inlined.
     ``project``: the files of the source the tests run (``own``'s own, except for HIP through CUDA)."""
     inlined_text, inlined = own.inline_device_headers()
-    whole = as_source_build_saw(own.with_units_inlined(inlined_text, inlined))
+    whole = device_arch_resolved(as_source_build_saw(own.with_units_inlined(inlined_text, inlined)), own.unit.dialect)
     whole = fold_decided_branches_in_functions(parse_text(whole, own.unit.path, own.unit.dialect),
                                                project.defined_macros())
     return whole, inlined

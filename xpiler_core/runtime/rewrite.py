@@ -15,6 +15,9 @@ Five constructs need it, because g++ cannot compile them (or the runtime's sched
   becomes ``v = __typeof__(v){0};``: clang (hipcc) accepts the braced assignment, g++ only a braced
   initialization. Variables of other types are left as written.
 
+Inside the body of a ``__global__`` or ``__device__`` function, a conditional on ``__CUDA_ARCH__`` sees the
+runtime's device (sm_80), as nvcc's device pass would; elsewhere the macro stays undefined, as in nvcc's host pass.
+
 Launches are found on the tree-sitter CST (``call_expression`` with a ``kernel_call_syntax`` child), so
 strings, comments and ``<<``/``>>`` operators are never touched. Every replacement keeps the number of
 newlines of the text it replaces, so compiler diagnostics keep the user's line numbers.
@@ -130,6 +133,25 @@ def _declared_name(declarator: Node) -> str | None:
     return None
 
 
+def _alignas_first(node: Node, decl: str) -> list[tuple[int, int, str]]:
+    """``__shared__ alignas(16) float t[...]`` (nvcc's order): g++ takes a standard attribute only before the
+    specifiers, and ``__shared__`` expands to some (``static thread_local``), so the ``alignas`` moves in front."""
+    m = re.search(r"\balignas\s*\(", decl)
+    if m is None or not re.search(r"\b__shared__\b", decl[: m.start()]):
+        return []
+    depth, end = 0, m.end() - 1
+    for end in range(m.end() - 1, len(decl)):
+        depth += {"(": 1, ")": -1}.get(decl[end], 0)
+        if depth == 0:
+            break
+    else:
+        return []
+    start_byte = node.start_byte + len(decl[: m.start()].encode("utf-8"))
+    end_byte = node.start_byte + len(decl[: end + 1].encode("utf-8"))
+    spec = decl[m.start(): end + 1]
+    return [(node.start_byte, node.start_byte, spec + " "), (start_byte, end_byte, "")]
+
+
 def _shared_fill_hook(node: Node, names: list[str]) -> str:
     """Code appended after a static ``__shared__`` declaration so each block starts on poisoned arrays."""
     objs = ", ".join(names)
@@ -192,6 +214,50 @@ def _volatile_names(function: Node) -> set[str]:
             if name is not None:
                 names.add(name)
     return names
+
+
+# nvcc defines __CUDA_ARCH__ only while it compiles device code; one g++ pass compiles both sides, so the
+# macro is given its value where code can only be device code: the conditionals inside the body of a
+# __global__ or __device__ (not __host__ __device__) function. The runtime models an sm_80 device.
+RUNTIME_CUDA_ARCH = 800
+_ARCH_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|elif|ifdef|ifndef)\b[^\n]*\b__CUDA_ARCH__\b[^\n]*", re.MULTILINE)
+
+
+def _device_arch_edits(function: Node, data: bytes, dialect: Dialect) -> list[tuple[int, int, str]]:
+    body = function.child_by_field_name("body")
+    if body is None or dialect is not Dialect.CUDA or b"__CUDA_ARCH__" not in data[body.start_byte:body.end_byte]:
+        return []
+    head = data[function.start_byte:body.start_byte]
+    if not any(q in head for q in _DEVICE_QUALIFIERS) or b"__host__" in head:
+        return []
+    edits: list[tuple[int, int, str]] = []
+    text = data[body.start_byte:body.end_byte]
+    for m in _ARCH_DIRECTIVE.finditer(text):
+        line = m.group(0).decode("utf-8", "replace")
+        kind = m.group(1).decode()
+        if kind in ("ifdef", "ifndef"):
+            value = "1" if kind == "ifdef" else "0"
+            new = re.sub(r"#(\s*)ifn?def\s+__CUDA_ARCH__\b", rf"#\1if {value}", line)
+        else:
+            new = re.sub(r"\bdefined\s*\(\s*__CUDA_ARCH__\s*\)|\bdefined\s+__CUDA_ARCH__\b", "1", line)
+            new = re.sub(r"\b__CUDA_ARCH__\b", str(RUNTIME_CUDA_ARCH), new)
+        edits.append((body.start_byte + m.start(), body.start_byte + m.end(), new))
+    return edits
+
+
+def device_arch_resolved(text: str, dialect: Dialect) -> str:
+    """``text`` with only the device-code ``__CUDA_ARCH__`` conditionals given their value (see above): what the
+    CPU plan translates, so that its output and the runtime's run of the source read each one alike."""
+    if dialect is not Dialect.CUDA or "__CUDA_ARCH__" not in text:
+        return text
+    parsed = parse_text(text, "<rewrite>", dialect)
+    data = parsed.data
+    edits = [e for node in _walk(parsed.root) if node.type == "function_definition"
+             for e in _device_arch_edits(node, data, dialect)]
+    out = bytearray(data)
+    for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
+        out[start:end] = replacement.encode("utf-8")
+    return out.decode("utf-8", "replace")
 
 
 def _lockstep_edits(function: Node) -> list[tuple[int, int, str]]:
@@ -316,6 +382,7 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
             head = data[node.start_byte:(block.start_byte if block is not None else node.end_byte)]
             if any(q in head for q in _DEVICE_QUALIFIERS) and b"volatile" in data[node.start_byte:node.end_byte]:
                 edits.extend(_lockstep_edits(node))
+            edits.extend(_device_arch_edits(node, data, dialect))
         if node.type == "call_expression":
             config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
             if config is None or not node.children or node.children[0].type == "kernel_call_syntax":
@@ -350,6 +417,7 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
                 for child in node.children:
                     if child.type == "storage_class_specifier" and child.text == b"static":
                         edits.append((child.start_byte, child.end_byte, " " * (child.end_byte - child.start_byte)))
+                edits.extend(_alignas_first(node, decl))
                 is_shared = any(c.type == "type_qualifier" and c.text == b"__shared__" for c in node.children)
                 names = [
                     name

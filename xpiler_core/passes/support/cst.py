@@ -7,6 +7,7 @@ the user's names — is left byte-for-byte as it was.
 
 from __future__ import annotations
 
+import ast as py_ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -194,13 +195,54 @@ _CONDITIONAL_LINE = re.compile(
     r"(?:\([ \t]*(?P<pname>\w+)[ \t]*\)|[ \t]+(?P<bname>\w+))|(?P<other>if|elif|else|endif)\b)[^\n]*$", re.M)
 
 
+_LITERAL_CONDITION = re.compile(r"^[\d\s()<>=!&|+\-]+$")
+
+
+def _literal_condition(condition: str) -> bool | None:
+    """The value of an ``#if`` condition made of integer literals, comparisons, ``&&``, ``||``, ``!``, ``+`` and
+    ``-`` alone (``800 >= 700``, as the device-code ``__CUDA_ARCH__`` tests read once given their value), else
+    None. Read as Python's expression tree, evaluated node by node (nothing is executed)."""
+    condition = condition.split("//")[0].split("/*")[0].strip()
+    if not condition or not _LITERAL_CONDITION.match(condition) or re.search(r"\d\s+\d|<<|>>", condition):
+        return None
+    expression = re.sub(r"!(?!=)", " not ", condition.replace("&&", " and ").replace("||", " or "))
+    try:
+        tree = py_ast.parse(expression.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    comparisons = {py_ast.Lt: int.__lt__, py_ast.LtE: int.__le__, py_ast.Gt: int.__gt__, py_ast.GtE: int.__ge__,
+                   py_ast.Eq: int.__eq__, py_ast.NotEq: int.__ne__}
+
+    def value(node: py_ast.expr) -> int:
+        if isinstance(node, py_ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, py_ast.UnaryOp) and isinstance(node.op, py_ast.Not | py_ast.USub | py_ast.UAdd):
+            v = value(node.operand)
+            return int(not v) if isinstance(node.op, py_ast.Not) else -v if isinstance(node.op, py_ast.USub) else v
+        if isinstance(node, py_ast.BinOp) and isinstance(node.op, py_ast.Add | py_ast.Sub):
+            left, right = value(node.left), value(node.right)
+            return left + right if isinstance(node.op, py_ast.Add) else left - right
+        if isinstance(node, py_ast.BoolOp):
+            values = [value(v) for v in node.values]
+            return int(all(values) if isinstance(node.op, py_ast.And) else any(values))
+        if isinstance(node, py_ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in comparisons:
+            return int(comparisons[type(node.ops[0])](value(node.left), value(node.comparators[0])))
+        raise ValueError("not a constant condition")
+
+    try:
+        return bool(value(tree))
+    except ValueError:
+        return None
+
+
 def fold_decided_branches_in_functions(src: ParsedSource, defined: frozenset[str]) -> str:
     """The text with each ``#ifdef``/``#ifndef``/``#if [!]defined(X)`` inside a function body resolved as the
     build resolves it, where X is a macro of the project's own naming (no leading underscore) and ``defined``
     (the project's headers, other units and -D) or a ``#define`` of this file above it says whether it is
     defined: its directive lines and its untaken branch blanked (newlines kept, so every offset and line stays
     where it was). ``#ifndef NO_BOUND_CHECK`` in a kernel, or in the arguments of a launch, is then code the
-    AST models; an ``#elif`` chain, a reserved macro, or any other ``#if`` stays as written."""
+    AST models; so is an ``#if`` whose condition is a constant (:func:`_literal_condition`); an ``#elif``
+    chain, a reserved macro, or any other ``#if`` stays as written."""
     bodies = [(body.start_byte, body.end_byte) for n in walk(src.root, skip=NOT_CODE)
               if n.type == "function_definition" and (body := n.child_by_field_name("body")) is not None]
     if not bodies:
@@ -229,6 +271,8 @@ def fold_decided_branches_in_functions(src: ParsedSource, defined: frozenset[str
                 is_defined = name in defined or any(pos < at and n == name for pos, n in own)
                 wanted = m.group("kind") != "ifndef" and not m.group("neg")
                 decided = is_defined == wanted
+            elif other == "if" and any(a <= at_byte < b for a, b in bodies):
+                decided = _literal_condition(m.group(0).split("if", 1)[1])
             stack.append((decided, [(m.start(), m.end())], [None if decided else m.end()]))
             continue
         if not stack:
