@@ -524,3 +524,15 @@ int main() {
     output = tmp_path / "twice.cpp"
     assert _translate_to_file(source, output)["facts"]["tier"] == "structural"
     assert _build_and_run(output, tmp_path) == f"{sum(2 * i * 0.5 for i in range(1000)):.1f}"
+
+
+def test_a_refusal_names_the_line_in_the_users_file_after_a_local_header_is_inlined(tmp_path: Path) -> None:
+    (tmp_path / "scale.cuh").write_text("#pragma once\n// a device helper the CPU plan inlines\n"
+                                        "__device__ inline float scaled(float v, float s) {\n  return v * s;\n}\n")
+    source = tmp_path / "normalize.cu"
+    source.write_text('#include "scale.cuh"  // the helper\n' + GRID_SYNC_PROGRAM)
+    output = tmp_path / "normalize.cpp"
+    main(["translate", str(source), "--to", "cpu", "-o", str(output), "--no-verify"])
+    manifest = json.loads((output.parent / ".xpiler" / f"{output.name}.json").read_text())
+    # `cg::grid_group grid = cg::this_grid();` is line 6 of normalize.cu (the header's five lines are not)
+    assert "normalize.cu:6:" in manifest["facts"]["structural_refusal"]

@@ -212,3 +212,43 @@ def test_device_code_sees_the_runtime_arch_and_host_code_none_and_alignas_may_fo
     assert outcome.exit_code == 0, outcome.stderr
     # nvcc: the kernel's body is compiled (an sm_70+ device), host_side() is host code, where __CUDA_ARCH__ is unset
     assert outcome.stdout.split() == [f"{sum(2 * i * 0.5 for i in range(1000)):.1f}", "1", "0"]
+
+
+DEVICE_REGION = r"""
+#include <cstdio>
+#if __CUDA_ARCH__ >= 700
+// device helpers guarded at file scope, as NVIDIA's samples guard those of an sm_70+ kernel
+template <int Scale>
+__device__ float scaled(float v) { return v * Scale; }
+#endif
+#ifdef __CUDA_ARCH__
+#define PASS_SEEN 1
+#else
+#define PASS_SEEN 0  // the host pass: main() below is host code
+#endif
+__global__ void apply(float* x, int n) {
+#if __CUDA_ARCH__ >= 700
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = scaled<3>(x[i]);
+#endif
+}
+int main() {
+  const int n = 300; static float h[n];
+  for (int i = 0; i < n; ++i) h[i] = i;
+  float* d; cudaMalloc(&d, sizeof h);
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  apply<<<2, 256>>>(d, n);
+  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  double s = 0; for (int i = 0; i < n; ++i) s += h[i];
+  printf("%.0f %d\n", s, PASS_SEEN);
+  return 0;
+}
+"""
+
+
+def test_a_file_scope_region_of_device_functions_under_an_arch_test_is_device_code(tmp_path: Path) -> None:
+    from xpiler_core.api import run_program
+
+    outcome = run_program(DEVICE_REGION, str(tmp_path / "apply.cu"))
+    assert outcome.exit_code == 0, outcome.stderr
+    assert outcome.stdout.split() == [str(3 * sum(range(300))), "0"]

@@ -66,6 +66,39 @@ def companion_name(include: str, target: Dialect) -> str:
     return str(path.with_name(stem + COMPANION_SUFFIX[target]))
 
 
+# (what followed the include on its line, a comment, follows the end marker)
+_INLINED_START = re.compile(r"^\s*/\* xpiler: (.+?) inlined \*/$")
+_INLINED_END = re.compile(r"^/\* end of (.+?) \*/")
+_UNIT_START = re.compile(r"^/\* xpiler: the program's unit (.+) \*/$")
+
+
+def inlined_origin(text: str, line: int, own: str) -> tuple[str, int]:
+    """Where 0-based ``line`` of a text built by :meth:`ProjectFiles.inline_device_headers` (and
+    :meth:`ProjectFiles.with_units_inlined`) comes from: the file as the source names it (``own`` for the unit
+    itself) and its 0-based line there, read off the markers that inlining leaves."""
+    stack: list[list[str | int]] = [[own, 0]]
+    for index, content in enumerate(text.split("\n")):
+        start = _INLINED_START.match(content)
+        unit = _UNIT_START.match(content)
+        end = _INLINED_END.match(content)
+        if unit is not None:
+            stack = [[unit.group(1), -1]]  # the marker line is not the unit's: its first line follows
+        elif start is not None:
+            if index == line:
+                break
+            stack[-1][1] = int(stack[-1][1]) + 1  # the include line the header's text replaced
+            stack.append([start.group(1), 0])
+            continue
+        elif end is not None and len(stack) > 1 and stack[-1][0] == end.group(1):
+            stack.pop()
+            continue
+        if index == line:
+            break
+        stack[-1][1] = int(stack[-1][1]) + 1
+    name, at = stack[-1]
+    return str(name), max(int(at), 0)
+
+
 @dataclass
 class ProjectFiles:
     unit: ParsedUnit

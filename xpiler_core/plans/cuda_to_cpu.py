@@ -35,7 +35,7 @@ from xpiler_core.passes.support.build_macros import as_source_build_saw
 from xpiler_core.passes.support.cst import fold_decided_branches_in_functions
 from xpiler_core.plans._hip import source_warp as source_warp_of
 from xpiler_core.plans._portable import launcher, portable_candidate, simt_headers
-from xpiler_core.plans._project import ProjectFiles
+from xpiler_core.plans._project import ProjectFiles, inlined_origin
 from xpiler_core.printer import print_module, print_node
 from xpiler_core.progress import CancelToken, ProgressFn, report
 from xpiler_core.runtime.rewrite import device_arch_resolved
@@ -274,7 +274,7 @@ def plan(
         if options.verify and (candidate is None or not _passed(_Checked(candidate, records, evidence))):
             # the floor: the source on the SIMT header set, exact but slow (plans/_portable.py)
             refused = ("the portable tier was asked for (--tier portable)" if portable_only
-                       else _structural_refusal(candidate, evidence, ctx, unit.path))
+                       else _structural_refusal(candidate, evidence, ctx, unit.path, work.text))
             tests = project.test_set(options, Path(tmp) / "auto-portable")
             runner = CpuRunner(warp_size=source_warp, source_build=project.source_build(),
                                display_name=output_display_name(options, unit.path))
@@ -292,7 +292,7 @@ def plan(
             # nothing will check this output: where the structural tier refuses a program (a construct a loop
             # over threads would change), the portable tier is written, exact by construction, and says why (a
             # kernel-only file stays unresolved: its portable form has no entry a caller could launch)
-            refused = _structural_refusal(candidate, evidence, ctx, unit.path)
+            refused = _structural_refusal(candidate, evidence, ctx, unit.path, work.text)
             source = work.text if inlined and work.dialect is original.dialect else original.text
             candidate = portable_candidate(source, original.dialect, source_warp, refused, "")
             companions = {**simt_headers(), **c_units}
@@ -318,11 +318,16 @@ def _names_template_types(kernel: A.Function) -> bool:
     return any(p.type.base.replace("const", "").strip() in types for p in kernel.params if isinstance(p, A.Param))
 
 
-def _structural_refusal(candidate: str | None, evidence: Evidence, ctx: PassContext, path: str) -> str:
-    """Why the structural tier was not taken, with the construct's location in the user's file."""
+def _structural_refusal(candidate: str | None, evidence: Evidence, ctx: PassContext, path: str,
+                        translated: str) -> str:
+    """Why the structural tier was not taken, with the construct's location in the user's file (or the header
+    it is in: ``translated`` has the local headers inlined)."""
     if candidate is None and ctx.unresolved:
         item = ctx.unresolved[-1]
-        where = f" ({path}:{item.span.start_line + 1}:{item.span.start_col + 1})" if item.span != Span.empty() else ""
+        where = ""
+        if item.span != Span.empty():
+            file, line = inlined_origin(translated, item.span.start_line, path)
+            where = f" ({file}:{line + 1}:{item.span.start_col + 1})"
         return f"{item.reason}{where}"
     from xpiler_core.translation import decide_status
 

@@ -223,15 +223,38 @@ RUNTIME_CUDA_ARCH = 800
 _ARCH_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|elif|ifdef|ifndef)\b[^\n]*\b__CUDA_ARCH__\b[^\n]*", re.MULTILINE)
 
 
-def _device_arch_edits(function: Node, data: bytes, dialect: Dialect) -> list[tuple[int, int, str]]:
-    body = function.child_by_field_name("body")
-    if body is None or dialect is not Dialect.CUDA or b"__CUDA_ARCH__" not in data[body.start_byte:body.end_byte]:
+def _is_device_function(node: Node, data: bytes) -> bool:
+    if node.type == "template_declaration":
+        inner = next((c for c in node.named_children if c.type in ("function_definition", "declaration")), None)
+        return inner is not None and _is_device_function(inner, data)
+    if node.type not in ("function_definition", "declaration"):
+        return False
+    body = node.child_by_field_name("body")
+    head = data[node.start_byte:(body.start_byte if body is not None else node.end_byte)]
+    return any(q in head for q in _DEVICE_QUALIFIERS) and b"__host__" not in head and b"(" in head
+
+
+def _device_region_arch_edits(region: Node, data: bytes, dialect: Dialect) -> list[tuple[int, int, str]]:
+    """A file-scope ``#if __CUDA_ARCH__ ...`` with no ``#else`` that holds only device functions (NVIDIA's samples
+    guard a kernel's device helpers so): device code, read as the runtime's device reads it."""
+    condition = region.child_by_field_name("condition")
+    if dialect is not Dialect.CUDA or condition is None or b"__CUDA_ARCH__" not in (condition.text or b"") \
+            or region.child_by_field_name("alternative") is not None:
         return []
-    head = data[function.start_byte:body.start_byte]
-    if not any(q in head for q in _DEVICE_QUALIFIERS) or b"__host__" in head:
+    items = [c for c in region.named_children if c.start_byte != condition.start_byte and c.type != "comment"]
+    if not items or not all(_is_device_function(c, data) for c in items):
         return []
-    edits: list[tuple[int, int, str]] = []
-    text = data[body.start_byte:body.end_byte]
+    line_start = data.rfind(b"\n", 0, region.start_byte) + 1
+    line_end = data.find(b"\n", condition.end_byte)
+    line = data[line_start:line_end if line_end >= 0 else len(data)]
+    return [(line_start + m.start(), line_start + m.end(), new)
+            for m, new in _arch_directive_rewrites(line)]
+
+
+def _arch_directive_rewrites(text: bytes) -> list[tuple[re.Match[bytes], str]]:
+    """Each ``#if``/``#elif``/``#ifdef``/``#ifndef`` line of ``text`` that tests ``__CUDA_ARCH__``, as the
+    runtime's device reads it."""
+    out: list[tuple[re.Match[bytes], str]] = []
     for m in _ARCH_DIRECTIVE.finditer(text):
         line = m.group(0).decode("utf-8", "replace")
         kind = m.group(1).decode()
@@ -241,8 +264,19 @@ def _device_arch_edits(function: Node, data: bytes, dialect: Dialect) -> list[tu
         else:
             new = re.sub(r"\bdefined\s*\(\s*__CUDA_ARCH__\s*\)|\bdefined\s+__CUDA_ARCH__\b", "1", line)
             new = re.sub(r"\b__CUDA_ARCH__\b", str(RUNTIME_CUDA_ARCH), new)
-        edits.append((body.start_byte + m.start(), body.start_byte + m.end(), new))
-    return edits
+        out.append((m, new))
+    return out
+
+
+def _device_arch_edits(function: Node, data: bytes, dialect: Dialect) -> list[tuple[int, int, str]]:
+    body = function.child_by_field_name("body")
+    if body is None or dialect is not Dialect.CUDA or b"__CUDA_ARCH__" not in data[body.start_byte:body.end_byte]:
+        return []
+    head = data[function.start_byte:body.start_byte]
+    if not any(q in head for q in _DEVICE_QUALIFIERS) or b"__host__" in head:
+        return []
+    return [(body.start_byte + m.start(), body.start_byte + m.end(), new)
+            for m, new in _arch_directive_rewrites(data[body.start_byte:body.end_byte])]
 
 
 def device_arch_resolved(text: str, dialect: Dialect) -> str:
@@ -254,6 +288,8 @@ def device_arch_resolved(text: str, dialect: Dialect) -> str:
     data = parsed.data
     edits = [e for node in _walk(parsed.root) if node.type == "function_definition"
              for e in _device_arch_edits(node, data, dialect)]
+    edits += [e for node in parsed.root.children if node.type == "preproc_if"
+              for e in _device_region_arch_edits(node, data, dialect)]
     out = bytearray(data)
     for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
         out[start:end] = replacement.encode("utf-8")
@@ -377,6 +413,8 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
                 edit := _void_pointer_cast(node, data)) is not None:
             edits.append(edit)
             continue
+        if node.type == "preproc_if" and node.parent is not None and node.parent.type == "translation_unit":
+            edits.extend(_device_region_arch_edits(node, data, dialect))
         if node.type == "function_definition" and dialect in (Dialect.CUDA, Dialect.HIP):
             block = node.child_by_field_name("body")
             head = data[node.start_byte:(block.start_byte if block is not None else node.end_byte)]
