@@ -204,3 +204,19 @@ def test_pipeline_primitives_compile_with_hipcc_agree_and_come_back_for_nvcc(tmp
     cpu = translate(PIPELINE, str(tmp_path / "cpu.cu"), TranslateOptions(Dialect.C))
     assert cpu.status == "verified", cpu.summary
     assert cpu.manifest["facts"]["tier"] == "structural"
+
+
+def test_libcu_headers_hip_lacks_are_unresolved_at_their_include_line(tmp_path: Path) -> None:
+    source = r"""#include <cstdio>
+#include <cuda/barrier>
+__global__ void k(float* x) {
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, blockDim.x);
+  __syncthreads();
+  x[threadIdx.x] += 1.0f;
+  bar.arrive_and_wait();
+}
+"""
+    result = translate(source, str(tmp_path / "k.cu"), TranslateOptions(Dialect.HIP))
+    assert result.status == "unresolved"
+    assert "<cuda/barrier>" in result.summary and "line 2:1" in result.summary

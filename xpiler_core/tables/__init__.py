@@ -146,6 +146,7 @@ def load_mapping(direction: Direction) -> MappingTable:
             if forward:
                 table.defined_in_place.update({path: dict(raw_table(constants)["constants"]) for path, constants
                                                in data.get("defined_in_place", {}).items()})
+                table.unsupported.update(data.get("unsupported", {}))  # header paths: api_map reports the include
             continue
         oriented = pairs if forward else {**_invert(pairs, reverse), **data.get("hip_only", {})}
         for src, dst in oriented.items():

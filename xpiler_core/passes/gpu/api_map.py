@@ -98,7 +98,7 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         if replaced_ranges and any(a <= node.start_byte and node.end_byte <= b for a, b in replaced_ranges):
             continue
         if kind == "preproc_include":
-            _map_include(src, node, table, edits, renamed, code_names)
+            _map_include(src, node, table, edits, renamed, code_names, ctx)
         elif kind == "declaration" and table.member_orders:
             for init in _reordered_initializers(src, node, table, own_names, edits):
                 replaced_ranges.append(init)
@@ -255,7 +255,7 @@ def _target_of(name: str, table: MappingTable, direction: Direction) -> str:
 
 
 def _map_include(src: ParsedSource, node: Node, table: MappingTable, edits: list[Edit], renamed: dict[str, int],
-                 code_names: frozenset[str]) -> None:
+                 code_names: frozenset[str], ctx: PassContext) -> None:
     path_node = node.child_by_field_name("path")
     if path_node is None:
         return
@@ -263,6 +263,9 @@ def _map_include(src: ParsedSource, node: Node, table: MappingTable, edits: list
     if len(raw) < 2:
         return
     inner = raw[1:-1]
+    if inner in table.unsupported:
+        ctx.unresolved.append(Unresolved(table.unsupported[inner], Span.of(node), inner))
+        return
     constants = table.defined_in_place.get(inner)
     if constants is not None:
         edits.append(Edit(node.start_byte, node.end_byte, _constants_in_place(inner, constants, code_names)))
