@@ -220,3 +220,11 @@ __global__ void k(float* x) {
     result = translate(source, str(tmp_path / "k.cu"), TranslateOptions(Dialect.HIP))
     assert result.status == "unresolved"
     assert "<cuda/barrier>" in result.summary and "line 2:1" in result.summary
+
+
+def test_any_other_libcu_header_is_unresolved_for_hip_at_its_line(tmp_path: Path) -> None:
+    source = ("#include <cstdio>\n#include <cuda/atomic>\n__global__ void k(int* x) {\n"
+              "  cuda::atomic_ref<int, cuda::thread_scope_device> r(*x);\n  r.fetch_add(1);\n}\n")
+    result = translate(source, str(tmp_path / "k.cu"), TranslateOptions(Dialect.HIP))
+    assert result.status == "unresolved"
+    assert "<cuda/atomic>" in result.summary and "line 2:1" in result.summary

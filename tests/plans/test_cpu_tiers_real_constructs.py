@@ -487,7 +487,7 @@ def test_a_libcu_barrier_is_never_lowered_to_a_loop_over_threads_even_unverified
     assert main(["translate", str(source), "--to", "cpu", "-o", str(output), "--no-verify"]) != 0
     manifest = json.loads((output.parent / ".xpiler" / f"{output.name}.json").read_text())
     assert manifest["facts"]["tier"] == "portable"
-    assert "cuda::barrier" in manifest["facts"]["structural_refusal"]
+    assert "cuda::barrier (libcu++ synchronization)" in manifest["facts"]["structural_refusal"]
     x = [i * 0.5 for i in range(1000)]
     out = []
     for i in range(1000):

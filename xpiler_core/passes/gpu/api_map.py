@@ -266,6 +266,11 @@ def _map_include(src: ParsedSource, node: Node, table: MappingTable, edits: list
     if inner in table.unsupported:
         ctx.unresolved.append(Unresolved(table.unsupported[inner], Span.of(node), inner))
         return
+    if inner.startswith("cuda/") and table.direction == "cuda->hip" and table.map_header(inner) in (None, inner):
+        # any other libcu++ header (<cuda/atomic>, <cuda/std/...>): ROCm 5.x has no libcu++
+        ctx.unresolved.append(Unresolved(f"libcu++'s <{inner}> has no HIP counterpart in ROCm 5.x; port by hand",
+                                         Span.of(node), inner))
+        return
     constants = table.defined_in_place.get(inner)
     if constants is not None:
         edits.append(Edit(node.start_byte, node.end_byte, _constants_in_place(inner, constants, code_names)))

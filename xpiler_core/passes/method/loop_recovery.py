@@ -1676,9 +1676,11 @@ def _without_unused_wmma_namespace(module: A.Module) -> A.Module:
 
 
 # libcu++'s synchronization objects: a barrier's or pipeline's wait orders the block's threads, which a loop over
-# the threads cannot keep (the portable tier runs them on the runtime's model).
+# the threads cannot keep; its atomics have no CPU prelude form (the portable tier runs all of them on the
+# runtime's model).
 _BLOCK_SCOPE_OBJECTS = re.compile(r"\bcuda::(?:std::)?(barrier|pipeline|pipeline_shared_state|make_pipeline|"
-                                  r"memcpy_async|pipeline_consumer_wait_prior|pipeline_producer_commit)\b")
+                                  r"memcpy_async|pipeline_consumer_wait_prior|pipeline_producer_commit|atomic|"
+                                  r"atomic_ref|atomic_thread_fence)\b")
 
 
 def _refuse_block_scope_objects(module: A.Module) -> None:
@@ -1688,7 +1690,7 @@ def _refuse_block_scope_objects(module: A.Module) -> None:
                     else n.text if isinstance(n, A.Opaque) else "")
             m = _BLOCK_SCOPE_OBJECTS.search(text)
             if m is not None:
-                raise PassRefused(f"cuda::{m.group(1)} (libcu++ block synchronization) is not lowered to loops over "
+                raise PassRefused(f"cuda::{m.group(1)} (libcu++ synchronization) is not lowered to loops over "
                                   f"threads (in '{fn.name}')", n.span)
 
 

@@ -365,6 +365,58 @@ inline void* void_pointer(std::nullptr_t) { return nullptr; }
     ::xpiler::g_next_cooperative = false;                                                                 \
     return status;                                                                                        \
   }                                                                                                       \
+  /* the extensible launch (CUDA 12): a cooperative attribute gives every block an OS thread, as the     \
+     cooperative launch does; clusters of blocks are not modelled; the other attributes are scheduling hints */ \
+  enum P##LaunchAttributeID { P##LaunchAttributeIgnore = 0, P##LaunchAttributeAccessPolicyWindow = 1,     \
+    P##LaunchAttributeCooperative = 2, P##LaunchAttributeSynchronizationPolicy = 3,                       \
+    P##LaunchAttributeClusterDimension = 4, P##LaunchAttributeClusterSchedulingPolicyPreference = 5,      \
+    P##LaunchAttributeProgrammaticStreamSerialization = 6, P##LaunchAttributeProgrammaticEvent = 7,       \
+    P##LaunchAttributePriority = 8, P##LaunchAttributeMemSyncDomainMap = 9, P##LaunchAttributeMemSyncDomain = 10, \
+    P##LaunchAttributePreferredClusterDimension = 11, P##LaunchAttributeLaunchCompletionEvent = 12,       \
+    P##LaunchAttributeDeviceUpdatableKernelNode = 13, P##LaunchAttributePreferredSharedMemoryCarveout = 14 }; \
+  union P##LaunchAttributeValue {                                                                         \
+    char pad[64];                                                                                         \
+    int cooperative;                                                                                      \
+    struct { unsigned int x, y, z; } clusterDim;                                                          \
+    int clusterSchedulingPolicyPreference;                                                                \
+    int programmaticStreamSerializationAllowed;                                                           \
+    struct { P##Event_t event; int flags; int triggerAtBlockStart; } programmaticEvent;                   \
+    int priority;                                                                                         \
+    struct { unsigned int x, y, z; } preferredClusterDim;                                                 \
+    struct { P##Event_t event; int flags; } launchCompletionEvent;                                        \
+    unsigned int sharedMemCarveout;                                                                       \
+  };                                                                                                      \
+  struct P##LaunchAttribute { P##LaunchAttributeID id; char pad[8 - sizeof(P##LaunchAttributeID)];        \
+                              P##LaunchAttributeValue val; };                                             \
+  struct P##LaunchConfig_t { dim3 gridDim; dim3 blockDim; size_t dynamicSmemBytes; P##Stream_t stream;    \
+                             P##LaunchAttribute* attrs; unsigned int numAttrs; };                         \
+  inline bool xpiler_##P##_cooperative(const P##LaunchConfig_t* config) {                                 \
+    bool cooperative = false;                                                                             \
+    for (unsigned int i = 0; i < config->numAttrs; ++i) {                                                 \
+      const P##LaunchAttribute& a = config->attrs[i];                                                     \
+      if (a.id == P##LaunchAttributeCooperative && a.val.cooperative) cooperative = true;                 \
+      if (a.id == P##LaunchAttributeClusterDimension &&                                                   \
+          1ull * a.val.clusterDim.x * a.val.clusterDim.y * a.val.clusterDim.z > 1)                        \
+        ::xpiler::die(::xpiler::kExitLaunch, "xpiler: thread block clusters (a cluster dimension above 1) "  \
+                      "are not modelled by the runtime\n");                                               \
+    }                                                                                                     \
+    return cooperative;                                                                                   \
+  }                                                                                                       \
+  template <class... K, class... A>                                                                       \
+  inline P##Error_t P##LaunchKernelEx(const P##LaunchConfig_t* config, void (*f)(K...), A&&... args) {    \
+    ::xpiler::g_next_cooperative = xpiler_##P##_cooperative(config);                                      \
+    ::xpiler::launch(f, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream)(     \
+        std::forward<A>(args)...);                                                                        \
+    ::xpiler::g_next_cooperative = false;                                                                 \
+    return static_cast<P##Error_t>(::xpiler::g_last_error);                                               \
+  }                                                                                                       \
+  inline P##Error_t P##LaunchKernelExC(const P##LaunchConfig_t* config, const void* f, void** args) {     \
+    ::xpiler::g_next_cooperative = xpiler_##P##_cooperative(config);                                      \
+    const bool known = ::xpiler::launch_by_address(f, config->gridDim, config->blockDim,                  \
+                                                   config->dynamicSmemBytes, args);                       \
+    ::xpiler::g_next_cooperative = false;                                                                 \
+    return known ? static_cast<P##Error_t>(::xpiler::g_last_error) : P##ErrorInvalidDeviceFunction;        \
+  }                                                                                                       \
   template <class... A> inline P##Error_t P##FuncSetAttribute(A...) { return P##Success; }                \
   template <class... A> inline P##Error_t P##FuncSetCacheConfig(A...) { return P##Success; }              \
   template <class... A> inline P##Error_t P##DeviceSetCacheConfig(A...) { return P##Success; }            \

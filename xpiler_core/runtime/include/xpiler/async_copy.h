@@ -24,7 +24,10 @@ inline void copy_share(std::size_t rank, std::size_t n, void* dst, const void* s
 
 namespace cuda {
 
+#ifndef XPILER_CUDA_THREAD_SCOPE
+#define XPILER_CUDA_THREAD_SCOPE
 enum thread_scope { thread_scope_system = 0, thread_scope_device = 1, thread_scope_block = 2, thread_scope_thread = 3 };
+#endif
 
 template <std::size_t Alignment>
 struct aligned_size_t {
@@ -259,6 +262,7 @@ inline void pipeline_producer_commit(pipeline<thread_scope_thread>& pipe, barrie
 
 namespace std {
 using ::cuda::barrier;
+using namespace ::std;  // cuda::std is the standard library (xpiler/cuda_std.h)
 }  // namespace std
 
 }  // namespace cuda
