@@ -264,8 +264,14 @@ inline void* void_pointer(std::nullptr_t) { return nullptr; }
   enum P##MemoryAdvise { P##MemAdviseSetReadMostly = 1, P##MemAdviseUnsetReadMostly = 2,                  \
                          P##MemAdviseSetPreferredLocation = 3, P##MemAdviseUnsetPreferredLocation = 4,    \
                          P##MemAdviseSetAccessedBy = 5, P##MemAdviseUnsetAccessedBy = 6 };                \
-  template <class D, class S = int>                                                                       \
-  inline P##Error_t P##MemPrefetchAsync(const void*, size_t, D, S = S()) { return P##Success; }           \
+  /* CUDA 13 names a place by a location (type and id) where CUDA 12 gave a device number */              \
+  enum P##MemLocationType { P##MemLocationTypeInvalid = 0, P##MemLocationTypeDevice = 1,                  \
+                            P##MemLocationTypeHost = 2, P##MemLocationTypeHostNuma = 3,                   \
+                            P##MemLocationTypeHostNumaCurrent = 4 };                                      \
+  struct P##MemLocation { P##MemLocationType type; int id; };                                             \
+  /* (a device or a location, then CUDA 13's flags, then the stream) */                                   \
+  template <class D, class... Rest>                                                                       \
+  inline P##Error_t P##MemPrefetchAsync(const void*, size_t, D, Rest...) { return P##Success; }           \
   template <class A, class D>                                                                             \
   inline P##Error_t P##MemAdvise(const void*, size_t, A, D) { return P##Success; }                        \
   template <class S = int> inline P##Error_t P##MemsetAsync(void* d, int v, size_t n, S stream = S()) {   \

@@ -193,4 +193,20 @@ inline T reduce(const coalesced_group& group, T value, Op op, int site = __built
   return ::xpiler::warp_reduce_values(group.mask(), value, op, site);
 }
 
+// One thread of the group calls fn (rank 0: CUDA picks an arbitrary one); the group meets after the call, so every
+// thread sees its effects. The broadcast form hands its result to every thread of a tile or coalesced group.
+template <class Group, class Fn, class... Args>
+inline void invoke_one(const Group& group, Fn&& fn, Args&&... args) {
+  if (group.thread_rank() == 0) fn(static_cast<Args&&>(args)...);
+  group.sync();
+}
+template <class Group, class Fn, class... Args>
+inline auto invoke_one_broadcast(const Group& group, Fn&& fn, Args&&... args)
+    -> decltype(fn(static_cast<Args&&>(args)...)) {
+  using Result = decltype(fn(static_cast<Args&&>(args)...));
+  Result value{};
+  if (group.thread_rank() == 0) value = fn(static_cast<Args&&>(args)...);
+  return group.shfl(value, 0);
+}
+
 }  // namespace cooperative_groups

@@ -116,6 +116,12 @@ inline float bf16_bits_to_float(uint16_t b) {
   inline H hcos(H a) { return H(cosf(float(a))); }                                                  \
   inline H hfloor(H a) { return H(floorf(float(a))); }                                              \
   inline H hceil(H a) { return H(ceilf(float(a))); }                                                \
+  inline H htrunc(H a) { return H(truncf(float(a))); }                                              \
+  inline H hrint(H a) { return H(rintf(float(a))); } /* to nearest, ties to even */                  \
+  inline H hexp2(H a) { return H(exp2f(float(a))); }                                                \
+  inline H hexp10(H a) { return H(powf(10.0f, float(a))); }                                         \
+  inline H hlog2(H a) { return H(log2f(float(a))); }                                                \
+  inline H hlog10(H a) { return H(log10f(float(a))); }                                              \
   inline H2_FN(H)
 
 #define XPILER_H2_COMPARE(H, op)                                                                     \
@@ -123,6 +129,9 @@ inline float bf16_bits_to_float(uint16_t b) {
     return H##2(H(__h##op(a.x, b.x) ? 1.0f : 0.0f), H(__h##op(a.y, b.y) ? 1.0f : 0.0f));            \
   }                                                                                                 \
   inline bool __hb##op##2(H##2 a, H##2 b) { return __h##op(a.x, b.x) && __h##op(a.y, b.y); }
+
+#define XPILER_H2_UNARY(H, name, scalar) \
+  inline H##2 name(H##2 a) { return H##2(scalar(a.x), scalar(a.y)); }
 
 // Packed-pair helpers, spelled per type below.
 #define H2_FN(H)                                                                                     \
@@ -141,7 +150,12 @@ inline float bf16_bits_to_float(uint16_t b) {
   XPILER_H2_COMPARE(H, gt) XPILER_H2_COMPARE(H, ge) XPILER_H2_COMPARE(H, equ) XPILER_H2_COMPARE(H, neu) \
   XPILER_H2_COMPARE(H, ltu) XPILER_H2_COMPARE(H, leu) XPILER_H2_COMPARE(H, gtu) XPILER_H2_COMPARE(H, geu) \
   inline H##2 h2exp(H##2 a) { return H##2(hexp(a.x), hexp(a.y)); }                                  \
-  inline H##2 h2sqrt(H##2 a) { return H##2(hsqrt(a.x), hsqrt(a.y)); }
+  inline H##2 h2sqrt(H##2 a) { return H##2(hsqrt(a.x), hsqrt(a.y)); }                               \
+  XPILER_H2_UNARY(H, h2exp2, hexp2) XPILER_H2_UNARY(H, h2exp10, hexp10) XPILER_H2_UNARY(H, h2log, hlog)   \
+  XPILER_H2_UNARY(H, h2log2, hlog2) XPILER_H2_UNARY(H, h2log10, hlog10) XPILER_H2_UNARY(H, h2rcp, hrcp)   \
+  XPILER_H2_UNARY(H, h2rsqrt, hrsqrt) XPILER_H2_UNARY(H, h2sin, hsin) XPILER_H2_UNARY(H, h2cos, hcos)     \
+  XPILER_H2_UNARY(H, h2floor, hfloor) XPILER_H2_UNARY(H, h2ceil, hceil) XPILER_H2_UNARY(H, h2trunc, htrunc) \
+  XPILER_H2_UNARY(H, h2rint, hrint)
 
 XPILER_HALF_TYPE(__half, float_to_half_bits, half_bits_to_float)
 XPILER_HALF_TYPE(__nv_bfloat16, float_to_bf16_bits, bf16_bits_to_float)
