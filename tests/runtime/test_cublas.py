@@ -61,3 +61,43 @@ def test_gemm_family_matches_numpy(built_factory) -> None:  # type: ignore[no-un
     np.testing.assert_allclose(outs[6][1].T, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(outs[9].T, 1.5 * ha.T.astype(np.float64) @ hb.T.astype(np.float64), rtol=1e-5,
                                atol=1e-5)
+
+
+HELPERS = r"""
+#include <cstdio>
+#include <cublas_v2.h>
+// the helper API's copies: a strided vector there and back, a column-major sub-matrix there and back
+int main() {
+  const int rows = 5, cols = 4, lda = 7, ldb = 6;
+  float host[lda * cols], back[ldb * cols] = {0}, vec[12], vback[12] = {0};
+  for (int i = 0; i < lda * cols; ++i) host[i] = i * 1.5f;
+  for (int i = 0; i < 12; ++i) vec[i] = 100.0f + i;
+  float *dm, *dv;
+  cudaMalloc(&dm, ldb * cols * sizeof(float)); cudaMalloc(&dv, 12 * sizeof(float));
+  cudaMemset(dm, 0, ldb * cols * sizeof(float)); cudaMemset(dv, 0, 12 * sizeof(float));
+  int s = cublasSetMatrix(rows, cols, sizeof(float), host, lda, dm, ldb);
+  s += cublasGetMatrix(rows, cols, sizeof(float), dm, ldb, back, ldb);
+  s += cublasSetVector(4, sizeof(float), vec, 3, dv, 2);
+  s += cublasGetVectorAsync(4, sizeof(float), dv, 2, vback, 1, (cudaStream_t)0);
+  int bad = cublasSetMatrix(rows, cols, sizeof(float), host, rows - 1, dm, ldb) == CUBLAS_STATUS_INVALID_VALUE;
+  for (int i = 0; i < ldb * cols; ++i) printf("%g ", back[i]);
+  printf("\n");
+  for (int i = 0; i < 4; ++i) printf("%g ", vback[i]);
+  printf("\n%d %d\n", s, bad);
+  return 0;
+}
+"""
+
+
+def test_helper_copies_match_their_column_major_definition(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from xpiler_core.api import run_program
+
+    outcome = run_program(HELPERS, str(tmp_path / "helpers.cu"))
+    assert outcome.exit_code == 0, outcome.stderr
+    lines = outcome.stdout.strip().splitlines()
+    host = np.arange(7 * 4, dtype=np.float64).reshape(4, 7) * 1.5  # column j at host[j * lda]
+    back = np.zeros((4, 6))
+    back[:, :5] = host[:, :5]  # rows 0..4 of each column copied; the rest of the 6-long column stays 0
+    assert [float(v) for v in lines[0].split()] == back.ravel().tolist()
+    assert [float(v) for v in lines[1].split()] == [100.0 + 3 * i for i in range(4)]
+    assert lines[2].split() == ["0", "1"]

@@ -74,6 +74,51 @@ inline const char* cublasGetStatusName(cublasStatus_t s) {
 }
 inline const char* cublasGetStatusString(cublasStatus_t s) { return cublasGetStatusName(s); }
 
+// The helper API's copies between host and device memory: strided vectors and column-major matrices, each a 2-D
+// copy of the runtime (recorded like the program's own copies; the stream of the Async forms runs at once).
+inline cublasStatus_t cublasSetVector(int n, int elemSize, const void* x, int incx, void* y, int incy) {
+  if (n < 0 || elemSize <= 0 || incx <= 0 || incy <= 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  return cudaMemcpy2D(y, size_t(incy) * elemSize, x, size_t(incx) * elemSize, elemSize, n, cudaMemcpyHostToDevice)
+             ? CUBLAS_STATUS_MAPPING_ERROR : CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasGetVector(int n, int elemSize, const void* x, int incx, void* y, int incy) {
+  if (n < 0 || elemSize <= 0 || incx <= 0 || incy <= 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  return cudaMemcpy2D(y, size_t(incy) * elemSize, x, size_t(incx) * elemSize, elemSize, n, cudaMemcpyDeviceToHost)
+             ? CUBLAS_STATUS_MAPPING_ERROR : CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasSetMatrix(int rows, int cols, int elemSize, const void* A, int lda, void* B, int ldb) {
+  if (rows < 0 || cols < 0 || elemSize <= 0 || lda < rows || ldb < rows || lda <= 0 || ldb <= 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (rows == 0 || cols == 0) return CUBLAS_STATUS_SUCCESS;
+  return cudaMemcpy2D(B, size_t(ldb) * elemSize, A, size_t(lda) * elemSize, size_t(rows) * elemSize, cols,
+                      cudaMemcpyHostToDevice) ? CUBLAS_STATUS_MAPPING_ERROR : CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasGetMatrix(int rows, int cols, int elemSize, const void* A, int lda, void* B, int ldb) {
+  if (rows < 0 || cols < 0 || elemSize <= 0 || lda < rows || ldb < rows || lda <= 0 || ldb <= 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (rows == 0 || cols == 0) return CUBLAS_STATUS_SUCCESS;
+  return cudaMemcpy2D(B, size_t(ldb) * elemSize, A, size_t(lda) * elemSize, size_t(rows) * elemSize, cols,
+                      cudaMemcpyDeviceToHost) ? CUBLAS_STATUS_MAPPING_ERROR : CUBLAS_STATUS_SUCCESS;
+}
+template <class S>
+inline cublasStatus_t cublasSetVectorAsync(int n, int e, const void* x, int incx, void* y, int incy, S) {
+  return cublasSetVector(n, e, x, incx, y, incy);
+}
+template <class S>
+inline cublasStatus_t cublasGetVectorAsync(int n, int e, const void* x, int incx, void* y, int incy, S) {
+  return cublasGetVector(n, e, x, incx, y, incy);
+}
+template <class S>
+inline cublasStatus_t cublasSetMatrixAsync(int r, int c, int e, const void* A, int lda, void* B, int ldb, S) {
+  return cublasSetMatrix(r, c, e, A, lda, B, ldb);
+}
+template <class S>
+inline cublasStatus_t cublasGetMatrixAsync(int r, int c, int e, const void* A, int lda, void* B, int ldb, S) {
+  return cublasGetMatrix(r, c, e, A, lda, B, ldb);
+}
+
 namespace xpiler {
 inline double blas_load(const void* p, cudaDataType t, int64_t i) {
   switch (t) {
