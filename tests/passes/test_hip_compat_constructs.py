@@ -228,3 +228,66 @@ def test_any_other_libcu_header_is_unresolved_for_hip_at_its_line(tmp_path: Path
     result = translate(source, str(tmp_path / "k.cu"), TranslateOptions(Dialect.HIP))
     assert result.status == "unresolved"
     assert "<cuda/atomic>" in result.summary and "line 2:1" in result.summary
+
+
+# A tile's shuffle of a vector or a struct (CUDA's groups take any trivially copyable value; HIP 5.x's only
+# integers and floats; NVIDIA's shfl_scan sample shuffles uint4)
+GROUP_SHUFFLES = r"""
+#include <cstdio>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+struct pair_t { float weight; int index; };
+__device__ uint4 swap_neighbours(const cg::thread_block_tile<32>& tile, uint4 v) { return tile.shfl_xor(v, 1); }
+__global__ void shuffles(unsigned* out, float* weights, int* indices) {
+  auto tile = cg::tiled_partition<32>(cg::this_thread_block());
+  unsigned lane = tile.thread_rank();
+  uint4 v = swap_neighbours(tile, make_uint4(lane, 2 * lane, 3 * lane, 4 * lane + threadIdx.x));
+  pair_t p = {0.5f * threadIdx.x, (int)threadIdx.x * 7};
+  p = tile.shfl_down(p, 3);
+  out[4 * threadIdx.x] = v.x; out[4 * threadIdx.x + 1] = v.y; out[4 * threadIdx.x + 2] = v.z;
+  out[4 * threadIdx.x + 3] = v.w;
+  weights[threadIdx.x] = p.weight;
+  indices[threadIdx.x] = tile.shfl(p.index, 5);
+}
+int main() {
+  unsigned* o; float* w; int* ix;
+  cudaMalloc(&o, 4 * 64 * sizeof(unsigned)); cudaMalloc(&w, 64 * sizeof(float)); cudaMalloc(&ix, 64 * sizeof(int));
+  shuffles<<<1, 64>>>(o, w, ix);
+  unsigned ho[4 * 64]; float hw[64]; int hi[64];
+  cudaMemcpy(ho, o, sizeof ho, cudaMemcpyDeviceToHost);
+  cudaMemcpy(hw, w, sizeof hw, cudaMemcpyDeviceToHost);
+  cudaMemcpy(hi, ix, sizeof hi, cudaMemcpyDeviceToHost);
+  long long s = 0; double t = 0; long long u = 0;
+  for (int i = 0; i < 4 * 64; ++i) s += (long long)ho[i] * (1 + i % 5);
+  for (int i = 0; i < 64; ++i) { t += hw[i] * (1 + i % 3); u += (long long)hi[i] * (1 + i % 7); }
+  printf("%lld %.1f %lld\n", s, t, u);
+  return 0;
+}
+"""
+
+
+def _group_shuffles_expected() -> list[str]:
+    out, weights, indices = [], [], []
+    for t in range(64):
+        lane = t % 32
+        partner = t ^ 1
+        out += [partner % 32, 2 * (partner % 32), 3 * (partner % 32), 4 * (partner % 32) + partner]
+        source = t + 3 if lane + 3 < 32 else t
+        weights.append(0.5 * source)
+        holder = (t - lane) + 5  # lane 5 of the tile, after its shfl_down
+        indices.append(7 * (holder + 3 if 5 + 3 < 32 else holder))
+    s = sum(v * (1 + i % 5) for i, v in enumerate(out))
+    t_sum = sum(v * (1 + i % 3) for i, v in enumerate(weights))
+    u = sum(v * (1 + i % 7) for i, v in enumerate(indices))
+    return [str(s), f"{t_sum:.1f}", str(u)]
+
+
+def test_group_shuffles_of_vectors_and_structs_run_and_compile_with_hipcc(tmp_path: Path) -> None:
+    from xpiler_core.api import run_program
+
+    ran = run_program(GROUP_SHUFFLES, str(tmp_path / "shuffles.cu"))
+    assert ran.exit_code == 0, ran.stderr  # before: the runtime's shuffle took 64 bits at most
+    assert ran.stdout.split() == _group_shuffles_expected()
+    hip = translate(GROUP_SHUFFLES, str(tmp_path / "shuffles.cu"), TranslateOptions(Dialect.HIP))
+    assert hip.status == "verified", hip.summary  # before: HIP's tile shuffle rejected uint4 (static assertion)
+    assert "xpiler_cg_shfl(tile, p, 3, 2)" in hip.output_text

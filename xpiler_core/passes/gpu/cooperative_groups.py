@@ -5,7 +5,9 @@ blocks, tiled partitions (tiles up to the wavefront size, so CUDA's ``tiled_part
 32-lane meaning on a 64-lane wavefront) and tile shuffles. ``<cooperative_groups/reduce.h>`` does not exist
 there: ``cg::reduce(tile, v, op)`` becomes a butterfly over the tile with ``tile.shfl_xor`` — every lane
 gets the result, as with ``cg::reduce`` — and ``cg::plus/less/greater`` become small functors. ``tile.meta_group_rank()``/``meta_group_size()`` (not in HIP 5.x) are computed
-from the parent thread block for tiles cut directly from one. Grid-wide
+from the parent thread block for tiles cut directly from one. A group's shuffle takes any trivially copyable value
+in CUDA, integers and floats only in HIP 5.x: ``tile.shfl_xor(v, m)`` becomes ``xpiler_cg_shfl(tile, v, m, 3)``,
+which moves other values 32 bits at a time. Grid-wide
 ``this_grid().sync()`` needs a cooperative launch (``hipLaunchCooperativeKernel``): reported for review.
 """
 
@@ -41,6 +43,34 @@ template <class T> struct xpiler_cg_greater { __device__ T operator()(T a, T b) 
 _REPLACE = {"reduce": "xpiler_cg_reduce", "plus": "xpiler_cg_plus", "less": "xpiler_cg_less",
             "greater": "xpiler_cg_greater"}
 
+SHUFFLE_HELPERS = """// xpiler(cooperative_groups): a group shuffle of any trivially copyable value, as CUDA's groups allow (HIP 5.x's
+// take integers and floats only): other values move 32 bits at a time.
+template <class Group, class T>
+__device__ inline typename std::enable_if<std::is_arithmetic<T>::value, T>::type
+xpiler_cg_shfl(const Group& group, T value, unsigned int arg, int kind) {
+    return kind == 0 ? group.shfl(value, arg) : kind == 1 ? group.shfl_up(value, arg)
+         : kind == 2 ? group.shfl_down(value, arg) : group.shfl_xor(value, arg);
+}
+template <class Group, class T>
+__device__ inline typename std::enable_if<!std::is_arithmetic<T>::value, T>::type
+xpiler_cg_shfl(const Group& group, T value, unsigned int arg, int kind) {
+    int words[(sizeof(T) + sizeof(int) - 1) / sizeof(int)] = {};
+    __builtin_memcpy(words, &value, sizeof(T));
+    for (unsigned int i = 0; i < sizeof(words) / sizeof(int); ++i) words[i] = xpiler_cg_shfl(group, words[i], arg, kind);
+    __builtin_memcpy(&value, words, sizeof(T));
+    return value;
+}
+"""
+_SHUFFLES = {"shfl": 0, "shfl_up": 1, "shfl_down": 2, "shfl_xor": 3}
+# names of group handles: made by a partition call, or declared (a parameter too) with a tile or coalesced type
+_GROUP_MADE = re.compile(r"\b(\w+)\s*=\s*(?:\w+\s*::\s*)?(?:tiled_partition|coalesced_threads|labeled_partition|"
+                         r"binary_partition)\b")
+_GROUP_DECLARED = re.compile(r"\b(?:thread_block_tile\s*<[^<>]*>|coalesced_group)\s*(?:const\s*)?&?\s*(\w+)")
+
+
+def _group_names(text: str) -> set[str]:
+    return {m.group(1) for m in _GROUP_MADE.finditer(text)} | {m.group(1) for m in _GROUP_DECLARED.finditer(text)}
+
 
 def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> SourceUnit:
     if "cooperative_groups" not in module.text:
@@ -50,12 +80,17 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
     edits: list[Edit] = []
     rewrites = 0
     meta_rewrites = 0
+    shuffles = 0
+    groups = _group_names(module.text)
     reduce_include = None
     for node in walk(src.root, skip=frozenset({"comment", "string_literal"})):
         if node.type == "preproc_include":
             path = node.child_by_field_name("path")
             if path is not None and src.node_text(path).strip('<>"') == "cooperative_groups/reduce.h":
                 reduce_include = node
+        elif node.type == "call_expression" and (shuffle := _group_shuffle(src, node, groups)) is not None:
+            edits.append(Edit(node.start_byte, node.end_byte, shuffle))
+            shuffles += 1
         elif node.type == "call_expression":
             rewrite = _meta_group(src, node, module.text)
             if rewrite is not None:
@@ -88,10 +123,31 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         ctx.notes.append(f"cooperative_groups: {rewrites} cg::reduce/functor use(s) rewritten for HIP")
     elif reduce_include is not None:
         edits.append(Edit(reduce_include.start_byte, reduce_include.end_byte, ""))
+    if shuffles:
+        at = top_insertion_point(src)
+        edits.append(Edit(at, at, ("\n" if at and not src.data[:at].endswith(b"\n") else "") + SHUFFLE_HELPERS))
+        ctx.notes.append(f"cooperative_groups: {shuffles} group shuffle(s) through xpiler_cg_shfl (any value type)")
     if meta_rewrites:
         ctx.notes.append(f"cooperative_groups: {meta_rewrites} meta_group_rank/size call(s) computed from the block")
     data, _ = apply_edits(src.data, edits)
     return SourceUnit(data.decode("utf-8"), module.dialect, module.path)
+
+
+def _group_shuffle(src: Any, call: Any, groups: set[str]) -> str | None:
+    """``tile.shfl_xor(v, m)`` on a group handle → ``xpiler_cg_shfl(tile, v, m, 3)`` (its arguments as written)."""
+    func = call.child_by_field_name("function")
+    if func is None or func.type != "field_expression":
+        return None
+    field, handle = func.child_by_field_name("field"), func.child_by_field_name("argument")
+    arguments = call.child_by_field_name("arguments")
+    if field is None or handle is None or arguments is None or handle.type != "identifier":
+        return None
+    method = src.node_text(field)
+    args = [a for a in arguments.named_children if a.type != "comment"]
+    if method not in _SHUFFLES or src.node_text(handle) not in groups or len(args) != 2:
+        return None
+    value, arg = (src.node_text(a) for a in args)
+    return f"xpiler_cg_shfl({src.node_text(handle)}, {value}, {arg}, {_SHUFFLES[method]})"
 
 
 def _meta_group(src: Any, call: Any, text: str) -> str | None:

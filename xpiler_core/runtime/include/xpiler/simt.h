@@ -99,27 +99,37 @@ inline uint8_t op_code(CollectiveOp op, bool implicit_mask) {
 
 template <class T>
 inline T shuffle(lanemask_t mask, T var, ShuffleKind kind, int arg, int width, int site, bool implicit_mask = false) {
-  static_assert(sizeof(T) <= 8, "shuffles move at most 64 bits");
-  uint64_t bits = 0;
-  std::memcpy(&bits, &var, sizeof(T));
-  const Arrival a = warp_arrive(mask, bits, site, op_code(static_cast<CollectiveOp>(kind), implicit_mask));
-  const int lane = a.lane;
-  const int w = (width <= 0 || width > kWarpSize) ? kWarpSize : width;
-  const int base = lane & ~(w - 1);
-  int src = lane;
-  switch (kind) {
-    case kShflIdx: src = base + (arg & (w - 1)); break;
-    case kShflUp: src = (lane - base) < arg ? lane : lane - arg; break;
-    case kShflDown: src = (lane - base) + arg >= w ? lane : lane + arg; break;
-    case kShflXor: src = lane ^ arg; if (src >= base + w) src = lane; break;
+  if constexpr (sizeof(T) > 8) {
+    // a cooperative-groups tile shuffles any trivially copyable value (a uint4, a struct): 64 bits at a time
+    static_assert(std::is_trivially_copyable<T>::value, "a shuffled value must be trivially copyable");
+    unsigned long long words[(sizeof(T) + 7) / 8] = {};
+    std::memcpy(words, &var, sizeof(T));
+    for (auto& word : words) word = shuffle(mask, word, kind, arg, width, site, implicit_mask);
+    T out;
+    std::memcpy(&out, words, sizeof(T));
+    return out;
+  } else {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &var, sizeof(T));
+    const Arrival a = warp_arrive(mask, bits, site, op_code(static_cast<CollectiveOp>(kind), implicit_mask));
+    const int lane = a.lane;
+    const int w = (width <= 0 || width > kWarpSize) ? kWarpSize : width;
+    const int base = lane & ~(w - 1);
+    int src = lane;
+    switch (kind) {
+      case kShflIdx: src = base + (arg & (w - 1)); break;
+      case kShflUp: src = (lane - base) < arg ? lane : lane - arg; break;
+      case kShflDown: src = (lane - base) + arg >= w ? lane : lane + arg; break;
+      case kShflXor: src = lane ^ arg; if (src >= base + w) src = lane; break;
+    }
+    if (src < 0 || src >= kWarpSize) src = lane;
+    T out = var;
+    if ((a.round->arrived >> src & 1) && a.round->site[src] == a.site) {
+      uint64_t v = a.round->value[src];
+      std::memcpy(&out, &v, sizeof(T));
+    }
+    return out;
   }
-  if (src < 0 || src >= kWarpSize) src = lane;
-  T out = var;
-  if ((a.round->arrived >> src & 1) && a.round->site[src] == a.site) {
-    uint64_t v = a.round->value[src];
-    std::memcpy(&out, &v, sizeof(T));
-  }
-  return out;
 }
 
 inline lanemask_t ballot(lanemask_t mask, int pred, int site, bool implicit_mask = false) {
