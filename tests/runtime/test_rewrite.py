@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -246,9 +247,13 @@ int main() {
 """
 
 
-def test_a_file_scope_region_of_device_functions_under_an_arch_test_is_device_code(tmp_path: Path) -> None:
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_file_scope_region_of_device_functions_under_an_arch_test_is_device_code(tmp_path: Path,
+                                                                                    guarded: bool) -> None:
     from xpiler_core.api import run_program
 
-    outcome = run_program(DEVICE_REGION, str(tmp_path / "apply.cu"))
+    # (NVIDIA's reduction sample puts such a region inside its header's include guard)
+    text = f"#ifndef APPLY_H\n#define APPLY_H\n{DEVICE_REGION}#endif\n" if guarded else DEVICE_REGION
+    outcome = run_program(text, str(tmp_path / "apply.cu"))
     assert outcome.exit_code == 0, outcome.stderr
     assert outcome.stdout.split() == [str(3 * sum(range(300))), "0"]

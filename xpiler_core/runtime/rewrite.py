@@ -288,7 +288,7 @@ def device_arch_resolved(text: str, dialect: Dialect) -> str:
     data = parsed.data
     edits = [e for node in _walk(parsed.root) if node.type == "function_definition"
              for e in _device_arch_edits(node, data, dialect)]
-    edits += [e for node in parsed.root.children if node.type == "preproc_if"
+    edits += [e for node in _walk(parsed.root) if node.type == "preproc_if" and not _inside_function(node)
               for e in _device_region_arch_edits(node, data, dialect)]
     out = bytearray(data)
     for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
@@ -413,7 +413,7 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
                 edit := _void_pointer_cast(node, data)) is not None:
             edits.append(edit)
             continue
-        if node.type == "preproc_if" and node.parent is not None and node.parent.type == "translation_unit":
+        if node.type == "preproc_if" and not _inside_function(node):  # (an include guard around it too)
             edits.extend(_device_region_arch_edits(node, data, dialect))
         if node.type == "function_definition" and dialect in (Dialect.CUDA, Dialect.HIP):
             block = node.child_by_field_name("body")

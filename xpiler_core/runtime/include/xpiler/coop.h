@@ -1,6 +1,5 @@
-// cooperative_groups basics on the CPU: thread_block, tiled_partition<N> (N <= warp size), coalesced, labeled and
-// binary partitions, tile
-// shuffles and votes, sync, reduce.
+// cooperative_groups basics on the CPU: thread_block, tiled_partition<N> (a warp or less; wider tiles sync and
+// reduce, as CUDA 11+ allows), coalesced, labeled and binary partitions, tile shuffles and votes, sync, reduce.
 #pragma once
 #include "device.h"
 
@@ -50,9 +49,53 @@ class grid_group {
 inline grid_group this_grid() { return grid_group(); }
 inline void sync(const grid_group& g, int site = __builtin_LINE()) { g.sync(site); }
 
+}  // namespace cooperative_groups
+
+namespace xpiler {
+// Tiles wider than a warp (CUDA 11+: thread_block_tile<64>, <128>, ...): their sync is a barrier of the tile's own
+// threads (a block-scope object each lane sleeps on, see wait_object), and cg::reduce goes through one slot per
+// thread. The state is the running block's: fresh for every block on this OS thread.
+struct MultiWarpTiles {
+  struct Barrier { unsigned expected, pending; unsigned long long phase; };
+  unsigned long long stamp = 0;
+  std::vector<Barrier> barriers;
+  std::vector<unsigned char> slots;
+};
+inline MultiWarpTiles& multi_warp_tiles(unsigned size) {
+  static thread_local MultiWarpTiles state;
+  Worker* w = tls_worker;
+  const unsigned threads = w->nthreads, count = (threads + size - 1) / size;
+  if (state.stamp != w->block_serial || state.barriers.size() != count) {
+    state.stamp = w->block_serial;
+    state.barriers.assign(count, MultiWarpTiles::Barrier{0, 0, 0});
+    for (unsigned t = 0; t < count; ++t) {
+      const unsigned members = threads - t * size < size ? threads - t * size : size;
+      state.barriers[t] = MultiWarpTiles::Barrier{members, members, 0};
+    }
+  }
+  return state;
+}
+inline bool multi_warp_phase_moved(const void* barrier, unsigned long long token) {
+  return static_cast<const MultiWarpTiles::Barrier*>(barrier)->phase != token;
+}
+inline void multi_warp_sync(unsigned size, int site) {
+  MultiWarpTiles::Barrier& b = multi_warp_tiles(size).barriers[linear_tid() / size];
+  const unsigned long long token = b.phase;
+  if (--b.pending == 0) {
+    b.pending = b.expected;
+    ++b.phase;
+  }
+  wait_object(site, &multi_warp_phase_moved, &b, token);
+}
+}  // namespace xpiler
+
+namespace cooperative_groups {
+
 template <unsigned N>
 class thread_block_tile {
-  static_assert(N >= 1 && N <= XPILER_WARP_SIZE && (N & (N - 1)) == 0, "tile size must be a power of 2 <= warp size");
+  static_assert(N >= 1 && (N & (N - 1)) == 0, "tile size must be a power of 2");
+  static_assert(N <= XPILER_WARP_SIZE || N <= 1024, "a tile is at most a block (1024 threads)");
+  static constexpr bool kMultiWarp = N > XPILER_WARP_SIZE;
 
  public:
   static constexpr unsigned num_threads() { return N; }
@@ -61,11 +104,15 @@ class thread_block_tile {
   unsigned meta_group_rank() const { return ::xpiler::linear_tid() / N; }
   unsigned meta_group_size() const { return (blockDim.x * blockDim.y * blockDim.z + N - 1) / N; }
   unsigned long long tile_mask() const {
-    unsigned long long m = N == 64 ? ~0ull : ((1ull << N) - 1);
+    unsigned long long m = N >= 64 ? ~0ull : ((1ull << (N % 64)) - 1);
     return m << (static_cast<unsigned>(::xpiler::lane_id()) / N * N);
   }
-  void sync(int site = __builtin_LINE()) const { ::xpiler::sync_warp(tile_mask(), site); }
+  void sync(int site = __builtin_LINE()) const {
+    if constexpr (kMultiWarp) ::xpiler::multi_warp_sync(N, site);
+    else ::xpiler::sync_warp(tile_mask(), site);
+  }
   template <class T> T shfl(T v, int src, int site = __builtin_LINE()) const {
+    static_assert(!kMultiWarp, "CUDA shuffles within tiles of a warp or less");
     return ::xpiler::shuffle(tile_mask(), v, ::xpiler::kShflIdx, src, N, site);
   }
   template <class T> T shfl_down(T v, unsigned d, int site = __builtin_LINE()) const {
@@ -182,9 +229,28 @@ template <class T> struct bit_xor { T operator()(const T& a, const T& b) const {
 
 // Butterfly reduction inside the tile: every lane gets the result, as cg::reduce promises.
 template <unsigned N, class T, class Op>
-inline T reduce(const thread_block_tile<N>& tile, T value, Op op) {
-  for (unsigned offset = N / 2; offset > 0; offset /= 2) value = op(value, tile.shfl_xor(value, static_cast<int>(offset)));
-  return value;
+inline T reduce(const thread_block_tile<N>& tile, T value, Op op, int site = __builtin_LINE()) {
+  if constexpr (N > XPILER_WARP_SIZE) {
+    // a tile wider than a warp: every thread's value in its slot, then each folds the tile's slots in rank order
+    ::xpiler::MultiWarpTiles& state = ::xpiler::multi_warp_tiles(N);
+    const unsigned first = ::xpiler::linear_tid() / N * N;
+    const unsigned members = state.barriers[first / N].expected;
+    if (state.slots.size() < sizeof(T) * state.barriers.size() * N) state.slots.resize(sizeof(T) * state.barriers.size() * N);
+    std::memcpy(state.slots.data() + sizeof(T) * ::xpiler::linear_tid(), &value, sizeof(T));
+    tile.sync(site);
+    T result;
+    std::memcpy(&result, state.slots.data() + sizeof(T) * first, sizeof(T));
+    for (unsigned r = 1; r < members; ++r) {
+      T next;
+      std::memcpy(&next, state.slots.data() + sizeof(T) * (first + r), sizeof(T));
+      result = op(result, next);
+    }
+    tile.sync(site);  // every thread has read the slots before any writes them again
+    return result;
+  } else {
+    for (unsigned offset = N / 2; offset > 0; offset /= 2) value = op(value, tile.shfl_xor(value, static_cast<int>(offset)));
+    return value;
+  }
 }
 
 // ... and over coalesced lanes (a coalesced_threads() or partition group): the group's lanes in lane order.

@@ -124,7 +124,13 @@ inline T shuffle(lanemask_t mask, T var, ShuffleKind kind, int arg, int width, i
     }
     if (src < 0 || src >= kWarpSize) src = lane;
     T out = var;
-    if ((a.round->arrived >> src & 1) && a.round->site[src] == a.site) {
+    // A lane past the block's last thread (a partial warp) does not exist: it reads as zero. NVIDIA's reduction
+    // sample finishes a one-thread block with tile32.shfl_down over such lanes and passes on GPUs; returning the
+    // caller's own value instead doubled its sum at each step.
+    const unsigned first = tls_worker->cur->linear / kWarpSize * kWarpSize;
+    if (first + static_cast<unsigned>(src) >= tls_worker->nthreads) {
+      std::memset(&out, 0, sizeof(T));
+    } else if ((a.round->arrived >> src & 1) && a.round->site[src] == a.site) {
       uint64_t v = a.round->value[src];
       std::memcpy(&out, &v, sizeof(T));
     }
