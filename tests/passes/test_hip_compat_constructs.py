@@ -291,3 +291,48 @@ def test_group_shuffles_of_vectors_and_structs_run_and_compile_with_hipcc(tmp_pa
     hip = translate(GROUP_SHUFFLES, str(tmp_path / "shuffles.cu"), TranslateOptions(Dialect.HIP))
     assert hip.status == "verified", hip.summary  # before: HIP's tile shuffle rejected uint4 (static assertion)
     assert "xpiler_cg_shfl(tile, p, 3, 2)" in hip.output_text
+
+
+# CUDA 11's tiles wider than a warp take block_tile_memory scratch; HIP 5.x has none, and its tiles reach the
+# 64-lane wavefront without it (NVIDIA's reduction sample: hipcc found no 'block_tile_memory')
+WIDE_TILES = r"""
+#include <cstdio>
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+template <unsigned Size>
+__global__ void tile_sums(const int* x, int* out, int* order_ok, int n) {
+  __shared__ cg::block_tile_memory<256> scratch;
+  auto block = cg::this_thread_block(scratch);
+  auto tile = cg::tiled_partition<Size>(block);
+  __shared__ int staged[256];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  staged[threadIdx.x] = i < n ? x[i] : 0;
+  tile.sync();  // the tile's threads have staged their values
+  int neighbour = staged[tile.meta_group_rank() * Size + (tile.thread_rank() + 1) % Size];
+  int s = cg::reduce(tile, neighbour, cg::plus<int>());
+  if (tile.thread_rank() == 0) out[blockIdx.x * tile.meta_group_size() + tile.meta_group_rank()] = s;
+  if (tile.thread_rank() == Size - 1) order_ok[blockIdx.x * tile.meta_group_size() + tile.meta_group_rank()] = s;
+}
+int main() {
+  const int n = 1000;
+  static int h[n]; for (int i = 0; i < n; ++i) h[i] = (i * 37) % 101;
+  int *x, *o, *k; cudaMalloc(&x, sizeof h); cudaMalloc(&o, 64 * sizeof(int)); cudaMalloc(&k, 64 * sizeof(int));
+  cudaMemcpy(x, h, sizeof h, cudaMemcpyHostToDevice);
+  tile_sums<64><<<4, 256>>>(x, o, k, n);
+  int ho[16], hk[16]; cudaMemcpy(ho, o, sizeof ho, cudaMemcpyDeviceToHost); cudaMemcpy(hk, k, sizeof hk, cudaMemcpyDeviceToHost);
+  tile_sums<64><<<4, 256>>>(x, o, k, n);
+  int h2[8], k2[8]; cudaMemcpy(h2, o, sizeof h2, cudaMemcpyDeviceToHost); cudaMemcpy(k2, k, sizeof k2, cudaMemcpyDeviceToHost);
+  for (int t = 0; t < 16; ++t) printf("%d ", ho[t] == hk[t] ? ho[t] : -1);
+  printf("\n");
+  for (int t = 0; t < 8; ++t) printf("%d ", h2[t] == k2[t] ? h2[t] : -1);
+  printf("\n");
+  return 0;
+}
+"""
+
+
+def test_block_tile_memory_is_dropped_for_hip_and_64_wide_tiles_agree(tmp_path: Path) -> None:
+    result = translate(WIDE_TILES, str(tmp_path / "tiles.cu"), TranslateOptions(Dialect.HIP))
+    assert result.status == "verified", result.summary
+    assert "block_tile_memory" not in result.output_text and "this_thread_block()" in result.output_text

@@ -7,7 +7,8 @@ there: ``cg::reduce(tile, v, op)`` becomes a butterfly over the tile with ``tile
 gets the result, as with ``cg::reduce`` — and ``cg::plus/less/greater`` become small functors. ``tile.meta_group_rank()``/``meta_group_size()`` (not in HIP 5.x) are computed
 from the parent thread block for tiles cut directly from one. A group's shuffle takes any trivially copyable value
 in CUDA, integers and floats only in HIP 5.x: ``tile.shfl_xor(v, m)`` becomes ``xpiler_cg_shfl(tile, v, m, 3)``,
-which moves other values 32 bits at a time. Grid-wide
+which moves other values 32 bits at a time. CUDA 11's ``block_tile_memory`` scratch for tiles wider than a warp is
+dropped (HIP's tiles reach the wavefront without it). Grid-wide
 ``this_grid().sync()`` needs a cooperative launch (``hipLaunchCooperativeKernel``): reported for review.
 """
 
@@ -62,6 +63,10 @@ xpiler_cg_shfl(const Group& group, T value, unsigned int arg, int kind) {
 }
 """
 _SHUFFLES = {"shfl": 0, "shfl_up": 1, "shfl_down": 2, "shfl_xor": 3}
+# CUDA 11's scratch for tiles wider than a warp (`__shared__ cg::block_tile_memory<256> scratch;` handed to
+# `this_thread_block(scratch)`): HIP 5.x has neither; its tiles reach the 64-lane wavefront without scratch
+_TILE_MEMORY = re.compile(r"^[ \t]*(?:__shared__[ \t]+)?(?:\w+[ \t]*::[ \t]*)?block_tile_memory[ \t]*<[^;>]*>[ \t]+(\w+)[ \t]*;",
+                          re.MULTILINE)
 # names of group handles: made by a partition call, or declared (a parameter too) with a tile or coalesced type
 _GROUP_MADE = re.compile(r"\b(\w+)\s*=\s*(?:\w+\s*::\s*)?(?:tiled_partition|coalesced_threads|labeled_partition|"
                          r"binary_partition)\b")
@@ -75,6 +80,11 @@ def _group_names(text: str) -> set[str]:
 def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> SourceUnit:
     if "cooperative_groups" not in module.text:
         return module
+    text, scratch = _without_tile_memory(module.text)
+    if scratch:
+        ctx.notes.append(f"cooperative_groups: block_tile_memory scratch ({', '.join(sorted(scratch))}) dropped (HIP's "
+                         "tiles reach the wavefront without it)")
+        module = SourceUnit(text, module.dialect, module.path)
     src = parse_text(module.text, module.path, module.dialect)
     aliases = set(re.findall(r"namespace\s+(\w+)\s*=\s*cooperative_groups\s*;", module.text)) | {"cooperative_groups"}
     edits: list[Edit] = []
@@ -131,6 +141,18 @@ def apply(module: SourceUnit, params: dict[str, Any], ctx: PassContext) -> Sourc
         ctx.notes.append(f"cooperative_groups: {meta_rewrites} meta_group_rank/size call(s) computed from the block")
     data, _ = apply_edits(src.data, edits)
     return SourceUnit(data.decode("utf-8"), module.dialect, module.path)
+
+
+def _without_tile_memory(text: str) -> tuple[str, set[str]]:
+    """The text without block_tile_memory declarations, and ``this_thread_block(scratch)`` as
+    ``this_thread_block()`` for each such scratch (line breaks kept)."""
+    names = set(_TILE_MEMORY.findall(text))
+    if not names:
+        return text, names
+    text = _TILE_MEMORY.sub(lambda m: " " * len(m.group(0).split("\n")[0]), text)
+    for name in names:
+        text = re.sub(rf"\bthis_thread_block\s*\(\s*{re.escape(name)}\s*\)", "this_thread_block()", text)
+    return text, names
 
 
 def _group_shuffle(src: Any, call: Any, groups: set[str]) -> str | None:
