@@ -1071,7 +1071,9 @@ class Bench:
                 ["test", check, "--candidate", self.testable(out).name], where, self.timeout
             )
             verdict, reason = test_verdict(t)
-            if verdict in ("build", "error") and dst in ("hip", "cuda"):
+            if t.rc == 124:  # the check ran out of time: no verdict on the translation either way
+                verdict = "timeout"
+            elif verdict in ("build", "error") and dst in ("hip", "cuda"):
                 # a GPU translation the CPU runtime cannot build or run: not a verdict on the translation
                 verdict = "unrunnable"
             elif verdict in ("build", "error"):  # the CPU compiler / MLU model is the target's own
@@ -1116,7 +1118,8 @@ def summarize(cases: list[Case], directions: list[str]) -> str:
     w("compute = the benchmark's numpy reference passes on the translation (cases whose source fails its")
     w("reference are excluded and shown apart, with the translation's fidelity to the source; cases whose")
     w("source does not compile with its own platform's compiler are left out of compile %; 'unrunnable' =")
-    w("a GPU translation the CPU runtime cannot build, 'too large' = over the CPU runtime's size cap).\n")
+    w("a GPU translation the CPU runtime cannot build, 'too large' = over the CPU runtime's size cap; a check that")
+    w("ran out of time is a time-out, not a verdict).\n")
     hdr = (
         f"{'direction':<12} {'cases':>5} {'compile %':>17} {'compute %':>17} {'tool verified':>15} "
         f"{'v. wrong':>8} {'time-outs':>9} "
@@ -1144,11 +1147,12 @@ def summarize(cases: list[Case], directions: list[str]) -> str:
         ver = [k for k in tr if k.tool_status == "verified"]
         srcf = [k for k in tr if k.compute == "source-fails-ref"]
         big = [k for k in tr if k.compute == "too-large"]
+        timeouts = sum(1 for k in tr if k.timed_out or k.compute == "timeout")
         med = statistics.median([k.seconds for k in tr]) if tr else 0.0
         w(
             f"{label:<12} {len(ks):>5} {pct(len(comp), len(tr) - len(nosrc)):>17} "
             f"{pct(len(passed), len(judged)):>17} {len(ver):>6}/{len(tr):<8} "
-            f"{sum(1 for k in ver if k.compute == 'fail'):>8} {sum(1 for k in tr if k.timed_out):>9} "
+            f"{sum(1 for k in ver if k.compute == 'fail'):>8} {timeouts:>9} "
             f"{len(srcf):>9} {len(nosrc):>9} "
             f"{len(big):>9} {len(unrun):>10} {med:>8.1f}   {ptxt}"
         )
@@ -1345,7 +1349,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def read_cases(path: Path) -> list[Case]:
     fields = set(Case.__dataclass_fields__)
-    return [Case(**{k: v for k, v in r.items() if k in fields}) for r in json.loads(path.read_text())["cases"]]
+    cases = [Case(**{k: v for k, v in r.items() if k in fields}) for r in json.loads(path.read_text())["cases"]]
+    for k in cases:  # runs recorded before time-outs of the compute check had their own verdict
+        if k.compute == "fail" and k.compute_reason.startswith("timeout after"):
+            k.compute = "timeout"
+    return cases
 
 
 def write_cases(path: Path, root: Path, cases: list[Case]) -> None:
