@@ -367,6 +367,11 @@ def decide_status(evidence: Evidence, unresolved: list[Unresolved], *, produced:
         if evidence.source_build_error:
             return Status.UNRESOLVED, (f"the source itself does not build ({evidence.source_build_error}), so the "
                                        f"translation is not judged; {rejected}")
+        if evidence.facts.get("units_combined_error"):
+            return Status.UNRESOLVED, (
+                "xpiler builds a program's units as one translation unit, and this program's do not combine "
+                f"({evidence.facts['units_combined_error']}; each builds on its own): neither the source nor the "
+                f"translation is judged; {rejected}")
         if unresolved:
             # what a pass could not translate is the likelier cause than the compiler's first complaint
             left = unresolved[0]
@@ -1017,8 +1022,25 @@ def _check_source_build(evidence: Evidence, text: str, source: Dialect, path: st
                                 display_name=Path(path).name or None)
     if not verdict.ok and verdict.version != "not installed" and " timed out after " not in verdict.stderr:
         first = first_compiler_error(verdict.stderr)
+        if build is not None and build.unity and _units_build_apart(text, source, build, path):
+            # each unit builds on its own, as the program's build compiles them: what fails is xpiler's one
+            # translation unit of them all (two units that declare one name differently), not the source
+            evidence.facts["units_combined_error"] = f"{verdict.toolchain} {verdict.version}" + (
+                f": {first}" if first else "")
+            return
         evidence.source_build_error = f"{verdict.toolchain} {verdict.version}" + (f": {first}" if first else "")
         evidence.facts["source_build_error"] = evidence.source_build_error
+
+
+def _units_build_apart(text: str, source: Dialect, build: BuildSettings, path: str) -> bool:
+    """Whether the file and each of the program's other units compile on their own with the source's compiler."""
+    from xpiler_core.verify.toolchains import compile_check
+
+    alone = dataclasses.replace(build, unity=(), c_units=())
+    texts = dict(build.files)
+    parts = [(text, Path(path).name or None)] + [(texts.get(u, ""), Path(u).name) for u in build.unity
+                                                 if u not in build.c_units]
+    return all(compile_check(part, source, build=alone, display_name=name).ok for part, name in parts)
 
 
 def finish_translation(

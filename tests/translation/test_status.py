@@ -147,3 +147,46 @@ def test_a_translated_program_that_runs_out_of_time_is_not_said_to_behave_differ
     assert status is Status.UNRESOLVED
     assert "did not finish within the time limit (120 s; the source took 6.8 s)" in reason
     assert "behaves differently" not in reason
+
+
+UNIT_MAIN = r"""#include <cstdio>
+extern "C" bool check_gold(const int* data, int n);  // declared bool here, int in the other unit (as NVIDIA's
+__global__ void fill(int* x) { x[threadIdx.x] = threadIdx.x; }  // simpleAtomicIntrinsics does): each unit builds
+int main() {
+  int *d, h[32];
+  cudaMalloc(&d, sizeof h);
+  fill<<<1, 32>>>(d);
+  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  printf("%s\n", check_gold(h, 32) ? "PASS" : "FAIL");
+  return 0;
+}
+"""
+UNIT_GOLD = r"""extern "C" int check_gold(const int* data, int n);
+extern "C" int check_gold(const int* data, int n) {
+  for (int i = 0; i < n; ++i) if (data[i] != i) return 0;
+  return 1;
+}
+"""
+
+
+def test_units_that_build_apart_but_not_as_one_unit_are_not_called_a_broken_source(tmp_path: Path) -> None:
+    """nvcc builds each unit on its own (checked here), so 'the source itself does not build' would be false:
+    the failure is xpiler's one-translation-unit build, and neither side is judged."""
+    import json
+    import subprocess
+
+    from xpiler_core.cli import main
+
+    source, unit = tmp_path / "main.cu", tmp_path / "gold.cpp"
+    source.write_text(UNIT_MAIN)
+    unit.write_text(UNIT_GOLD)
+    for part in (source, unit):
+        built = subprocess.run(["nvcc", "-c", str(part), "-o", str(tmp_path / (part.stem + ".o"))],
+                               capture_output=True, text=True, timeout=300)
+        assert built.returncode == 0, built.stderr
+    output = tmp_path / "main.cpp"
+    main(["translate", str(source), "--unit", str(unit), "--to", "cpu", "-o", str(output)])
+    manifest = json.loads((tmp_path / ".xpiler" / "main.cpp.json").read_text())
+    summary = json.dumps(manifest["outcome"])
+    assert "the source itself does not build" not in summary
+    assert "do not combine" in summary and "each builds on its own" in summary
