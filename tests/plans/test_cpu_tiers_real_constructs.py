@@ -536,3 +536,47 @@ def test_a_refusal_names_the_line_in_the_users_file_after_a_local_header_is_inli
     manifest = json.loads((output.parent / ".xpiler" / f"{output.name}.json").read_text())
     # `cg::grid_group grid = cg::this_grid();` is line 6 of normalize.cu (the header's five lines are not)
     assert "normalize.cu:6:" in manifest["facts"]["structural_refusal"]
+
+
+BLOCK_INDEX_PROGRAM = """#include <cstdio>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void transpose_tile(const float* in, float* out, int n) {
+  cg::thread_block cta = cg::this_thread_block();
+  __shared__ float tile[16][17];
+  int x = cta.group_index().x * 16 + cta.thread_index().x;
+  int y = cta.group_index().y * 16 + cta.thread_index().y;
+  if (x < n && y < n) tile[cta.thread_index().y][cta.thread_index().x] = in[y * n + x];
+  cta.sync();
+  int tx = cta.group_index().y * 16 + cta.thread_index().x;
+  int ty = cta.group_index().x * 16 + cta.thread_index().y;
+  if (tx < n && ty < n) out[ty * n + tx] = tile[cta.thread_index().x][cta.thread_index().y] * cta.group_dim().x;
+}
+int main() {
+  const int n = 50; static float h[n * n], o[n * n];
+  for (int i = 0; i < n * n; ++i) h[i] = i * 0.5f;
+  float *d, *e; cudaMalloc(&d, sizeof h); cudaMalloc(&e, sizeof o);
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  transpose_tile<<<dim3(4, 4), dim3(16, 16)>>>(d, e, n);
+  cudaMemcpy(o, e, sizeof o, cudaMemcpyDeviceToHost);
+  double s = 0; for (int i = 0; i < n * n; ++i) s += o[i] * (1 + i % 7);
+  printf("%.1f\\n", s);
+  return 0;
+}
+"""
+
+
+def test_block_group_indices_stay_on_the_structural_tier_and_transpose(tmp_path: Path) -> None:
+    """``cta.thread_index()``/``group_index()``/``group_dim()`` (NVIDIA's globalToShmemAsyncCopy indexes so) are
+    threadIdx/blockIdx/blockDim: the structural tier takes the kernel (it refused before), judged by Python."""
+    source = tmp_path / "transpose.cu"
+    source.write_text(BLOCK_INDEX_PROGRAM)
+    output = tmp_path / "transpose.cpp"
+    assert _translate_to_file(source, output)["facts"]["tier"] == "structural"
+    n = 50
+    out = [0.0] * (n * n)
+    for y in range(n):
+        for x in range(n):
+            out[x * n + y] = y * n * 0.5 + x * 0.5
+    expected = sum(16 * v * (1 + i % 7) for i, v in enumerate(out))
+    assert _build_and_run(output, tmp_path) == f"{expected:.1f}"

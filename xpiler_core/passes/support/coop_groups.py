@@ -1,7 +1,7 @@
 """Cooperative groups → plain CUDA builtins, so loop recovery can treat them like hand-written code.
 
 ``this_thread_block()`` handles become the block (``thread_rank`` = linear thread index, ``size``,
-``sync`` = ``__syncthreads``); ``tiled_partition<S>`` tiles become S-lane segments of the warp
+``sync`` = ``__syncthreads``, ``thread_index``/``group_index``/``group_dim`` = ``threadIdx``/``blockIdx``/``blockDim``); ``tiled_partition<S>`` tiles become S-lane segments of the warp
 (``thread_rank`` = lane within the tile, ``meta_group_rank``/``meta_group_size``, ``shfl*`` with width S,
 ``sync`` = ``__syncwarp``); ``cg::reduce(tile, v, cg::plus<T>()|greater|less)`` becomes a device function
 doing an S-wide xor butterfly. Anything else on a group handle is refused.
@@ -100,7 +100,9 @@ def lower_cooperative_groups(module: A.Module) -> A.Module:
             args = tuple(A.rewrite(a, method) for a in n.args)
             if handle in blocks:
                 table = {"thread_rank": _linear(), "size": _size(), "num_threads": _size(),
-                         "sync": A.call("__syncthreads")}
+                         "sync": A.call("__syncthreads"), "thread_index": A.Name("threadIdx"),
+                         "group_index": A.Name("blockIdx"), "group_dim": A.Name("blockDim"),
+                         "dim_threads": A.Name("blockDim")}
                 if name in table and not args:
                     return table[name]
                 raise PassRefused(f"cooperative groups: thread_block::{name} is not supported", n.span)
