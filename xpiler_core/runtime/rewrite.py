@@ -223,6 +223,18 @@ RUNTIME_CUDA_ARCH = 800
 _ARCH_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|elif|ifdef|ifndef)\b[^\n]*\b__CUDA_ARCH__\b[^\n]*", re.MULTILINE)
 
 
+def _device_only(head: bytes) -> bool:
+    """Whether a function's head (what precedes its body) makes it device code only: no ``__host__``."""
+    return any(q in head for q in _DEVICE_QUALIFIERS) and b"__host__" not in head
+
+
+def _applied(data: bytes, edits: list[tuple[int, int, str]]) -> str:
+    out = bytearray(data)
+    for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
+        out[start:end] = replacement.encode("utf-8")
+    return out.decode("utf-8", "replace")
+
+
 def _is_device_function(node: Node, data: bytes) -> bool:
     if node.type == "template_declaration":
         inner = next((c for c in node.named_children if c.type in ("function_definition", "declaration")), None)
@@ -231,7 +243,7 @@ def _is_device_function(node: Node, data: bytes) -> bool:
         return False
     body = node.child_by_field_name("body")
     head = data[node.start_byte:(body.start_byte if body is not None else node.end_byte)]
-    return any(q in head for q in _DEVICE_QUALIFIERS) and b"__host__" not in head and b"(" in head
+    return _device_only(head) and b"(" in head
 
 
 def _device_region_arch_edits(region: Node, data: bytes, dialect: Dialect) -> list[tuple[int, int, str]]:
@@ -272,8 +284,7 @@ def _device_arch_edits(function: Node, data: bytes, dialect: Dialect) -> list[tu
     body = function.child_by_field_name("body")
     if body is None or dialect is not Dialect.CUDA or b"__CUDA_ARCH__" not in data[body.start_byte:body.end_byte]:
         return []
-    head = data[function.start_byte:body.start_byte]
-    if not any(q in head for q in _DEVICE_QUALIFIERS) or b"__host__" in head:
+    if not _device_only(data[function.start_byte:body.start_byte]):
         return []
     return [(body.start_byte + m.start(), body.start_byte + m.end(), new)
             for m, new in _arch_directive_rewrites(data[body.start_byte:body.end_byte])]
@@ -290,10 +301,7 @@ def device_arch_resolved(text: str, dialect: Dialect) -> str:
              for e in _device_arch_edits(node, data, dialect)]
     edits += [e for node in _walk(parsed.root) if node.type == "preproc_if" and not _inside_function(node)
               for e in _device_region_arch_edits(node, data, dialect)]
-    out = bytearray(data)
-    for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
-        out[start:end] = replacement.encode("utf-8")
-    return out.decode("utf-8", "replace")
+    return _applied(data, edits)
 
 
 def _lockstep_edits(function: Node) -> list[tuple[int, int, str]]:
@@ -492,9 +500,6 @@ def rewrite_for_cpu(text: str, dialect: Dialect = Dialect.CUDA) -> RewriteResult
                     replacement = "\n" + replacement
             edits.append((node.start_byte, node.end_byte, _same_lines(replacement, decl)))
             result.dynamic_shared.append(name)
-    out = bytearray(data)
-    for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
-        out[start:end] = replacement.encode("utf-8")
-    result.text = out.decode("utf-8", "replace")
+    result.text = _applied(data, edits)
     result.launches.sort(key=lambda launch: launch.line)
     return result

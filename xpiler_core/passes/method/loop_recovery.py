@@ -49,6 +49,7 @@ from xpiler_core.passes.support.ast_support import (
     enter,
     int_param,
     leave,
+    named_spellings,
     names_in,
     parse_stmts,
     scalar_writes,
@@ -1684,14 +1685,10 @@ _BLOCK_SCOPE_OBJECTS = re.compile(r"\bcuda::(?:std::)?(barrier|pipeline|pipeline
 
 
 def _refuse_block_scope_objects(module: A.Module) -> None:
-    for fn in module.functions():
-        for n in A.walk(fn):
-            text = (n.id if isinstance(n, A.Name) else n.type.base if isinstance(n, A.VarDecl | A.Param)
-                    else n.text if isinstance(n, A.Opaque) else "")
-            m = _BLOCK_SCOPE_OBJECTS.search(text)
-            if m is not None:
-                raise PassRefused(f"cuda::{m.group(1)} (libcu++ synchronization) is not lowered to loops over "
-                                  f"threads (in '{fn.name}')", n.span)
+    for fn, node, text in named_spellings(module):
+        if (m := _BLOCK_SCOPE_OBJECTS.search(text)) is not None:
+            raise PassRefused(f"cuda::{m.group(1)} (libcu++ synchronization) is not lowered to loops over "
+                              f"threads (in '{fn.name}')", node.span)
 
 
 def apply(unit: Any, params: dict[str, Any], ctx: PassContext) -> Any:

@@ -8,7 +8,7 @@ AST :class:`~xpiler_core.ast.Module` (plans chaining passes). :func:`enter` give
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from xpiler_core import ast as A
@@ -391,3 +391,16 @@ def parallel_or_serial(loop: A.Stmt, clause: str, worth_it: A.Expr) -> A.If:
 def is_serial_copy(stmts: tuple[A.Stmt, ...], index: int) -> bool:
     """The loop at ``stmts[index]`` is the serial copy :func:`parallel_or_serial` made (do not bind it)."""
     return any(isinstance(s, A.Comment) and s.text == SERIAL_MARK for s in stmts[:index])
+
+
+def named_spellings(module: A.Module) -> Iterator[tuple[A.Function, A.Node, str]]:
+    """Each function's names as written: a name's identifier, a declaration's or parameter's type, the text of
+    code the AST keeps opaque (what a pass checks for constructs it cannot lower)."""
+    for fn in module.functions():
+        for node in A.walk(fn):
+            if isinstance(node, A.Name):
+                yield fn, node, node.id
+            elif isinstance(node, A.VarDecl | A.Param):
+                yield fn, node, node.type.base
+            elif isinstance(node, A.Opaque):
+                yield fn, node, node.text

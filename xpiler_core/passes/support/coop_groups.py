@@ -14,6 +14,7 @@ import re
 from xpiler_core import ast as A
 from xpiler_core.frontend.lower import lower_text
 from xpiler_core.passes.base import PassRefused
+from xpiler_core.passes.support.ast_support import named_spellings
 from xpiler_core.passes.support.bang_thread import module_int_constants
 
 _BLOCK_TYPE = re.compile(r"^(?:cg|cooperative_groups)::thread_block$")
@@ -162,22 +163,13 @@ def lower_cooperative_groups(module: A.Module) -> A.Module:
 
 def _refuse_leftovers(module: A.Module) -> None:
     """Refuse a kernel or device function that still names cooperative groups after the lowering."""
-    for fn in module.functions():
-        for n in A.walk(fn):
-            if isinstance(n, A.Name):
-                words = [n.id]
-            elif isinstance(n, A.VarDecl | A.Param):
-                words = re.findall(r"[\w:]+", n.type.base)
-            elif isinstance(n, A.Opaque):
-                words = re.findall(r"[\w:]+", n.text)
-            else:
+    for fn, node, text in named_spellings(module):
+        for word in re.findall(r"[\w:]+", text):
+            m = _CG_QUALIFIED.match(word)
+            name = m.group(1) if m else word if word in _CG_API else None
+            if name is None:
                 continue
-            for word in words:
-                m = _CG_QUALIFIED.match(word)
-                name = m.group(1) if m else word if word in _CG_API else None
-                if name is None:
-                    continue
-                what = ("grid-wide synchronization" if name in ("this_grid", "grid_group", "this_multi_grid",
-                                                                "multi_grid_group") else f"cooperative_groups::{name}")
-                raise PassRefused(f"cooperative groups: {what} is not lowered to loops over threads "
-                                  f"(in '{fn.name}')", n.span)
+            what = ("grid-wide synchronization" if name in ("this_grid", "grid_group", "this_multi_grid",
+                                                            "multi_grid_group") else f"cooperative_groups::{name}")
+            raise PassRefused(f"cooperative groups: {what} is not lowered to loops over threads (in '{fn.name}')",
+                              node.span)

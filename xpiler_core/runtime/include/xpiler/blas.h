@@ -76,31 +76,30 @@ inline const char* cublasGetStatusString(cublasStatus_t s) { return cublasGetSta
 
 // The helper API's copies between host and device memory: strided vectors and column-major matrices, each a 2-D
 // copy of the runtime (recorded like the program's own copies; the stream of the Async forms runs at once).
+namespace xpiler {
+// `count` runs of `run` bytes, `src_step`/`dst_step` elements apart: a vector's elements (runs of one element,
+// steps inc) or a column-major matrix's columns (runs of rows, steps ld)
+inline cublasStatus_t blas_copy(int count, int run, int elemSize, const void* src, int src_step, void* dst,
+                                int dst_step, cudaMemcpyKind kind) {
+  if (count < 0 || run < 0 || elemSize <= 0 || src_step <= 0 || dst_step <= 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (count == 0 || run == 0) return CUBLAS_STATUS_SUCCESS;
+  return cudaMemcpy2D(dst, size_t(dst_step) * elemSize, src, size_t(src_step) * elemSize, size_t(run) * elemSize,
+                      count, kind) ? CUBLAS_STATUS_MAPPING_ERROR : CUBLAS_STATUS_SUCCESS;
+}
+}  // namespace xpiler
 inline cublasStatus_t cublasSetVector(int n, int elemSize, const void* x, int incx, void* y, int incy) {
-  if (n < 0 || elemSize <= 0 || incx <= 0 || incy <= 0) return CUBLAS_STATUS_INVALID_VALUE;
-  if (n == 0) return CUBLAS_STATUS_SUCCESS;
-  return cudaMemcpy2D(y, size_t(incy) * elemSize, x, size_t(incx) * elemSize, elemSize, n, cudaMemcpyHostToDevice)
-             ? CUBLAS_STATUS_MAPPING_ERROR : CUBLAS_STATUS_SUCCESS;
+  return xpiler::blas_copy(n, 1, elemSize, x, incx, y, incy, cudaMemcpyHostToDevice);
 }
 inline cublasStatus_t cublasGetVector(int n, int elemSize, const void* x, int incx, void* y, int incy) {
-  if (n < 0 || elemSize <= 0 || incx <= 0 || incy <= 0) return CUBLAS_STATUS_INVALID_VALUE;
-  if (n == 0) return CUBLAS_STATUS_SUCCESS;
-  return cudaMemcpy2D(y, size_t(incy) * elemSize, x, size_t(incx) * elemSize, elemSize, n, cudaMemcpyDeviceToHost)
-             ? CUBLAS_STATUS_MAPPING_ERROR : CUBLAS_STATUS_SUCCESS;
+  return xpiler::blas_copy(n, 1, elemSize, x, incx, y, incy, cudaMemcpyDeviceToHost);
 }
 inline cublasStatus_t cublasSetMatrix(int rows, int cols, int elemSize, const void* A, int lda, void* B, int ldb) {
-  if (rows < 0 || cols < 0 || elemSize <= 0 || lda < rows || ldb < rows || lda <= 0 || ldb <= 0)
-    return CUBLAS_STATUS_INVALID_VALUE;
-  if (rows == 0 || cols == 0) return CUBLAS_STATUS_SUCCESS;
-  return cudaMemcpy2D(B, size_t(ldb) * elemSize, A, size_t(lda) * elemSize, size_t(rows) * elemSize, cols,
-                      cudaMemcpyHostToDevice) ? CUBLAS_STATUS_MAPPING_ERROR : CUBLAS_STATUS_SUCCESS;
+  if (lda < rows || ldb < rows) return CUBLAS_STATUS_INVALID_VALUE;
+  return xpiler::blas_copy(cols, rows, elemSize, A, lda, B, ldb, cudaMemcpyHostToDevice);
 }
 inline cublasStatus_t cublasGetMatrix(int rows, int cols, int elemSize, const void* A, int lda, void* B, int ldb) {
-  if (rows < 0 || cols < 0 || elemSize <= 0 || lda < rows || ldb < rows || lda <= 0 || ldb <= 0)
-    return CUBLAS_STATUS_INVALID_VALUE;
-  if (rows == 0 || cols == 0) return CUBLAS_STATUS_SUCCESS;
-  return cudaMemcpy2D(B, size_t(ldb) * elemSize, A, size_t(lda) * elemSize, size_t(rows) * elemSize, cols,
-                      cudaMemcpyDeviceToHost) ? CUBLAS_STATUS_MAPPING_ERROR : CUBLAS_STATUS_SUCCESS;
+  if (lda < rows || ldb < rows) return CUBLAS_STATUS_INVALID_VALUE;
+  return xpiler::blas_copy(cols, rows, elemSize, A, lda, B, ldb, cudaMemcpyDeviceToHost);
 }
 template <class S>
 inline cublasStatus_t cublasSetVectorAsync(int n, int e, const void* x, int incx, void* y, int incy, S) {
