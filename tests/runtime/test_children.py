@@ -76,3 +76,37 @@ def test_stale_sessions_of_dead_processes_are_swept(tmp_path: Path) -> None:
     removed = children.sweep_stale_sessions(tmp_path)
     assert sorted(removed) == sorted([stale, reused])
     assert alive.is_dir()
+
+
+# A stop that arrives while the main thread forks a child: Python runs the signal's handler among the at-fork
+# handlers (logging's lock release is one), where its exception is printed as "Exception ignored" and lost.
+STOP_IN_FORK = """
+import functools, os, signal, sys
+# the script starts one child that runs at-fork handlers
+os.register_at_fork(after_in_parent=functools.partial(os.kill, os.getpid(), getattr(signal, sys.argv[1])))
+import logging, threading
+from xpiler_core.runtime import children, stop_signals
+restore = stop_signals.install()
+try:
+    children.Popen(["sleep", "60"])
+    print("not stopped")
+except stop_signals.Terminated as exc:
+    print("stopped by", exc)
+except KeyboardInterrupt:
+    print("interrupted")
+children.kill_all()
+# a thread that logs: it waits forever when the fork left logging's lock held
+worker = threading.Thread(target=lambda: logging.getLogger("after").warning("logged"))
+worker.start()
+worker.join(10)
+print("logging works" if not worker.is_alive() else "logging blocked")
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_stop_during_a_fork_is_raised_after_it(sig: str) -> None:
+    done = subprocess.run([sys.executable, "-c", STOP_IN_FORK, sig], capture_output=True, text=True, timeout=60)
+    expected = "stopped by SIGTERM" if sig == "SIGTERM" else "interrupted"
+    assert done.stdout.splitlines() == [expected, "logging works"], done.stdout + done.stderr
+    assert "Exception ignored" not in done.stderr

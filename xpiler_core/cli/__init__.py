@@ -17,25 +17,20 @@ import argparse
 import importlib
 import os
 import pkgutil
-import signal
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from xpiler_core import __version__
 from xpiler_core.diagnostics import XpilerError
+from xpiler_core.runtime import stop_signals
+from xpiler_core.runtime.stop_signals import Terminated
 
 EXIT_BUG = 5
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
-
-
-class Terminated(BaseException):  # noqa: N818 - a signal, like KeyboardInterrupt
-    """SIGTERM (or SIGHUP) arrived: unwind like Ctrl-C so every ``finally`` runs and children are killed."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,21 +74,9 @@ def report_bug(exc: BaseException, argv: Sequence[str]) -> int:
     return EXIT_BUG
 
 
-_stopped_by: list[str] = []  # a stop signal that arrived (in case code we call swallowed the exception)
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    _stopped_by.append(signal.Signals(signum).name)
-    raise Terminated(signal.Signals(signum).name)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    previous: list[tuple[signal.Signals, signal._HANDLER]] = []
-    _stopped_by.clear()
-    if threading.current_thread() is threading.main_thread():  # signal handlers can only be set there
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            previous.append((signum, signal.signal(signum, _terminate)))
+    restore_signals = stop_signals.install()
     try:
         parser = build_parser()
         args = parser.parse_args(args_list)
@@ -106,8 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             children.start_session()
         status = int(func(args))
-        if _stopped_by:
-            raise Terminated(_stopped_by[-1])
+        if stop_signals.stopped_by:
+            raise Terminated(stop_signals.stopped_by[-1])
         return status
     except XpilerError as exc:
         print(exc.format(), file=sys.stderr)
@@ -127,8 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if "xpiler_core.runtime.children" in sys.modules:
             sys.modules["xpiler_core.runtime.children"].end_session()
-        for signum, handler in previous:
-            signal.signal(signum, handler)
+        restore_signals()
 
 
 def entry() -> None:

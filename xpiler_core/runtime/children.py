@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from xpiler_core.runtime import stop_signals
 from xpiler_core.runtime.limits import child_limits
 
 WATCHDOG = Path(__file__).resolve().parent / "watchdog.py"
@@ -124,8 +125,11 @@ class Popen(subprocess.Popen):
         if "preexec_fn" in kwargs or "start_new_session" in kwargs:
             raise TypeError("children.Popen sets the process group and limits itself")
         self._released = False
-        super().__init__(args, preexec_fn=child_limits(memory_bytes, wall_seconds), **kwargs)
-        _register_group(self.pid)
+        # a stop raised inside the fork's at-fork handlers would be swallowed there (stop_signals.py); the
+        # group is registered before a held stop is raised, so the session's end kills it
+        with stop_signals.held():
+            super().__init__(args, preexec_fn=child_limits(memory_bytes, wall_seconds), **kwargs)
+            _register_group(self.pid)
 
     def _release(self) -> None:
         if not self._released and self.returncode is not None:
