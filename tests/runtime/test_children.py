@@ -86,6 +86,7 @@ import functools, os, signal, sys
 os.register_at_fork(after_in_parent=functools.partial(os.kill, os.getpid(), getattr(signal, sys.argv[1])))
 import logging, threading
 from xpiler_core.runtime import children, stop_signals
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (pytest-xdist's workers ignore it)
 restore = stop_signals.install()
 try:
     children.Popen(["sleep", "60"])
