@@ -27,3 +27,11 @@ def settle(token: str, seconds: float = 5.0) -> list[int]:
     while marked(token) and time.monotonic() < deadline:
         time.sleep(0.1)
     return marked(token)
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """A ``preexec_fn``: the child gets Ctrl-C's default disposition. pytest-xdist's workers ignore SIGINT and a
+    child inherits that, so Python would never raise KeyboardInterrupt in it and a Ctrl-C test would test nothing."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

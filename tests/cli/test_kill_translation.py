@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from process_marks import marked
+from process_marks import ctrl_c_as_in_a_terminal, marked
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,8 @@ def kill_at(tmp_path: Path, sig: signal.Signals, delay: float) -> tuple[int | No
     shutil.copy(REPO / "examples" / "vector_add.cu", work)
     env = {**os.environ, token: "1", "XPILER_NO_CACHE": "1", "TMPDIR": str(scratch)}
     run = subprocess.Popen([sys.executable, "-m", "xpiler_core", "translate", "vector_add.cu", "--to", "hip"],
-                           cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=ctrl_c_as_in_a_terminal)
     time.sleep(delay)
     run.send_signal(sig)
     _, err = run.communicate(timeout=60)

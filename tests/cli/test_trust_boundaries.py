@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from process_marks import ctrl_c_as_in_a_terminal
 
 from xpiler_core.cli import main
 
@@ -315,7 +316,8 @@ def test_ctrl_c_while_starting_is_a_message(tmp_path: Path) -> None:
     for step in range(6):
         run = subprocess.Popen([sys.executable, "-m", "xpiler_core", "translate", str(source), "--to", "hip",
                                 "-o", str(tmp_path / "out.hip")], cwd=tmp_path, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, "XPILER_NO_CACHE": "1"})
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "XPILER_NO_CACHE": "1"},
+                               preexec_fn=ctrl_c_as_in_a_terminal)
         time.sleep(max(0.1, 2 * startup) + 0.1 * step)
         run.send_signal(signal.SIGINT)
         _, err = run.communicate(timeout=60)
