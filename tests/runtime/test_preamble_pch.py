@@ -101,6 +101,54 @@ def test_a_cpu_translation_compiles_to_the_same_code_from_the_precompiled_openin
     assert any(line.startswith("!") and line.endswith(".gch") for line in used.splitlines())
 
 
+PORTABLE_KERNEL = """#include <cuda_runtime.h>
+__global__ void scale(float* y, const float* x, float a, int n) {
+  __shared__ float tile[64];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  tile[threadIdx.x] = i < n ? x[i] : 0.0f;
+  __syncthreads();
+  if (i < n) y[i] = a * tile[(threadIdx.x + 1) % blockDim.x];
+}
+"""
+
+
+def test_a_portable_tier_file_compiles_to_the_same_code_from_a_copy_of_its_simt_set(tmp_path: Path) -> None:
+    # the portable tier's opening includes the SIMT set it carries beside it ("xpiler_simt/..."): the copy is
+    # built from a set of its own; g++ is the reference (the same object code, and it reads the copy)
+    from xpiler_core.dialect import Dialect
+    from xpiler_core.frontend.lower import lower_text
+    from xpiler_core.plans._portable import launcher, portable_candidate
+    from xpiler_core.runtime.simt_set import SIMT_DIR, write_simt_headers
+
+    kernel = lower_text(PORTABLE_KERNEL, "k.cu").kernels()[0]
+    text = portable_candidate(PORTABLE_KERNEL, Dialect.CUDA, 32, "a test",
+                              launcher(kernel, "scale_host", "(n + 63) / 64", "64", "0"))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "k.cpp").write_text(text)
+    write_simt_headers(out)
+    version = gxx_version()
+    include = precompiled_preamble(text, "g++", version, [*FLAGS, "-c", f"-I{out}"], out)
+    assert include and Path(include[1] + ".gch").is_file()
+
+    def disassembly(extra: list[str], name: str) -> list[str]:
+        obj = tmp_path / name
+        subprocess.run(["g++", *FLAGS, *extra, "-c", str(out / "k.cpp"), "-o", str(obj)], check=True, timeout=300)
+        dump = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(obj)], capture_output=True, text=True,
+                              check=True).stdout
+        return [line for line in dump.splitlines() if name not in line]
+
+    assert disassembly(include, "with.o") == disassembly([], "plain.o")
+    used = subprocess.run(["g++", *FLAGS, *include, "-H", "-fsyntax-only", str(out / "k.cpp")], capture_output=True,
+                          text=True, check=True, timeout=300).stderr
+    assert any(line.startswith("!") and line.endswith(".gch") for line in used.splitlines())
+    assert not any(f"{out}/{SIMT_DIR}" in line for line in used.splitlines())  # its own set: known, not read
+    # a folder whose set differs (an edited header): the compile would read those bytes, so no copy
+    edited = out / SIMT_DIR / "xpiler" / "simt.h"
+    edited.write_text(edited.read_text() + "\n#define XP_EDITED 1\n")
+    assert precompiled_preamble(text, "g++", version, [*FLAGS, "-c"], out) == []
+
+
 def project_folders(root: Path, shadowing_header: str) -> tuple[Path, Path]:
     """Two project folders under ``root``: one holding only an unrelated header, one holding ``shadowing_header``
     (which includes the system's own and adds a macro)."""

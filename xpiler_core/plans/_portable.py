@@ -11,40 +11,16 @@ but slow; the result says which tier each file got and why the structural tier w
 from __future__ import annotations
 
 import re
-from functools import cache
-from importlib import resources
-from typing import Any
 
 from xpiler_core import ast as A
 from xpiler_core.dialect import Dialect
 from xpiler_core.passes.support.build_macros import as_source_build_saw
 from xpiler_core.runtime.rewrite import rewrite_for_cpu
+from xpiler_core.runtime.simt_set import SIMT_DIR
 
-SIMT_DIR = "xpiler_simt"
-# The BANG model's headers are not part of the CUDA/HIP SIMT set.
-_NOT_SIMT = ("bang.h", "cnrt.h", "mlu.h", "xpiler_bang.h")
 # CUDA/HIP headers the SIMT set provides: a portable file includes the set's own copy.
 _SHIM_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)[<"]((?:cuda|hip|cooperative_groups|mma|math_constants|'
                            r'device_|rocwmma|cuComplex|cublas)[\w./]*)[>"]', re.MULTILINE)
-
-
-@cache
-def simt_headers() -> dict[str, str]:
-    """The SIMT header set: ``xpiler_simt/<path>`` → text."""
-    root = resources.files("xpiler_core.runtime").joinpath("include")
-    out: dict[str, str] = {}
-
-    def visit(folder: Any, prefix: str) -> None:
-        for entry in folder.iterdir():
-            name = f"{prefix}{entry.name}"
-            if entry.is_dir():
-                visit(entry, name + "/")
-            elif (entry.name.endswith((".h", ".hpp")) or name.startswith("cuda/")) and entry.name not in _NOT_SIMT:
-                # (libcu++'s headers, <cuda/barrier>, have no extension)
-                out[f"{SIMT_DIR}/{name}"] = entry.read_text(encoding="utf-8")
-
-    visit(root, "")
-    return out
 
 
 def launcher(kernel: A.Function, entry: str, grid: str, block: str, shared: str, extra: str = "",

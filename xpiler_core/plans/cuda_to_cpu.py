@@ -34,11 +34,12 @@ from xpiler_core.passes.driver import run_passes
 from xpiler_core.passes.support.build_macros import as_source_build_saw
 from xpiler_core.passes.support.cst import fold_decided_branches_in_functions
 from xpiler_core.plans._hip import source_warp as source_warp_of
-from xpiler_core.plans._portable import launcher, portable_candidate, simt_headers
+from xpiler_core.plans._portable import launcher, portable_candidate
 from xpiler_core.plans._project import ProjectFiles, inlined_origin
 from xpiler_core.printer import print_module, print_node
 from xpiler_core.progress import CancelToken, ProgressFn, report
 from xpiler_core.runtime.rewrite import device_arch_resolved
+from xpiler_core.runtime.simt_set import simt_headers
 from xpiler_core.translation import (
     Evidence,
     TestSet,

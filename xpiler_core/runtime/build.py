@@ -254,7 +254,8 @@ def build_library(
             return BuildResult(False, None, failure, command, False, time.monotonic() - started)
         command = [compiler, *flags, str(src_path), *objects, "-o", str(library), *libs]
     elif is_c:  # the file's opening standard headers read from a precompiled copy (same program, parsed once)
-        command = [compiler, *flags, *precompiled_preamble(source, compiler, compiler_version(compiler), flags),
+        command = [compiler, *flags, *precompiled_preamble(source, compiler, compiler_version(compiler), flags,
+                                                                src_path.parent),
                    str(src_path), "-o", str(library), *libs]
     try:
         proc = children.run(

@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 from xpiler_core.cache import cache_root, stable_key
 from xpiler_core.runtime import children
+from xpiler_core.runtime.simt_set import holds_the_set_or_none, simt_digest, simt_headers, write_simt_headers
 
 PCH_TIMEOUT_S = 300
 PCH_MEMORY_BYTES = 8 * 1024**3
@@ -97,7 +98,7 @@ _HIP_HEADERS = frozenset(f"hip/{name}.h" for name in (
     "hip_vector_types math_functions device_functions").split())
 # a line of a file's opening that only brings in standard headers and settles the macros they see
 _PREAMBLE_DIRECTIVE = re.compile(
-    r"\s*#\s*(?:include\s*<(?P<header>[^>\n]+)>|pragma\s+GCC\s+target\b.*|define\s+\w+.*|undef\s+\w+"
+    r"\s*#\s*(?:include\s*<(?P<header>[^>\n]+)>|include\s*\"(?P<local>[^\"\n]+)\"|pragma\s+GCC\s+target\b.*|define\s+\w+.*|undef\s+\w+"
     r"|if(?:n?def)?\b.*|elif\b.*|else\b.*|endif\b.*)\s*$")
 _CONDITIONAL_OPEN = re.compile(r"\s*#\s*if")
 _CONDITIONAL_CLOSE = re.compile(r"\s*#\s*endif")
@@ -125,10 +126,12 @@ def leading_headers(text: str, allowed: frozenset[str] = _STANDARD_HEADERS) -> s
     return found.text if found is not None else None
 
 
-def _opening(text: str, allowed: frozenset[str] = _STANDARD_HEADERS) -> Opening | None:
+def _opening(text: str, allowed: frozenset[str] = _STANDARD_HEADERS,
+             local: frozenset[str] = frozenset()) -> Opening | None:
     """The opening of a C/C++ file that only includes standard headers (``#include <...>`` of a name in
-    ``allowed``) among comments, blank lines, ``#pragma GCC target``, ``#define``/``#undef`` and conditionals
-    closed within it; None when it includes nothing. Every CPU translation starts with such a block (its prelude's
+    ``allowed``, or ``#include "..."`` of one in ``local``: the portable tier's SIMT set) among comments, blank
+    lines, ``#pragma GCC target``, ``#define``/``#undef`` and conditionals closed within it; None when it
+    includes nothing. Every CPU translation starts with such a block (its prelude's
     headers: most of g++'s time on a small file). Parsed from a precompiled copy first, it is the file's own
     beginning read twice: the headers are guarded, the macros redefined identically — where the preprocessor
     confirms it (:func:`_read_twice_differs`) — so the program is the same. ``#line`` markers are passed over
@@ -171,8 +174,9 @@ def _opening(text: str, allowed: frozenset[str] = _STANDARD_HEADERS) -> Opening 
         if _LINE_MARKER.match(stripped):
             continue
         directive = _PREAMBLE_DIRECTIVE.fullmatch(stripped) if stripped else None
-        header = directive["header"] if directive is not None else None
-        if stripped and (directive is None or (header is not None and header.strip() not in allowed)):
+        header = (directive["header"] or directive["local"]) if directive is not None else None
+        if stripped and (directive is None or (header is not None and header.strip() not in (
+                allowed if directive["header"] is not None else local))):
             break
         kept.append(line)
         if _CONDITIONAL_OPEN.match(stripped):
@@ -218,16 +222,26 @@ def _guarded_block(lines: list[str], start: int) -> tuple[int, list[str]] | None
     return None
 
 
-def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence[str]) -> list[str]:
+def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence[str],
+                         source_folder: Path | None = None) -> list[str]:
     """``["-include", FILE]`` that makes a C/C++ compile of ``text`` with ``flags`` read its opening system
     headers (:func:`leading_headers`) from a precompiled copy, or ``[]`` (no such opening, pch off, or the
-    copy cannot be built here). ``compiler``: the path or name run (gcc builds a C header, g++ a C++ one)."""
+    copy cannot be built here). ``compiler``: the path or name run (gcc builds a C header, g++ a C++ one).
+    A portable-tier file's opening includes its SIMT set (``#include "xpiler_simt/..."``): the copy is built
+    from a set of its own and used only where the file's folder (``source_folder``, searched first for such an
+    include) and the include folders hold that set's bytes or none of its files — then g++ knows the file's
+    copies for the ones it already read (``#pragma once`` files are matched by their contents)."""
     if _disabled():
         return []
-    opening = _opening(text)
+    opening = _opening(text, local=frozenset(simt_headers()))
     if opening is None:
         return []
     preamble, headers = opening.unit(), opening.headers
+    portable = any(header in simt_headers() for header in headers)
+    if portable and (source_folder is None or not all(
+            holds_the_set_or_none(Path(place)) for place in [str(source_folder), *_include_folders(flags)])):
+        return []
+    headers = tuple(header for header in headers if header not in simt_headers())
     # A project's include folders and macros are left out of the copy's key and build, so one copy serves every
     # file (each sits in its own folder, passed with -I): a standard header is not looked for in them unless one
     # holds a file of that name (then no copy: the project's header is what the file means), and g++ itself
@@ -237,11 +251,17 @@ def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence
         return []
     shaping = [f for f in _without_project_flags(header_flags(flags)) if f != "-c"]
     language = "c-header" if os.path.basename(compiler) in ("gcc", "cc") else "c++-header"
-    key = stable_key("pch-preamble-v2", preamble, shaping, language, compiler, version)
+    key = stable_key("pch-preamble-v2", preamble, shaping, language, compiler, version,
+                     simt_digest() if portable else "")
     folder = cache_root() / "pch" / key[:24]
     stub = folder / "xpiler_preamble.h"
     gch = folder / "xpiler_preamble.h.gch"
     plain = language.removesuffix("-header")
+    if portable and not gch.is_file() and not (folder / "failed").exists():
+        try:
+            write_simt_headers(folder)  # beside the stub, where its quoted includes are found
+        except OSError:
+            return []
     built = build_once(gch, preamble, lambda partial: [compiler, *shaping, "-x", language, str(stub), "-o",
                                                        str(partial)], stub, PCH_TIMEOUT_S, PCH_MEMORY_BYTES,
                        refusal=lambda: _read_twice_differs(preamble, folder,
@@ -342,9 +362,10 @@ _HEADER_READ = re.compile(r"^\.+ (\S.*)$")  # a line of -H: dots for the depth, 
 
 def _shadowed(copy_folder: Path, include_folders: Sequence[str]) -> bool:
     """Whether a project folder searched for ``<...>`` holds a file at the name under which any header the copy
-    read could be included (each tail of its path: ``bits/types.h``, ``types.h``): the plain compile would read
-    the project's file there — also for a header that a standard one includes — so the copy is not the program.
-    Over-cautious by design (a tail that was not the include name also counts). No record: shadowed."""
+    read could be included (each tail of its path: ``bits/types.h``, ``types.h``) with other bytes than that
+    header's: the plain compile would read the project's file there — also for a header that a standard one
+    includes — so the copy is not the program. Over-cautious by design (a tail that was not the include name
+    also counts). No record: shadowed."""
     if not include_folders:
         return False
     tails = _tails_read(copy_folder)
@@ -355,21 +376,34 @@ def _shadowed(copy_folder: Path, include_folders: Sequence[str]) -> bool:
             top = set(os.listdir(folder))
         except OSError:
             continue
-        if any(tail.split("/", 1)[0] in top and (Path(folder) / tail).exists() for tail in tails):
-            return True
+        for tail, read in tails.items():
+            there = Path(folder) / tail
+            if tail.split("/", 1)[0] in top and there.exists() and not any(_same_bytes(there, p) for p in read):
+                return True
     return False
 
 
+def _same_bytes(one: Path, other: str) -> bool:
+    try:
+        return one.read_bytes() == Path(other).read_bytes()
+    except OSError:
+        return False
+
+
 @functools.lru_cache(maxsize=64)
-def _tails_read(copy_folder: Path) -> frozenset[str] | None:
-    """Each tail of the path of each header a copy read (its list is written once, with the copy), or None
-    without a list."""
+def _tails_read(copy_folder: Path) -> dict[str, tuple[str, ...]] | None:
+    """Each tail of the path of each header a copy read (its list is written once, with the copy), with the
+    paths it is a tail of, or None without a list."""
     try:
         paths = (copy_folder / HEADERS_READ).read_text().split("\n")
     except OSError:
         return None
-    return frozenset("/".join(parts[i:]) for path in paths if path for parts in [Path(path).parts[1:]]
-                     for i in range(len(parts)))
+    tails: dict[str, list[str]] = {}
+    for path in paths:
+        parts = Path(path).parts[1:]
+        for i in range(len(parts)):
+            tails.setdefault("/".join(parts[i:]), []).append(path)
+    return {tail: tuple(read) for tail, read in tails.items()}
 
 
 def _include_folders(flags: Sequence[str]) -> list[str]:

@@ -233,7 +233,7 @@ def compile_check(
         # the file's opening standard (and HIP) headers read from a precompiled copy
         at = cmd.index(src)
         shaping = [*cmd[1:at], *all_flags]
-        preamble = (precompiled_preamble(unit_text, tc.path, tc.version, shaping) if name in ("g++", "gcc")
+        preamble = (precompiled_preamble(unit_text, tc.path, tc.version, shaping, Path(tmp)) if name in ("g++", "gcc")
                     else precompiled_offload_preamble(unit_text, tc.path, tc.version, shaping)
                     if name == "hipcc" else [])
         ok, stderr = _run_compiler([*cmd[:at], *preamble, *cmd[at:]], env, tmp, src, suffix, name)
