@@ -103,12 +103,43 @@ _DEFAULT_INSTANCES: dict[str, tuple[str, ...]] = {
         "#ifndef", "#ifdef"),
     "tests/passes/test_reduction_idiom.py::test_suite_kernel_matches_numpy": ("normalization/softmax", "reduction/max"),
     "tests/runtime/test_bang_memory.py::test_strict_generation_rejects_unaligned_counts": ("33",),
+    "tests/plans/test_real_code_styles.py::test_every_style_verifies_on_the_cpu_structural_tier": (
+        "ballot_compact", "cg_dot", "wmma_gemm"),
+    "tests/passes/test_wave64_styles.py::test_wave64_style_verifies_at_warp_64": (
+        "activemask_early_exit", "warp_histogram", "warp_scan_total"),
+    "tests/plans/test_cuda_to_bang.py::test_suite_operator_translates_and_matches_numpy_on_the_model": (
+        "normalization/softmax",),
+    "tests/plans/test_cuda_to_cpu.py::test_cuda_to_cpu_subset": ("normalization/softmax", "matrix/gemm_wmma",
+                                                                "llm/gqa_decode"),
+    "tests/plans/test_parse_once.py::test_the_source_text_is_parsed_once_per_translation": ("hip",),
+    # one direction of a behaviour both directions share (the other's plan is covered by its own tests)
+    "tests/verify/test_autospec.py::test_a_file_of_kernels_only_verifies_kernel_by_kernel": ("hip",),
+    "tests/verify/test_uninitialized_reads.py::test_output_never_written_is_the_sources_defect": ("cpu",),
+    "tests/verify/test_uninitialized_reads.py::test_program_printing_unwritten_memory_is_defective": ("1-4",),
+    "tests/runtime/test_warp_synchronous.py::test_a_warp_reduces_through_a_volatile_pointer_in_step": ("hip",),
+    "tests/runtime/test_device_heap.py::test_a_source_writing_out_of_bounds_is_the_verdict": ("cpu",),
+    "tests/plans/test_error_macro_programs.py::test_translations_build_and_reproduce_the_source": ("hip",),
+    "tests/project/test_projects.py::test_a_program_of_two_units_with_arguments_from_xpiler_toml": ("hip",),
+    "tests/project/test_projects.py::test_a_c_unit_is_built_as_c_and_copied_beside_the_output": ("cpu",),
+    "tests/project/test_projects.py::test_units_with_static_functions_of_one_name_keep_their_own": ("hip",),
+    "tests/passes/test_bang_pool.py::test_window_reduction_runs_on_the_pooling_intrinsic_and_matches_numpy": (
+        "avg3x3s2",),
+    "tests/repair/test_repair.py::test_injected_bug_is_repaired_back_to_the_correct_kernel": ("pooling/avgpool2d",),
 }
 # whole tests whose behaviour other default tests cover at a fraction of the time
 _EXTENDED_TESTS = frozenset({
     "tests/repair/test_repair_general.py::test_a_loop_bound_bug_whose_threads_fault_is_repaired",
     "tests/migration/test_tree_migration.py::test_two_jobs_give_the_same_results_as_one",
     "tests/frontend/test_ast_roundtrip.py::test_benchmark_suite_sample_round_trip_compile",
+    "tests/frontend/test_ast_stress.py::test_stress_round_trip_compiles",
+    "tests/tune/test_tune_cpu.py::test_cli_prints_a_table_of_candidates",
+    "tests/tune/test_tune_cpu.py::test_a_template_kernel_is_tuned_under_its_exported_symbol",
+    "tests/tune/test_tune_cpu.py::test_probing_the_plan_space_stops_when_told_and_keeps_what_it_did_not_probe",
+    "tests/runtime/test_graphs.py::test_positional_node_parameters_run_in_each_apis_member_order",
+    "tests/runtime/test_preamble_pch.py::test_a_macro_of_the_project_gets_its_own_hip_copy_and_failures_are_the_plain_compilers",
+    "tests/repair/test_repair_recorded_host.py::test_bug_in_a_kernel_with_its_shape_built_in_is_repaired",
+    "tests/repair/test_repair_recorded_host.py::test_a_constant_mixed_up_with_another_extent_is_repaired",
+    "tests/passes/test_cpu_gemm_spellings.py::test_split_block_with_advancing_pointers_is_a_product",
 })
 
 
