@@ -118,7 +118,7 @@ def test_a_portable_tier_file_compiles_to_the_same_code_from_a_copy_of_its_simt_
     from xpiler_core.dialect import Dialect
     from xpiler_core.frontend.lower import lower_text
     from xpiler_core.plans._portable import launcher, portable_candidate
-    from xpiler_core.runtime.simt_set import SIMT_DIR, write_simt_headers
+    from xpiler_core.runtime.simt_set import SIMT_DIR, simt_headers
 
     kernel = lower_text(PORTABLE_KERNEL, "k.cu").kernels()[0]
     text = portable_candidate(PORTABLE_KERNEL, Dialect.CUDA, 32, "a test",
@@ -126,7 +126,9 @@ def test_a_portable_tier_file_compiles_to_the_same_code_from_a_copy_of_its_simt_
     out = tmp_path / "out"
     out.mkdir()
     (out / "k.cpp").write_text(text)
-    write_simt_headers(out)
+    for name, header in simt_headers().items():  # as the plans write it beside the output
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(header)
     version = gxx_version()
     include = precompiled_preamble(text, "g++", version, [*FLAGS, "-c", f"-I{out}"], out)
     assert include and Path(include[1] + ".gch").is_file()

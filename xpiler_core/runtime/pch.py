@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from xpiler_core.cache import cache_root, stable_key
 from xpiler_core.runtime import children
-from xpiler_core.runtime.simt_set import holds_the_set_or_none, simt_digest, simt_headers, write_simt_headers
+from xpiler_core.runtime.simt_set import holds_the_set_or_none, simt_digest, simt_headers
 
 PCH_TIMEOUT_S = 300
 PCH_MEMORY_BYTES = 8 * 1024**3
@@ -239,7 +239,7 @@ def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence
     preamble, headers = opening.unit(), opening.headers
     portable = any(header in simt_headers() for header in headers)
     if portable and (source_folder is None or not all(
-            holds_the_set_or_none(Path(place)) for place in [str(source_folder), *_include_folders(flags)])):
+            holds_the_set_or_none(Path(place)) for place in {str(source_folder), *_include_folders(flags)})):
         return []
     headers = tuple(header for header in headers if header not in simt_headers())
     # A project's include folders and macros are left out of the copy's key and build, so one copy serves every
@@ -258,8 +258,10 @@ def precompiled_preamble(text: str, compiler: str, version: str, flags: Sequence
     gch = folder / "xpiler_preamble.h.gch"
     plain = language.removesuffix("-header")
     if portable and not gch.is_file() and not (folder / "failed").exists():
-        try:
-            write_simt_headers(folder)  # beside the stub, where its quoted includes are found
+        try:  # the set beside the stub, where its quoted includes are found
+            for name, text in simt_headers().items():
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(folder / name, text.encode("utf-8"))
         except OSError:
             return []
     built = build_once(gch, preamble, lambda partial: [compiler, *shaping, "-x", language, str(stub), "-o",

@@ -2,7 +2,7 @@
 
 The set is the runtime's own CUDA/HIP headers (not the BANG model's), copied so that the output builds with a
 plain ``g++``. The plans write it next to their outputs; the precompiled openings (``pch.py``) read it from a
-copy of their own and use that copy only for a file whose ``xpiler_simt/`` holds these same bytes.
+copy of their own (written there with the copy) and use that copy only for a file whose ``xpiler_simt/`` holds these same bytes.
 """
 
 from __future__ import annotations
@@ -46,20 +46,9 @@ def simt_digest() -> str:
     return h.hexdigest()
 
 
-def write_simt_headers(folder: Path) -> None:
-    """The set under ``folder/xpiler_simt/`` (a file already holding its text is left alone)."""
-    for name, text in simt_headers().items():
-        path = folder / name
-        data = text.encode("utf-8")
-        try:
-            if path.read_bytes() == data:
-                continue
-        except OSError:
-            pass
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(f".{path.name}.{id(data):x}")
-        temp.write_bytes(data)
-        temp.replace(path)
+@cache
+def _set_bytes() -> dict[str, bytes]:
+    return {name: text.encode("utf-8") for name, text in simt_headers().items()}
 
 
 def holds_the_set_or_none(folder: Path) -> bool:
@@ -67,9 +56,9 @@ def holds_the_set_or_none(folder: Path) -> bool:
     or file counts: a compile would not read it)."""
     if not (folder / SIMT_DIR).is_dir():
         return True
-    for name, text in simt_headers().items():
+    for name, data in _set_bytes().items():
         try:
-            if (folder / name).read_bytes() != text.encode("utf-8"):
+            if (folder / name).read_bytes() != data:
                 return False
         except FileNotFoundError:
             continue
